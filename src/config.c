@@ -1,0 +1,463 @@
+/* config.c -- the service's settings.
+ *
+ * DESIGN
+ * One static table (keys[]) names every key once: its type, its limits, the
+ * field of struct config it fills and its default, written as the text a
+ * user would type. Defaults, the properties file, the environment and --set
+ * all go through the same parser (apply_value), so a default obeys the same
+ * rules as a user's value and there is one place to add a key.
+ *
+ * Each struct config carries one origin string per key ("default",
+ * "FILE:LINE", "env NAME", "--set"), so an error found later can say where
+ * the value came from.
+ *
+ * Threads: only start-up code calls the loaders, on one thread; a filled
+ * struct config is read-only afterwards. Not thread safe while loading
+ * (strerror). No output: errors and warnings go to the caller's buffers. */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum key_type {
+    KEY_INT,    /* whole number within [min, max] */
+    KEY_BOOL,   /* true/false, yes/no, on/off, 1/0 */
+    KEY_STRING, /* at most size-1 bytes; at least min bytes */
+    KEY_NAME,   /* a non-empty string of [a-z0-9-] */
+    KEY_PATH,   /* a URL path starting with '/', stored without trailing '/' */
+};
+
+struct config_key {
+    const char *name;
+    enum key_type type;
+    size_t offset;      /* into struct config */
+    size_t size;        /* of that field */
+    long long min, max; /* KEY_INT: the range; KEY_STRING: min = min length */
+    int secret;         /* never echoed, masked in config_dump */
+    const char *def;    /* the default, as text */
+};
+
+#define FIELD_SIZE(f) sizeof(((struct config *)0)->f)
+#define K_INT(n, f, d, lo, hi) \
+    { n, KEY_INT, offsetof(struct config, f), FIELD_SIZE(f), lo, hi, 0, d }
+#define K_BOOL(n, f, d) \
+    { n, KEY_BOOL, offsetof(struct config, f), FIELD_SIZE(f), 0, 1, 0, d }
+#define K_STR(n, f, d, minlen, secret) \
+    { n, KEY_STRING, offsetof(struct config, f), FIELD_SIZE(f), minlen, 0, secret, d }
+#define K_NAME(n, f, d) \
+    { n, KEY_NAME, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d }
+#define K_PATH(n, f, d) \
+    { n, KEY_PATH, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d }
+
+static const struct config_key keys[] = {
+    K_STR ("server.bind",                bind,                 "127.0.0.1", 1, 0),
+    K_INT ("server.port",                port,                 "3786", 1, 65535),
+    K_PATH("server.context-path",        context_path,         "/redis/distributed/lock"),
+    K_INT ("server.max-connections",     max_connections,      "4096", 1, 1000000),
+    K_INT ("server.connection-timeout-s", connection_timeout_s, "30", 0, 86400),
+    K_INT ("server.max-body-bytes",      max_body_bytes,       "4096", 1, 16777216),
+
+    K_STR ("redis.host",                 redis_host,           "127.0.0.1", 1, 0),
+    K_INT ("redis.port",                 redis_port,           "6379", 1, 65535),
+    K_STR ("redis.password",             redis_password,       "", 0, 1),
+    K_INT ("redis.database",             redis_database,       "0", 0, 1000000),
+    K_INT ("redis.timeout",              redis_timeout_ms,     "2000", 1, 600000),
+    K_INT ("redis.pool-size",            redis_pool_size,      "128", 1, 10000),
+
+    K_STR ("inventory.key",              stock_key,            "inventory001", 1, 0),
+    K_INT ("inventory.initial-stock",    initial_stock,        "200", 0, 1000000000),
+    K_BOOL("inventory.probe",            probe,                "true"),
+
+    K_NAME("lock.strategy",              strategy,             "atomic"),
+    K_STR ("lock.name",                  lock_name,            "RedisDistributedLock", 1, 0),
+    K_INT ("lock.ttl-ms",                lock_ttl_ms,          "10000", 1, 86400000),
+    K_INT ("lock.wait-ms",               lock_wait_ms,         "5000", 0, 600000),
+    K_INT ("lock.spin-sleep-ms",         lock_spin_sleep_ms,   "20", 0, 60000),
+    K_INT ("lock.retry-max-depth",       lock_retry_depth,     "500", 1, 100000),
+
+    K_STR ("redlock.nodes",              redlock_nodes,
+           "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 0),
+    K_INT ("redlock.node-timeout-ms",    redlock_node_timeout_ms, "50", 1, 60000),
+
+    K_BOOL("faults.enabled",             faults_enabled,       "false"),
+    K_INT ("faults.max-hold-ms",         faults_max_hold_ms,   "60000", 0, 3600000),
+};
+
+#define NKEYS (sizeof keys / sizeof keys[0])
+_Static_assert(NKEYS == CONFIG_KEY_COUNT, "CONFIG_KEY_COUNT must match keys[]");
+
+#define ENV_PREFIX "INVENTORYD_"
+/* How much of a bad value an error message repeats. */
+#define ECHO_MAX 64
+
+static void set_err(char *errstr, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *errstr, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    if (errstr == NULL || errlen == 0) return;
+    va_start(ap, fmt);
+    vsnprintf(errstr, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends one formatted line to warnings, keeping it NUL-terminated and
+ * dropping what does not fit. */
+static void add_warning(char *warnings, size_t warnings_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add_warning(char *warnings, size_t warnings_len, const char *fmt, ...) {
+    va_list ap;
+    size_t used;
+    if (warnings == NULL || warnings_len == 0) return;
+    used = strnlen(warnings, warnings_len - 1);
+    va_start(ap, fmt);
+    vsnprintf(warnings + used, warnings_len - used, fmt, ap);
+    va_end(ap);
+}
+
+static const struct config_key *find_key(const char *name) {
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].name, name) == 0) return &keys[i];
+    return NULL;
+}
+
+/* Stores origin for key k; an origin too long to keep keeps its tail, which
+ * holds the file name and the line number. */
+static void set_origin(struct config *cfg, const struct config_key *k,
+                       const char *origin) {
+    char *dst = cfg->origins[k - keys];
+    size_t n = strlen(origin);
+    if (n < CONFIG_ORIGIN_MAX) {
+        memcpy(dst, origin, n + 1);
+    } else {
+        memcpy(dst, "...", 3);
+        memcpy(dst + 3, origin + n - (CONFIG_ORIGIN_MAX - 4), CONFIG_ORIGIN_MAX - 4);
+        dst[CONFIG_ORIGIN_MAX - 1] = '\0';
+    }
+}
+
+/* Strict: an optional '-', then digits and nothing else. */
+static int parse_int(const char *s, long long *out) {
+    const char *p = s;
+    if (*p == '-') p++;
+    if (*p == '\0') return -1;
+    for (; *p; p++)
+        if (*p < '0' || *p > '9') return -1;
+    errno = 0;
+    *out = strtoll(s, NULL, 10);
+    if (errno == ERANGE) return 1;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out) {
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+/* Checks value against k and stores it; on error leaves cfg untouched and
+ * writes "ORIGIN: key: why". */
+static int apply_value(struct config *cfg, const struct config_key *k,
+                       const char *value, const char *origin,
+                       char *errstr, size_t errlen) {
+    char *field = (char *)cfg + k->offset;
+    size_t len = strlen(value);
+
+    switch (k->type) {
+    case KEY_INT: {
+        long long v;
+        int rc = parse_int(value, &v);
+        if (rc < 0) {
+            set_err(errstr, errlen, "%s: %s: '%.*s' is not a whole number",
+                    origin, k->name, ECHO_MAX, value);
+            return CONFIG_ERR;
+        }
+        if (rc > 0 || v < k->min || v > k->max) {
+            set_err(errstr, errlen, "%s: %s: %.*s is out of range (%lld..%lld)",
+                    origin, k->name, ECHO_MAX, value, k->min, k->max);
+            return CONFIG_ERR;
+        }
+        *(int *)(void *)field = (int)v;
+        break;
+    }
+    case KEY_BOOL: {
+        int b;
+        if (parse_bool(value, &b) != 0) {
+            set_err(errstr, errlen,
+                    "%s: %s: '%.*s' is not a boolean (use true/false, yes/no, on/off or 1/0)",
+                    origin, k->name, ECHO_MAX, value);
+            return CONFIG_ERR;
+        }
+        *(int *)(void *)field = b;
+        break;
+    }
+    case KEY_STRING:
+    case KEY_NAME:
+    case KEY_PATH: {
+        /* Values of secret keys are never repeated in a message. */
+        if (len < (size_t)k->min) {
+            set_err(errstr, errlen, "%s: %s: must not be empty", origin, k->name);
+            return CONFIG_ERR;
+        }
+        if (k->type == KEY_NAME) {
+            for (const char *p = value; *p; p++) {
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-')) {
+                    set_err(errstr, errlen,
+                            "%s: %s: '%.*s' may contain only a-z, 0-9 and '-'",
+                            origin, k->name, ECHO_MAX, value);
+                    return CONFIG_ERR;
+                }
+            }
+        }
+        if (k->type == KEY_PATH) {
+            if (value[0] != '/') {
+                set_err(errstr, errlen, "%s: %s: '%.*s' must start with '/'",
+                        origin, k->name, ECHO_MAX, value);
+                return CONFIG_ERR;
+            }
+            for (const char *p = value; *p; p++) {
+                if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p) ||
+                    *p == '?' || *p == '#') {
+                    set_err(errstr, errlen,
+                            "%s: %s: '%.*s' may not contain spaces, '?' or '#'",
+                            origin, k->name, ECHO_MAX, value);
+                    return CONFIG_ERR;
+                }
+            }
+            /* "/a/b/" and "/a/b" name the same prefix; "/" stays "/". */
+            while (len > 1 && value[len - 1] == '/') len--;
+        }
+        if (len >= k->size) {
+            set_err(errstr, errlen, "%s: %s: value is too long (%zu characters, at most %zu)",
+                    origin, k->name, len, k->size - 1);
+            return CONFIG_ERR;
+        }
+        memcpy(field, value, len);
+        field[len] = '\0';
+        break;
+    }
+    }
+    set_origin(cfg, k, origin);
+    return CONFIG_OK;
+}
+
+void config_defaults(struct config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < NKEYS; i++) {
+        /* The table's defaults are valid; check_config's "Core" case proves it. */
+        (void)apply_value(cfg, &keys[i], keys[i].def, "default", NULL, 0);
+    }
+}
+
+int config_apply(struct config *cfg, const char *key, const char *value,
+                 const char *origin, char *errstr, size_t errlen) {
+    const struct config_key *k = find_key(key);
+    if (k == NULL) {
+        set_err(errstr, errlen, "%s: unknown key '%.*s'", origin, ECHO_MAX, key);
+        return CONFIG_ERR;
+    }
+    return apply_value(cfg, k, value, origin, errstr, errlen);
+}
+
+/* Trims s in place; returns the first non-space character. */
+static char *trim(char *s) {
+    char *end;
+    while (isspace((unsigned char)*s)) s++;
+    end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1])) end--;
+    *end = '\0';
+    return s;
+}
+
+/* Warnings are cleared first, so each call reports only its own. Keys before
+ * a bad line have already been applied when CONFIG_ERR is returned; the
+ * caller is expected to stop. */
+int config_load_file(struct config *cfg, const char *path,
+                     char *errstr, size_t errlen,
+                     char *warnings, size_t warnings_len) {
+    FILE *fp;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    unsigned long lineno = 0;
+    int rc = CONFIG_OK;
+
+    if (warnings != NULL && warnings_len > 0) warnings[0] = '\0';
+    fp = fopen(path, "r");
+    if (fp == NULL) {
+        set_err(errstr, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return CONFIG_ERR;
+    }
+    while ((n = getline(&line, &cap, fp)) != -1) {
+        char *s = line, *sep, *key, *value;
+        char origin[4096 + 32];
+
+        lineno++;
+        if (lineno == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3; /* UTF-8 BOM */
+        if ((size_t)n != strlen(line)) {
+            set_err(errstr, errlen, "%s:%lu: line contains a NUL byte", path, lineno);
+            rc = CONFIG_ERR;
+            break;
+        }
+        s = trim(s); /* also drops the '\r' of CRLF files */
+        if (*s == '\0' || *s == '#' || *s == '!') continue;
+
+        snprintf(origin, sizeof origin, "%s:%lu", path, lineno);
+        sep = strpbrk(s, "=:");
+        if (sep == NULL) {
+            set_err(errstr, errlen, "%s: expected key=value", origin);
+            rc = CONFIG_ERR;
+            break;
+        }
+        *sep = '\0';
+        key = trim(s);
+        value = trim(sep + 1);
+        if (*key == '\0') {
+            set_err(errstr, errlen, "%s: expected key=value", origin);
+            rc = CONFIG_ERR;
+            break;
+        }
+        if (find_key(key) == NULL) {
+            add_warning(warnings, warnings_len, "%s: unknown key '%.*s' ignored\n",
+                        origin, ECHO_MAX, key);
+            continue;
+        }
+        if (config_apply(cfg, key, value, origin, errstr, errlen) != CONFIG_OK) {
+            rc = CONFIG_ERR;
+            break;
+        }
+    }
+    if (rc == CONFIG_OK && ferror(fp)) {
+        set_err(errstr, errlen, "%s: read error: %s", path, strerror(errno));
+        rc = CONFIG_ERR;
+    }
+    free(line);
+    fclose(fp);
+    return rc;
+}
+
+/* Writes key's variable name (INVENTORYD_SERVER_PORT) into buf. */
+static void env_name(const char *key, char *buf, size_t len) {
+    size_t i = strlen(ENV_PREFIX);
+    memcpy(buf, ENV_PREFIX, i);
+    for (; *key && i + 1 < len; key++, i++) {
+        char c = *key;
+        buf[i] = (c == '.' || c == '-') ? '_' : (char)toupper((unsigned char)c);
+    }
+    buf[i] = '\0';
+}
+
+/* Warnings are cleared first, as for config_load_file. Values are taken as
+ * they are, without trimming. */
+int config_load_env(struct config *cfg, char *const *envp,
+                    char *errstr, size_t errlen,
+                    char *warnings, size_t warnings_len) {
+    if (warnings != NULL && warnings_len > 0) warnings[0] = '\0';
+    if (envp == NULL) return CONFIG_OK;
+    for (; *envp != NULL; envp++) {
+        const char *var = *envp, *eq;
+        const struct config_key *k = NULL;
+        size_t namelen;
+        char origin[CONFIG_ORIGIN_MAX];
+
+        if (strncmp(var, ENV_PREFIX, strlen(ENV_PREFIX)) != 0) continue;
+        eq = strchr(var, '=');
+        if (eq == NULL) continue;
+        namelen = (size_t)(eq - var);
+        for (size_t i = 0; i < NKEYS && k == NULL; i++) {
+            char name[128];
+            env_name(keys[i].name, name, sizeof name);
+            if (strlen(name) == namelen && memcmp(name, var, namelen) == 0) k = &keys[i];
+        }
+        snprintf(origin, sizeof origin, "env %.*s",
+                 (int)(namelen < 200 ? namelen : 200), var);
+        if (k == NULL) {
+            add_warning(warnings, warnings_len, "%s: unknown key ignored\n", origin);
+            continue;
+        }
+        if (apply_value(cfg, k, eq + 1, origin, errstr, errlen) != CONFIG_OK)
+            return CONFIG_ERR;
+    }
+    return CONFIG_OK;
+}
+
+int config_set(struct config *cfg, const char *assignment,
+               char *errstr, size_t errlen) {
+    char buf[1024];
+    char *eq, *key, *value;
+    size_t len = strlen(assignment);
+
+    if (len >= sizeof buf) {
+        set_err(errstr, errlen, "--set: assignment is too long (%zu characters, at most %zu)",
+                len, sizeof buf - 1);
+        return CONFIG_ERR;
+    }
+    memcpy(buf, assignment, len + 1);
+    eq = strchr(buf, '=');
+    if (eq == NULL) {
+        /* Not repeated: it may be a mistyped secret. */
+        set_err(errstr, errlen, "--set: expected key=value");
+        return CONFIG_ERR;
+    }
+    *eq = '\0';
+    key = trim(buf);
+    value = trim(eq + 1);
+    if (*key == '\0') {
+        set_err(errstr, errlen, "--set: expected key=value");
+        return CONFIG_ERR;
+    }
+    return config_apply(cfg, key, value, "--set", errstr, errlen);
+}
+
+const char *config_origin(const struct config *cfg, const char *key) {
+    const struct config_key *k = find_key(key);
+    if (k == NULL) return NULL;
+    if (cfg->origins[k - keys][0] == '\0') return "default";
+    return cfg->origins[k - keys];
+}
+
+size_t config_dump(const struct config *cfg, char *buf, size_t len) {
+    size_t need = 0;
+    if (buf != NULL && len > 0) buf[0] = '\0';
+    for (size_t i = 0; i < NKEYS; i++) {
+        const struct config_key *k = &keys[i];
+        const char *field = (const char *)cfg + k->offset;
+        char num[32];
+        const char *value;
+        int n;
+
+        switch (k->type) {
+        case KEY_INT:
+            snprintf(num, sizeof num, "%d", *(const int *)(const void *)field);
+            value = num;
+            break;
+        case KEY_BOOL:
+            value = *(const int *)(const void *)field ? "true" : "false";
+            break;
+        default:
+            value = (k->secret && field[0] != '\0') ? "****" : field;
+            break;
+        }
+        n = snprintf(buf != NULL && need < len ? buf + need : NULL,
+                     buf != NULL && need < len ? len - need : 0,
+                     "%s=%s\n", k->name, value);
+        if (n > 0) need += (size_t)n;
+    }
+    return need;
+}

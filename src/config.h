@@ -1,0 +1,105 @@
+/* config.h -- the service's settings: defaults, a Spring-style properties
+ * file, INVENTORYD_* environment variables and --set overrides.
+ *
+ * Precedence, lowest first: built-in defaults, the properties file, the
+ * environment (INVENTORYD_SERVER_PORT overrides server.port: upper case,
+ * '.' and '-' become '_'), then each --set key=value in order.
+ *
+ * Every value remembers where it came from ("config/x.properties:12",
+ * "env INVENTORYD_SERVER_PORT", "--set", "default"), so an error can name it.
+ * A struct config is filled once at start-up and read-only afterwards: it is
+ * then safe to read from any thread. */
+#ifndef INVENTORYD_CONFIG_H
+#define INVENTORYD_CONFIG_H
+
+#include <stddef.h>
+
+#define CONFIG_OK 0
+#define CONFIG_ERR -1
+
+#define CONFIG_ORIGIN_MAX 256
+
+/* The number of keys in config.c's table; one origin is kept per key. */
+#define CONFIG_KEY_COUNT 25
+
+struct config {
+    /* server.* */
+    char bind[64];              /* server.bind, default 127.0.0.1 */
+    int port;                   /* server.port, default 3786 */
+    char context_path[128];     /* server.context-path, default /redis/distributed/lock */
+    int max_connections;        /* server.max-connections, default 4096 */
+    int connection_timeout_s;   /* server.connection-timeout-s, default 30 */
+    int max_body_bytes;         /* server.max-body-bytes, default 4096 */
+
+    /* redis.* */
+    char redis_host[256];       /* redis.host, default 127.0.0.1 */
+    int redis_port;             /* redis.port, default 6379 */
+    char redis_password[256];   /* redis.password, default empty (no AUTH) */
+    int redis_database;         /* redis.database, default 0 */
+    int redis_timeout_ms;       /* redis.timeout (ms), default 2000 */
+    int redis_pool_size;        /* redis.pool-size, default 128 */
+
+    /* inventory.* */
+    char stock_key[128];        /* inventory.key, default inventory001 */
+    int initial_stock;          /* inventory.initial-stock, default 200 */
+    int probe;                  /* inventory.probe, default true */
+
+    /* lock.* */
+    char strategy[32];          /* lock.strategy, default atomic */
+    char lock_name[128];        /* lock.name, default RedisDistributedLock */
+    int lock_ttl_ms;            /* lock.ttl-ms, default 10000 */
+    int lock_wait_ms;           /* lock.wait-ms, default 5000; 0 = fail fast */
+    int lock_spin_sleep_ms;     /* lock.spin-sleep-ms, default 20 */
+    int lock_retry_depth;       /* lock.retry-max-depth, default 500 */
+
+    /* redlock.* */
+    char redlock_nodes[512];    /* redlock.nodes, default 127.0.0.1:6381,... */
+    int redlock_node_timeout_ms;/* redlock.node-timeout-ms, default 50 */
+
+    /* faults.* */
+    int faults_enabled;         /* faults.enabled, default false */
+    int faults_max_hold_ms;     /* faults.max-hold-ms, default 60000 */
+
+    /* Where each key's value came from, in config.c's table order; read it
+     * with config_origin(). An empty string means "default". */
+    char origins[CONFIG_KEY_COUNT][CONFIG_ORIGIN_MAX];
+};
+
+/* Fills cfg with the built-in defaults. Never fails. */
+void config_defaults(struct config *cfg);
+
+/* Reads a properties file into cfg. Lines are `key=value` or `key: value`;
+ * blank lines and lines starting with '#' or '!' are ignored; whitespace
+ * around keys and values is trimmed.
+ * On error CONFIG_ERR is returned and errstr holds "FILE:LINE: key: why".
+ * Unknown keys are not errors: each gets a line in warnings (if not NULL),
+ * "FILE:LINE: unknown key 'x' ignored\n", up to warnings_len bytes. */
+int config_load_file(struct config *cfg, const char *path,
+                     char *errstr, size_t errlen,
+                     char *warnings, size_t warnings_len);
+
+/* Applies INVENTORYD_* variables from envp (NULL-terminated, as environ).
+ * Unknown INVENTORYD_* names are warnings, as for the file. */
+int config_load_env(struct config *cfg, char *const *envp,
+                    char *errstr, size_t errlen,
+                    char *warnings, size_t warnings_len);
+
+/* Applies one "key=value" (from --set). An unknown key is an error here:
+ * a typo on the command line should not pass silently. */
+int config_set(struct config *cfg, const char *assignment,
+               char *errstr, size_t errlen);
+
+/* Applies one key and value, recording origin (copied). Returns CONFIG_ERR
+ * with "ORIGIN: key: why" in errstr for a bad value or an unknown key. */
+int config_apply(struct config *cfg, const char *key, const char *value,
+                 const char *origin, char *errstr, size_t errlen);
+
+/* Where key's current value came from: "FILE:LINE", "env NAME", "--set" or
+ * "default". NULL for an unknown key. The string lives as long as cfg. */
+const char *config_origin(const struct config *cfg, const char *key);
+
+/* Writes "key=value\n" for every key, with redis.password masked, into buf.
+ * Returns the length that was needed (as snprintf). */
+size_t config_dump(const struct config *cfg, char *buf, size_t len);
+
+#endif

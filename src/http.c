@@ -1,0 +1,354 @@
+/* http.c -- the HTTP front on libmicrohttpd (see http.h).
+ *
+ * Per-request state (struct request: the body read so far) is allocated on
+ * the first callback into *req_cls and freed in the completed callback, as in
+ * libmicrohttpd's simplepost.c; the first callback never answers.
+ * `inflight` counts requests between their first callback and their
+ * completion, so a shutdown can wait for them before closing connections. */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "config.h"
+#include "http.h"
+#include "inventory.h"
+#include "mclock.h"
+#include "metrics.h"
+#include "reply.h"
+#include "route.h"
+
+#define CT_JSON "application/json; charset=utf-8"
+#define CT_TEXT "text/plain; charset=utf-8"
+#define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
+
+#define NESTED_MAX 16
+
+struct http_server {
+    struct MHD_Daemon *d;
+    const struct config *cfg;
+    struct inventory *inv;
+    const struct lock_type *default_type;
+    int listen_fd;
+    int quiesced;
+    atomic_int inflight;
+};
+
+struct request {
+    char *body;
+    size_t len;
+    int too_large;
+};
+
+/* Queues body (taken over, freed by MHD) with code. A NULL body is an out of
+ * memory: a fixed 500 goes out instead. */
+static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body,
+                              const char *type, const char *allow) {
+    struct MHD_Response *resp;
+    if (!body) {
+        static const char oom[] = "{\"status\":\"internal_error\",\"error\":\"out of memory\"}";
+        code = 500;
+        type = CT_JSON;
+        resp = MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+    } else {
+        resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    }
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)code, resp);
+    MHD_destroy_response(resp);
+    metrics_http(code);
+    return ret;
+}
+
+static enum MHD_Result answer_error(struct MHD_Connection *conn, int code, const char *word,
+                                    const char *sentence, int text) {
+    return answer(conn, code, reply_error(word, sentence, text), text ? CT_TEXT : CT_JSON, NULL);
+}
+
+/* The demo's one-line text is asked for with ?format=text or an Accept header
+ * that names text/plain before (or without) application/json. */
+static int wants_text(struct MHD_Connection *conn) {
+    const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "format");
+    if (f) return strcmp(f, "text") == 0;
+    const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    if (!a) return 0;
+    const char *t = strstr(a, "text/plain"), *j = strstr(a, "application/json");
+    return t && (!j || t < j);
+}
+
+/* Reads query argument name as an int in [min, max] into *out. Returns 0 when
+ * absent, 1 when read, -1 (with a sentence in why) when malformed. */
+static int query_int(struct MHD_Connection *conn, const char *name, long min, long max,
+                     int *out, char *why, size_t whylen) {
+    const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno || n < min || n > max) {
+        snprintf(why, whylen, "%s must be a whole number from %ld to %ld, not '%.32s'",
+                 name, min, max, v);
+        return -1;
+    }
+    *out = (int)n;
+    return 1;
+}
+
+static enum MHD_Result do_sale(struct http_server *s, struct MHD_Connection *conn,
+                               const struct route *rt, int text) {
+    const struct lock_type *t = rt->strategy[0] ? lock_type_find(rt->strategy) : s->default_type;
+    if (!t) return answer(conn, 404, reply_unknown_strategy(rt->strategy, text),
+                          text ? CT_TEXT : CT_JSON, NULL);
+
+    struct sale_faults f = {0};
+    char why[192];
+    int maxhold = s->cfg->faults_max_hold_ms;
+    int given = 0, rc;
+    if ((rc = query_int(conn, "hold_ms", 0, maxhold, &f.hold_ms, why, sizeof(why))) < 0 ||
+        (given |= rc, rc = query_int(conn, "release_delay_ms", 0, maxhold,
+                                     &f.release_delay_ms, why, sizeof(why))) < 0 ||
+        (given |= rc, rc = query_int(conn, "nested", 0, NESTED_MAX, &f.nested, why, sizeof(why))) < 0 ||
+        (given |= rc, rc = query_int(conn, "crash", 0, 1, &f.crash, why, sizeof(why))) < 0)
+        return answer_error(conn, 400, "bad_request", why, text);
+    given |= rc;
+    if (given && !s->cfg->faults_enabled)
+        return answer_error(conn, 403, "faults_disabled",
+                            "fault injection is off: start the instance with faults.enabled=true "
+                            "to use hold_ms, crash, release_delay_ms or nested", text);
+
+    struct sale_result r;
+    inventory_sell(s->inv, t, &f, &r);
+    metrics_sale(t, &r);
+    return answer(conn, reply_sale_http_status(r.status), reply_sale(&r, t->name, s->cfg->port, text),
+                  text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static enum MHD_Result do_reset(struct http_server *s, struct MHD_Connection *conn,
+                                struct request *req, int text) {
+    static const char usage[] = "send a JSON body such as {\"stock\": 200}";
+    char why[256];
+    cJSON *doc = req->len ? cJSON_ParseWithLength(req->body, req->len) : NULL;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stock");
+    double v = cJSON_IsNumber(st) ? st->valuedouble : NAN;
+    cJSON_Delete(doc);
+    if (!req->len) {
+        snprintf(why, sizeof(why), "the reset has no body: %s", usage);
+    } else if (!doc) {
+        snprintf(why, sizeof(why), "the body is not JSON: %s", usage);
+    } else if (!st) {
+        snprintf(why, sizeof(why), "the body has no \"stock\": %s", usage);
+    } else if (isnan(v) || v != floor(v) || v < 0 || v > 1e9) {
+        snprintf(why, sizeof(why), "\"stock\" must be a whole number from 0 to 1000000000");
+    } else {
+        char err[192];
+        if (inventory_reset(s->inv, (long long)v, err, sizeof(err)) != 0)
+            return answer_error(conn, 503, "backend_unavailable", err, text);
+        metrics_reset();
+        return answer(conn, 200, reply_stock((long long)v, s->cfg->port, text),
+                      text ? CT_TEXT : CT_JSON, NULL);
+    }
+    return answer_error(conn, 400, "bad_request", why, text);
+}
+
+/* Maps a failed inventory read to its answer. */
+static enum MHD_Result answer_inventory_error(struct MHD_Connection *conn, int rc,
+                                              const char *err, int text) {
+    if (rc == INV_BAD_DATA) return answer_error(conn, 409, "bad_stock", err, text);
+    return answer_error(conn, 503, "backend_unavailable", err, text);
+}
+
+static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn,
+                                const char *url, const char *method, struct request *req) {
+    int text = wants_text(conn);
+    struct route rt;
+    route_match(method, url, s->cfg->context_path, &rt);
+    if (rt.id == ROUTE_NOT_FOUND) {
+        char why[256];
+        snprintf(why, sizeof(why), "no route for %.16s %.160s; GET /strategies lists the sale endpoints",
+                 method, url);
+        return answer_error(conn, 404, "not_found", why, text);
+    }
+    if (!rt.method_allowed) {
+        char why[128];
+        snprintf(why, sizeof(why), "%.16s is not allowed here; use %s", method, rt.allow);
+        return answer(conn, 405, reply_error("method_not_allowed", why, text),
+                      text ? CT_TEXT : CT_JSON, rt.allow);
+    }
+    if (req->too_large) {
+        char why[128];
+        snprintf(why, sizeof(why), "the body is larger than server.max-body-bytes (%d bytes)",
+                 s->cfg->max_body_bytes);
+        return answer_error(conn, 413, "payload_too_large", why, text);
+    }
+
+    char err[192];
+    long long stock;
+    struct audit a;
+    int rc;
+    switch (rt.id) {
+    case ROUTE_SALE:
+        return do_sale(s, conn, &rt, text);
+    case ROUTE_RESET:
+        return do_reset(s, conn, req, text);
+    case ROUTE_INVENTORY:
+        if ((rc = inventory_stock(s->inv, &stock, err, sizeof(err))) != 0)
+            return answer_inventory_error(conn, rc, err, text);
+        return answer(conn, 200, reply_stock(stock, s->cfg->port, text), text ? CT_TEXT : CT_JSON, NULL);
+    case ROUTE_AUDIT:
+        if ((rc = inventory_audit(s->inv, &a, err, sizeof(err))) != 0)
+            return answer_inventory_error(conn, rc, err, text);
+        return answer(conn, 200, reply_audit(&a, text), text ? CT_TEXT : CT_JSON, NULL);
+    case ROUTE_STRATEGIES:
+        return answer(conn, 200, reply_strategies(s->default_type->name, text),
+                      text ? CT_TEXT : CT_JSON, NULL);
+    case ROUTE_HEALTHZ:
+        if (inventory_ping(s->inv, err, sizeof(err)) != 0)
+            return answer_error(conn, 503, "backend_unavailable", err, text);
+        return answer_error(conn, 200, "ok", "ok: Redis answers", text);
+    case ROUTE_METRICS:
+        return answer(conn, 200, metrics_render(), CT_PROM, NULL);
+    case ROUTE_NOT_FOUND:
+        break;
+    }
+    return answer_error(conn, 500, "internal_error", "unhandled route", text);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **req_cls) {
+    (void)version;
+    struct http_server *s = cls;
+    struct request *req = *req_cls;
+    if (!req) {
+        req = calloc(1, sizeof(*req));
+        if (!req) return MHD_NO;
+        *req_cls = req;
+        atomic_fetch_add(&s->inflight, 1);
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (req->too_large || req->len + n > (size_t)s->cfg->max_body_bytes) {
+            req->too_large = 1;
+            return MHD_YES;
+        }
+        char *b = realloc(req->body, req->len + n + 1);
+        if (!b) return MHD_NO;
+        memcpy(b + req->len, upload_data, n);
+        req->body = b;
+        req->len += n;
+        req->body[req->len] = '\0';
+        return MHD_YES;
+    }
+    return dispatch(s, conn, url, method, req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)conn;
+    (void)toe;
+    struct http_server *s = cls;
+    struct request *req = *req_cls;
+    if (!req) return;
+    free(req->body);
+    free(req);
+    *req_cls = NULL;
+    atomic_fetch_sub(&s->inflight, 1);
+}
+
+/* Opens the listening socket ourselves, so that "port in use" is reported
+ * as such rather than as a bare start failure. */
+static int listen_on(const char *bind_addr, int port, char *errstr, size_t errlen) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
+        snprintf(errstr, errlen, "server.bind: '%s' is not an IPv4 address", bind_addr);
+        return -1;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(errstr, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
+        snprintf(errstr, errlen, "cannot listen on %s:%d: %s%s", bind_addr, port, strerror(errno),
+                 errno == EADDRINUSE ? " (another process has this port; pick another with "
+                                       "--set server.port=N)" : "");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+struct http_server *http_start(const struct config *cfg, struct inventory *inv,
+                               char *errstr, size_t errlen) {
+    const struct lock_type *def = lock_type_find(cfg->strategy);
+    if (!def) {
+        snprintf(errstr, errlen, "lock.strategy: unknown strategy '%s'", cfg->strategy);
+        return NULL;
+    }
+    struct http_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(errstr, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = cfg;
+    s->inv = inv;
+    s->default_type = def;
+    s->listen_fd = listen_on(cfg->bind, cfg->port, errstr, errlen);
+    if (s->listen_fd < 0) {
+        free(s);
+        return NULL;
+    }
+    s->d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+            MHD_USE_ITC | MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, s,
+        MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_END);
+    if (!s->d) {
+        snprintf(errstr, errlen, "libmicrohttpd could not start on %s:%d", cfg->bind, cfg->port);
+        close(s->listen_fd);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void http_quiesce(struct http_server *s) {
+    if (!s || s->quiesced) return;
+    MHD_socket fd = MHD_quiesce_daemon(s->d);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+    s->quiesced = 1;
+}
+
+void http_stop(struct http_server *s) {
+    if (!s) return;
+    http_quiesce(s);
+    /* Let sales in flight finish and their answers go out; a sale cannot
+     * wait for its lock longer than lock.wait-ms, so this is bounded. */
+    int64_t deadline = mclock_ms() + s->cfg->lock_wait_ms + s->cfg->redis_timeout_ms * 3 + 2000;
+    while (atomic_load(&s->inflight) > 0 && mclock_ms() < deadline) mclock_sleep_ms(10);
+    MHD_stop_daemon(s->d);
+    free(s);
+}

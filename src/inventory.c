@@ -1,0 +1,372 @@
+/* inventory.c -- the inventory service (see inventory.h).
+ *
+ * A locked sale costs, besides the lock itself, two round trips: the probe's
+ * INCR pipelined with GET stock, then SET, RPUSH and the probe's DECR
+ * pipelined together. Nothing here is ever re-sent after an I/O error: a
+ * SET or RPUSH whose reply was lost may have been applied, so the sale is
+ * reported as backend_unavailable and the connection is dropped. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+#include "config.h"
+#include "inventory.h"
+#include "mclock.h"
+#include "rpool.h"
+#include "script.h"
+
+static atomic_uint_fast64_t order_seq;
+
+int inventory_init(struct inventory *inv, const struct config *cfg,
+                   struct rpool *pool, char *errstr, size_t errlen) {
+    memset(inv, 0, sizeof(*inv));
+    inv->pool = pool;
+    inv->port = cfg->port;
+    inv->probe = cfg->probe;
+    inv->pool_wait_ms = cfg->redis_timeout_ms;
+    inv->lock_env.ttl_ms = cfg->lock_ttl_ms;
+    inv->lock_env.wait_ms = cfg->lock_wait_ms;
+    inv->lock_env.spin_sleep_ms = cfg->lock_spin_sleep_ms;
+    inv->lock_env.retry_depth = cfg->lock_retry_depth;
+    if (strlen(cfg->stock_key) + 16 > sizeof(inv->ledger_key)) {
+        snprintf(errstr, errlen, "inventory.key is too long (at most %zu bytes)",
+                 sizeof(inv->ledger_key) - 16);
+        return -1;
+    }
+    snprintf(inv->stock_key, sizeof(inv->stock_key), "%s", cfg->stock_key);
+    snprintf(inv->ledger_key, sizeof(inv->ledger_key), "%s:sold", cfg->stock_key);
+    snprintf(inv->initial_key, sizeof(inv->initial_key), "%s:initial", cfg->stock_key);
+    snprintf(inv->guard_key, sizeof(inv->guard_key), "%s:guard", cfg->stock_key);
+    snprintf(inv->violations_key, sizeof(inv->violations_key), "%s:violations", cfg->stock_key);
+    snprintf(inv->lock_key, sizeof(inv->lock_key), "%s", cfg->lock_name);
+    uuid_t u;
+    uuid_generate(u);
+    snprintf(inv->instance, sizeof(inv->instance), "%02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
+    return 0;
+}
+
+/* Reads a Redis string reply as a whole number. 0 on success. */
+static int parse_ll(const redisReply *r, long long *out) {
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *out = r->integer;
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_STRING || r->len == 0) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(r->str, &end, 10);
+    if (errno || *end != '\0') return -1;
+    *out = v;
+    return 0;
+}
+
+static int sale_backend(struct sale_result *r, const char *what, const char *why) {
+    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%s: %s)", what, why);
+    return r->status = INV_BACKEND;
+}
+
+/* Reads n pipelined replies into rep[]. On an I/O error every reply read so
+ * far is freed and -1 is returned. */
+static int read_replies(redisContext *c, redisReply **rep, int n) {
+    for (int i = 0; i < n; i++) {
+        void *v = NULL;
+        if (redisGetReply(c, &v) != REDIS_OK) {
+            for (int j = 0; j < i; j++) freeReplyObject(rep[j]);
+            return -1;
+        }
+        rep[i] = v;
+    }
+    return 0;
+}
+
+static void free_replies(redisReply **rep, int n) {
+    for (int i = 0; i < n; i++) freeReplyObject(rep[i]);
+}
+
+static void next_order(struct inventory *inv, char *buf, size_t len) {
+    uint64_t n = atomic_fetch_add(&order_seq, 1) + 1;
+    snprintf(buf, len, "%s-%" PRIu64, inv->instance, n);
+}
+
+static int sell_atomic(struct inventory *inv, redisContext *c, struct sale_result *r) {
+    char port[16];
+    snprintf(port, sizeof(port), "%d", inv->port);
+    const char *argv[] = {inv->stock_key, inv->ledger_key, r->order, port};
+    char err[128];
+    r->attempts = 1;
+    redisReply *rep = script_run(c, "atomic-sale", 2, 4, argv, NULL, err, sizeof(err));
+    if (!rep) return sale_backend(r, "atomic-sale", err);
+    int rc;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        if (strncmp(rep->str, "BADSTOCK", 8) == 0) {
+            snprintf(r->errstr, sizeof(r->errstr), "%s", rep->str + 9);
+            rc = r->status = INV_BAD_DATA;
+        } else {
+            rc = sale_backend(r, "atomic-sale", rep->str);
+        }
+    } else if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 &&
+               rep->element[0]->type == REDIS_REPLY_INTEGER) {
+        if (rep->element[0]->integer == 1 && rep->elements == 3) {
+            r->remaining = rep->element[1]->integer;
+            r->unit = rep->element[2]->integer;
+            rc = r->status = INV_SOLD;
+        } else {
+            r->remaining = rep->element[1]->integer;
+            rc = r->status = INV_SOLD_OUT;
+        }
+    } else {
+        rc = sale_backend(r, "atomic-sale", "unexpected reply");
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* The demo's critical section, run while the lock is held: read, check,
+ * write, with the probe around it. */
+static int sell_locked_section(struct inventory *inv, redisContext *c,
+                               const struct sale_faults *f, struct sale_result *r) {
+    redisReply *rep[3];
+    int n = 0;
+    if (inv->probe) {
+        redisAppendCommand(c, "INCR %s", inv->guard_key);
+        n++;
+    }
+    redisAppendCommand(c, "GET %s", inv->stock_key);
+    n++;
+    if (read_replies(c, rep, n) < 0) return sale_backend(r, "GET stock", c->errstr);
+    redisReply *stock_rep = rep[n - 1];
+    int entered = inv->probe && rep[0]->type == REDIS_REPLY_INTEGER;
+    long long inside = entered ? rep[0]->integer : 0;
+    long long stock = 0;
+    int bad = 0;
+    if (stock_rep->type == REDIS_REPLY_ERROR) {
+        sale_backend(r, "GET stock", stock_rep->str);
+        bad = 1;
+    } else if (stock_rep->type == REDIS_REPLY_NIL) {
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "stock key %s does not exist; POST /inventory/reset first", inv->stock_key);
+        r->status = INV_BAD_DATA;
+        bad = 1;
+    } else if (parse_ll(stock_rep, &stock) < 0) {
+        snprintf(r->errstr, sizeof(r->errstr), "stock key %.60s holds '%.40s', not a whole number",
+                 inv->stock_key, stock_rep->str);
+        r->status = INV_BAD_DATA;
+        bad = 1;
+    }
+    free_replies(rep, n);
+
+    if (f->hold_ms > 0) mclock_sleep_ms(f->hold_ms);
+
+    n = 0;
+    char entry[128];
+    if (!bad && stock > 0) {
+        r->unit = stock;
+        r->remaining = stock - 1;
+        snprintf(entry, sizeof(entry), "%lld|%s|%d", stock, r->order, inv->port);
+        redisAppendCommand(c, "SET %s %lld", inv->stock_key, stock - 1);
+        redisAppendCommand(c, "RPUSH %s %s", inv->ledger_key, entry);
+        n = 2;
+    }
+    if (entered) {
+        if (inside > 1) redisAppendCommand(c, "INCR %s", inv->violations_key);
+        else redisAppendCommand(c, "ECHO ok");   /* keeps the reply count fixed */
+        redisAppendCommand(c, "DECR %s", inv->guard_key);
+        n += 2;
+    }
+    if (n == 0) return bad ? r->status : (r->status = INV_SOLD_OUT);
+    if (read_replies(c, rep, n) < 0) return sale_backend(r, "SET stock", c->errstr);
+    int write_failed = !bad && stock > 0 &&
+                       (rep[0]->type == REDIS_REPLY_ERROR || rep[1]->type == REDIS_REPLY_ERROR);
+    if (write_failed)
+        sale_backend(r, "SET stock", rep[0]->type == REDIS_REPLY_ERROR ? rep[0]->str : rep[1]->str);
+    free_replies(rep, n);
+    if (bad || write_failed) return r->status;
+    return r->status = stock > 0 ? INV_SOLD : INV_SOLD_OUT;
+}
+
+/* Gives back every hold of l. If the sale's connection died, the release
+ * goes on a fresh one: releasing is safe to send on a new connection, since
+ * the old one's commands were all answered or lost with it. */
+static void release_all(struct inventory *inv, struct lock *l, redisContext **c) {
+    while (l->holds > 0) {
+        if ((l->type->flags & LOCK_F_REDIS) && (*c == NULL || (*c)->err)) {
+            char err[128];
+            rpool_drop(inv->pool, *c);
+            *c = rpool_get(inv->pool, inv->pool_wait_ms, err, sizeof(err));
+            l->c = *c;
+            if (!*c) return;   /* the lock's TTL will free it */
+        }
+        lock_release(l);
+    }
+}
+
+int inventory_sell(struct inventory *inv, const struct lock_type *t,
+                   const struct sale_faults *f, struct sale_result *r) {
+    static const struct sale_faults no_faults;
+    if (!f) f = &no_faults;
+    memset(r, 0, sizeof(*r));
+    next_order(inv, r->order, sizeof(r->order));
+
+    char err[128];
+    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, err, sizeof(err));
+    if (!c) {
+        sale_backend(r, "connection", err);
+        return r->status;
+    }
+    if (t->flags & LOCK_F_ATOMIC) {
+        sell_atomic(inv, c, r);
+        rpool_put(inv->pool, c);
+        return r->status;
+    }
+
+    struct lock l;
+    lock_init(&l, t, &inv->lock_env, c, inv->lock_key);
+    l.release_delay_ms = f->release_delay_ms;
+    int rc = lock_acquire(&l);
+    for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(&l);
+
+    if (rc == LOCK_OK) {
+        if (f->crash) _exit(86);   /* fault: die holding the lock */
+        sell_locked_section(inv, c, f, r);
+        r->hold_ms = (mclock_us() - l.acquired_us) / 1000;
+    } else if (rc == LOCK_BUSY) {
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "lock %.120s still busy after waiting %d ms (%d attempts)",
+                 l.key, inv->lock_env.wait_ms, l.attempts);
+        r->status = INV_LOCK_TIMEOUT;
+    } else {
+        sale_backend(r, "lock", l.errstr);
+    }
+    release_all(inv, &l, &c);
+    r->attempts = l.attempts;
+    r->wait_ms = l.wait_us / 1000;
+    r->depth = l.depth;
+    r->token = l.token;
+    rpool_put(inv->pool, c);
+    return r->status;
+}
+
+int inventory_stock(struct inventory *inv, long long *stock, char *errstr, size_t errlen) {
+    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
+    if (!c) return INV_BACKEND;
+    redisReply *r = redisCommand(c, "GET %s", inv->stock_key);
+    int rc = INV_SOLD;
+    if (!r) {
+        snprintf(errstr, errlen, "GET stock: %.120s", c->errstr);
+        rc = INV_BACKEND;
+    } else if (r->type == REDIS_REPLY_NIL) {
+        snprintf(errstr, errlen, "stock key %s does not exist; POST /inventory/reset first",
+                 inv->stock_key);
+        rc = INV_BAD_DATA;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(errstr, errlen, "GET stock: %.120s", r->str);
+        rc = INV_BACKEND;
+    } else if (parse_ll(r, stock) < 0) {
+        snprintf(errstr, errlen, "stock key %.60s holds '%.40s', not a whole number",
+                 inv->stock_key, r->str);
+        rc = INV_BAD_DATA;
+    }
+    freeReplyObject(r);
+    rpool_put(inv->pool, c);
+    return rc;
+}
+
+int inventory_reset(struct inventory *inv, long long stock, char *errstr, size_t errlen) {
+    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
+    if (!c) return INV_BACKEND;
+    redisAppendCommand(c, "MULTI");
+    redisAppendCommand(c, "SET %s %lld", inv->stock_key, stock);
+    redisAppendCommand(c, "SET %s %lld", inv->initial_key, stock);
+    redisAppendCommand(c, "DEL %s %s %s %s", inv->ledger_key, inv->guard_key,
+                       inv->violations_key, inv->lock_key);
+    redisAppendCommand(c, "EXEC");
+    redisReply *rep[5];
+    int rc = 0;
+    if (read_replies(c, rep, 5) < 0) {
+        snprintf(errstr, errlen, "reset: %s", c->errstr);
+        rc = INV_BACKEND;
+    } else {
+        if (rep[4]->type != REDIS_REPLY_ARRAY) {
+            snprintf(errstr, errlen, "reset: %s",
+                     rep[4]->type == REDIS_REPLY_ERROR ? rep[4]->str : "transaction aborted");
+            rc = INV_BACKEND;
+        }
+        free_replies(rep, 5);
+    }
+    rpool_put(inv->pool, c);
+    return rc;
+}
+
+static int cmp_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+int inventory_audit(struct inventory *inv, struct audit *a, char *errstr, size_t errlen) {
+    memset(a, 0, sizeof(*a));
+    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
+    if (!c) return INV_BACKEND;
+    redisAppendCommand(c, "GET %s", inv->stock_key);
+    redisAppendCommand(c, "GET %s", inv->initial_key);
+    redisAppendCommand(c, "GET %s", inv->violations_key);
+    redisAppendCommand(c, "LRANGE %s 0 -1", inv->ledger_key);
+    redisReply *rep[4];
+    if (read_replies(c, rep, 4) < 0) {
+        snprintf(errstr, errlen, "audit: %s", c->errstr);
+        rpool_drop(inv->pool, c);
+        return INV_BACKEND;
+    }
+    rpool_put(inv->pool, c);
+    int rc = 0;
+    for (int i = 0; i < 4; i++) {
+        if (rep[i]->type == REDIS_REPLY_ERROR) {
+            snprintf(errstr, errlen, "audit: %s", rep[i]->str);
+            rc = INV_BACKEND;
+        }
+    }
+    if (rc == 0 && (parse_ll(rep[0], &a->stock) < 0 || parse_ll(rep[1], &a->initial) < 0)) {
+        snprintf(errstr, errlen, "stock key %s or %s is missing or not a whole number; "
+                 "POST /inventory/reset first", inv->stock_key, inv->initial_key);
+        rc = INV_BAD_DATA;
+    }
+    if (rc == 0) {
+        if (rep[2]->type != REDIS_REPLY_NIL) parse_ll(rep[2], &a->violations);
+        size_t n = rep[3]->elements;
+        long long *units = n ? malloc(n * sizeof(*units)) : NULL;
+        if (n && !units) {
+            snprintf(errstr, errlen, "audit: out of memory for %zu ledger entries", n);
+            rc = INV_BACKEND;
+        } else {
+            for (size_t i = 0; i < n; i++)
+                units[i] = strtoll(rep[3]->element[i]->str, NULL, 10);
+            qsort(units, n, sizeof(*units), cmp_ll);
+            for (size_t i = 1; i < n; i++)
+                if (units[i] == units[i - 1]) a->sold_twice++;
+            free(units);
+            a->sold = (long long)n;
+            long long given = a->initial - a->stock;
+            a->oversold_units = a->sold > given ? a->sold - given : 0;
+            a->oversold = a->sold_twice > 0 || a->oversold_units > 0 || a->stock < 0;
+        }
+    }
+    free_replies(rep, 4);
+    return rc;
+}
+
+int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
+    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
+    if (!c) return INV_BACKEND;
+    redisReply *r = redisCommand(c, "PING");
+    int rc = 0;
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        snprintf(errstr, errlen, "PING: %s", r ? r->str : c->errstr);
+        rc = INV_BACKEND;
+    }
+    freeReplyObject(r);
+    rpool_put(inv->pool, c);
+    return rc;
+}

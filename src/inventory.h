@@ -1,0 +1,106 @@
+/* inventory.h -- the inventory service: sell one unit under a lock strategy,
+ * read the stock, reset it, audit the ledger.
+ *
+ * DESIGN
+ * The stock lives in Redis under the stock key (inventory001); every sold
+ * unit is appended to the ledger list <stock>:sold as "unit|order|port".
+ * A sale under a lock is the demo's critical section: GET the stock, check
+ * it, SET stock-1 and RPUSH the unit. Around it sits a mutual-exclusion probe:
+ * INCR <stock>:guard on entry (a value above 1 means another holder is inside,
+ * and INCR <stock>:violations records it) and DECR on exit, pipelined with the
+ * section's own commands, so overlapping holders are seen, not guessed.
+ *
+ * This file knows nothing of HTTP. It is thread safe: every sale borrows its
+ * own connection from the pool. */
+#ifndef INVENTORYD_INVENTORY_H
+#define INVENTORYD_INVENTORY_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "lock.h"
+
+struct rpool;
+struct config;
+
+/* Results of inventory calls. */
+#define INV_SOLD 0
+#define INV_SOLD_OUT 1
+#define INV_LOCK_TIMEOUT 2   /* the lock stayed busy past lock.wait-ms */
+#define INV_BACKEND 3        /* Redis unreachable or failing */
+#define INV_STALE_TOKEN 4    /* fenced: a newer holder wrote first */
+#define INV_BAD_DATA 5       /* the stock in Redis is missing or not a number */
+#define INV_LOCK_LOST 6      /* the lock was lost before the write: refused */
+
+struct inventory {
+    struct rpool *pool;
+    struct lock_env lock_env;
+    int port;                    /* this instance's port, written to the ledger */
+    int probe;                   /* inventory.probe */
+    int pool_wait_ms;            /* longest wait for a free connection */
+    char stock_key[128];
+    char ledger_key[160];
+    char initial_key[160];
+    char guard_key[160];
+    char violations_key[160];
+    char lock_key[160];
+    char instance[16];           /* 8 hex digits naming this process in order ids */
+};
+
+/* Faults injected into one sale (all 0 = none). */
+struct sale_faults {
+    int hold_ms;                 /* sleep inside the critical section */
+    int crash;                   /* _exit(86) while holding the lock */
+    int release_delay_ms;        /* pause between check and delete on release */
+    int nested;                  /* re-acquire this many times inside */
+};
+
+struct sale_result {
+    int status;                  /* INV_* */
+    long long remaining;         /* stock after the sale */
+    long long unit;              /* the unit sold (the stock value read) */
+    char order[48];
+    int attempts;
+    int64_t wait_ms;
+    int64_t hold_ms;
+    int depth;
+    long long token;
+    char errstr[192];
+};
+
+struct audit {
+    long long stock;
+    long long initial;
+    long long sold;              /* entries in the ledger */
+    long long sold_twice;        /* entries whose unit was already sold */
+    long long oversold_units;    /* sold - (initial - stock), at least 0 */
+    int oversold;                /* any unit sold twice, or more sold than stock given */
+    long long violations;        /* overlapping holders seen by the probe */
+};
+
+/* Fills inv from cfg; the pool is the caller's and must outlive inv.
+ * Returns 0, or -1 with errstr set. */
+int inventory_init(struct inventory *inv, const struct config *cfg,
+                   struct rpool *pool, char *errstr, size_t errlen);
+
+/* Sells one unit with strategy t. Always fills r; returns r->status. */
+int inventory_sell(struct inventory *inv, const struct lock_type *t,
+                   const struct sale_faults *faults, struct sale_result *r);
+
+/* Reads the stock. Returns INV_SOLD (0) on success, INV_BACKEND or
+ * INV_BAD_DATA with errstr set. */
+int inventory_stock(struct inventory *inv, long long *stock,
+                    char *errstr, size_t errlen);
+
+/* Sets the stock and the initial stock, clears the ledger, the probe and the
+ * lock key. Returns 0, INV_BACKEND with errstr set. */
+int inventory_reset(struct inventory *inv, long long stock,
+                    char *errstr, size_t errlen);
+
+/* Reads the stock, the ledger and the probe's counts. */
+int inventory_audit(struct inventory *inv, struct audit *a,
+                    char *errstr, size_t errlen);
+
+/* PINGs Redis. Returns 0, or INV_BACKEND with errstr set. */
+int inventory_ping(struct inventory *inv, char *errstr, size_t errlen);
+
+#endif

@@ -1,0 +1,115 @@
+/* lock.c -- the lock core: registry, owner ids, and the acquire/release
+ * bookkeeping shared by every strategy (see lock.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+#include "lock.h"
+#include "mclock.h"
+
+extern const struct lock_type lock_type_none;
+extern const struct lock_type lock_type_local;
+extern const struct lock_type lock_type_atomic;
+
+/* In ladder order: the flaw of each step is fixed by a later one. */
+const struct lock_type *const lock_types[] = {
+    &lock_type_none,
+    &lock_type_local,
+    &lock_type_atomic,
+    NULL,
+};
+
+const struct lock_type *lock_type_find(const char *name) {
+    for (int i = 0; lock_types[i]; i++)
+        if (strcmp(lock_types[i]->name, name) == 0) return lock_types[i];
+    return NULL;
+}
+
+int lock_type_index(const struct lock_type *t) {
+    for (int i = 0; lock_types[i]; i++)
+        if (lock_types[i] == t) return i;
+    return -1;
+}
+
+int lock_type_count(void) {
+    int n = 0;
+    while (lock_types[n]) n++;
+    return n;
+}
+
+void lock_type_names(char *buf, size_t len) {
+    size_t off = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; lock_types[i] && off < len; i++) {
+        int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", lock_types[i]->name);
+        if (n < 0) break;
+        off += (size_t)n;
+    }
+}
+
+static pthread_once_t process_id_once = PTHREAD_ONCE_INIT;
+static char process_id[33];
+
+static void process_id_make(void) {
+    uuid_t u;
+    uuid_generate(u);
+    for (int i = 0; i < 16; i++) snprintf(process_id + 2 * i, 3, "%02x", u[i]);
+}
+
+void lock_owner_id(char *buf, size_t len) {
+    pthread_once(&process_id_once, process_id_make);
+    snprintf(buf, len, "%s:%ld", process_id, (long)gettid());
+}
+
+void lock_init(struct lock *l, const struct lock_type *t,
+               const struct lock_env *env, redisContext *c, const char *key) {
+    memset(l, 0, sizeof(*l));
+    l->type = t;
+    l->env = env;
+    l->c = c;
+    snprintf(l->key, sizeof(l->key), "%s", key);
+    lock_owner_id(l->owner, sizeof(l->owner));
+}
+
+int lock_acquire(struct lock *l) {
+    monotime_us start = mclock_us();
+    l->deadline_us = start + (monotime_us)l->env->wait_ms * 1000;
+    l->errstr[0] = '\0';
+    int rc = l->type->acquire ? l->type->acquire(l) : LOCK_OK;
+    monotime_us now = mclock_us();
+    l->wait_us += now - start;
+    if (rc == LOCK_OK && l->holds++ == 0) l->acquired_us = now;
+    return rc;
+}
+
+int lock_release(struct lock *l) {
+    if (l->holds == 0) return LOCK_OK;
+    l->holds--;
+    return l->type->release ? l->type->release(l) : LOCK_OK;
+}
+
+int lock_renew(struct lock *l) {
+    if (l->holds == 0 || !l->type->renew) return LOCK_OK;
+    return l->type->renew(l);
+}
+
+int lock_fail(struct lock *l, const redisReply *reply, const char *what) {
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, reply->str);
+    else if (l->c && l->c->err)
+        snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, l->c->errstr);
+    else
+        snprintf(l->errstr, sizeof(l->errstr), "%s: unexpected reply", what);
+    return LOCK_ERR;
+}
+
+int lock_backoff(struct lock *l) {
+    monotime_us now = mclock_us();
+    if (now >= l->deadline_us) return -1;
+    int64_t left_ms = (l->deadline_us - now + 999) / 1000;
+    int ms = l->env->spin_sleep_ms;
+    if (left_ms < ms) ms = (int)left_ms;
+    mclock_sleep_ms(ms);
+    return 0;
+}

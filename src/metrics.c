@@ -1,0 +1,141 @@
+/* metrics.c -- per-strategy counters and histograms (see metrics.h).
+ *
+ * One static row per strategy in lock_types[] (at most METRICS_MAX), updated
+ * with relaxed atomics from the connection threads; metrics_render() reads
+ * them without stopping writers, so a scrape is a near-instant snapshot. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lock.h"
+#include "metrics.h"
+
+#define METRICS_MAX 32
+
+/* Upper bounds of the latency buckets, in ms; +Inf is implicit. */
+static const int bucket_ms[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
+#define NBUCKETS ((int)(sizeof(bucket_ms) / sizeof(bucket_ms[0])))
+
+struct histogram {
+    atomic_llong buckets[NBUCKETS + 1];
+    atomic_llong sum_ms;
+    atomic_llong count;
+};
+
+struct strategy_row {
+    atomic_llong by_status[8];      /* indexed by INV_* */
+    atomic_llong attempts;
+    struct histogram wait;
+    struct histogram hold;
+};
+
+static struct strategy_row rows[METRICS_MAX];
+static atomic_llong http_by_class[6];   /* 1xx..5xx, index = status/100 */
+
+static void observe(struct histogram *h, long long ms) {
+    int i = 0;
+    while (i < NBUCKETS && ms > bucket_ms[i]) i++;
+    atomic_fetch_add_explicit(&h->buckets[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_ms, ms, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+}
+
+void metrics_sale(const struct lock_type *t, const struct sale_result *r) {
+    int i = lock_type_index(t);
+    if (i < 0 || i >= METRICS_MAX) return;
+    struct strategy_row *row = &rows[i];
+    if (r->status >= 0 && r->status < 8)
+        atomic_fetch_add_explicit(&row->by_status[r->status], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&row->attempts, r->attempts, memory_order_relaxed);
+    observe(&row->wait, r->wait_ms);
+    if (r->status == INV_SOLD || r->status == INV_SOLD_OUT) observe(&row->hold, r->hold_ms);
+}
+
+void metrics_http(int status) {
+    int c = status / 100;
+    if (c >= 1 && c <= 5) atomic_fetch_add_explicit(&http_by_class[c], 1, memory_order_relaxed);
+}
+
+void metrics_reset(void) {
+    memset(rows, 0, sizeof(rows));   /* racing writers lose at most a count */
+}
+
+/* A growing output buffer; out of memory is remembered and reported once. */
+struct out {
+    char *buf;
+    size_t len, cap;
+    int oom;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...) {
+    if (o->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) { o->oom = 1; return; }
+        if ((size_t)n < o->cap - o->len) { o->len += (size_t)n; return; }
+        char *b = realloc(o->buf, o->cap * 2 + (size_t)n);
+        if (!b) { o->oom = 1; return; }
+        o->buf = b;
+        o->cap = o->cap * 2 + (size_t)n;
+    }
+}
+
+static long long load(atomic_llong *v) { return atomic_load_explicit(v, memory_order_relaxed); }
+
+static void put_histogram(struct out *o, const char *name, const char *help) {
+    put(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (int i = 0; lock_types[i] && i < METRICS_MAX; i++) {
+        struct histogram *h = strcmp(name, "inventoryd_lock_wait_ms") == 0 ? &rows[i].wait : &rows[i].hold;
+        const char *s = lock_types[i]->name;
+        long long cum = 0;
+        for (int b = 0; b < NBUCKETS; b++) {
+            cum += load(&h->buckets[b]);
+            put(o, "%s_bucket{strategy=\"%s\",le=\"%d\"} %lld\n", name, s, bucket_ms[b], cum);
+        }
+        cum += load(&h->buckets[NBUCKETS]);
+        put(o, "%s_bucket{strategy=\"%s\",le=\"+Inf\"} %lld\n", name, s, cum);
+        put(o, "%s_sum{strategy=\"%s\"} %lld\n", name, s, load(&h->sum_ms));
+        put(o, "%s_count{strategy=\"%s\"} %lld\n", name, s, load(&h->count));
+    }
+}
+
+char *metrics_render(void) {
+    struct out o = {malloc(8192), 0, 8192, 0};
+    if (!o.buf) return NULL;
+    static const struct { int status; const char *name, *help; } counters[] = {
+        {INV_SOLD, "inventoryd_sales_total", "Units sold."},
+        {INV_SOLD_OUT, "inventoryd_sold_out_total", "Sales answered sold_out."},
+        {INV_LOCK_TIMEOUT, "inventoryd_lock_timeouts_total", "Sales whose lock stayed busy past lock.wait-ms."},
+        {INV_BACKEND, "inventoryd_backend_errors_total", "Sales that failed on Redis."},
+        {INV_STALE_TOKEN, "inventoryd_stale_tokens_total", "Writes refused for a stale fencing token."},
+        {INV_LOCK_LOST, "inventoryd_lost_locks_total", "Sales refused because the lock was lost."},
+        {INV_BAD_DATA, "inventoryd_bad_stock_total", "Sales refused because the stock in Redis is not a number."},
+    };
+    for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
+        put(&o, "# HELP %s %s\n# TYPE %s counter\n", counters[c].name, counters[c].help, counters[c].name);
+        for (int i = 0; lock_types[i] && i < METRICS_MAX; i++)
+            put(&o, "%s{strategy=\"%s\"} %lld\n", counters[c].name, lock_types[i]->name,
+                load(&rows[i].by_status[counters[c].status]));
+    }
+    put(&o, "# HELP inventoryd_lock_attempts_total Lock acquire attempts.\n"
+            "# TYPE inventoryd_lock_attempts_total counter\n");
+    for (int i = 0; lock_types[i] && i < METRICS_MAX; i++)
+        put(&o, "inventoryd_lock_attempts_total{strategy=\"%s\"} %lld\n", lock_types[i]->name,
+            load(&rows[i].attempts));
+    put_histogram(&o, "inventoryd_lock_wait_ms", "Time spent acquiring the lock, in ms.");
+    put_histogram(&o, "inventoryd_lock_hold_ms", "Time the lock was held, in ms.");
+    put(&o, "# HELP inventoryd_http_requests_total HTTP requests answered, by status class.\n"
+            "# TYPE inventoryd_http_requests_total counter\n");
+    for (int c = 1; c <= 5; c++)
+        put(&o, "inventoryd_http_requests_total{code=\"%dxx\"} %lld\n", c, load(&http_by_class[c]));
+    if (o.oom) {
+        free(o.buf);
+        return NULL;
+    }
+    return o.buf;
+}

@@ -1,0 +1,22 @@
+/* metrics.h -- per-strategy counters and histograms, rendered as Prometheus
+ * text. Counters are C11 atomics: any thread may add to them without a lock.
+ * The set of strategies is fixed (lock_types[]), so the tables are static. */
+#ifndef INVENTORYD_METRICS_H
+#define INVENTORYD_METRICS_H
+
+#include <stdint.h>
+#include "inventory.h"
+
+/* Records one finished sale by strategy t. */
+void metrics_sale(const struct lock_type *t, const struct sale_result *r);
+
+/* Records one HTTP request answered with status code. */
+void metrics_http(int status);
+
+/* Sets every counter back to zero (on reset). */
+void metrics_reset(void);
+
+/* The Prometheus text exposition of everything; free() it. NULL if out of memory. */
+char *metrics_render(void);
+
+#endif

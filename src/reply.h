@@ -1,0 +1,40 @@
+/* reply.h -- the bodies the service answers with: JSON by default, or the
+ * demo's one-line text. Knows the shapes of answers, not HTTP transport.
+ * Every function returns a heap string (free with free()) or NULL when out of
+ * memory. Thread safe. */
+#ifndef INVENTORYD_REPLY_H
+#define INVENTORYD_REPLY_H
+
+#include "inventory.h"
+
+/* The HTTP status for a sale result: 200 sold/sold_out, 503 lock_timeout
+ * and backend_unavailable, 409 stale_token, lock_lost and bad_stock. */
+int reply_sale_http_status(int inv_status);
+
+/* The status word for a sale result: "sold", "sold_out", "lock_timeout",
+ * "backend_unavailable", "stale_token", "lock_lost", "bad_stock". */
+const char *reply_sale_status_word(int inv_status);
+
+/* A sale answer. JSON:
+ * {"status":"sold","remaining":N,"unit":U,"order":ID,"strategy":S,"port":P,
+ *  "lock":{"attempts":A,"wait_ms":W}} (error results add "error").
+ * Text (the demo's): "成功卖出一个商品,库存剩余: N\t服务端口号:P",
+ * "商品卖完了", or the error sentence. */
+char *reply_sale(const struct sale_result *r, const char *strategy, int port, int text);
+
+/* An error body: {"status":word,"error":sentence} or, as text, the sentence. */
+char *reply_error(const char *word, const char *sentence, int text);
+
+/* The 404 for an unknown strategy: names it and lists the known ones. */
+char *reply_unknown_strategy(const char *name, int text);
+
+/* {"stock":N,"port":P} or "库存: N\t服务端口号:P". */
+char *reply_stock(long long stock, int port, int text);
+
+/* The audit as JSON (text: one "key: value" per line). */
+char *reply_audit(const struct audit *a, int text);
+
+/* Every strategy with its description and flaw, and the default one. */
+char *reply_strategies(const char *default_strategy, int text);
+
+#endif

@@ -1,0 +1,94 @@
+/* route.c -- method and path to route (see route.h). */
+#include <stdio.h>
+#include <string.h>
+#include "route.h"
+
+struct fixed_route {
+    const char *path;
+    enum route_id id;
+    const char *allow;
+};
+
+static const struct fixed_route fixed_routes[] = {
+    {"/inventory/sale", ROUTE_SALE, "GET, POST"},
+    {"/inventory", ROUTE_INVENTORY, "GET"},
+    {"/inventory/reset", ROUTE_RESET, "POST"},
+    {"/inventory/audit", ROUTE_AUDIT, "GET"},
+    {"/strategies", ROUTE_STRATEGIES, "GET"},
+    {"/healthz", ROUTE_HEALTHZ, "GET"},
+    {"/metrics", ROUTE_METRICS, "GET"},
+    {"/inventory/saleByRedisson", ROUTE_SALE, "GET, POST"},
+    {"/inventory/saleByRedlock", ROUTE_SALE, "GET, POST"},
+};
+
+/* The strategy the demo's later endpoints stand for. */
+static const char *fixed_strategy(const char *path) {
+    if (strcmp(path, "/inventory/saleByRedisson") == 0) return "redisson";
+    if (strcmp(path, "/inventory/saleByRedlock") == 0) return "redlock";
+    return "";
+}
+
+static int method_in(const char *method, const char *allow) {
+    size_t n = strlen(method);
+    for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
+        if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static int valid_strategy(const char *s, size_t n) {
+    if (n == 0 || n > 32) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) return 0;
+    }
+    return 1;
+}
+
+/* Length of url without trailing slashes (but "/" stays "/"). */
+static size_t trimmed_len(const char *url) {
+    size_t n = strlen(url);
+    while (n > 1 && url[n - 1] == '/') n--;
+    return n;
+}
+
+static enum route_id found(struct route *out, enum route_id id, const char *allow,
+                           const char *method, const char *strategy, size_t slen) {
+    out->id = id;
+    out->allow = allow;
+    out->method_allowed = method_in(method, allow) ||
+                          (strcmp(method, "HEAD") == 0 && method_in("GET", allow));
+    memcpy(out->strategy, strategy, slen);
+    out->strategy[slen] = '\0';
+    return id;
+}
+
+enum route_id route_match(const char *method, const char *url,
+                          const char *context_path, struct route *out) {
+    memset(out, 0, sizeof(*out));
+    out->allow = "";
+    size_t n = trimmed_len(url);
+
+    for (size_t i = 0; i < sizeof(fixed_routes) / sizeof(fixed_routes[0]); i++) {
+        const struct fixed_route *f = &fixed_routes[i];
+        if (strlen(f->path) == n && strncmp(f->path, url, n) == 0) {
+            const char *s = fixed_strategy(f->path);
+            return found(out, f->id, f->allow, method, s, strlen(s));
+        }
+    }
+
+    static const char sale_prefix[] = "/inventory/sale/";
+    size_t plen = sizeof(sale_prefix) - 1;
+    if (n > plen && strncmp(url, sale_prefix, plen) == 0) {
+        if (!valid_strategy(url + plen, n - plen)) return ROUTE_NOT_FOUND;
+        return found(out, ROUTE_SALE, "GET, POST", method, url + plen, n - plen);
+    }
+
+    /* The demo's original path: <context-path>/inventory/sale. */
+    size_t clen = trimmed_len(context_path);
+    if (clen == 1 && context_path[0] == '/') clen = 0;
+    if (n > clen && strncmp(url, context_path, clen) == 0 && clen > 0 &&
+        n - clen == strlen("/inventory/sale") &&
+        strncmp(url + clen, "/inventory/sale", n - clen) == 0)
+        return found(out, ROUTE_SALE, "GET, POST", method, "", 0);
+    return ROUTE_NOT_FOUND;
+}

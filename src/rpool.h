@@ -1,0 +1,55 @@
+/* rpool.h -- a bounded pool of hiredis connections to one Redis server.
+ *
+ * A redisContext belongs to one thread at a time: rpool_get() hands one out
+ * and the caller gives it back with rpool_put(), or rpool_drop() when a
+ * command failed on it (c->err set, or a NULL reply). A dropped context is
+ * freed, never reused; the next rpool_get() dials a fresh one, so the service
+ * recovers by itself once Redis is back.
+ *
+ * Contexts are made lazily, up to `size`. Every new context has connect and
+ * command timeouts of timeout_ms, and runs AUTH and SELECT when configured.
+ * An idle context whose socket became readable (the server closed it, e.g.
+ * on restart) is discarded at rpool_get() time, before any command is sent
+ * on it, so no command is ever written to a connection known to be dead.
+ *
+ * The pool itself is thread safe. */
+#ifndef INVENTORYD_RPOOL_H
+#define INVENTORYD_RPOOL_H
+
+#include <stddef.h>
+#include <hiredis/hiredis.h>
+
+struct rpool;
+
+struct rpool_options {
+    const char *host;
+    int port;
+    const char *password;   /* NULL or "" for no AUTH */
+    int database;           /* SELECT when not 0 */
+    int timeout_ms;         /* connect and command timeout */
+    int size;               /* most contexts alive at once */
+};
+
+/* Creates a pool; no connection is made yet. NULL only when out of memory. */
+struct rpool *rpool_create(const struct rpool_options *opt);
+
+/* Frees every idle context and the pool. Contexts still handed out must have
+ * been put back or dropped first. Accepts NULL. */
+void rpool_free(struct rpool *p);
+
+/* Hands out a connected context, waiting at most wait_ms for one to be free
+ * when all `size` are in use. On failure NULL is returned, errstr says why
+ * ("connect 127.0.0.1:6379: Connection refused", "pool exhausted"). */
+redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errlen);
+
+/* Gives c back for reuse. If c->err is set it is dropped instead. Accepts NULL. */
+void rpool_put(struct rpool *p, redisContext *c);
+
+/* Frees c and releases its slot. Accepts NULL. */
+void rpool_drop(struct rpool *p, redisContext *c);
+
+/* Connects one context outside any pool, with the same options (for the
+ * health check and for tools). NULL on failure, with errstr set. */
+redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_t errlen);
+
+#endif

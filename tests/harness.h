@@ -1,0 +1,40 @@
+/* harness.h -- real servers for the tests: a throwaway redis-server on a free
+ * port, inventoryd processes, all stopped by their pid. No mocks. */
+#ifndef INVENTORYD_HARNESS_H
+#define INVENTORYD_HARNESS_H
+
+#include <sys/types.h>
+#include "httpc.h"
+
+/* A TCP port on 127.0.0.1 that nothing listens on right now. */
+int harness_free_port(void);
+
+/* Starts redis-server on port (0 = a free one), without persistence, and
+ * waits until it answers PING. Returns its pid, or -1. *port_out gets the
+ * port when not NULL. */
+pid_t harness_redis_start(int port, int *port_out);
+
+/* Stops a process by pid (SIGTERM, then SIGKILL after 5 s) and reaps it. */
+void harness_stop(pid_t pid);
+
+/* Starts inventoryd with the given --set assignments (NULL-terminated), each
+ * passed as "--set" "k=v", and waits until its port accepts connections.
+ * Returns its pid, or -1. */
+pid_t harness_inventoryd_start(int port, const char *const *sets);
+
+/* Waits until something accepts TCP on 127.0.0.1:port; 0 or -1 on timeout. */
+int harness_wait_port(int port, int timeout_ms);
+
+/* One request on a fresh connection to 127.0.0.1:port; fills *resp and
+ * returns the HTTP status (0 on failure). The body stays valid until the
+ * next harness_http call on this thread. */
+int harness_http(int port, const char *method, const char *path,
+                 const char *headers, const char *body,
+                 struct httpc_response *resp);
+
+/* Runs a Redis command (printf-style, as redisCommand) against
+ * 127.0.0.1:port and returns the reply's integer, or the string parsed as an
+ * integer; -1 on error. For test set-up and checks only. */
+long long harness_redis_int(int port, const char *fmt, ...);
+
+#endif

@@ -1,0 +1,244 @@
+/* check_inventory.c -- the inventory service against a real redis-server
+ * started on a free port by the harness. No HTTP here. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config.h"
+#include "harness.h"
+#include "inventory.h"
+#include "mclock.h"
+#include "rpool.h"
+
+static pid_t redis_pid;
+static int redis_port;
+static struct config cfg;
+static struct rpool *pool;
+static struct inventory inv;
+
+static void setup(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    config_defaults(&cfg);
+    cfg.redis_port = redis_port;
+    cfg.redis_timeout_ms = 500;
+    cfg.lock_wait_ms = 2000;
+    struct rpool_options po = {.host = "127.0.0.1", .port = redis_port, .timeout_ms = 500, .size = 16};
+    pool = rpool_create(&po);
+    char err[256];
+    ck_assert_int_eq(inventory_init(&inv, &cfg, pool, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(&inv, 200, err, sizeof(err)), 0);
+}
+
+static void teardown(void) {
+    rpool_free(pool);
+    harness_stop(redis_pid);
+}
+
+static const struct lock_type *type(const char *name) {
+    const struct lock_type *t = lock_type_find(name);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+static struct audit audit_now(void) {
+    struct audit a;
+    char err[256];
+    ck_assert_int_eq(inventory_audit(&inv, &a, err, sizeof(err)), 0);
+    return a;
+}
+
+START_TEST(test_a_reset_sets_the_stock_and_clears_the_ledger) {
+    struct sale_result r;
+    inventory_sell(&inv, type("atomic"), NULL, &r);
+    char err[256];
+    ck_assert_int_eq(inventory_reset(&inv, 7, err, sizeof(err)), 0);
+    struct audit a = audit_now();
+    ck_assert_int_eq(a.stock, 7);
+    ck_assert_int_eq(a.initial, 7);
+    ck_assert_int_eq(a.sold, 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
+}
+END_TEST
+
+START_TEST(test_a_sale_sells_the_unit_equal_to_the_stock_and_records_it) {
+    const char *names[] = {"atomic", "none", "local"};
+    for (int i = 0; i < 3; i++) {
+        struct sale_result r;
+        ck_assert_int_eq(inventory_sell(&inv, type(names[i]), NULL, &r), INV_SOLD);
+        ck_assert_int_eq(r.unit, 200 - i);
+        ck_assert_int_eq(r.remaining, 199 - i);
+        ck_assert_int_ge(r.attempts, names[i][0] == 'n' ? 0 : 1);
+    }
+    struct audit a = audit_now();
+    ck_assert_int_eq(a.stock, 197);
+    ck_assert_int_eq(a.sold, 3);
+    ck_assert(!a.oversold);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 3);
+}
+END_TEST
+
+START_TEST(test_every_strategy_answers_sold_out_once_the_stock_is_gone) {
+    char err[256];
+    for (int i = 0; lock_types[i]; i++) {
+        ck_assert_int_eq(inventory_reset(&inv, 1, err, sizeof(err)), 0);
+        struct sale_result r;
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_SOLD);
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_SOLD_OUT);
+        ck_assert_int_eq(r.remaining, 0);
+        struct audit a = audit_now();
+        ck_assert_int_eq(a.stock, 0);
+        ck_assert_int_eq(a.sold, 1);
+    }
+}
+END_TEST
+
+struct slow_sale {
+    const char *strategy;
+    int delay_ms;            /* start this late */
+    int hold_ms;             /* work this long inside */
+    struct sale_result r;
+};
+
+static void *run_sale(void *arg) {
+    struct slow_sale *s = arg;
+    mclock_sleep_ms(s->delay_ms);
+    struct sale_faults f = {.hold_ms = s->hold_ms};
+    inventory_sell(&inv, lock_type_find(s->strategy), &f, &s->r);
+    return NULL;
+}
+
+/* Two sales: the first reads the stock and works 300 ms before writing; the
+ * second starts 100 ms later, inside the first one's critical section. */
+static void overlap(const char *strategy, struct slow_sale *a, struct slow_sale *b) {
+    *a = (struct slow_sale){.strategy = strategy, .delay_ms = 0, .hold_ms = 300};
+    *b = (struct slow_sale){.strategy = strategy, .delay_ms = 100, .hold_ms = 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, run_sale, a);
+    pthread_create(&tb, NULL, run_sale, b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+}
+
+START_TEST(test_none_sells_the_same_unit_twice_and_the_probe_sees_two_holders) {
+    struct slow_sale a, b;
+    overlap("none", &a, &b);
+    ck_assert_int_eq(a.r.status, INV_SOLD);
+    ck_assert_int_eq(b.r.status, INV_SOLD);
+    ck_assert_int_eq(a.r.unit, b.r.unit);
+    struct audit au = audit_now();
+    ck_assert_int_eq(au.sold, 2);
+    ck_assert_int_eq(au.sold_twice, 1);
+    ck_assert_int_eq(au.oversold_units, 1);
+    ck_assert(au.oversold);
+    ck_assert_int_eq(au.violations, 1);
+}
+END_TEST
+
+START_TEST(test_local_serialises_two_sales_in_one_process) {
+    struct slow_sale a, b;
+    overlap("local", &a, &b);
+    ck_assert_int_eq(a.r.status, INV_SOLD);
+    ck_assert_int_eq(b.r.status, INV_SOLD);
+    ck_assert_int_ne(a.r.unit, b.r.unit);
+    ck_assert_int_ge(b.r.wait_ms, 150);   /* it waited for the first holder */
+    struct audit au = audit_now();
+    ck_assert_int_eq(au.sold_twice, 0);
+    ck_assert(!au.oversold);
+    ck_assert_int_eq(au.violations, 0);
+}
+END_TEST
+
+START_TEST(test_a_stock_that_is_not_a_number_is_refused_without_a_write) {
+    harness_redis_int(redis_port, "SET inventory001 abc");
+    for (int i = 0; lock_types[i]; i++) {
+        struct sale_result r;
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_BAD_DATA);
+        ck_assert_ptr_nonnull(strstr(r.errstr, "inventory001"));
+    }
+    harness_redis_int(redis_port, "DEL inventory001");
+    struct sale_result r;
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_BAD_DATA);
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, &r), INV_BAD_DATA);
+    ck_assert_ptr_nonnull(strstr(r.errstr, "does not exist"));
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:guard"), 0);
+}
+END_TEST
+
+START_TEST(test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_timeout) {
+    struct sale_result r;
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_SOLD);
+    harness_stop(redis_pid);
+    redis_pid = 0;
+    for (int i = 0; lock_types[i]; i++) {
+        int64_t t0 = mclock_ms();
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_BACKEND);
+        ck_assert_int_lt(mclock_ms() - t0, cfg.redis_timeout_ms + 500);
+        ck_assert_ptr_nonnull(strstr(r.errstr, "Redis is unavailable"));
+    }
+    long long stock;
+    char err[256];
+    ck_assert_int_eq(inventory_stock(&inv, &stock, err, sizeof(err)), INV_BACKEND);
+    ck_assert_int_eq(inventory_ping(&inv, err, sizeof(err)), INV_BACKEND);
+}
+END_TEST
+
+START_TEST(test_sales_resume_by_themselves_once_redis_is_back) {
+    struct sale_result r;
+    /* Fill the pool with idle connections, then restart Redis under them. */
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, &r), INV_SOLD);
+    harness_stop(redis_pid);
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, &r), INV_BACKEND);
+    redis_pid = harness_redis_start(redis_port, NULL);
+    ck_assert_int_gt(redis_pid, 0);
+    char err[256];
+    ck_assert_int_eq(inventory_reset(&inv, 5, err, sizeof(err)), 0);
+    for (int i = 0; lock_types[i]; i++)
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_SOLD);
+}
+END_TEST
+
+START_TEST(test_an_idle_connection_closed_by_a_restart_is_not_reused) {
+    struct sale_result r;
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_SOLD);
+    harness_stop(redis_pid);
+    redis_pid = harness_redis_start(redis_port, NULL);
+    ck_assert_int_gt(redis_pid, 0);
+    harness_redis_int(redis_port, "SET inventory001 3");
+    /* The pooled connection saw EOF: the first sale after the restart must
+     * not fail on it. */
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_SOLD);
+    ck_assert_int_eq(r.unit, 3);
+}
+END_TEST
+
+static Suite *inventory_suite(void) {
+    Suite *s = suite_create("inventory");
+    TCase *core = tcase_create("Core");
+    tcase_add_checked_fixture(core, setup, teardown);
+    tcase_set_timeout(core, 60);
+    tcase_add_test(core, test_a_reset_sets_the_stock_and_clears_the_ledger);
+    tcase_add_test(core, test_a_sale_sells_the_unit_equal_to_the_stock_and_records_it);
+    tcase_add_test(core, test_every_strategy_answers_sold_out_once_the_stock_is_gone);
+    tcase_add_test(core, test_none_sells_the_same_unit_twice_and_the_probe_sees_two_holders);
+    tcase_add_test(core, test_local_serialises_two_sales_in_one_process);
+    tcase_add_test(core, test_a_stock_that_is_not_a_number_is_refused_without_a_write);
+    suite_add_tcase(s, core);
+    TCase *outage = tcase_create("Outage");
+    tcase_add_checked_fixture(outage, setup, teardown);
+    tcase_set_timeout(outage, 60);
+    tcase_add_test(outage, test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_timeout);
+    tcase_add_test(outage, test_sales_resume_by_themselves_once_redis_is_back);
+    tcase_add_test(outage, test_an_idle_connection_closed_by_a_restart_is_not_reused);
+    suite_add_tcase(s, outage);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(inventory_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

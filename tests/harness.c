@@ -1,0 +1,152 @@
+/* harness.c -- real servers for the tests (see harness.h). Every process is
+ * started with fork/exec, remembered by pid, and stopped by that pid. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+#include "mclock.h"
+
+int harness_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+int harness_wait_port(int port, int timeout_ms) {
+    int64_t deadline = mclock_ms() + timeout_ms;
+    do {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        close(fd);
+        if (ok) return 0;
+        mclock_sleep_ms(20);
+    } while (mclock_ms() < deadline);
+    return -1;
+}
+
+/* Runs argv in a child; quiet sends its stdout to /dev/null. */
+static pid_t spawn(char *const argv[], int quiet) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Not our test's signals: the child gets the default dispositions. */
+        signal(SIGPIPE, SIG_DFL);
+        if (quiet && !freopen("/dev/null", "w", stdout)) _exit(127);
+        execvp(argv[0], argv);
+        fprintf(stderr, "harness: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+pid_t harness_redis_start(int port, int *port_out) {
+    if (port == 0) port = harness_free_port();
+    char p[16];
+    snprintf(p, sizeof(p), "%d", port);
+    char *argv[] = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
+                    "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", NULL};
+    pid_t pid = spawn(argv, 1);
+    if (pid < 0) return -1;
+    int64_t deadline = mclock_ms() + 5000;
+    while (mclock_ms() < deadline) {
+        {
+            redisContext *c = redisConnect("127.0.0.1", port);
+            int up = c && !c->err;
+            redisFree(c);
+            if (up) {
+                if (port_out) *port_out = port;
+                return pid;
+            }
+        }
+        mclock_sleep_ms(20);
+    }
+    harness_stop(pid);
+    return -1;
+}
+
+void harness_stop(pid_t pid) {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    int64_t deadline = mclock_ms() + 5000;
+    while (mclock_ms() < deadline) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        mclock_sleep_ms(10);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+pid_t harness_inventoryd_start(int port, const char *const *sets) {
+    char *argv[64];
+    int n = 0;
+    char portset[32];
+    snprintf(portset, sizeof(portset), "server.port=%d", port);
+    argv[n++] = INVENTORYD_BIN;
+    argv[n++] = "--set";
+    argv[n++] = portset;
+    for (int i = 0; sets && sets[i] && n < 60; i++) {
+        argv[n++] = "--set";
+        argv[n++] = (char *)sets[i];
+    }
+    argv[n] = NULL;
+    pid_t pid = spawn(argv, 0);
+    if (pid < 0) return -1;
+    if (harness_wait_port(port, 5000) < 0) {
+        harness_stop(pid);
+        return -1;
+    }
+    return pid;
+}
+
+static __thread struct httpc *last_client;
+
+int harness_http(int port, const char *method, const char *path, const char *headers,
+                 const char *body, struct httpc_response *resp) {
+    httpc_free(last_client);
+    last_client = httpc_create("127.0.0.1", port, 30000);
+    memset(resp, 0, sizeof(*resp));
+    if (httpc_request(last_client, method, path, headers, body, resp) < 0) {
+        fprintf(stderr, "harness: %s %s: %s\n", method, path, httpc_errstr(last_client));
+        return 0;
+    }
+    return resp->status;
+}
+
+long long harness_redis_int(int port, const char *fmt, ...) {
+    redisContext *c = redisConnect("127.0.0.1", port);
+    if (!c || c->err) {
+        redisFree(c);
+        return -1;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    long long v = -1;
+    if (r && r->type == REDIS_REPLY_INTEGER) v = r->integer;
+    else if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+        char *end;
+        long long x = strtoll(r->str, &end, 10);
+        v = (*end == '\0' && end != r->str) ? x : 0;
+    } else if (r && r->type == REDIS_REPLY_NIL) v = 0;
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}

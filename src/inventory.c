@@ -28,6 +28,7 @@ int inventory_init(struct inventory *inv, const struct config *cfg,
     inv->port = cfg->port;
     inv->probe = cfg->probe;
     inv->pool_wait_ms = cfg->redis_timeout_ms;
+    inv->lock_env.pool = pool;
     inv->lock_env.ttl_ms = cfg->lock_ttl_ms;
     inv->lock_env.wait_ms = cfg->lock_wait_ms;
     inv->lock_env.spin_sleep_ms = cfg->lock_spin_sleep_ms;
@@ -125,11 +126,36 @@ static int sell_atomic(struct inventory *inv, redisContext *c, struct sale_resul
     return rc;
 }
 
+/* The fenced write: one script that applies SET and RPUSH only while the
+ * lock's token is the newest issued. Returns INV_SOLD or the failure. */
+static int write_fenced(struct inventory *inv, redisContext *c, const struct lock *l,
+                        long long stock, const char *entry, struct sale_result *r) {
+    char fence[224], token[24], next[24], err[128];
+    snprintf(fence, sizeof(fence), "%s:fence", l->key);
+    snprintf(token, sizeof(token), "%lld", l->token);
+    snprintf(next, sizeof(next), "%lld", stock - 1);
+    const char *argv[] = {inv->stock_key, inv->ledger_key, fence, token, next, entry};
+    redisReply *rep = script_run(c, "fenced-sale", 3, 6, argv, NULL, err, sizeof(err));
+    if (!rep) return sale_backend(r, "fenced-sale", err);
+    int rc = INV_SOLD;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        if (strncmp(rep->str, "STALE", 5) == 0) {
+            snprintf(r->errstr, sizeof(r->errstr),
+                     "write refused: fencing %.120s; this holder lost the lock", rep->str + 6);
+            rc = r->status = INV_STALE_TOKEN;
+        } else {
+            rc = sale_backend(r, "fenced-sale", rep->str);
+        }
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
 /* The demo's critical section, run while the lock is held: read, check,
  * write, with the probe around it. */
-static int sell_locked_section(struct inventory *inv, redisContext *c,
+static int sell_locked_section(struct inventory *inv, redisContext *c, const struct lock *l,
                                const struct sale_faults *f, struct sale_result *r) {
-    redisReply *rep[3];
+    redisReply *rep[4];
     int n = 0;
     if (inv->probe) {
         redisAppendCommand(c, "INCR %s", inv->guard_key);
@@ -141,6 +167,7 @@ static int sell_locked_section(struct inventory *inv, redisContext *c,
     redisReply *stock_rep = rep[n - 1];
     int entered = inv->probe && rep[0]->type == REDIS_REPLY_INTEGER;
     long long inside = entered ? rep[0]->integer : 0;
+    r->violation = inside > 1;
     long long stock = 0;
     int bad = 0;
     if (stock_rep->type == REDIS_REPLY_ERROR) {
@@ -163,27 +190,44 @@ static int sell_locked_section(struct inventory *inv, redisContext *c,
 
     n = 0;
     char entry[128];
+    int writes = 0, write_failed = 0;
+    if (!bad && stock > 0 && lock_is_lost(l)) {
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "the lock %.120s was lost before the write (renewal failed); nothing was sold",
+                 l->key);
+        r->status = INV_LOCK_LOST;
+        bad = 1;
+    }
     if (!bad && stock > 0) {
         r->unit = stock;
         r->remaining = stock - 1;
         snprintf(entry, sizeof(entry), "%lld|%s|%d", stock, r->order, inv->port);
-        redisAppendCommand(c, "SET %s %lld", inv->stock_key, stock - 1);
-        redisAppendCommand(c, "RPUSH %s %s", inv->ledger_key, entry);
-        n = 2;
+        if (l->type->flags & LOCK_F_FENCED) {
+            if (write_fenced(inv, c, l, stock, entry, r) != INV_SOLD) bad = write_failed = 1;
+        } else {
+            redisAppendCommand(c, "SET %s %lld", inv->stock_key, stock - 1);
+            redisAppendCommand(c, "RPUSH %s %s", inv->ledger_key, entry);
+            n = writes = 2;
+        }
     }
     if (entered) {
-        if (inside > 1) redisAppendCommand(c, "INCR %s", inv->violations_key);
-        else redisAppendCommand(c, "ECHO ok");   /* keeps the reply count fixed */
+        if (inside > 1) {
+            redisAppendCommand(c, "INCR %s", inv->violations_key);
+            n++;
+        }
         redisAppendCommand(c, "DECR %s", inv->guard_key);
-        n += 2;
+        n++;
     }
-    if (n == 0) return bad ? r->status : (r->status = INV_SOLD_OUT);
-    if (read_replies(c, rep, n) < 0) return sale_backend(r, "SET stock", c->errstr);
-    int write_failed = !bad && stock > 0 &&
-                       (rep[0]->type == REDIS_REPLY_ERROR || rep[1]->type == REDIS_REPLY_ERROR);
-    if (write_failed)
-        sale_backend(r, "SET stock", rep[0]->type == REDIS_REPLY_ERROR ? rep[0]->str : rep[1]->str);
-    free_replies(rep, n);
+    if (n > 0) {
+        if (read_replies(c, rep, n) < 0) return sale_backend(r, "SET stock", c->errstr);
+        for (int i = 0; i < writes; i++) {
+            if (rep[i]->type == REDIS_REPLY_ERROR && !write_failed) {
+                sale_backend(r, "SET stock", rep[i]->str);
+                write_failed = 1;
+            }
+        }
+        free_replies(rep, n);
+    }
     if (bad || write_failed) return r->status;
     return r->status = stock > 0 ? INV_SOLD : INV_SOLD_OUT;
 }
@@ -191,7 +235,8 @@ static int sell_locked_section(struct inventory *inv, redisContext *c,
 /* Gives back every hold of l. If the sale's connection died, the release
  * goes on a fresh one: releasing is safe to send on a new connection, since
  * the old one's commands were all answered or lost with it. */
-static void release_all(struct inventory *inv, struct lock *l, redisContext **c) {
+static void release_all(struct inventory *inv, struct lock *l, redisContext **c,
+                        struct sale_result *r) {
     while (l->holds > 0) {
         if ((l->type->flags & LOCK_F_REDIS) && (*c == NULL || (*c)->err)) {
             char err[128];
@@ -200,7 +245,7 @@ static void release_all(struct inventory *inv, struct lock *l, redisContext **c)
             l->c = *c;
             if (!*c) return;   /* the lock's TTL will free it */
         }
-        lock_release(l);
+        if (lock_release(l) == LOCK_LOST) r->lost = 1;
     }
 }
 
@@ -231,7 +276,7 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t,
 
     if (rc == LOCK_OK) {
         if (f->crash) _exit(86);   /* fault: die holding the lock */
-        sell_locked_section(inv, c, f, r);
+        sell_locked_section(inv, c, &l, f, r);
         r->hold_ms = (mclock_us() - l.acquired_us) / 1000;
     } else if (rc == LOCK_BUSY) {
         snprintf(r->errstr, sizeof(r->errstr),
@@ -241,8 +286,9 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t,
     } else {
         sale_backend(r, "lock", l.errstr);
     }
-    release_all(inv, &l, &c);
+    release_all(inv, &l, &c, r);
     r->attempts = l.attempts;
+    r->renewals = atomic_load(&l.renewals);
     r->wait_ms = l.wait_us / 1000;
     r->depth = l.depth;
     r->token = l.token;

@@ -64,6 +64,9 @@ struct sale_result {
     int64_t hold_ms;
     int depth;
     long long token;
+    int renewals;                /* lease renewals while held */
+    int violation;               /* the probe saw another holder inside */
+    int lost;                    /* the release found the lock no longer ours */
     char errstr[192];
 };
 

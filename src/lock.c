@@ -7,15 +7,36 @@
 #include <uuid/uuid.h>
 #include "lock.h"
 #include "mclock.h"
+#include "pubsub.h"
+#include "script.h"
+#include "watchdog.h"
 
 extern const struct lock_type lock_type_none;
 extern const struct lock_type lock_type_local;
+extern const struct lock_type lock_type_setnx_retry;
+extern const struct lock_type lock_type_setnx_spin;
+extern const struct lock_type lock_type_expiring;
+extern const struct lock_type lock_type_owner_check;
+extern const struct lock_type lock_type_owner_lua;
+extern const struct lock_type lock_type_reentrant;
+extern const struct lock_type lock_type_watchdog;
+extern const struct lock_type lock_type_redisson;
+extern const struct lock_type lock_type_fenced;
 extern const struct lock_type lock_type_atomic;
 
 /* In ladder order: the flaw of each step is fixed by a later one. */
 const struct lock_type *const lock_types[] = {
     &lock_type_none,
     &lock_type_local,
+    &lock_type_setnx_retry,
+    &lock_type_setnx_spin,
+    &lock_type_expiring,
+    &lock_type_owner_check,
+    &lock_type_owner_lua,
+    &lock_type_reentrant,
+    &lock_type_watchdog,
+    &lock_type_redisson,
+    &lock_type_fenced,
     &lock_type_atomic,
     NULL,
 };
@@ -112,4 +133,50 @@ int lock_backoff(struct lock *l) {
     if (left_ms < ms) ms = (int)left_ms;
     mclock_sleep_ms(ms);
     return 0;
+}
+
+int lock_poll(struct lock *l, int (*try_once)(struct lock *)) {
+    for (;;) {
+        int rc = try_once(l);
+        if (rc != LOCK_BUSY) return rc;
+        if (lock_backoff(l) < 0) return LOCK_BUSY;
+    }
+}
+
+int lock_is_lost(const struct lock *l) {
+    return atomic_load(&l->lost) != 0;
+}
+
+int lock_set_nx(struct lock *l, int ttl_ms) {
+    l->attempts++;
+    redisReply *r = ttl_ms > 0
+        ? redisCommand(l->c, "SET %s %s NX PX %d", l->key, l->owner, ttl_ms)
+        : redisCommand(l->c, "SET %s %s NX", l->key, l->owner);
+    int rc;
+    if (!r || r->type == REDIS_REPLY_ERROR) rc = lock_fail(l, r, "SET NX");
+    else rc = r->type == REDIS_REPLY_STATUS ? LOCK_OK : LOCK_BUSY;
+    freeReplyObject(r);
+    return rc;
+}
+
+int lock_del(struct lock *l) {
+    redisReply *r = redisCommand(l->c, "DEL %s", l->key);
+    int rc;
+    if (!r || r->type != REDIS_REPLY_INTEGER) rc = lock_fail(l, r, "DEL");
+    else rc = r->integer == 1 ? LOCK_OK : LOCK_LOST;
+    freeReplyObject(r);
+    return rc;
+}
+
+redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
+                        const char **argv) {
+    char err[128];
+    redisReply *r = script_run(l->c, name, numkeys, argc, argv, NULL, err, sizeof(err));
+    if (!r) snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", name, err);
+    return r;
+}
+
+void lock_core_shutdown(void) {
+    watchdog_shutdown();
+    pubsub_shutdown();
 }

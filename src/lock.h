@@ -21,6 +21,7 @@
 #ifndef INVENTORYD_LOCK_H
 #define INVENTORYD_LOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
@@ -40,9 +41,12 @@ struct rpool;
 #define LOCK_F_ATOMIC 1   /* no lock at all: the caller must do its work as
                              one server-side script (the `atomic` strategy) */
 #define LOCK_F_REDIS 2    /* the lock lives in Redis and needs lock->c */
+#define LOCK_F_FENCED 4   /* acquire sets lock->token; the caller's write must
+                             be refused when a newer token was issued */
 
 /* Settings shared by every handle; filled at start-up, read-only after. */
 struct lock_env {
+    struct rpool *pool;  /* for background work (renewal, pub/sub) */
     int ttl_ms;          /* lock.ttl-ms: expiry of lock keys */
     int wait_ms;         /* lock.wait-ms: longest acquire wait; 0 = one try */
     int spin_sleep_ms;   /* lock.spin-sleep-ms: sleep between polls */
@@ -84,6 +88,13 @@ struct lock {
     int64_t acquired_us;       /* when the outermost hold began */
     long long token;           /* fencing token, when the strategy gives one */
 
+    /* Written by the watchdog thread while the lock is watched. */
+    atomic_int lost;           /* a renewal found the lock gone: do not commit */
+    atomic_int renewals;       /* renewals that succeeded */
+    struct lock *wd_next;      /* watchdog list link, guarded by its mutex */
+    int64_t wd_due_us;         /* next renewal */
+    int64_t wd_renewed_us;     /* last successful renewal (or acquire) */
+
     char errstr[128];
 };
 
@@ -121,6 +132,10 @@ int lock_release(struct lock *l);
 /* Renews a held lock; LOCK_OK where the strategy has nothing to renew. */
 int lock_renew(struct lock *l);
 
+/* True when the lock is known to be lost (a renewal failed, or the watchdog
+ * saw it expire): the caller must not commit work done under it. */
+int lock_is_lost(const struct lock *l);
+
 /* Helpers for strategy files. */
 
 /* Sets l->errstr from c->errstr, or from a reply of type error, and returns
@@ -130,5 +145,26 @@ int lock_fail(struct lock *l, const redisReply *reply, const char *what);
 /* Sleeps spin_sleep_ms, or less when the deadline is nearer. Returns 0 if
  * the deadline has not passed yet (try again), -1 if it has. */
 int lock_backoff(struct lock *l);
+
+/* Calls try_once until it returns something other than LOCK_BUSY, sleeping
+ * with lock_backoff() in between: the demo's spin. Returns LOCK_BUSY once the
+ * deadline has passed. */
+int lock_poll(struct lock *l, int (*try_once)(struct lock *));
+
+/* One SET key owner NX [PX ttl] (ttl_ms 0: no expiry, the demo's SETNX).
+ * Counts an attempt. Returns LOCK_OK, LOCK_BUSY or LOCK_ERR. */
+int lock_set_nx(struct lock *l, int ttl_ms);
+
+/* DEL key, unconditionally (the early steps' release). LOCK_OK when a key was
+ * deleted, LOCK_LOST when there was none, LOCK_ERR. */
+int lock_del(struct lock *l);
+
+/* Runs an embedded script on l->c; NULL with l->errstr set on I/O error. */
+redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
+                        const char **argv);
+
+/* Stops the background threads of the lock core (watchdog, subscriber) and
+ * frees what they hold. Call before freeing the pool given in lock_env. */
+void lock_core_shutdown(void);
 
 #endif

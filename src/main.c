@@ -142,6 +142,7 @@ int main(int argc, char **argv) {
     sigwait(&stop, &sig);
     fprintf(stderr, "inventoryd: %s: finishing requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     http_stop(srv);
+    lock_core_shutdown();
     rpool_free(pool);
     fprintf(stderr, "inventoryd: stopped\n");
     return 0;

@@ -5,6 +5,7 @@
  * them without stopping writers, so a scrape is a near-instant snapshot. */
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@ struct histogram {
 struct strategy_row {
     atomic_llong by_status[8];      /* indexed by INV_* */
     atomic_llong attempts;
+    atomic_llong renewals;
+    atomic_llong released_lost;     /* releases that found the lock not ours */
+    atomic_llong violations;        /* sales whose probe saw another holder */
     struct histogram wait;
     struct histogram hold;
 };
@@ -48,6 +52,9 @@ void metrics_sale(const struct lock_type *t, const struct sale_result *r) {
     if (r->status >= 0 && r->status < 8)
         atomic_fetch_add_explicit(&row->by_status[r->status], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&row->attempts, r->attempts, memory_order_relaxed);
+    atomic_fetch_add_explicit(&row->renewals, r->renewals, memory_order_relaxed);
+    atomic_fetch_add_explicit(&row->released_lost, r->lost, memory_order_relaxed);
+    atomic_fetch_add_explicit(&row->violations, r->violation, memory_order_relaxed);
     observe(&row->wait, r->wait_ms);
     if (r->status == INV_SOLD || r->status == INV_SOLD_OUT) observe(&row->hold, r->hold_ms);
 }
@@ -122,11 +129,22 @@ char *metrics_render(void) {
             put(&o, "%s{strategy=\"%s\"} %lld\n", counters[c].name, lock_types[i]->name,
                 load(&rows[i].by_status[counters[c].status]));
     }
-    put(&o, "# HELP inventoryd_lock_attempts_total Lock acquire attempts.\n"
-            "# TYPE inventoryd_lock_attempts_total counter\n");
-    for (int i = 0; lock_types[i] && i < METRICS_MAX; i++)
-        put(&o, "inventoryd_lock_attempts_total{strategy=\"%s\"} %lld\n", lock_types[i]->name,
-            load(&rows[i].attempts));
+    static const struct { size_t offset; const char *name, *help; } sums[] = {
+        {offsetof(struct strategy_row, attempts), "inventoryd_lock_attempts_total",
+         "Lock acquire attempts sent."},
+        {offsetof(struct strategy_row, renewals), "inventoryd_lock_renewals_total",
+         "Lease renewals by the watchdog."},
+        {offsetof(struct strategy_row, released_lost), "inventoryd_lock_released_lost_total",
+         "Releases that found the lock already gone or another owner's."},
+        {offsetof(struct strategy_row, violations), "inventoryd_exclusion_violations_total",
+         "Sales whose probe saw another holder inside the critical section."},
+    };
+    for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++) {
+        put(&o, "# HELP %s %s\n# TYPE %s counter\n", sums[k].name, sums[k].help, sums[k].name);
+        for (int i = 0; lock_types[i] && i < METRICS_MAX; i++)
+            put(&o, "%s{strategy=\"%s\"} %lld\n", sums[k].name, lock_types[i]->name,
+                load((atomic_llong *)((char *)&rows[i] + sums[k].offset)));
+    }
     put_histogram(&o, "inventoryd_lock_wait_ms", "Time spent acquiring the lock, in ms.");
     put_histogram(&o, "inventoryd_lock_hold_ms", "Time the lock was held, in ms.");
     put(&o, "# HELP inventoryd_http_requests_total HTTP requests answered, by status class.\n"

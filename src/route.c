@@ -30,6 +30,7 @@ static const char *fixed_strategy(const char *path) {
 
 static int method_in(const char *method, const char *allow) {
     size_t n = strlen(method);
+    if (n == 0) return 0;
     for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
         if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return 1;
     return 0;

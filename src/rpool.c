@@ -48,6 +48,10 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
     return p;
 }
 
+const struct rpool_options *rpool_options(const struct rpool *p) {
+    return &p->opt;
+}
+
 void rpool_free(struct rpool *p) {
     if (!p) return;
     for (int i = 0; i < p->nidle; i++) redisFree(p->idle[i]);

@@ -48,6 +48,9 @@ void rpool_put(struct rpool *p, redisContext *c);
 /* Frees c and releases its slot. Accepts NULL. */
 void rpool_drop(struct rpool *p, redisContext *c);
 
+/* The options the pool connects with (its own copy, valid as long as p). */
+const struct rpool_options *rpool_options(const struct rpool *p);
+
 /* Connects one context outside any pool, with the same options (for the
  * health check and for tools). NULL on failure, with errstr set. */
 redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_t errlen);

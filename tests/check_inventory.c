@@ -31,6 +31,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
+    lock_core_shutdown();
     rpool_free(pool);
     harness_stop(redis_pid);
 }
@@ -193,7 +194,7 @@ START_TEST(test_sales_resume_by_themselves_once_redis_is_back) {
     redis_pid = harness_redis_start(redis_port, NULL);
     ck_assert_int_gt(redis_pid, 0);
     char err[256];
-    ck_assert_int_eq(inventory_reset(&inv, 5, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(&inv, 100, err, sizeof(err)), 0);
     for (int i = 0; lock_types[i]; i++)
         ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_SOLD);
 }

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# demo.sh -- the one demo command: the "Redis distributed lock" sale demo,
+# every strategy side by side.
+#
+# Builds inventoryd (Release, in build/), starts redis-server on 6379, two
+# instances on 3786 and 3787 and nginx on 8080 (upstream weights 1 and 2,
+# rendered from nginx/nginx.conf.in), then for every strategy that
+# `inventoryd --list-strategies` names: resets the stock to 200, fires
+# 3000 sales from 200 concurrent clients through nginx, audits, and prints one
+# row. The table also goes to results/demo.md and results/demo.csv; logs go to
+# results/run/. Everything started here is stopped by its pid at the end and
+# on Ctrl-C.
+#
+# Environment: DEMO_CLIENTS (200), DEMO_REQUESTS (3000), DEMO_STOCK (200),
+# DEMO_REDIS_PORT (6379), DEMO_WAIT_MS (lock.wait-ms, 10000),
+# DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+clients=${DEMO_CLIENTS:-200}
+requests=${DEMO_REQUESTS:-3000}
+stock=${DEMO_STOCK:-200}
+redis_port=${DEMO_REDIS_PORT:-6379}
+wait_ms=${DEMO_WAIT_MS:-10000}
+redlock_ports=(${DEMO_REDLOCK_PORTS:-6381 6382 6383})
+port1=3786
+port2=3787
+nginx_port=8080
+
+results=$root/results
+run=$results/run
+pids=()
+names=()
+load_pid=
+
+die() {
+    echo "demo: $*" >&2
+    exit 1
+}
+
+# Points at the logs of everything that ran.
+show_logs() {
+    local f
+    for f in "$run"/*.log; do
+        [ -s "$f" ] || continue
+        if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
+            # A sanitizer report: its head says what and where.
+            echo "---- sanitizer report in $f" >&2
+            grep -m 1 -A 30 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" >&2
+            continue
+        fi
+        echo "---- last lines of $f" >&2
+        tail -n 10 "$f" >&2
+    done
+}
+
+fail() {
+    echo "demo: $*" >&2
+    show_logs
+    echo "demo: logs are in $run/" >&2
+    exit 1
+}
+
+# Stops one of our children: SIGTERM, then SIGKILL after 10 s.
+stop_pid() {
+    local pid=$1 i
+    kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+    for i in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+cleanup() {
+    local i
+    trap - EXIT INT TERM
+    [ -n "$load_pid" ] && stop_pid "$load_pid"
+    # Last started, first stopped: nginx, then the instances, then Redis.
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        stop_pid "${pids[$i]}"
+    done
+    pids=()
+}
+trap cleanup EXIT
+trap 'echo; echo "demo: interrupted, stopping everything" >&2; exit 130' INT TERM
+
+port_busy() {
+    if command -v ss >/dev/null 2>&1; then
+        [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ] && return 0
+    fi
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# start NAME LOG CMD...: runs CMD in the background, remembers its pid.
+start() {
+    local name=$1 log=$2
+    shift 2
+    "$@" >"$log" 2>&1 &
+    last_pid=$!
+    pids+=("$last_pid")
+    names+=("$name")
+}
+
+wait_redis() {
+    local port=$1 pid=$2 i
+    for i in $(seq 1 100); do
+        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && return 0
+        kill -0 "$pid" 2>/dev/null || fail "redis-server on $port exited during start-up"
+        sleep 0.1
+    done
+    fail "redis-server on $port does not answer PING"
+}
+
+wait_http() {
+    local port=$1 path=$2 pid=$3 name=$4 i
+    for i in $(seq 1 200); do
+        curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port$path" && return 0
+        kill -0 "$pid" 2>/dev/null || fail "$name exited during start-up"
+        sleep 0.1
+    done
+    fail "$name is not ready on port $port after 20 s"
+}
+
+# ---- build ----------------------------------------------------------------
+bash scripts/deps.sh || die "scripts/deps.sh failed"
+for tool in redis-server redis-cli nginx curl jq; do
+    command -v "$tool" >/dev/null 2>&1 || die "$tool not found"
+done
+mkdir -p "$results"
+rm -rf "$run"
+mkdir -p "$run"
+chmod 755 "$results" "$run"   # nginx's workers (nobody, under root) write temp files there
+echo "demo: building (Release) in build/ ..."
+if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release &&
+       cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target inventoryd inventory-load; } \
+       >"$run/build.log" 2>&1; then
+    tail -n 30 "$run/build.log" >&2
+    die "the build failed; see $run/build.log"
+fi
+inventoryd=$root/build/inventoryd
+load=$root/build/inventory-load
+
+mapfile -t strategies < <("$inventoryd" --list-strategies 2>"$run/list-strategies.log")
+[ ${#strategies[@]} -gt 0 ] || fail "inventoryd --list-strategies named no strategy"
+need_redlock=0
+for s in "${strategies[@]}"; do [ "$s" = redlock ] && need_redlock=1; done
+
+# ---- ports ----------------------------------------------------------------
+if port_busy "$redis_port"; then
+    if [ -z "${DEMO_REDIS_PORT:-}" ]; then
+        die "port $redis_port is already taken (a Redis of your own?). Stop it, or run with DEMO_REDIS_PORT=<free port>."
+    fi
+    die "port $redis_port (DEMO_REDIS_PORT) is already taken; pick another"
+fi
+busy=()
+for p in "$port1" "$port2" "$nginx_port"; do port_busy "$p" && busy+=("$p"); done
+if [ "$need_redlock" -eq 1 ]; then
+    for p in "${redlock_ports[@]}"; do port_busy "$p" && busy+=("$p"); done
+fi
+[ ${#busy[@]} -eq 0 ] || die "port(s) ${busy[*]} already taken; the demo needs them free"
+
+# ---- the stack ------------------------------------------------------------
+echo "demo: starting redis-server on $redis_port, inventoryd on $port1 and $port2, nginx on $nginx_port"
+start "redis-server $redis_port" "$run/redis-$redis_port.log" \
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --daemonize no --dir "$run"
+wait_redis "$redis_port" "$last_pid"
+
+sets=(--set redis.host=127.0.0.1 --set redis.port="$redis_port"
+      --set lock.wait-ms="$wait_ms" --set server.bind=127.0.0.1)
+if [ "$need_redlock" -eq 1 ]; then
+    nodes=""
+    for p in "${redlock_ports[@]}"; do
+        start "redis-server $p" "$run/redis-$p.log" \
+            redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+            --daemonize no --dir "$run"
+        wait_redis "$p" "$last_pid"
+        nodes="${nodes:+$nodes,}127.0.0.1:$p"
+    done
+    sets+=(--set redlock.nodes="$nodes")
+fi
+
+for p in "$port1" "$port2"; do
+    start "inventoryd $p" "$run/inventoryd-$p.log" \
+        "$inventoryd" "${sets[@]}" --set server.port="$p"
+    wait_http "$p" /healthz "$last_pid" "inventoryd on $p"
+done
+
+bash scripts/nginx-conf.sh "$nginx_port" "$port1" "$port2" "$run/nginx" ||
+    fail "scripts/nginx-conf.sh failed"
+chmod 755 "$run/nginx"
+start "nginx $nginx_port" "$run/nginx.log" \
+    nginx -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx-error.log" -g 'daemon off;'
+wait_http "$nginx_port" /healthz "$last_pid" "nginx on $nginx_port"
+
+# ---- one round per strategy -----------------------------------------------
+base="http://127.0.0.1:$nginx_port"
+header=(strategy requests sold stock oversold_units sold_twice violations lock_timeouts errors sales_per_s p50_ms p99_ms verdict)
+rows=()
+n=${#strategies[@]}
+i=0
+echo "demo: $n strategies, $requests sales each from $clients clients, stock $stock"
+for s in "${strategies[@]}"; do
+    i=$((i + 1))
+    echo "[$i/$n] $s ..."
+    code=$(curl -s -o "$run/reset-$s.json" -w '%{http_code}' --max-time 10 -X POST \
+        -H 'Content-Type: application/json' -d "{\"stock\":$stock}" "$base/inventory/reset")
+    [ "$code" = 200 ] || fail "$s: POST /inventory/reset answered $code: $(cat "$run/reset-$s.json" 2>/dev/null)"
+
+    # In the background, so that a signal runs the trap at once rather than
+    # after the load finished.
+    "$load" --host 127.0.0.1 --port "$nginx_port" --path "/inventory/sale/$s" \
+        --clients "$clients" --requests "$requests" --timeout-ms 60000 --format kv \
+        >"$run/load-$s.out" 2>"$run/load-$s.log" &
+    load_pid=$!
+    wait "$load_pid"
+    rc=$?
+    load_pid=
+    [ "$rc" -eq 0 ] || fail "$s: inventory-load exited with $rc: $(cat "$run/load-$s.log")"
+    out=$(cat "$run/load-$s.out")
+    declare -A L=()
+    for f in $out; do L[${f%%=*}]=${f#*=}; done
+
+    curl -sf --max-time 10 "$base/inventory/audit" >"$run/audit-$s.json" ||
+        fail "$s: GET /inventory/audit failed"
+    read -r a_stock a_units a_twice a_viol a_over < <(jq -r \
+        '[.stock, .oversold_units, .sold_twice, .violations, .oversold] | map(tostring) | join(" ")' \
+        "$run/audit-$s.json") || fail "$s: cannot read the audit: $(cat "$run/audit-$s.json")"
+    verdict=OK
+    [ "$a_over" = true ] && verdict=OVERSOLD
+    errors=$(( ${L[backend_unavailable]} + ${L[other]} + ${L[errors]} ))
+    row=("$s" "${L[requests]}" "${L[sold]}" "$a_stock" "$a_units" "$a_twice" "$a_viol"
+         "${L[lock_timeout]}" "$errors" "${L[sales_per_s]}" "${L[p50_ms]}" "${L[p99_ms]}" "$verdict")
+    rows+=("$(IFS=$'\t'; echo "${row[*]}")")
+    echo "[$i/$n] $s: clients saw $((L[sold])) sold, stock $a_stock, oversold $a_units, sold twice $a_twice -> $verdict"
+    unset L
+done
+
+# ---- the table -------------------------------------------------------------
+{
+    printf '| %s |\n' "$(IFS='|'; echo "${header[*]}" | sed 's/|/ | /g')"
+    printf '|%s\n' "$(for _ in "${header[@]}"; do printf -- '---|'; done)"
+    for r in "${rows[@]}"; do
+        printf '| %s |\n' "$(sed 's/\t/ | /g' <<<"$r")"
+    done
+    echo
+    echo "$requests sales from $clients concurrent clients through nginx (weights 1:2) on two instances, stock $stock, lock.wait-ms $wait_ms."
+} >"$results/demo.md"
+{
+    (IFS=,; echo "${header[*]}")
+    for r in "${rows[@]}"; do tr '\t' ',' <<<"$r"; done
+} >"$results/demo.csv"
+
+echo
+{
+    (IFS=$'\t'; echo "${header[*]}")
+    for r in "${rows[@]}"; do echo "$r"; done
+} | awk -F'\t' '
+    { for (c = 1; c <= NF; c++) { cell[NR, c] = $c; if (length($c) > w[c]) w[c] = length($c) } nf[NR] = NF }
+    END { for (r = 1; r <= NR; r++) { line = ""
+              for (c = 1; c <= nf[r]; c++) line = line sprintf(c == 1 ? "%-*s" : "  %*s", w[c], cell[r, c])
+              print line } }'
+echo
+echo "demo: table written to results/demo.md and results/demo.csv; logs in results/run/"
+
+cleanup
+left=()
+for p in "$redis_port" "$port1" "$port2" "$nginx_port"; do port_busy "$p" && left+=("$p"); done
+[ ${#left[@]} -eq 0 ] || echo "demo: warning: something still listens on ${left[*]}" >&2
+exit 0

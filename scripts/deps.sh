@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# deps.sh -- installs with apt-get whatever the build, the tests and the demo
+# need and is not there yet. Idempotent; prints nothing when all is installed.
+# Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(
+    build-essential cmake pkg-config
+    libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev check
+    redis-server redis-tools nginx-light
+    jq curl gnuplot-nox clang valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    if [ "$status" != "install ok installed" ]; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        sudo=(sudo)
+    else
+        echo "deps: not root and no sudo; install these by hand: ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq >&2
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,51 @@
+/* lock_hash.c -- Redisson's hash lock scripts, shared by the hash strategies
+ * (see lock_hash.h). */
+#include <stdio.h>
+#include "lock_hash.h"
+#include "mclock.h"
+
+int lock_hash_try(struct lock *l, int64_t *pttl_ms) {
+    char lease[24];
+    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
+    const char *argv[] = {l->key, lease, l->owner};
+    l->attempts++;
+    redisReply *r = lock_script(l, "hash-lock", 1, 3, argv);
+    if (!r) return LOCK_ERR;
+    int rc;
+    if (r->type == REDIS_REPLY_NIL) {
+        rc = LOCK_OK;
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        if (pttl_ms) *pttl_ms = r->integer;
+        rc = LOCK_BUSY;
+    } else {
+        rc = lock_fail(l, r, "hash-lock");
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+static int hash_once(struct lock *l) {
+    return lock_hash_try(l, NULL);
+}
+
+int lock_hash_poll(struct lock *l) {
+    return lock_poll(l, hash_once);
+}
+
+void lock_hash_channel(const struct lock *l, char *buf, size_t len) {
+    snprintf(buf, len, "redisson_lock__channel:{%s}", l->key);
+}
+
+int lock_hash_unlock(struct lock *l) {
+    char channel[256], lease[24];
+    lock_hash_channel(l, channel, sizeof(channel));
+    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
+    const char *argv[] = {l->key, channel, "0", lease, l->owner};
+    mclock_sleep_ms(l->release_delay_ms);
+    redisReply *r = lock_script(l, "hash-unlock", 2, 5, argv);
+    if (!r) return LOCK_ERR;
+    int rc = r->type == REDIS_REPLY_NIL ? LOCK_LOST
+             : r->type == REDIS_REPLY_INTEGER ? LOCK_OK : lock_fail(l, r, "hash-unlock");
+    freeReplyObject(r);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* lock_hash.h -- Redisson's hash lock, shared by the reentrant, watchdog and
+ * redisson strategies: a hash at the lock key whose field is the owner id and
+ * whose value is the hold count, with a PEXPIRE lease in ms. Private to the
+ * lock core. */
+#ifndef INVENTORYD_LOCK_HASH_H
+#define INVENTORYD_LOCK_HASH_H
+
+#include <stdint.h>
+#include "lock.h"
+
+/* One try of hash-lock.lua. Counts an attempt. Returns LOCK_OK (first hold
+ * or reentry), LOCK_BUSY with the holder's remaining lease in *pttl_ms
+ * (-1 when it has none), or LOCK_ERR. */
+int lock_hash_try(struct lock *l, int64_t *pttl_ms);
+
+/* hash-try in a loop with lock.spin-sleep-ms sleeps (reentrant, watchdog). */
+int lock_hash_poll(struct lock *l);
+
+/* One release through hash-unlock.lua, which publishes the unlock message
+ * when the last hold goes. LOCK_OK, LOCK_LOST (not held by us) or LOCK_ERR. */
+int lock_hash_unlock(struct lock *l);
+
+/* The unlock channel of a lock key: redisson_lock__channel:{key}. */
+void lock_hash_channel(const struct lock *l, char *buf, size_t len);
+
+#endif

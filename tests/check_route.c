@@ -1,0 +1,444 @@
+/* check_route.c -- route_match(): every path of the HTTP contract, the
+ * methods each one allows, and the limits of the strategy segment. Pure
+ * function: no server, no allocation, nothing to set up. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "route.h"
+
+#define CONTEXT "/redis/distributed/lock"
+
+static struct route r;
+
+/* Matches method and url under the default context path into r. */
+static enum route_id match(const char *method, const char *url) {
+    return route_match(method, url, CONTEXT, &r);
+}
+
+/* Asserts that url is not a route, and that r says nothing about it. */
+static void assert_not_found(const char *method, const char *url, const char *context) {
+    ck_assert_int_eq(route_match(method, url, context, &r), ROUTE_NOT_FOUND);
+    ck_assert_int_eq(r.id, ROUTE_NOT_FOUND);
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_ptr_nonnull(r.allow);
+    ck_assert_str_eq(r.allow, "");
+}
+
+/* ---- Core ---------------------------------------------------------------- */
+
+START_TEST(test_get_and_post_inventory_sale_sell_with_the_default_strategy) {
+    const char *methods[] = {"GET", "POST"};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(match(methods[i], "/inventory/sale"), ROUTE_SALE);
+        ck_assert_int_eq(r.id, ROUTE_SALE);
+        ck_assert_str_eq(r.strategy, "");
+        ck_assert_int_eq(r.method_allowed, 1);
+        ck_assert_str_eq(r.allow, "GET, POST");
+    }
+}
+END_TEST
+
+START_TEST(test_a_strategy_segment_names_the_strategy) {
+    const char *names[] = {"none", "local", "setnx-retry", "setnx-spin", "expiring",
+                           "owner-check", "owner-lua", "reentrant", "watchdog",
+                           "redisson", "redlock", "fenced", "batched", "atomic"};
+    char url[128];
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(url, sizeof url, "/inventory/sale/%s", names[i]);
+        ck_assert_int_eq(match("GET", url), ROUTE_SALE);
+        ck_assert_str_eq(r.strategy, names[i]);
+        ck_assert_int_eq(r.method_allowed, 1);
+        ck_assert_str_eq(r.allow, "GET, POST");
+        ck_assert_int_eq(match("POST", url), ROUTE_SALE);
+        ck_assert_str_eq(r.strategy, names[i]);
+        ck_assert_int_eq(r.method_allowed, 1);
+    }
+}
+END_TEST
+
+START_TEST(test_a_strategy_unknown_to_the_registry_still_routes_to_sale) {
+    /* Whether the strategy exists is the handler's 404, not the router's. */
+    ck_assert_int_eq(match("GET", "/inventory/sale/no-such-lock"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "no-such-lock");
+}
+END_TEST
+
+START_TEST(test_the_demo_path_under_the_context_path_sells_with_the_default_strategy) {
+    ck_assert_int_eq(match("GET", CONTEXT "/inventory/sale"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_int_eq(match("HEAD", CONTEXT "/inventory/sale"), ROUTE_SALE);
+    ck_assert_int_eq(r.method_allowed, 1);
+}
+END_TEST
+
+START_TEST(test_the_demo_path_follows_a_configured_context_path) {
+    ck_assert_int_eq(route_match("GET", "/shop/inventory/sale", "/shop", &r), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "");
+    /* ...and the default one is then no longer a route. */
+    assert_not_found("GET", CONTEXT "/inventory/sale", "/shop");
+}
+END_TEST
+
+START_TEST(test_a_context_path_with_a_trailing_slash_still_gives_the_demo_path) {
+    ck_assert_int_eq(route_match("GET", CONTEXT "/inventory/sale", CONTEXT "/", &r),
+                     ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "");
+}
+END_TEST
+
+START_TEST(test_only_the_demo_sale_lives_under_the_context_path) {
+    assert_not_found("GET", CONTEXT "/inventory", CONTEXT);
+    assert_not_found("GET", CONTEXT "/inventory/sale/redisson", CONTEXT);
+    assert_not_found("GET", CONTEXT "/healthz", CONTEXT);
+    assert_not_found("GET", CONTEXT, CONTEXT);
+    assert_not_found("GET", CONTEXT "/inventory/salex", CONTEXT);
+}
+END_TEST
+
+START_TEST(test_sale_by_redisson_is_the_redisson_strategy) {
+    ck_assert_int_eq(match("GET", "/inventory/saleByRedisson"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "redisson");
+    ck_assert_int_eq(r.method_allowed, 1);
+}
+END_TEST
+
+START_TEST(test_sale_by_redlock_is_the_redlock_strategy) {
+    ck_assert_int_eq(match("GET", "/inventory/saleByRedlock"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "redlock");
+    ck_assert_int_eq(r.method_allowed, 1);
+}
+END_TEST
+
+START_TEST(test_the_demo_endpoints_are_matched_case_sensitively) {
+    assert_not_found("GET", "/inventory/salebyredisson", CONTEXT);
+    assert_not_found("GET", "/inventory/SaleByRedlock", CONTEXT);
+    assert_not_found("GET", "/Inventory/sale", CONTEXT);
+}
+END_TEST
+
+START_TEST(test_get_inventory_is_the_stock) {
+    ck_assert_int_eq(match("GET", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+}
+END_TEST
+
+START_TEST(test_post_inventory_reset_is_the_reset) {
+    ck_assert_int_eq(match("POST", "/inventory/reset"), ROUTE_RESET);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "POST");
+}
+END_TEST
+
+START_TEST(test_get_inventory_reset_is_the_reset_path_with_a_method_not_allowed) {
+    ck_assert_int_eq(match("GET", "/inventory/reset"), ROUTE_RESET);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_str_eq(r.allow, "POST");
+    ck_assert_int_eq(match("HEAD", "/inventory/reset"), ROUTE_RESET);
+    ck_assert_int_eq(r.method_allowed, 0);
+}
+END_TEST
+
+START_TEST(test_get_inventory_audit_is_the_audit) {
+    ck_assert_int_eq(match("GET", "/inventory/audit"), ROUTE_AUDIT);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+}
+END_TEST
+
+START_TEST(test_get_strategies_healthz_and_metrics_are_their_routes) {
+    ck_assert_int_eq(match("GET", "/strategies"), ROUTE_STRATEGIES);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+    ck_assert_int_eq(match("GET", "/healthz"), ROUTE_HEALTHZ);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+    ck_assert_int_eq(match("GET", "/metrics"), ROUTE_METRICS);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+}
+END_TEST
+
+START_TEST(test_delete_inventory_is_the_path_with_a_method_not_allowed_and_allow_get) {
+    ck_assert_int_eq(match("DELETE", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_str_eq(r.allow, "GET");
+}
+END_TEST
+
+START_TEST(test_post_to_a_get_only_path_is_not_allowed) {
+    const char *paths[] = {"/inventory", "/inventory/audit", "/strategies", "/healthz",
+                           "/metrics"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        ck_assert_int_ne(match("POST", paths[i]), ROUTE_NOT_FOUND);
+        ck_assert_int_eq(r.method_allowed, 0);
+        ck_assert_str_eq(r.allow, "GET");
+    }
+}
+END_TEST
+
+START_TEST(test_put_and_delete_on_a_sale_are_not_allowed) {
+    ck_assert_int_eq(match("PUT", "/inventory/sale"), ROUTE_SALE);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_str_eq(r.allow, "GET, POST");
+    ck_assert_int_eq(match("DELETE", "/inventory/sale/redisson"), ROUTE_SALE);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_str_eq(r.allow, "GET, POST");
+    ck_assert_str_eq(r.strategy, "redisson");
+}
+END_TEST
+
+START_TEST(test_head_is_allowed_wherever_get_is) {
+    const char *paths[] = {"/inventory/sale", "/inventory/sale/local", "/inventory",
+                           "/inventory/audit", "/strategies", "/healthz", "/metrics",
+                           "/inventory/saleByRedisson", "/inventory/saleByRedlock"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        ck_assert_int_ne(match("HEAD", paths[i]), ROUTE_NOT_FOUND);
+        ck_assert_msg(r.method_allowed == 1, "HEAD %s not allowed", paths[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_methods_are_case_sensitive_and_whole_words) {
+    ck_assert_int_eq(match("get", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_int_eq(match("GE", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_int_eq(match("GETX", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_int_eq(match("ST", "/inventory/sale"), ROUTE_SALE);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_int_eq(match("OST", "/inventory/sale"), ROUTE_SALE);
+    ck_assert_int_eq(r.method_allowed, 0);
+}
+END_TEST
+
+START_TEST(test_a_trailing_slash_is_ignored) {
+    ck_assert_int_eq(match("GET", "/inventory/"), ROUTE_INVENTORY);
+    ck_assert_int_eq(match("GET", "/inventory/sale/"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(match("GET", "/inventory/sale/redlock/"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "redlock");
+    ck_assert_int_eq(match("GET", "/inventory/saleByRedisson/"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "redisson");
+    ck_assert_int_eq(match("POST", "/inventory/reset/"), ROUTE_RESET);
+    ck_assert_int_eq(match("GET", "/healthz/"), ROUTE_HEALTHZ);
+    ck_assert_int_eq(match("GET", CONTEXT "/inventory/sale/"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "");
+}
+END_TEST
+
+START_TEST(test_several_trailing_slashes_are_ignored_too) {
+    ck_assert_int_eq(match("GET", "/metrics///"), ROUTE_METRICS);
+    ck_assert_int_eq(match("GET", "/inventory/sale/fenced//"), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "fenced");
+}
+END_TEST
+
+START_TEST(test_a_match_overwrites_what_a_previous_match_left) {
+    ck_assert_int_eq(match("GET", "/inventory/sale/watchdog"), ROUTE_SALE);
+    ck_assert_int_eq(match("DELETE", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(r.method_allowed, 0);
+    assert_not_found("GET", "/nope", CONTEXT);
+}
+END_TEST
+
+/* ---- Limits -------------------------------------------------------------- */
+
+START_TEST(test_a_strategy_of_32_characters_is_accepted) {
+    char url[64];
+    const char *s32 = "abcdefghijklmnopqrstuvwxyz-01234";
+    ck_assert_int_eq((int)strlen(s32), 32);
+    snprintf(url, sizeof url, "/inventory/sale/%s", s32);
+    ck_assert_int_eq(match("GET", url), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, s32);
+    /* and with a trailing slash, which is not part of it */
+    snprintf(url, sizeof url, "/inventory/sale/%s/", s32);
+    ck_assert_int_eq(match("GET", url), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, s32);
+}
+END_TEST
+
+START_TEST(test_a_strategy_of_33_characters_is_not_found) {
+    char url[64];
+    const char *s33 = "abcdefghijklmnopqrstuvwxyz-012345";
+    ck_assert_int_eq((int)strlen(s33), 33);
+    snprintf(url, sizeof url, "/inventory/sale/%s", s33);
+    assert_not_found("GET", url, CONTEXT);
+}
+END_TEST
+
+START_TEST(test_a_strategy_segment_with_uppercase_is_not_found) {
+    assert_not_found("GET", "/inventory/sale/Redisson", CONTEXT);
+    assert_not_found("GET", "/inventory/sale/REDLOCK", CONTEXT);
+    assert_not_found("GET", "/inventory/sale/owner-Lua", CONTEXT);
+}
+END_TEST
+
+START_TEST(test_a_strategy_segment_with_a_percent_is_not_found) {
+    assert_not_found("GET", "/inventory/sale/%72edisson", CONTEXT);
+    assert_not_found("GET", "/inventory/sale/%", CONTEXT);
+}
+END_TEST
+
+START_TEST(test_a_strategy_segment_with_a_slash_is_not_found) {
+    assert_not_found("GET", "/inventory/sale/redisson/extra", CONTEXT);
+    assert_not_found("GET", "/inventory/sale//redisson", CONTEXT);
+    assert_not_found("GET", "/inventory/sale/a/b/", CONTEXT);
+}
+END_TEST
+
+START_TEST(test_a_strategy_segment_with_other_punctuation_is_not_found) {
+    const char *bad[] = {"/inventory/sale/owner_lua", "/inventory/sale/owner.lua",
+                         "/inventory/sale/a b", "/inventory/sale/..", "/inventory/sale/a?b",
+                         "/inventory/sale/\xc3\xa9t\xc3\xa9", "/inventory/sale/a\tb"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_not_found("GET", bad[i], CONTEXT);
+}
+END_TEST
+
+START_TEST(test_an_empty_url_is_not_found) {
+    assert_not_found("GET", "", CONTEXT);
+}
+END_TEST
+
+START_TEST(test_the_root_path_is_not_found) {
+    assert_not_found("GET", "/", CONTEXT);
+    assert_not_found("GET", "//", CONTEXT);
+    assert_not_found("GET", "/", "/");
+}
+END_TEST
+
+START_TEST(test_with_context_path_root_the_demo_path_is_the_plain_sale) {
+    /* With context path "/" the demo path is /inventory/sale itself; no
+     * second prefix is matched, and nothing under "//" appears. */
+    ck_assert_int_eq(route_match("GET", "/inventory/sale", "/", &r), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_str_eq(r.allow, "GET, POST");
+    assert_not_found("GET", "//inventory/sale", "/");
+    assert_not_found("GET", CONTEXT "/inventory/sale", "/");
+    ck_assert_int_eq(route_match("GET", "/inventory/sale/redlock", "/", &r), ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "redlock");
+}
+END_TEST
+
+START_TEST(test_an_empty_context_path_behaves_like_root) {
+    ck_assert_int_eq(route_match("GET", "/inventory/sale", "", &r), ROUTE_SALE);
+    assert_not_found("GET", CONTEXT "/inventory/sale", "");
+}
+END_TEST
+
+START_TEST(test_unknown_paths_are_not_found) {
+    const char *unknown[] = {"/inventor", "/inventoryx", "/inventory/stock",
+                             "/inventory/sales", "/inventory/sale-redisson",
+                             "/inventory/audit/x", "/inventory/reset/now", "/strategy",
+                             "/healthz/x", "/metric", "/inventory/saleByRedissonX",
+                             "inventory", "inventory/sale", "/redis/distributed/lock",
+                             "/redis/inventory/sale", "/inventory/sale/redisson?x=1"};
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+        assert_not_found("GET", unknown[i], CONTEXT);
+}
+END_TEST
+
+START_TEST(test_a_10_kb_url_is_not_found_without_overflowing) {
+    size_t n = 10 * 1024;
+    char *url = malloc(n + 1);
+    ck_assert_ptr_nonnull(url);
+
+    /* a long strategy segment */
+    memcpy(url, "/inventory/sale/", 16);
+    memset(url + 16, 'a', n - 16);
+    url[n] = '\0';
+    assert_not_found("GET", url, CONTEXT);
+
+    /* a long path of slashes: trimmed to "/" */
+    memset(url, '/', n);
+    assert_not_found("GET", url, CONTEXT);
+
+    /* a route followed by ten thousand slashes is still that route */
+    memcpy(url, "/inventory", 10);
+    ck_assert_int_eq(match("GET", url), ROUTE_INVENTORY);
+
+    /* a long path starting like the context path */
+    memcpy(url, CONTEXT, strlen(CONTEXT));
+    memset(url + strlen(CONTEXT), 'x', n - strlen(CONTEXT));
+    assert_not_found("GET", url, CONTEXT);
+    free(url);
+}
+END_TEST
+
+START_TEST(test_an_empty_method_is_not_allowed_and_returns) {
+    /* route_match is documented to always return; an empty method must not
+     * make the Allow scan loop forever. (Times out if it does.) */
+    ck_assert_int_eq(match("", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_str_eq(r.allow, "GET");
+}
+END_TEST
+
+Suite *route_suite(void) {
+    Suite *s = suite_create("route");
+    TCase *core = tcase_create("Core");
+    TCase *limits = tcase_create("Limits");
+
+    tcase_add_test(core, test_get_and_post_inventory_sale_sell_with_the_default_strategy);
+    tcase_add_test(core, test_a_strategy_segment_names_the_strategy);
+    tcase_add_test(core, test_a_strategy_unknown_to_the_registry_still_routes_to_sale);
+    tcase_add_test(core, test_the_demo_path_under_the_context_path_sells_with_the_default_strategy);
+    tcase_add_test(core, test_the_demo_path_follows_a_configured_context_path);
+    tcase_add_test(core, test_a_context_path_with_a_trailing_slash_still_gives_the_demo_path);
+    tcase_add_test(core, test_only_the_demo_sale_lives_under_the_context_path);
+    tcase_add_test(core, test_sale_by_redisson_is_the_redisson_strategy);
+    tcase_add_test(core, test_sale_by_redlock_is_the_redlock_strategy);
+    tcase_add_test(core, test_the_demo_endpoints_are_matched_case_sensitively);
+    tcase_add_test(core, test_get_inventory_is_the_stock);
+    tcase_add_test(core, test_post_inventory_reset_is_the_reset);
+    tcase_add_test(core, test_get_inventory_reset_is_the_reset_path_with_a_method_not_allowed);
+    tcase_add_test(core, test_get_inventory_audit_is_the_audit);
+    tcase_add_test(core, test_get_strategies_healthz_and_metrics_are_their_routes);
+    tcase_add_test(core, test_delete_inventory_is_the_path_with_a_method_not_allowed_and_allow_get);
+    tcase_add_test(core, test_post_to_a_get_only_path_is_not_allowed);
+    tcase_add_test(core, test_put_and_delete_on_a_sale_are_not_allowed);
+    tcase_add_test(core, test_head_is_allowed_wherever_get_is);
+    tcase_add_test(core, test_methods_are_case_sensitive_and_whole_words);
+    tcase_add_test(core, test_a_trailing_slash_is_ignored);
+    tcase_add_test(core, test_several_trailing_slashes_are_ignored_too);
+    tcase_add_test(core, test_a_match_overwrites_what_a_previous_match_left);
+    suite_add_tcase(s, core);
+
+    /* Short, fixed timeout: a hang in route_match fails fast rather than
+     * waiting for CK_DEFAULT_TIMEOUT. */
+    tcase_set_timeout(limits, 10);
+    tcase_add_test(limits, test_a_strategy_of_32_characters_is_accepted);
+    tcase_add_test(limits, test_a_strategy_of_33_characters_is_not_found);
+    tcase_add_test(limits, test_a_strategy_segment_with_uppercase_is_not_found);
+    tcase_add_test(limits, test_a_strategy_segment_with_a_percent_is_not_found);
+    tcase_add_test(limits, test_a_strategy_segment_with_a_slash_is_not_found);
+    tcase_add_test(limits, test_a_strategy_segment_with_other_punctuation_is_not_found);
+    tcase_add_test(limits, test_an_empty_url_is_not_found);
+    tcase_add_test(limits, test_the_root_path_is_not_found);
+    tcase_add_test(limits, test_with_context_path_root_the_demo_path_is_the_plain_sale);
+    tcase_add_test(limits, test_an_empty_context_path_behaves_like_root);
+    tcase_add_test(limits, test_unknown_paths_are_not_found);
+    tcase_add_test(limits, test_a_10_kb_url_is_not_found_without_overflowing);
+    tcase_add_test(limits, test_an_empty_method_is_not_allowed_and_returns);
+    suite_add_tcase(s, limits);
+    return s;
+}
+
+int main(void) {
+    Suite *s = route_suite();
+    SRunner *sr = srunner_create(s);
+    int failures;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failures = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,341 @@
+/* loadgen.c -- inventory-load, the bounded HTTP load driver of the demo and
+ * the end-to-end tests: the JMeter plan of the original demo, in C.
+ *
+ * DESIGN
+ * C client threads, each with its own keep-alive struct httpc, take request
+ * numbers from one shared atomic counter until N requests were made in all.
+ * Every thread waits at a barrier before its first request, so the load
+ * starts at once rather than as threads happen to be created.
+ *
+ * Each answer is counted by the word in its JSON "status" field (sold,
+ * sold_out, lock_timeout, backend_unavailable, anything else = other); a
+ * request that got no HTTP answer is a transport error. Nothing is retried:
+ * a sale sent twice would be two sales. Counters are per thread and summed
+ * after the join; latencies go into one array indexed by request number, so
+ * no thread ever waits for another. Times come from the monotonic clock. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "httpc.h"
+
+enum outcome { OUT_SOLD, OUT_SOLD_OUT, OUT_LOCK_TIMEOUT, OUT_BACKEND, OUT_OTHER,
+               OUT_ERROR, OUT_COUNT };
+
+struct options {
+    const char *host;
+    int port;
+    const char *path;
+    const char *method;
+    const char *body;
+    int clients;
+    long requests;
+    int timeout_ms;
+    int kv;
+};
+
+struct worker {
+    pthread_t tid;
+    const struct options *opt;
+    long counts[OUT_COUNT];
+    char first_error[200];  /* the first transport error this thread saw */
+    char first_other[200];  /* the first "other" answer this thread saw */
+};
+
+static atomic_long next_request;
+static double *latency_ms;  /* one slot per request number */
+static pthread_barrier_t start_line;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The word in "status":"<word>", tolerating blanks around the colon.
+ * Returns OUT_OTHER when there is none. */
+static enum outcome classify(const char *body)
+{
+    const char *p = strstr(body, "\"status\"");
+    if (p == NULL)
+        return OUT_OTHER;
+    p += 8;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (*p++ != ':')
+        return OUT_OTHER;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    if (*p++ != '"')
+        return OUT_OTHER;
+    static const struct { const char *word; enum outcome out; } words[] = {
+        { "sold\"", OUT_SOLD },
+        { "sold_out\"", OUT_SOLD_OUT },
+        { "lock_timeout\"", OUT_LOCK_TIMEOUT },
+        { "backend_unavailable\"", OUT_BACKEND },
+    };
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strncmp(p, words[i].word, strlen(words[i].word)) == 0)
+            return words[i].out;
+    return OUT_OTHER;
+}
+
+static void *worker_run(void *arg)
+{
+    struct worker *w = arg;
+    const struct options *o = w->opt;
+    struct httpc *h = httpc_create(o->host, o->port, o->timeout_ms);
+    struct httpc_response resp;
+
+    pthread_barrier_wait(&start_line);
+    if (h == NULL) {
+        snprintf(w->first_error, sizeof(w->first_error), "out of memory");
+        return NULL;
+    }
+    for (;;) {
+        long i = atomic_fetch_add(&next_request, 1);
+        if (i >= o->requests)
+            break;
+        double t0 = now_ms();
+        int rc = httpc_request(h, o->method, o->path, NULL, o->body, &resp);
+        latency_ms[i] = now_ms() - t0;
+        enum outcome out = rc == 0 ? classify(resp.body) : OUT_ERROR;
+        w->counts[out]++;
+        if (out == OUT_ERROR && w->first_error[0] == '\0')
+            snprintf(w->first_error, sizeof(w->first_error), "%s",
+                     httpc_errstr(h));
+        if (out == OUT_OTHER && w->first_other[0] == '\0')
+            snprintf(w->first_other, sizeof(w->first_other), "HTTP %d %.150s",
+                     resp.status, resp.body);
+    }
+    httpc_free(h);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted[0..n). */
+static double percentile(const double *sorted, long n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    long rank = (long)(p / 100.0 * (double)n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return sorted[rank - 1];
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: inventory-load [options]\n"
+        "  --host HOST         target host (127.0.0.1)\n"
+        "  --port PORT         target port (8080)\n"
+        "  --path PATH         request path (/inventory/sale/atomic)\n"
+        "  --method METHOD     GET or POST (GET)\n"
+        "  --body JSON         request body (none)\n"
+        "  --clients C         concurrent clients, one thread and keep-alive\n"
+        "                      connection each (200)\n"
+        "  --requests N        requests in all, shared by the clients (3000)\n"
+        "  --timeout-ms MS     per-read/write I/O timeout (30000)\n"
+        "  --format text|kv    human summary, or one key=value line (text)\n"
+        "Answers are counted by their JSON \"status\" word; a request that got\n"
+        "no answer is an error and is never retried. Exit status: 0 when the\n"
+        "run completed, 1 when no request got any answer, 2 on bad usage.\n");
+}
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (errno != 0 || e == s || *e != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {
+        .host = "127.0.0.1", .port = 8080, .path = "/inventory/sale/atomic",
+        .method = "GET", .body = NULL, .clients = 200, .requests = 3000,
+        .timeout_ms = 30000, .kv = 0,
+    };
+    static const struct option longopts[] = {
+        { "host", required_argument, NULL, 'H' },
+        { "port", required_argument, NULL, 'p' },
+        { "path", required_argument, NULL, 'P' },
+        { "method", required_argument, NULL, 'm' },
+        { "body", required_argument, NULL, 'b' },
+        { "clients", required_argument, NULL, 'c' },
+        { "requests", required_argument, NULL, 'n' },
+        { "timeout-ms", required_argument, NULL, 't' },
+        { "format", required_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    long v;
+
+    while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'H': o.host = optarg; break;
+        case 'P': o.path = optarg; break;
+        case 'm': o.method = optarg; break;
+        case 'b': o.body = optarg; break;
+        case 'p':
+            if (parse_long(optarg, 1, 65535, &v) != 0)
+                goto bad;
+            o.port = (int)v;
+            break;
+        case 'c':
+            if (parse_long(optarg, 1, 20000, &v) != 0)
+                goto bad;
+            o.clients = (int)v;
+            break;
+        case 'n':
+            if (parse_long(optarg, 0, 100000000, &v) != 0)
+                goto bad;
+            o.requests = v;
+            break;
+        case 't':
+            if (parse_long(optarg, 1, INT_MAX, &v) != 0)
+                goto bad;
+            o.timeout_ms = (int)v;
+            break;
+        case 'f':
+            if (strcmp(optarg, "kv") == 0)
+                o.kv = 1;
+            else if (strcmp(optarg, "text") == 0)
+                o.kv = 0;
+            else
+                goto bad;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+        continue;
+bad:
+        for (v = 0; longopts[v].name != NULL && longopts[v].val != c; v++)
+            ;
+        fprintf(stderr, "inventory-load: bad value '%s' for --%s\n", optarg,
+                longopts[v].name ? longopts[v].name : "?");
+        return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "inventory-load: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (o.path[0] != '/') {
+        fprintf(stderr, "inventory-load: --path must start with '/'\n");
+        return 2;
+    }
+    if (o.clients > o.requests && o.requests > 0)
+        o.clients = (int)o.requests;
+
+    latency_ms = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(double));
+    struct worker *w = calloc((size_t)o.clients, sizeof(*w));
+    if (latency_ms == NULL || w == NULL) {
+        fprintf(stderr, "inventory-load: out of memory\n");
+        return 1;
+    }
+    if (pthread_barrier_init(&start_line, NULL, (unsigned)o.clients + 1) != 0) {
+        fprintf(stderr, "inventory-load: pthread_barrier_init failed\n");
+        return 1;
+    }
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (int i = 0; i < o.clients; i++) {
+        w[i].opt = &o;
+        int rc = pthread_create(&w[i].tid, &attr, worker_run, &w[i]);
+        if (rc != 0) {
+            /* The barrier counts every client: without them all, nobody
+             * could pass it. Nothing was sent yet, so stopping is clean. */
+            fprintf(stderr, "inventory-load: cannot start client %d of %d: %s\n",
+                    i + 1, o.clients, strerror(rc));
+            exit(1);
+        }
+    }
+    pthread_attr_destroy(&attr);
+
+    double t0 = now_ms();
+    pthread_barrier_wait(&start_line);
+    for (int i = 0; i < o.clients; i++)
+        pthread_join(w[i].tid, NULL);
+    double elapsed_s = (now_ms() - t0) / 1e3;
+    pthread_barrier_destroy(&start_line);
+
+    long total[OUT_COUNT] = { 0 };
+    const char *first_error = NULL, *first_other = NULL;
+    for (int i = 0; i < o.clients; i++) {
+        for (int k = 0; k < OUT_COUNT; k++)
+            total[k] += w[i].counts[k];
+        if (first_error == NULL && w[i].first_error[0] != '\0')
+            first_error = w[i].first_error;
+        if (first_other == NULL && w[i].first_other[0] != '\0')
+            first_other = w[i].first_other;
+    }
+    long done = 0;
+    for (int k = 0; k < OUT_COUNT; k++)
+        done += total[k];
+
+    qsort(latency_ms, (size_t)o.requests, sizeof(double), cmp_double);
+    double p50 = percentile(latency_ms, o.requests, 50.0);
+    double p99 = percentile(latency_ms, o.requests, 99.0);
+    double maxv = o.requests > 0 ? latency_ms[o.requests - 1] : 0.0;
+    double req_per_s = elapsed_s > 0 ? (double)done / elapsed_s : 0.0;
+    double sales_per_s = elapsed_s > 0 ? (double)total[OUT_SOLD] / elapsed_s : 0.0;
+
+    if (o.kv) {
+        printf("requests=%ld sold=%ld sold_out=%ld lock_timeout=%ld "
+               "backend_unavailable=%ld other=%ld errors=%ld elapsed_s=%.3f "
+               "req_per_s=%.1f sales_per_s=%.1f p50_ms=%.2f p99_ms=%.2f "
+               "max_ms=%.2f\n",
+               done, total[OUT_SOLD], total[OUT_SOLD_OUT],
+               total[OUT_LOCK_TIMEOUT], total[OUT_BACKEND], total[OUT_OTHER],
+               total[OUT_ERROR], elapsed_s, req_per_s, sales_per_s, p50, p99,
+               maxv);
+    } else {
+        printf("%s %s:%d%s: %ld requests by %d clients in %.3f s\n",
+               o.method, o.host, o.port, o.path, done, o.clients, elapsed_s);
+        printf("  sold %ld, sold_out %ld, lock_timeout %ld, "
+               "backend_unavailable %ld, other %ld, errors %ld\n",
+               total[OUT_SOLD], total[OUT_SOLD_OUT], total[OUT_LOCK_TIMEOUT],
+               total[OUT_BACKEND], total[OUT_OTHER], total[OUT_ERROR]);
+        printf("  %.1f requests/s, %.1f sales/s; latency p50 %.2f ms, "
+               "p99 %.2f ms, max %.2f ms\n",
+               req_per_s, sales_per_s, p50, p99, maxv);
+    }
+    if (first_error != NULL)
+        fprintf(stderr, "inventory-load: %ld transport errors, first: %s\n",
+                total[OUT_ERROR], first_error);
+    if (first_other != NULL)
+        fprintf(stderr, "inventory-load: %ld other answers, first: %s\n",
+                total[OUT_OTHER], first_other);
+    fflush(stdout);
+
+    free(latency_ms);
+    free(w);
+    return done > 0 && total[OUT_ERROR] == done ? 1 : 0;
+}

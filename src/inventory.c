@@ -280,8 +280,8 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t,
         r->hold_ms = (mclock_us() - l.acquired_us) / 1000;
     } else if (rc == LOCK_BUSY) {
         snprintf(r->errstr, sizeof(r->errstr),
-                 "lock %.120s still busy after waiting %d ms (%d attempts)",
-                 l.key, inv->lock_env.wait_ms, l.attempts);
+                 "lock %.80s still busy after waiting %d ms (%d attempts%s%.60s)",
+                 l.key, inv->lock_env.wait_ms, l.attempts, l.errstr[0] ? "; " : "", l.errstr);
         r->status = INV_LOCK_TIMEOUT;
     } else {
         sale_backend(r, "lock", l.errstr);

@@ -150,50 +150,21 @@ START_TEST(test_strategies_healthz_and_metrics_answer) {
 }
 END_TEST
 
-struct bg_request {
-    int port;
-    const char *path;
-    int delay_ms;
-    int status;
-    char body[512];
-    int64_t took_ms;
-};
-
-static void *bg_run(void *arg) {
-    struct bg_request *b = arg;
-    mclock_sleep_ms(b->delay_ms);
-    int64_t t0 = mclock_ms();
-    struct httpc_response r;
-    b->status = harness_http(b->port, "GET", b->path, NULL, NULL, &r);
-    b->took_ms = mclock_ms() - t0;
-    snprintf(b->body, sizeof(b->body), "%s", r.body ? r.body : "");
-    return NULL;
-}
-
-static long long unit_of(const char *body) {
-    cJSON *j = cJSON_Parse(body);
-    long long u = (long long)num(j, "unit");
-    cJSON_Delete(j);
-    return u;
-}
-
 START_TEST(test_local_oversells_across_two_instances) {
     pid_t b_pid;
     int b_port;
     start_instance(&b_pid, &b_port, 1);
     /* The first sale holds its instance's mutex 400 ms between read and
      * write; the second, on the other instance, has a mutex of its own. */
-    struct bg_request a = {inst_port, "/inventory/sale/local?hold_ms=400", 0, 0, "", 0};
-    struct bg_request b = {b_port, "/inventory/sale/local", 100, 0, "", 0};
-    pthread_t ta, tb;
-    pthread_create(&ta, NULL, bg_run, &a);
-    pthread_create(&tb, NULL, bg_run, &b);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
+    struct harness_bg a, b;
+    harness_bg_start(&a, inst_port, "/inventory/sale/local?hold_ms=400", 0);
+    harness_bg_start(&b, b_port, "/inventory/sale/local", 100);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
     harness_stop(b_pid);
     ck_assert_int_eq(a.status, 200);
     ck_assert_int_eq(b.status, 200);
-    ck_assert_int_eq(unit_of(a.body), unit_of(b.body));
+    ck_assert_int_eq(harness_json_num(a.body, "unit"), harness_json_num(b.body, "unit"));
     struct httpc_response r;
     harness_http(inst_port, "GET", "/inventory/audit", NULL, NULL, &r);
     cJSON *j = json(&r);
@@ -206,11 +177,9 @@ START_TEST(test_local_oversells_across_two_instances) {
 END_TEST
 
 START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
-    struct bg_request holder = {inst_port, "/inventory/sale/local?hold_ms=1500", 0, 0, "", 0};
-    struct bg_request waiter = {inst_port, "/inventory/sale/local", 100, 0, "", 0};
-    pthread_t th, tw;
-    pthread_create(&th, NULL, bg_run, &holder);
-    pthread_create(&tw, NULL, bg_run, &waiter);
+    struct harness_bg holder, waiter;
+    harness_bg_start(&holder, inst_port, "/inventory/sale/local?hold_ms=1500", 0);
+    harness_bg_start(&waiter, inst_port, "/inventory/sale/local", 100);
     mclock_sleep_ms(300);
     for (int i = 0; i < 5; i++) {
         struct httpc_response r;
@@ -219,8 +188,8 @@ START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
         ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r), 200);
         ck_assert_int_lt(mclock_ms() - t0, 500);
     }
-    pthread_join(th, NULL);
-    pthread_join(tw, NULL);
+    harness_bg_join(&holder);
+    harness_bg_join(&waiter);
     ck_assert_int_eq(holder.status, 200);
     ck_assert_int_eq(waiter.status, 200);
     ck_assert_int_ge(waiter.took_ms, 1000);   /* it did wait for the holder */
@@ -351,12 +320,11 @@ START_TEST(test_redis_stopped_gives_503_then_sales_recover) {
 END_TEST
 
 START_TEST(test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly) {
-    struct bg_request sale = {inst_port, "/inventory/sale/local?hold_ms=800", 0, 0, "", 0};
-    pthread_t t;
-    pthread_create(&t, NULL, bg_run, &sale);
+    struct harness_bg sale;
+    harness_bg_start(&sale, inst_port, "/inventory/sale/local?hold_ms=800", 0);
     mclock_sleep_ms(200);
     kill(inst_pid, SIGTERM);
-    pthread_join(t, NULL);
+    harness_bg_join(&sale);
     int st = 0;
     ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
     inst_pid = 0;

@@ -1,6 +1,7 @@
 /* harness.c -- real servers for the tests (see harness.h). Every process is
  * started with fork/exec, remembered by pid, and stopped by that pid. */
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
@@ -149,4 +150,85 @@ long long harness_redis_int(int port, const char *fmt, ...) {
     freeReplyObject(r);
     redisFree(c);
     return v;
+}
+
+redisReply *harness_redis(int port, const char *fmt, ...) {
+    redisContext *c = redisConnect("127.0.0.1", port);
+    if (!c || c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}
+
+long long harness_redis_calls(int port, const char *cmd) {
+    redisReply *r = harness_redis(port, "INFO commandstats");
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return -1;
+    }
+    long long total = 0;
+    char want[64];
+    snprintf(want, sizeof(want), "cmdstat_%s:", cmd ? cmd : "");
+    for (char *line = r->str; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, want, strlen(want)) != 0) continue;
+        if (strncmp(line, "cmdstat_info:", 13) == 0 && !cmd) continue;   /* our own probes */
+        char *calls = strstr(line, "calls=");
+        if (calls) total += strtoll(calls + 6, NULL, 10);
+    }
+    freeReplyObject(r);
+    return total;
+}
+
+static void *bg_main(void *arg) {
+    struct harness_bg *b = arg;
+    mclock_sleep_ms(b->delay_ms);
+    struct httpc_response r;
+    b->sent_ms = mclock_ms();
+    b->status = harness_http(b->port, "GET", b->path, NULL, NULL, &r);
+    b->took_ms = mclock_ms() - b->sent_ms;
+    snprintf(b->body, sizeof(b->body), "%s", r.body ? r.body : "");
+    return NULL;
+}
+
+void harness_bg_start(struct harness_bg *b, int port, const char *path, int delay_ms) {
+    memset(b, 0, sizeof(*b));
+    b->port = port;
+    snprintf(b->path, sizeof(b->path), "%s", path);
+    b->delay_ms = delay_ms;
+    pthread_create(&b->thread, NULL, bg_main, b);
+}
+
+void harness_bg_join(struct harness_bg *b) {
+    pthread_join(b->thread, NULL);
+}
+
+double harness_json_num(const char *body, const char *path) {
+    cJSON *root = cJSON_Parse(body);
+    const cJSON *o = root;
+    char key[64];
+    const char *p = path;
+    while (o && *p) {
+        size_t n = strcspn(p, ".");
+        snprintf(key, sizeof(key), "%.*s", (int)n, p);
+        o = cJSON_GetObjectItemCaseSensitive(o, key);
+        p += n + (p[n] == '.');
+    }
+    double v = cJSON_IsNumber(o) ? o->valuedouble : -1;
+    cJSON_Delete(root);
+    return v;
+}
+
+const char *harness_json_str(const char *body, const char *key) {
+    static __thread char buf[256];
+    cJSON *root = cJSON_Parse(body);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, key);
+    snprintf(buf, sizeof(buf), "%s", cJSON_IsString(o) ? o->valuestring : "");
+    cJSON_Delete(root);
+    return buf;
 }

@@ -3,7 +3,10 @@
 #ifndef INVENTORYD_HARNESS_H
 #define INVENTORYD_HARNESS_H
 
+#include <pthread.h>
+#include <stdint.h>
 #include <sys/types.h>
+#include <hiredis/hiredis.h>
 #include "httpc.h"
 
 /* A TCP port on 127.0.0.1 that nothing listens on right now. */
@@ -36,5 +39,35 @@ int harness_http(int port, const char *method, const char *path,
  * 127.0.0.1:port and returns the reply's integer, or the string parsed as an
  * integer; -1 on error. For test set-up and checks only. */
 long long harness_redis_int(int port, const char *fmt, ...);
+
+/* Runs a Redis command against 127.0.0.1:port and returns its reply (free
+ * with freeReplyObject), or NULL. */
+redisReply *harness_redis(int port, const char *fmt, ...);
+
+/* The calls= count of one command in INFO commandstats ("evalsha"), or of
+ * every command when cmd is NULL; -1 on error. */
+long long harness_redis_calls(int port, const char *cmd);
+
+/* A request run on its own thread, started delay_ms from now. */
+struct harness_bg {
+    int port;
+    char path[256];
+    int delay_ms;
+    int status;              /* HTTP status, 0 if no answer (e.g. a crash) */
+    char body[1024];
+    int64_t sent_ms;         /* monotonic ms when it was sent */
+    int64_t took_ms;
+    pthread_t thread;
+};
+
+void harness_bg_start(struct harness_bg *b, int port, const char *path, int delay_ms);
+void harness_bg_join(struct harness_bg *b);
+
+/* A number in a JSON body by dotted path ("lock.wait_ms"); -1 if absent. */
+double harness_json_num(const char *body, const char *path);
+
+/* A string in a JSON body by key at the top level; "" if absent. Static
+ * storage, valid until the next call on this thread. */
+const char *harness_json_str(const char *body, const char *key);
 
 #endif

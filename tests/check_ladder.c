@@ -1,0 +1,401 @@
+/* check_ladder.c -- the flaw ladder: each step's flaw shown on demand by a
+ * test, and the next step's test showing it fixed. Real redis-server, real
+ * inventoryd instances with faults.enabled=true; timings are in units of the
+ * lock TTL, with margins of a few hundred ms. */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "mclock.h"
+
+static pid_t redis_pid, a_pid, b_pid;
+static int redis_port, a_port, b_port;
+
+#define LOCK_KEY "RedisDistributedLock"
+
+static void setup(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    a_pid = b_pid = 0;
+}
+
+static void teardown(void) {
+    if (a_pid) kill(a_pid, SIGCONT);
+    harness_stop(a_pid);
+    harness_stop(b_pid);
+    harness_stop(redis_pid);
+}
+
+/* Starts instances A and B on the test's Redis with this TTL and wait. */
+static void start_pair(int ttl_ms, int wait_ms, const char *extra) {
+    char rp[32], ttl[32], wait[32];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", ttl_ms);
+    snprintf(wait, sizeof(wait), "lock.wait-ms=%d", wait_ms);
+    const char *sets[] = {rp, ttl, wait, "faults.enabled=true", extra, NULL};
+    a_port = harness_free_port();
+    a_pid = harness_inventoryd_start(a_port, sets);
+    b_port = harness_free_port();
+    b_pid = harness_inventoryd_start(b_port, sets);
+    ck_assert_int_gt(a_pid, 0);
+    ck_assert_int_gt(b_pid, 0);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+}
+
+static double audit(const char *field) {
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/audit", NULL, NULL, &r), 200);
+    return harness_json_num(r.body, field);
+}
+
+static void sale_path(char *buf, size_t len, const char *strategy, const char *query) {
+    snprintf(buf, len, "/inventory/sale/%s%s%s", strategy, query[0] ? "?" : "", query);
+}
+
+/* Waits until `at` ms after t0. */
+static void at(int64_t t0, int ms) {
+    int64_t left = t0 + ms - mclock_ms();
+    if (left > 0) mclock_sleep_ms((int)left);
+}
+
+/* ---- Spin: a lock in Redis, then one that never expires ---------------- */
+
+START_TEST(test_setnx_spin_serialises_two_instances_where_local_did_not) {
+    start_pair(10000, 5000, NULL);
+    struct harness_bg a, b;
+    harness_bg_start(&a, a_port, "/inventory/sale/setnx-spin?hold_ms=400", 0);
+    harness_bg_start(&b, b_port, "/inventory/sale/setnx-spin", 100);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_int_eq(b.status, 200);
+    ck_assert_int_ne(harness_json_num(a.body, "unit"), harness_json_num(b.body, "unit"));
+    ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 200);
+    ck_assert_int_gt(harness_json_num(b.body, "lock.attempts"), 5);   /* it spun */
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("violations"), 0);
+}
+END_TEST
+
+START_TEST(test_setnx_retry_reports_its_depth_and_fails_cleanly_at_the_cap) {
+    start_pair(10000, 5000, "lock.retry-max-depth=5");
+    harness_redis_int(redis_port, "SET " LOCK_KEY " someone-else");
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_int_eq(harness_json_num(r.body, "lock.depth"), 5);
+    ck_assert_ptr_nonnull(strstr(r.body, "recursion depth cap 5"));
+    harness_redis_int(redis_port, "DEL " LOCK_KEY);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_json_num(r.body, "lock.depth"), 1);
+}
+END_TEST
+
+START_TEST(test_a_setnx_spin_holder_that_crashes_leaves_the_lock_forever) {
+    start_pair(600, 400, NULL);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-spin?crash=1", NULL, NULL, &r), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "PTTL " LOCK_KEY), -1);   /* no expiry */
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/setnx-spin", NULL, NULL, &r), 503);
+        ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+        mclock_sleep_ms(600);   /* a TTL later, still held */
+    }
+}
+END_TEST
+
+START_TEST(test_an_expiring_holder_that_crashes_frees_the_lock_after_the_ttl) {
+    start_pair(800, 300, NULL);
+    struct httpc_response r;
+    int64_t t0 = mclock_ms();
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/expiring?crash=1", NULL, NULL, &r), 0);
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/expiring", NULL, NULL, &r), 503);
+    at(t0, 900);
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/expiring", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+}
+END_TEST
+
+/* ---- Expiry: who deletes whose lock ------------------------------------ */
+
+/* TTL 1000. A holds 1500 (its key expires at 1000 and B takes the lock);
+ * B holds 1000..1900. A releases at 1500. At 1650 the test looks at the key
+ * and sends C. Returns C's wait; *key_left tells whether B's key was still
+ * there at 1650. */
+static int after_slow_holder(const char *strategy, const char *a_query, int *key_left) {
+    start_pair(1000, 5000, NULL);
+    char pa[128], pb[128], pc[128];
+    sale_path(pa, sizeof(pa), strategy, a_query);
+    sale_path(pb, sizeof(pb), strategy, "hold_ms=900");
+    sale_path(pc, sizeof(pc), strategy, "");
+    struct harness_bg a, b, c;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&a, a_port, pa, 0);
+    harness_bg_start(&b, b_port, pb, 250);
+    at(t0, 1650);
+    *key_left = (int)harness_redis_int(redis_port, "EXISTS " LOCK_KEY);
+    harness_bg_start(&c, a_port, pc, 0);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    harness_bg_join(&c);
+    ck_assert_int_eq(b.status, 200);
+    ck_assert_int_eq(c.status, 200);
+    ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 500);   /* B took A's expired lock */
+    return (int)harness_json_num(c.body, "lock.wait_ms");
+}
+
+START_TEST(test_an_expiring_holder_slower_than_the_ttl_deletes_the_next_owners_lock) {
+    int key_left;
+    int c_wait = after_slow_holder("expiring", "hold_ms=1500", &key_left);
+    ck_assert_int_eq(key_left, 0);            /* A's DEL removed B's lock */
+    ck_assert_int_lt(c_wait, 150);            /* so C walked in while B held it */
+    ck_assert_int_ge(audit("violations"), 2); /* A with B, then B with C */
+}
+END_TEST
+
+START_TEST(test_owner_check_does_not_delete_the_next_owners_lock) {
+    int key_left;
+    int c_wait = after_slow_holder("owner-check", "hold_ms=1500", &key_left);
+    ck_assert_int_eq(key_left, 1);            /* A saw B's value and kept off */
+    ck_assert_int_ge(c_wait, 120);            /* C waited for B's release at 1900 */
+    /* A and B still overlapped (A outlived its TTL): fixed by the watchdog. */
+    ck_assert_int_eq(audit("violations"), 1);
+}
+END_TEST
+
+START_TEST(test_owner_check_with_a_slow_release_deletes_another_owners_lock) {
+    /* A checks at 200 (still its own), pauses 1300 ms, deletes at 1500. */
+    int key_left;
+    int c_wait = after_slow_holder("owner-check", "hold_ms=200&release_delay_ms=1300", &key_left);
+    ck_assert_int_eq(key_left, 0);
+    ck_assert_int_lt(c_wait, 150);
+    ck_assert_int_ge(audit("violations"), 1);  /* B with C */
+}
+END_TEST
+
+START_TEST(test_owner_lua_never_deletes_another_owners_lock) {
+    int key_left;
+    int c_wait = after_slow_holder("owner-lua", "hold_ms=200&release_delay_ms=1300", &key_left);
+    ck_assert_int_eq(key_left, 1);
+    ck_assert_int_ge(c_wait, 120);
+    ck_assert_int_eq(audit("violations"), 0);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
+/* ---- Reentry and renewal ----------------------------------------------- */
+
+START_TEST(test_owner_lua_nested_acquire_blocks_on_itself) {
+    start_pair(10000, 300, NULL);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/owner-lua?nested=2", NULL, NULL, &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);  /* outer hold released */
+    ck_assert_int_eq(audit("sold"), 0);
+}
+END_TEST
+
+START_TEST(test_reentrant_nested_acquire_succeeds_and_the_count_returns_to_zero) {
+    start_pair(10000, 300, NULL);
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, "/inventory/sale/reentrant?nested=2&hold_ms=400", 0);
+    mclock_sleep_ms(200);
+    redisReply *h = harness_redis(redis_port, "HGETALL " LOCK_KEY);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(h->elements, 2);                 /* one owner field ... */
+    ck_assert_str_eq(h->element[1]->str, "3");        /* ... held three times */
+    ck_assert_ptr_nonnull(strchr(h->element[0]->str, ':'));
+    freeReplyObject(h);
+    harness_bg_join(&a);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
+}
+END_TEST
+
+START_TEST(test_reentrant_work_longer_than_the_ttl_loses_the_lock_and_the_probe_sees_overlap) {
+    start_pair(600, 5000, NULL);
+    struct harness_bg a, b;
+    harness_bg_start(&a, a_port, "/inventory/sale/reentrant?hold_ms=1200", 0);
+    harness_bg_start(&b, b_port, "/inventory/sale/reentrant?hold_ms=200", 150);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    ck_assert_int_eq(b.status, 200);
+    ck_assert_int_lt(harness_json_num(b.body, "lock.wait_ms"), 1000);  /* in before A left */
+    ck_assert_int_ge(audit("violations"), 1);
+    ck_assert(audit("oversold_units") >= 1 || audit("sold_twice") >= 1);
+}
+END_TEST
+
+START_TEST(test_watchdog_keeps_the_lock_through_work_three_times_the_ttl) {
+    start_pair(600, 5000, NULL);
+    struct harness_bg a, b;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&a, a_port, "/inventory/sale/watchdog?hold_ms=1800", 0);
+    harness_bg_start(&b, b_port, "/inventory/sale/watchdog", 150);
+    for (int ms = 700; ms <= 1600; ms += 300) {
+        at(t0, ms);
+        long long pttl = harness_redis_int(redis_port, "PTTL " LOCK_KEY);
+        ck_assert_msg(pttl > 100, "PTTL at %d ms was %lld: not renewed", ms, pttl);
+    }
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_int_eq(b.status, 200);
+    ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 1300);  /* B waited for A */
+    ck_assert_int_eq(audit("violations"), 0);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    /* Renewal stops at release: no script runs once both are done. */
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
+    long long before = harness_redis_calls(redis_port, "evalsha");
+    mclock_sleep_ms(700);
+    ck_assert_int_eq(harness_redis_calls(redis_port, "evalsha"), before);
+}
+END_TEST
+
+START_TEST(test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_commit) {
+    start_pair(600, 5000, NULL);
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, "/inventory/sale/watchdog?hold_ms=900", 0);
+    mclock_sleep_ms(100);
+    harness_redis_int(redis_port, "DEL " LOCK_KEY);   /* e.g. a failover lost it */
+    harness_bg_join(&a);
+    ck_assert_int_eq(a.status, 409);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
+    ck_assert_int_eq(audit("sold"), 0);
+    ck_assert_int_eq(audit("stock"), 200);
+}
+END_TEST
+
+/* ---- Redisson: woken by the unlock message ----------------------------- */
+
+/* Redisson's own scripts, as a Redisson client would send them. */
+static const char redisson_lock[] =
+    "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+static const char redisson_unlock[] =
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
+    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+
+START_TEST(test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message) {
+    start_pair(30000, 5000, NULL);
+    const char *owner = "b983c153-7421-469a-addb-44fb92259a1b:1";
+    redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, owner);
+    ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+    freeReplyObject(r);
+
+    struct harness_bg sale;
+    harness_bg_start(&sale, a_port, "/inventory/sale/redisson", 0);
+    mclock_sleep_ms(300);
+    long long before = harness_redis_calls(redis_port, NULL);
+    mclock_sleep_ms(700);
+    long long during = harness_redis_calls(redis_port, NULL) - before;
+    ck_assert_msg(during == 0, "%lld Redis commands while waiting: it polled", during);
+
+    int64_t released = mclock_ms();
+    r = harness_redis(redis_port, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s",
+                      redisson_unlock, LOCK_KEY, LOCK_KEY, owner);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    harness_bg_join(&sale);
+    ck_assert_int_eq(sale.status, 200);
+    ck_assert_str_eq(harness_json_str(sale.body, "status"), "sold");
+    ck_assert_int_le(harness_json_num(sale.body, "lock.attempts"), 3);
+    /* From before the unlock's round trip to the whole answer received. */
+    int64_t woken_within = sale.sent_ms + sale.took_ms - released;
+#if defined(__SANITIZE_ADDRESS__)
+    const int bound = 40;   /* sanitizers slow every step */
+#else
+    const int bound = 10;
+#endif
+    ck_assert_msg(woken_within <= bound, "answered %lld ms after the unlock", (long long)woken_within);
+}
+END_TEST
+
+/* ---- Fencing: a paused holder --------------------------------------------- */
+
+/* A starts a sale holding 400 ms and is SIGSTOPped inside it; the TTL (600)
+ * passes, B sells; A is resumed and tries to write what it read. */
+static void paused_holder(const char *strategy, struct harness_bg *a, struct harness_bg *b) {
+    start_pair(600, 3000, NULL);
+    char pa[128], pb[128];
+    sale_path(pa, sizeof(pa), strategy, "hold_ms=400");
+    sale_path(pb, sizeof(pb), strategy, "");
+    int64_t t0 = mclock_ms();
+    harness_bg_start(a, a_port, pa, 0);
+    at(t0, 150);
+    kill(a_pid, SIGSTOP);
+    at(t0, 900);
+    harness_bg_start(b, b_port, pb, 0);
+    harness_bg_join(b);
+    kill(a_pid, SIGCONT);
+    harness_bg_join(a);
+    ck_assert_int_eq(b->status, 200);
+    ck_assert_str_eq(harness_json_str(b->body, "status"), "sold");
+}
+
+START_TEST(test_owner_lua_lets_a_paused_holder_write_a_stale_read) {
+    struct harness_bg a, b;
+    paused_holder("owner-lua", &a, &b);
+    ck_assert_int_eq(a.status, 200);               /* its write went through */
+    ck_assert_int_eq(harness_json_num(a.body, "unit"), harness_json_num(b.body, "unit"));
+    ck_assert_int_eq(audit("sold_twice"), 1);
+}
+END_TEST
+
+START_TEST(test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_oversold) {
+    struct harness_bg a, b;
+    paused_holder("fenced", &a, &b);
+    ck_assert_int_eq(a.status, 409);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
+    ck_assert_int_lt(harness_json_num(a.body, "lock.token"), harness_json_num(b.body, "lock.token"));
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("stock"), 199);
+}
+END_TEST
+
+static Suite *ladder_suite(void) {
+    Suite *s = suite_create("ladder");
+    struct { const char *name; const TTest *tests[8]; } cases[] = {
+        {"Spin", {test_setnx_spin_serialises_two_instances_where_local_did_not,
+                  test_setnx_retry_reports_its_depth_and_fails_cleanly_at_the_cap,
+                  test_a_setnx_spin_holder_that_crashes_leaves_the_lock_forever,
+                  test_an_expiring_holder_that_crashes_frees_the_lock_after_the_ttl}},
+        {"Expiry", {test_an_expiring_holder_slower_than_the_ttl_deletes_the_next_owners_lock,
+                    test_owner_check_does_not_delete_the_next_owners_lock,
+                    test_owner_check_with_a_slow_release_deletes_another_owners_lock,
+                    test_owner_lua_never_deletes_another_owners_lock}},
+        {"Reentry", {test_owner_lua_nested_acquire_blocks_on_itself,
+                     test_reentrant_nested_acquire_succeeds_and_the_count_returns_to_zero,
+                     test_reentrant_work_longer_than_the_ttl_loses_the_lock_and_the_probe_sees_overlap,
+                     test_watchdog_keeps_the_lock_through_work_three_times_the_ttl,
+                     test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_commit}},
+        {"Redisson", {test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message}},
+        {"Fencing", {test_owner_lua_lets_a_paused_holder_write_a_stale_read,
+                     test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_oversold}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        for (int j = 0; j < 8 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(ladder_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -11,9 +11,23 @@
 # results/run/. Everything started here is stopped by its pid at the end and
 # on Ctrl-C.
 #
+# Two columns measure cost rather than outcome:
+#   redis_cmds_per_sale  the calls= deltas of Redis' INFO commandstats over
+#       the load alone (snapshots after the reset and before the audit; the
+#       snapshots' own INFO excluded), divided by the units sold (by the
+#       requests when nothing sold). Commands a Lua script runs count too, and
+#       so does the audit probe around each locked sale (INCR + DECR); sold_out
+#       answers cost commands as well, so it grows with DEMO_REQUESTS.
+#   p99_wait_ms  from the instances' inventoryd_lock_wait_ms histograms (both
+#       instances, deltas over the load): the upper bound of the bucket that
+#       holds the 99th percentile of lock waits, shown as "<=N" (">N" past
+#       the last bucket).
+# The per-command breakdown of each round is in results/run/cmdstats-<s>.txt.
+#
 # Environment: DEMO_CLIENTS (200), DEMO_REQUESTS (3000), DEMO_STOCK (200),
 # DEMO_REDIS_PORT (6379), DEMO_WAIT_MS (lock.wait-ms, 10000),
-# DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock).
+# DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock),
+# DEMO_BUILD_DIR (build; where the Release build goes).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +39,7 @@ stock=${DEMO_STOCK:-200}
 redis_port=${DEMO_REDIS_PORT:-6379}
 wait_ms=${DEMO_WAIT_MS:-10000}
 redlock_ports=(${DEMO_REDLOCK_PORTS:-6381 6382 6383})
+build_dir=${DEMO_BUILD_DIR:-build}
 port1=3786
 port2=3787
 nginx_port=8080
@@ -135,15 +150,16 @@ mkdir -p "$results"
 rm -rf "$run"
 mkdir -p "$run"
 chmod 755 "$results" "$run"   # nginx's workers (nobody, under root) write temp files there
-echo "demo: building (Release) in build/ ..."
-if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release &&
-       cmake --build build -j "$(nproc 2>/dev/null || echo 2)" --target inventoryd inventory-load; } \
+echo "demo: building (Release) in $build_dir/ ..."
+if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
+       cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target inventoryd inventory-load; } \
        >"$run/build.log" 2>&1; then
     tail -n 30 "$run/build.log" >&2
     die "the build failed; see $run/build.log"
 fi
-inventoryd=$root/build/inventoryd
-load=$root/build/inventory-load
+build_dir=$(cd "$build_dir" && pwd)
+inventoryd=$build_dir/inventoryd
+load=$build_dir/inventory-load
 
 mapfile -t strategies < <("$inventoryd" --list-strategies 2>"$run/list-strategies.log")
 [ ${#strategies[@]} -gt 0 ] || fail "inventoryd --list-strategies named no strategy"
@@ -198,9 +214,58 @@ start "nginx $nginx_port" "$run/nginx.log" \
     nginx -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx-error.log" -g 'daemon off;'
 wait_http "$nginx_port" /healthz "$last_pid" "nginx on $nginx_port"
 
+# ---- cost snapshots --------------------------------------------------------
+# cmdstats FILE: "<command> <calls>" per command Redis has run, but INFO (the
+# snapshots themselves).
+cmdstats() {
+    redis-cli -p "$redis_port" INFO commandstats 2>/dev/null | tr -d '\r' |
+        awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_info" && $2 == "calls" { print substr($1, 9), $3 }' >"$1"
+}
+
+# cmds_delta BEFORE AFTER: "<command> <delta>" per command, busiest first,
+# then a last line "total <sum>".
+cmds_delta() {
+    awk 'NR == FNR { b[$1] = $2; next }
+         { d = $2 - b[$1]; if (d > 0) { print $1, d; t += d } }
+         END { print "total", t + 0 }' "$1" "$2" | sort -k2,2nr -k1,1 |
+        awk '$1 != "total" { print } $1 == "total" { t = $0 } END { print t }'
+}
+
+# waits STRATEGY FILE: "<le> <count>" per bucket of that strategy's
+# inventoryd_lock_wait_ms histogram, summed over both instances.
+waits() {
+    local p
+    for p in "$port1" "$port2"; do
+        curl -sf --max-time 5 "http://127.0.0.1:$p/metrics" || return 1
+    done | awk -v pre="inventoryd_lock_wait_ms_bucket{strategy=\"$1\",le=\"" '
+        index($1, pre) == 1 {
+            le = substr($1, length(pre) + 1); sub(/"}$/, "", le)
+            if (!(le in sum)) order[++n] = le
+            sum[le] += $2
+        }
+        END { for (i = 1; i <= n; i++) print order[i], sum[order[i]] }' >"$2"
+}
+
+# p99_wait BEFORE AFTER: "<=N" for the bucket holding the 99th percentile of
+# the waits between the two snapshots, ">N" past the last finite bucket, "-"
+# when there was no wait to measure.
+p99_wait() {
+    awk 'NR == FNR { b[$1] = $2; next }
+         { n++; le[n] = $1; c[n] = $2 - b[$1] }
+         END {
+             if (n == 0 || c[n] <= 0) { print "-"; exit }
+             need = 0.99 * c[n]
+             for (i = 1; i <= n; i++)
+                 if (c[i] >= need) {
+                     if (le[i] == "+Inf") print ">" le[i - 1]; else print "<=" le[i]
+                     exit
+                 }
+         }' "$1" "$2"
+}
+
 # ---- one round per strategy -----------------------------------------------
 base="http://127.0.0.1:$nginx_port"
-header=(strategy requests sold stock oversold_units sold_twice violations lock_timeouts errors sales_per_s p50_ms p99_ms verdict)
+header=(strategy requests sold stock oversold_units sold_twice violations lock_timeouts errors sales_per_s p50_ms p99_ms p99_wait_ms redis_cmds_per_sale verdict)
 rows=()
 n=${#strategies[@]}
 i=0
@@ -211,6 +276,11 @@ for s in "${strategies[@]}"; do
     code=$(curl -s -o "$run/reset-$s.json" -w '%{http_code}' --max-time 10 -X POST \
         -H 'Content-Type: application/json' -d "{\"stock\":$stock}" "$base/inventory/reset")
     [ "$code" = 200 ] || fail "$s: POST /inventory/reset answered $code: $(cat "$run/reset-$s.json" 2>/dev/null)"
+
+    # Cost snapshots after the reset: it went to one instance only, which
+    # zeroed its own metrics, so only deltas mean anything.
+    waits "$s" "$run/waits-$s.before" || fail "$s: GET /metrics failed on an instance"
+    cmdstats "$run/cmdstats-$s.before"
 
     # In the background, so that a signal runs the trap at once rather than
     # after the load finished.
@@ -226,6 +296,15 @@ for s in "${strategies[@]}"; do
     declare -A L=()
     for f in $out; do L[${f%%=*}]=${f#*=}; done
 
+    # And before the audit.
+    cmdstats "$run/cmdstats-$s.after"
+    waits "$s" "$run/waits-$s.after" || fail "$s: GET /metrics failed on an instance"
+    cmds_delta "$run/cmdstats-$s.before" "$run/cmdstats-$s.after" >"$run/cmdstats-$s.txt"
+    cmds=$(awk '$1 == "total" { print $2 }' "$run/cmdstats-$s.txt")
+    per=$(( L[sold] > 0 ? L[sold] : L[requests] ))
+    cmds_per_sale=$(awk -v c="${cmds:-0}" -v n="$per" 'BEGIN { printf "%.1f", (n > 0 ? c / n : 0) }')
+    p99w=$(p99_wait "$run/waits-$s.before" "$run/waits-$s.after")
+
     curl -sf --max-time 10 "$base/inventory/audit" >"$run/audit-$s.json" ||
         fail "$s: GET /inventory/audit failed"
     read -r a_stock a_units a_twice a_viol a_over < <(jq -r \
@@ -235,13 +314,19 @@ for s in "${strategies[@]}"; do
     [ "$a_over" = true ] && verdict=OVERSOLD
     errors=$(( ${L[backend_unavailable]} + ${L[other]} + ${L[errors]} ))
     row=("$s" "${L[requests]}" "${L[sold]}" "$a_stock" "$a_units" "$a_twice" "$a_viol"
-         "${L[lock_timeout]}" "$errors" "${L[sales_per_s]}" "${L[p50_ms]}" "${L[p99_ms]}" "$verdict")
+         "${L[lock_timeout]}" "$errors" "${L[sales_per_s]}" "${L[p50_ms]}" "${L[p99_ms]}"
+         "$p99w" "$cmds_per_sale" "$verdict")
     rows+=("$(IFS=$'\t'; echo "${row[*]}")")
-    echo "[$i/$n] $s: clients saw $((L[sold])) sold, stock $a_stock, oversold $a_units, sold twice $a_twice -> $verdict"
+    echo "[$i/$n] $s: clients saw $((L[sold])) sold, stock $a_stock, oversold $a_units, sold twice $a_twice, $cmds_per_sale redis cmds/sale, p99 wait $p99w ms -> $verdict"
     unset L
 done
 
 # ---- the table -------------------------------------------------------------
+notes() {
+    echo "p50_ms, p99_ms: sale latency seen by the clients, through nginx."
+    echo "p99_wait_ms: lock wait from the instances' inventoryd_lock_wait_ms histograms over this round, both instances; the upper bound of the bucket holding the 99th percentile (<=1 also means no lock to wait for)."
+    echo "redis_cmds_per_sale: Redis commands run during the load (INFO commandstats deltas; commands inside Lua scripts and the audit probe's INCR/DECR included, reset and audit excluded) per unit sold; sold_out answers cost commands too, so it grows with the requests."
+}
 {
     printf '| %s |\n' "$(IFS='|'; echo "${header[*]}" | sed 's/|/ | /g')"
     printf '|%s\n' "$(for _ in "${header[@]}"; do printf -- '---|'; done)"
@@ -250,6 +335,8 @@ done
     done
     echo
     echo "$requests sales from $clients concurrent clients through nginx (weights 1:2) on two instances, stock $stock, lock.wait-ms $wait_ms."
+    echo
+    notes
 } >"$results/demo.md"
 {
     (IFS=,; echo "${header[*]}")
@@ -265,6 +352,8 @@ echo
     END { for (r = 1; r <= NR; r++) { line = ""
               for (c = 1; c <= nf[r]; c++) line = line sprintf(c == 1 ? "%-*s" : "  %*s", w[c], cell[r, c])
               print line } }'
+echo
+notes
 echo
 echo "demo: table written to results/demo.md and results/demo.csv; logs in results/run/"
 

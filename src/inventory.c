@@ -389,7 +389,7 @@ int inventory_audit(struct inventory *inv, struct audit *a, char *errstr, size_t
         } else {
             for (size_t i = 0; i < n; i++)
                 units[i] = strtoll(rep[3]->element[i]->str, NULL, 10);
-            qsort(units, n, sizeof(*units), cmp_ll);
+            if (n) qsort(units, n, sizeof(*units), cmp_ll);
             for (size_t i = 1; i < n; i++)
                 if (units[i] == units[i - 1]) a->sold_twice++;
             free(units);

@@ -73,8 +73,11 @@ show_logs() {
     done
 }
 
+# What the current round saw, printed with a failure.
+round=
 fail() {
     echo "e2e-ladder: FAIL: $*" >&2
+    [ -n "$round" ] && echo "$round" >&2
     failed=1
     show_logs
     exit 1
@@ -229,12 +232,15 @@ run_load() {
     for f in requests sold sold_out lock_timeout backend_unavailable other errors sales_per_s p99_ms; do
         [ -n "${L[$f]:-}" ] || fail "$1: inventory-load printed no $f= in: $out"
     done
+    round="e2e-ladder: $1: clients saw: $out"
     [ "${L[requests]}" = "$requests" ] || fail "$1: inventory-load made ${L[requests]} requests, not $requests"
 }
 
 audit() {
     curl -sf --max-time 10 "$base/inventory/audit" >"$work/audit-$1.json" ||
         fail "$1: GET /inventory/audit failed"
+    round="$round
+e2e-ladder: $1: audit: $(cat "$work/audit-$1.json")"
 }
 
 # jqv STRATEGY EXPR: one field of that round's audit.
@@ -268,6 +274,7 @@ log "$requests sales from $clients clients per strategy, stock $stock, lock.wait
 # ---- every strategy from setnx-spin up: exactly the stock ------------------
 for s in "${exact[@]}"; do
     t=$SECONDS
+    round=
     reset_stock "$s"
     run_load "$s"
     audit "$s"
@@ -283,6 +290,7 @@ done
 # ---- setnx-retry: safety only (its recursion cap may time out) -------------
 for s in "${safe_only[@]}"; do
     t=$SECONDS
+    round=
     reset_stock "$s"
     run_load "$s"
     audit "$s"

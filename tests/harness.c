@@ -116,12 +116,25 @@ pid_t harness_inventoryd_start(int port, const char *const *sets) {
     return pid;
 }
 
-static __thread struct httpc *last_client;
+/* Each thread's last client, kept so its answer's body stays readable, and
+ * freed when the thread exits (or at its next request). */
+static pthread_key_t client_key;
+static pthread_once_t client_key_once = PTHREAD_ONCE_INIT;
+
+static void client_free(void *c) {
+    httpc_free(c);
+}
+
+static void client_key_make(void) {
+    pthread_key_create(&client_key, client_free);
+}
 
 int harness_http(int port, const char *method, const char *path, const char *headers,
                  const char *body, struct httpc_response *resp) {
-    httpc_free(last_client);
-    last_client = httpc_create("127.0.0.1", port, 30000);
+    pthread_once(&client_key_once, client_key_make);
+    httpc_free(pthread_getspecific(client_key));
+    struct httpc *last_client = httpc_create("127.0.0.1", port, 30000);
+    pthread_setspecific(client_key, last_client);
     memset(resp, 0, sizeof(*resp));
     if (httpc_request(last_client, method, path, headers, body, resp) < 0) {
         fprintf(stderr, "harness: %s %s: %s\n", method, path, httpc_errstr(last_client));

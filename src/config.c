@@ -36,6 +36,7 @@ enum key_type {
     KEY_STRING, /* at most size-1 bytes; at least min bytes */
     KEY_NAME,   /* a non-empty string of [a-z0-9-] */
     KEY_PATH,   /* a URL path starting with '/', stored without trailing '/' */
+    KEY_CHOICE, /* one of the '|'-separated words in choices */
 };
 
 struct config_key {
@@ -46,19 +47,22 @@ struct config_key {
     long long min, max; /* KEY_INT: the range; KEY_STRING: min = min length */
     int secret;         /* never echoed, masked in config_dump */
     const char *def;    /* the default, as text */
+    const char *choices; /* KEY_CHOICE: "global|item" */
 };
 
 #define FIELD_SIZE(f) sizeof(((struct config *)0)->f)
 #define K_INT(n, f, d, lo, hi) \
-    { n, KEY_INT, offsetof(struct config, f), FIELD_SIZE(f), lo, hi, 0, d }
+    { n, KEY_INT, offsetof(struct config, f), FIELD_SIZE(f), lo, hi, 0, d, NULL }
 #define K_BOOL(n, f, d) \
-    { n, KEY_BOOL, offsetof(struct config, f), FIELD_SIZE(f), 0, 1, 0, d }
+    { n, KEY_BOOL, offsetof(struct config, f), FIELD_SIZE(f), 0, 1, 0, d, NULL }
 #define K_STR(n, f, d, minlen, secret) \
-    { n, KEY_STRING, offsetof(struct config, f), FIELD_SIZE(f), minlen, 0, secret, d }
+    { n, KEY_STRING, offsetof(struct config, f), FIELD_SIZE(f), minlen, 0, secret, d, NULL }
 #define K_NAME(n, f, d) \
-    { n, KEY_NAME, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d }
+    { n, KEY_NAME, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
 #define K_PATH(n, f, d) \
-    { n, KEY_PATH, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d }
+    { n, KEY_PATH, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
+#define K_CHOICE(n, f, d, c) \
+    { n, KEY_CHOICE, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, c }
 
 static const struct config_key keys[] = {
     K_STR ("server.bind",                bind,                 "127.0.0.1", 1, 0),
@@ -85,6 +89,8 @@ static const struct config_key keys[] = {
     K_INT ("lock.wait-ms",               lock_wait_ms,         "5000", 0, 600000),
     K_INT ("lock.spin-sleep-ms",         lock_spin_sleep_ms,   "20", 0, 60000),
     K_INT ("lock.retry-max-depth",       lock_retry_depth,     "500", 1, 100000),
+    K_CHOICE("lock.scope",               lock_scope,           "global", "global|item"),
+    K_BOOL("lock.read-lock",             read_lock,            "false"),
 
     K_STR ("redlock.nodes",              redlock_nodes,
            "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 0),
@@ -205,6 +211,23 @@ static int apply_value(struct config *cfg, const struct config_key *k,
             return CONFIG_ERR;
         }
         *(int *)(void *)field = b;
+        break;
+    }
+    case KEY_CHOICE: {
+        size_t wl = strlen(value);
+        const char *c = k->choices;
+        int found = 0;
+        while (*c && !found) {
+            size_t n = strcspn(c, "|");
+            found = n == wl && wl > 0 && strncmp(c, value, n) == 0;
+            c += n + (c[n] == '|');
+        }
+        if (!found) {
+            set_err(errstr, errlen, "%s: %s: '%.*s' is not one of %s",
+                    origin, k->name, ECHO_MAX, value, k->choices);
+            return CONFIG_ERR;
+        }
+        memcpy(field, value, wl + 1);
         break;
     }
     case KEY_STRING:

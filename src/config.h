@@ -20,7 +20,7 @@
 #define CONFIG_ORIGIN_MAX 256
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 25
+#define CONFIG_KEY_COUNT 27
 
 struct config {
     /* server.* */
@@ -51,6 +51,10 @@ struct config {
     int lock_wait_ms;           /* lock.wait-ms, default 5000; 0 = fail fast */
     int lock_spin_sleep_ms;     /* lock.spin-sleep-ms, default 20 */
     int lock_retry_depth;       /* lock.retry-max-depth, default 500 */
+    char lock_scope[8];         /* lock.scope: global (one lock, the demo's) or
+                                   item (one lock per stock key) */
+    int read_lock;              /* lock.read-lock: GET /inventory takes the read
+                                   lock of a Redisson RReadWriteLock */
 
     /* redlock.* */
     char redlock_nodes[512];    /* redlock.nodes, default 127.0.0.1:6381,... */

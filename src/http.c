@@ -107,6 +107,18 @@ static int query_int(struct MHD_Connection *conn, const char *name, long min, lo
     return 1;
 }
 
+/* The ?item= of a request: NULL when absent (the configured item). Returns
+ * -1 with a sentence in why when it cannot name a stock key. */
+static int query_item(struct MHD_Connection *conn, const char **item, char *why, size_t whylen) {
+    *item = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "item");
+    if (*item && !inventory_item_valid(*item)) {
+        snprintf(why, whylen, "item must be 1 to %d characters of A-Z, a-z, 0-9, '_', ':', '.' "
+                 "and '-'", INVENTORY_ITEM_MAX);
+        return -1;
+    }
+    return 0;
+}
+
 static enum MHD_Result do_sale(struct http_server *s, struct MHD_Connection *conn,
                                const struct route *rt, int text) {
     const struct lock_type *t = rt->strategy[0] ? lock_type_find(rt->strategy) : s->default_type;
@@ -115,6 +127,9 @@ static enum MHD_Result do_sale(struct http_server *s, struct MHD_Connection *con
 
     struct sale_faults f = {0};
     char why[192];
+    const char *item;
+    if (query_item(conn, &item, why, sizeof(why)) < 0)
+        return answer_error(conn, 400, "bad_request", why, text);
     int maxhold = s->cfg->faults_max_hold_ms;
     int given = 0, rc;
     if ((rc = query_int(conn, "hold_ms", 0, maxhold, &f.hold_ms, why, sizeof(why))) < 0 ||
@@ -130,7 +145,7 @@ static enum MHD_Result do_sale(struct http_server *s, struct MHD_Connection *con
                             "to use hold_ms, crash, release_delay_ms or nested", text);
 
     struct sale_result r;
-    inventory_sell(s->inv, t, &f, &r);
+    inventory_sell(s->inv, t, item, &f, &r);
     metrics_sale(t, &r);
     return answer(conn, reply_sale_http_status(r.status), reply_sale(&r, t->name, s->cfg->port, text),
                   text ? CT_TEXT : CT_JSON, NULL);
@@ -142,7 +157,11 @@ static enum MHD_Result do_reset(struct http_server *s, struct MHD_Connection *co
     char why[256];
     cJSON *doc = req->len ? cJSON_ParseWithLength(req->body, req->len) : NULL;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stock");
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(doc, "item");
     double v = cJSON_IsNumber(st) ? st->valuedouble : NAN;
+    char item[INVENTORY_ITEM_MAX + 1] = "";
+    int item_bad = it && !(cJSON_IsString(it) && inventory_item_valid(it->valuestring));
+    if (it && !item_bad) snprintf(item, sizeof(item), "%s", it->valuestring);
     cJSON_Delete(doc);
     if (!req->len) {
         snprintf(why, sizeof(why), "the reset has no body: %s", usage);
@@ -152,9 +171,12 @@ static enum MHD_Result do_reset(struct http_server *s, struct MHD_Connection *co
         snprintf(why, sizeof(why), "the body has no \"stock\": %s", usage);
     } else if (isnan(v) || v != floor(v) || v < 0 || v > 1e9) {
         snprintf(why, sizeof(why), "\"stock\" must be a whole number from 0 to 1000000000");
+    } else if (item_bad) {
+        snprintf(why, sizeof(why), "\"item\" must be a string of 1 to %d characters of A-Z, "
+                 "a-z, 0-9, '_', ':', '.' and '-'", INVENTORY_ITEM_MAX);
     } else {
         char err[192];
-        if (inventory_reset(s->inv, (long long)v, err, sizeof(err)) != 0)
+        if (inventory_reset(s->inv, item[0] ? item : NULL, (long long)v, err, sizeof(err)) != 0)
             return answer_error(conn, 503, "backend_unavailable", err, text);
         metrics_reset();
         return answer(conn, 200, reply_stock((long long)v, s->cfg->port, text),
@@ -198,17 +220,21 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
     long long stock;
     struct audit a;
     int rc;
+    const char *item = NULL;
+    if ((rt.id == ROUTE_INVENTORY || rt.id == ROUTE_AUDIT) &&
+        query_item(conn, &item, err, sizeof(err)) < 0)
+        return answer_error(conn, 400, "bad_request", err, text);
     switch (rt.id) {
     case ROUTE_SALE:
         return do_sale(s, conn, &rt, text);
     case ROUTE_RESET:
         return do_reset(s, conn, req, text);
     case ROUTE_INVENTORY:
-        if ((rc = inventory_stock(s->inv, &stock, err, sizeof(err))) != 0)
+        if ((rc = inventory_stock(s->inv, item, &stock, err, sizeof(err))) != 0)
             return answer_inventory_error(conn, rc, err, text);
         return answer(conn, 200, reply_stock(stock, s->cfg->port, text), text ? CT_TEXT : CT_JSON, NULL);
     case ROUTE_AUDIT:
-        if ((rc = inventory_audit(s->inv, &a, err, sizeof(err))) != 0)
+        if ((rc = inventory_audit(s->inv, item, &a, err, sizeof(err))) != 0)
             return answer_inventory_error(conn, rc, err, text);
         return answer(conn, 200, reply_audit(&a, text), text ? CT_TEXT : CT_JSON, NULL);
     case ROUTE_STRATEGIES:

@@ -33,21 +33,41 @@ int inventory_init(struct inventory *inv, const struct config *cfg,
     inv->lock_env.wait_ms = cfg->lock_wait_ms;
     inv->lock_env.spin_sleep_ms = cfg->lock_spin_sleep_ms;
     inv->lock_env.retry_depth = cfg->lock_retry_depth;
-    if (strlen(cfg->stock_key) + 16 > sizeof(inv->ledger_key)) {
-        snprintf(errstr, errlen, "inventory.key is too long (at most %zu bytes)",
-                 sizeof(inv->ledger_key) - 16);
+    if (!inventory_item_valid(cfg->stock_key)) {
+        snprintf(errstr, errlen, "inventory.key: '%.80s' must be 1 to %d characters of "
+                 "A-Z, a-z, 0-9, '_', ':', '.' and '-'", cfg->stock_key, INVENTORY_ITEM_MAX);
         return -1;
     }
     snprintf(inv->stock_key, sizeof(inv->stock_key), "%s", cfg->stock_key);
-    snprintf(inv->ledger_key, sizeof(inv->ledger_key), "%s:sold", cfg->stock_key);
-    snprintf(inv->initial_key, sizeof(inv->initial_key), "%s:initial", cfg->stock_key);
-    snprintf(inv->guard_key, sizeof(inv->guard_key), "%s:guard", cfg->stock_key);
-    snprintf(inv->violations_key, sizeof(inv->violations_key), "%s:violations", cfg->stock_key);
-    snprintf(inv->lock_key, sizeof(inv->lock_key), "%s", cfg->lock_name);
+    snprintf(inv->lock_name, sizeof(inv->lock_name), "%s", cfg->lock_name);
+    inv->lock_per_item = strcmp(cfg->lock_scope, "item") == 0;
     uuid_t u;
     uuid_generate(u);
     snprintf(inv->instance, sizeof(inv->instance), "%02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
     return 0;
+}
+
+int inventory_item_valid(const char *item) {
+    size_t n = strlen(item);
+    if (n == 0 || n > INVENTORY_ITEM_MAX) return 0;
+    for (const char *p = item; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == ':' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+void inventory_keys(const struct inventory *inv, const char *item, struct inventory_keys *k) {
+    if (!item) item = inv->stock_key;
+    snprintf(k->stock, sizeof(k->stock), "%s", item);
+    snprintf(k->ledger, sizeof(k->ledger), "%s:sold", item);
+    snprintf(k->initial, sizeof(k->initial), "%s:initial", item);
+    snprintf(k->guard, sizeof(k->guard), "%s:guard", item);
+    snprintf(k->violations, sizeof(k->violations), "%s:violations", item);
+    if (inv->lock_per_item) snprintf(k->lock, sizeof(k->lock), "%s:%s", inv->lock_name, item);
+    else snprintf(k->lock, sizeof(k->lock), "%s", inv->lock_name);
 }
 
 /* Reads a Redis string reply as a whole number. 0 on success. */
@@ -93,10 +113,11 @@ static void next_order(struct inventory *inv, char *buf, size_t len) {
     snprintf(buf, len, "%s-%" PRIu64, inv->instance, n);
 }
 
-static int sell_atomic(struct inventory *inv, redisContext *c, struct sale_result *r) {
+static int sell_atomic(struct inventory *inv, const struct inventory_keys *k, redisContext *c,
+                       struct sale_result *r) {
     char port[16];
     snprintf(port, sizeof(port), "%d", inv->port);
-    const char *argv[] = {inv->stock_key, inv->ledger_key, r->order, port};
+    const char *argv[] = {k->stock, k->ledger, r->order, port};
     char err[128];
     r->attempts = 1;
     redisReply *rep = script_run(c, "atomic-sale", 2, 4, argv, NULL, err, sizeof(err));
@@ -128,13 +149,13 @@ static int sell_atomic(struct inventory *inv, redisContext *c, struct sale_resul
 
 /* The fenced write: one script that applies SET and RPUSH only while the
  * lock's token is the newest issued. Returns INV_SOLD or the failure. */
-static int write_fenced(struct inventory *inv, redisContext *c, const struct lock *l,
+static int write_fenced(const struct inventory_keys *k, redisContext *c, const struct lock *l,
                         long long stock, const char *entry, struct sale_result *r) {
     char fence[224], token[24], next[24], err[128];
     snprintf(fence, sizeof(fence), "%s:fence", l->key);
     snprintf(token, sizeof(token), "%lld", l->token);
     snprintf(next, sizeof(next), "%lld", stock - 1);
-    const char *argv[] = {inv->stock_key, inv->ledger_key, fence, token, next, entry};
+    const char *argv[] = {k->stock, k->ledger, fence, token, next, entry};
     redisReply *rep = script_run(c, "fenced-sale", 3, 6, argv, NULL, err, sizeof(err));
     if (!rep) return sale_backend(r, "fenced-sale", err);
     int rc = INV_SOLD;
@@ -153,15 +174,16 @@ static int write_fenced(struct inventory *inv, redisContext *c, const struct loc
 
 /* The demo's critical section, run while the lock is held: read, check,
  * write, with the probe around it. */
-static int sell_locked_section(struct inventory *inv, redisContext *c, const struct lock *l,
+static int sell_locked_section(struct inventory *inv, const struct inventory_keys *k,
+                               redisContext *c, const struct lock *l,
                                const struct sale_faults *f, struct sale_result *r) {
     redisReply *rep[4];
     int n = 0;
     if (inv->probe) {
-        redisAppendCommand(c, "INCR %s", inv->guard_key);
+        redisAppendCommand(c, "INCR %s", k->guard);
         n++;
     }
-    redisAppendCommand(c, "GET %s", inv->stock_key);
+    redisAppendCommand(c, "GET %s", k->stock);
     n++;
     if (read_replies(c, rep, n) < 0) return sale_backend(r, "GET stock", c->errstr);
     redisReply *stock_rep = rep[n - 1];
@@ -175,12 +197,12 @@ static int sell_locked_section(struct inventory *inv, redisContext *c, const str
         bad = 1;
     } else if (stock_rep->type == REDIS_REPLY_NIL) {
         snprintf(r->errstr, sizeof(r->errstr),
-                 "stock key %s does not exist; POST /inventory/reset first", inv->stock_key);
+                 "stock key %s does not exist; POST /inventory/reset first", k->stock);
         r->status = INV_BAD_DATA;
         bad = 1;
     } else if (parse_ll(stock_rep, &stock) < 0) {
         snprintf(r->errstr, sizeof(r->errstr), "stock key %.60s holds '%.40s', not a whole number",
-                 inv->stock_key, stock_rep->str);
+                 k->stock, stock_rep->str);
         r->status = INV_BAD_DATA;
         bad = 1;
     }
@@ -203,19 +225,19 @@ static int sell_locked_section(struct inventory *inv, redisContext *c, const str
         r->remaining = stock - 1;
         snprintf(entry, sizeof(entry), "%lld|%s|%d", stock, r->order, inv->port);
         if (l->type->flags & LOCK_F_FENCED) {
-            if (write_fenced(inv, c, l, stock, entry, r) != INV_SOLD) bad = write_failed = 1;
+            if (write_fenced(k, c, l, stock, entry, r) != INV_SOLD) bad = write_failed = 1;
         } else {
-            redisAppendCommand(c, "SET %s %lld", inv->stock_key, stock - 1);
-            redisAppendCommand(c, "RPUSH %s %s", inv->ledger_key, entry);
+            redisAppendCommand(c, "SET %s %lld", k->stock, stock - 1);
+            redisAppendCommand(c, "RPUSH %s %s", k->ledger, entry);
             n = writes = 2;
         }
     }
     if (entered) {
         if (inside > 1) {
-            redisAppendCommand(c, "INCR %s", inv->violations_key);
+            redisAppendCommand(c, "INCR %s", k->violations);
             n++;
         }
-        redisAppendCommand(c, "DECR %s", inv->guard_key);
+        redisAppendCommand(c, "DECR %s", k->guard);
         n++;
     }
     if (n > 0) {
@@ -249,7 +271,7 @@ static void release_all(struct inventory *inv, struct lock *l, redisContext **c,
     }
 }
 
-int inventory_sell(struct inventory *inv, const struct lock_type *t,
+int inventory_sell(struct inventory *inv, const struct lock_type *t, const char *item,
                    const struct sale_faults *f, struct sale_result *r) {
     static const struct sale_faults no_faults;
     if (!f) f = &no_faults;
@@ -262,21 +284,23 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t,
         sale_backend(r, "connection", err);
         return r->status;
     }
+    struct inventory_keys k;
+    inventory_keys(inv, item, &k);
     if (t->flags & LOCK_F_ATOMIC) {
-        sell_atomic(inv, c, r);
+        sell_atomic(inv, &k, c, r);
         rpool_put(inv->pool, c);
         return r->status;
     }
 
     struct lock l;
-    lock_init(&l, t, &inv->lock_env, c, inv->lock_key);
+    lock_init(&l, t, &inv->lock_env, c, k.lock);
     l.release_delay_ms = f->release_delay_ms;
     int rc = lock_acquire(&l);
     for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(&l);
 
     if (rc == LOCK_OK) {
         if (f->crash) _exit(86);   /* fault: die holding the lock */
-        sell_locked_section(inv, c, &l, f, r);
+        sell_locked_section(inv, &k, c, &l, f, r);
         r->hold_ms = (mclock_us() - l.acquired_us) / 1000;
     } else if (rc == LOCK_BUSY) {
         snprintf(r->errstr, sizeof(r->errstr),
@@ -296,24 +320,27 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t,
     return r->status;
 }
 
-int inventory_stock(struct inventory *inv, long long *stock, char *errstr, size_t errlen) {
+int inventory_stock(struct inventory *inv, const char *item, long long *stock,
+                    char *errstr, size_t errlen) {
+    struct inventory_keys k;
+    inventory_keys(inv, item, &k);
     redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
     if (!c) return INV_BACKEND;
-    redisReply *r = redisCommand(c, "GET %s", inv->stock_key);
+    redisReply *r = redisCommand(c, "GET %s", k.stock);
     int rc = INV_SOLD;
     if (!r) {
         snprintf(errstr, errlen, "GET stock: %.120s", c->errstr);
         rc = INV_BACKEND;
     } else if (r->type == REDIS_REPLY_NIL) {
         snprintf(errstr, errlen, "stock key %s does not exist; POST /inventory/reset first",
-                 inv->stock_key);
+                 k.stock);
         rc = INV_BAD_DATA;
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(errstr, errlen, "GET stock: %.120s", r->str);
         rc = INV_BACKEND;
     } else if (parse_ll(r, stock) < 0) {
         snprintf(errstr, errlen, "stock key %.60s holds '%.40s', not a whole number",
-                 inv->stock_key, r->str);
+                 k.stock, r->str);
         rc = INV_BAD_DATA;
     }
     freeReplyObject(r);
@@ -321,14 +348,16 @@ int inventory_stock(struct inventory *inv, long long *stock, char *errstr, size_
     return rc;
 }
 
-int inventory_reset(struct inventory *inv, long long stock, char *errstr, size_t errlen) {
+int inventory_reset(struct inventory *inv, const char *item, long long stock,
+                    char *errstr, size_t errlen) {
+    struct inventory_keys k;
+    inventory_keys(inv, item, &k);
     redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "MULTI");
-    redisAppendCommand(c, "SET %s %lld", inv->stock_key, stock);
-    redisAppendCommand(c, "SET %s %lld", inv->initial_key, stock);
-    redisAppendCommand(c, "DEL %s %s %s %s", inv->ledger_key, inv->guard_key,
-                       inv->violations_key, inv->lock_key);
+    redisAppendCommand(c, "SET %s %lld", k.stock, stock);
+    redisAppendCommand(c, "SET %s %lld", k.initial, stock);
+    redisAppendCommand(c, "DEL %s %s %s %s %s:fence", k.ledger, k.guard, k.violations, k.lock, k.lock);
     redisAppendCommand(c, "EXEC");
     redisReply *rep[5];
     int rc = 0;
@@ -352,14 +381,17 @@ static int cmp_ll(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int inventory_audit(struct inventory *inv, struct audit *a, char *errstr, size_t errlen) {
+int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
+                    char *errstr, size_t errlen) {
+    struct inventory_keys k;
+    inventory_keys(inv, item, &k);
     memset(a, 0, sizeof(*a));
     redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
     if (!c) return INV_BACKEND;
-    redisAppendCommand(c, "GET %s", inv->stock_key);
-    redisAppendCommand(c, "GET %s", inv->initial_key);
-    redisAppendCommand(c, "GET %s", inv->violations_key);
-    redisAppendCommand(c, "LRANGE %s 0 -1", inv->ledger_key);
+    redisAppendCommand(c, "GET %s", k.stock);
+    redisAppendCommand(c, "GET %s", k.initial);
+    redisAppendCommand(c, "GET %s", k.violations);
+    redisAppendCommand(c, "LRANGE %s 0 -1", k.ledger);
     redisReply *rep[4];
     if (read_replies(c, rep, 4) < 0) {
         snprintf(errstr, errlen, "audit: %s", c->errstr);
@@ -376,7 +408,7 @@ int inventory_audit(struct inventory *inv, struct audit *a, char *errstr, size_t
     }
     if (rc == 0 && (parse_ll(rep[0], &a->stock) < 0 || parse_ll(rep[1], &a->initial) < 0)) {
         snprintf(errstr, errlen, "stock key %s or %s is missing or not a whole number; "
-                 "POST /inventory/reset first", inv->stock_key, inv->initial_key);
+                 "POST /inventory/reset first", k.stock, k.initial);
         rc = INV_BAD_DATA;
     }
     if (rc == 0) {

@@ -22,6 +22,8 @@
 struct rpool;
 struct config;
 
+#define INVENTORY_ITEM_MAX 64    /* longest stock key, in bytes */
+
 /* Results of inventory calls. */
 #define INV_SOLD 0
 #define INV_SOLD_OUT 1
@@ -37,13 +39,21 @@ struct inventory {
     int port;                    /* this instance's port, written to the ledger */
     int probe;                   /* inventory.probe */
     int pool_wait_ms;            /* longest wait for a free connection */
-    char stock_key[128];
-    char ledger_key[160];
-    char initial_key[160];
-    char guard_key[160];
-    char violations_key[160];
-    char lock_key[160];
+    int lock_per_item;           /* lock.scope=item */
+    char stock_key[INVENTORY_ITEM_MAX + 1];  /* the default item */
+    char lock_name[128];
     char instance[16];           /* 8 hex digits naming this process in order ids */
+};
+
+/* The Redis keys of one item (a stock key): its stock, ledger, initial
+ * stock, probe and lock. */
+struct inventory_keys {
+    char stock[INVENTORY_ITEM_MAX + 1];
+    char ledger[INVENTORY_ITEM_MAX + 16];
+    char initial[INVENTORY_ITEM_MAX + 16];
+    char guard[INVENTORY_ITEM_MAX + 16];
+    char violations[INVENTORY_ITEM_MAX + 16];
+    char lock[128 + INVENTORY_ITEM_MAX + 4];
 };
 
 /* Faults injected into one sale (all 0 = none). */
@@ -85,22 +95,33 @@ struct audit {
 int inventory_init(struct inventory *inv, const struct config *cfg,
                    struct rpool *pool, char *errstr, size_t errlen);
 
-/* Sells one unit with strategy t. Always fills r; returns r->status. */
-int inventory_sell(struct inventory *inv, const struct lock_type *t,
+/* True when item can name a stock key: 1 to INVENTORY_ITEM_MAX bytes of
+ * [A-Za-z0-9_:.-]. */
+int inventory_item_valid(const char *item);
+
+/* The keys of item (NULL: the configured inventory.key). The lock is
+ * lock.name, or lock.name:item when lock.scope=item. */
+void inventory_keys(const struct inventory *inv, const char *item, struct inventory_keys *k);
+
+/* In every call below, item NULL means the configured inventory.key; a
+ * non-NULL item must pass inventory_item_valid(). */
+
+/* Sells one unit of item with strategy t. Always fills r; returns r->status. */
+int inventory_sell(struct inventory *inv, const struct lock_type *t, const char *item,
                    const struct sale_faults *faults, struct sale_result *r);
 
 /* Reads the stock. Returns INV_SOLD (0) on success, INV_BACKEND or
  * INV_BAD_DATA with errstr set. */
-int inventory_stock(struct inventory *inv, long long *stock,
+int inventory_stock(struct inventory *inv, const char *item, long long *stock,
                     char *errstr, size_t errlen);
 
-/* Sets the stock and the initial stock, clears the ledger, the probe and the
- * lock key. Returns 0, INV_BACKEND with errstr set. */
-int inventory_reset(struct inventory *inv, long long stock,
+/* Sets the stock and the initial stock, clears the ledger, the probe, the
+ * fencing counter and the lock key. Returns 0, INV_BACKEND with errstr set. */
+int inventory_reset(struct inventory *inv, const char *item, long long stock,
                     char *errstr, size_t errlen);
 
 /* Reads the stock, the ledger and the probe's counts. */
-int inventory_audit(struct inventory *inv, struct audit *a,
+int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
                     char *errstr, size_t errlen);
 
 /* PINGs Redis. Returns 0, or INV_BACKEND with errstr set. */

@@ -27,7 +27,7 @@ static void setup(void) {
     pool = rpool_create(&po);
     char err[256];
     ck_assert_int_eq(inventory_init(&inv, &cfg, pool, err, sizeof(err)), 0);
-    ck_assert_int_eq(inventory_reset(&inv, 200, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(&inv, NULL, 200, err, sizeof(err)), 0);
 }
 
 static void teardown(void) {
@@ -45,15 +45,15 @@ static const struct lock_type *type(const char *name) {
 static struct audit audit_now(void) {
     struct audit a;
     char err[256];
-    ck_assert_int_eq(inventory_audit(&inv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_audit(&inv, NULL, &a, err, sizeof(err)), 0);
     return a;
 }
 
 START_TEST(test_a_reset_sets_the_stock_and_clears_the_ledger) {
     struct sale_result r;
-    inventory_sell(&inv, type("atomic"), NULL, &r);
+    inventory_sell(&inv, type("atomic"), NULL, NULL, &r);
     char err[256];
-    ck_assert_int_eq(inventory_reset(&inv, 7, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(&inv, NULL, 7, err, sizeof(err)), 0);
     struct audit a = audit_now();
     ck_assert_int_eq(a.stock, 7);
     ck_assert_int_eq(a.initial, 7);
@@ -66,7 +66,7 @@ START_TEST(test_a_sale_sells_the_unit_equal_to_the_stock_and_records_it) {
     const char *names[] = {"atomic", "none", "local"};
     for (int i = 0; i < 3; i++) {
         struct sale_result r;
-        ck_assert_int_eq(inventory_sell(&inv, type(names[i]), NULL, &r), INV_SOLD);
+        ck_assert_int_eq(inventory_sell(&inv, type(names[i]), NULL, NULL, &r), INV_SOLD);
         ck_assert_int_eq(r.unit, 200 - i);
         ck_assert_int_eq(r.remaining, 199 - i);
         ck_assert_int_ge(r.attempts, names[i][0] == 'n' ? 0 : 1);
@@ -82,10 +82,10 @@ END_TEST
 START_TEST(test_every_strategy_answers_sold_out_once_the_stock_is_gone) {
     char err[256];
     for (int i = 0; lock_types[i]; i++) {
-        ck_assert_int_eq(inventory_reset(&inv, 1, err, sizeof(err)), 0);
+        ck_assert_int_eq(inventory_reset(&inv, NULL, 1, err, sizeof(err)), 0);
         struct sale_result r;
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_SOLD);
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_SOLD_OUT);
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_SOLD);
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_SOLD_OUT);
         ck_assert_int_eq(r.remaining, 0);
         struct audit a = audit_now();
         ck_assert_int_eq(a.stock, 0);
@@ -105,7 +105,7 @@ static void *run_sale(void *arg) {
     struct slow_sale *s = arg;
     mclock_sleep_ms(s->delay_ms);
     struct sale_faults f = {.hold_ms = s->hold_ms};
-    inventory_sell(&inv, lock_type_find(s->strategy), &f, &s->r);
+    inventory_sell(&inv, lock_type_find(s->strategy), NULL, &f, &s->r);
     return NULL;
 }
 
@@ -154,13 +154,13 @@ START_TEST(test_a_stock_that_is_not_a_number_is_refused_without_a_write) {
     harness_redis_int(redis_port, "SET inventory001 abc");
     for (int i = 0; lock_types[i]; i++) {
         struct sale_result r;
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_BAD_DATA);
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_BAD_DATA);
         ck_assert_ptr_nonnull(strstr(r.errstr, "inventory001"));
     }
     harness_redis_int(redis_port, "DEL inventory001");
     struct sale_result r;
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_BAD_DATA);
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, &r), INV_BAD_DATA);
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_BAD_DATA);
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_BAD_DATA);
     ck_assert_ptr_nonnull(strstr(r.errstr, "does not exist"));
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:guard"), 0);
@@ -169,18 +169,18 @@ END_TEST
 
 START_TEST(test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_timeout) {
     struct sale_result r;
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_SOLD);
     harness_stop(redis_pid);
     redis_pid = 0;
     for (int i = 0; lock_types[i]; i++) {
         int64_t t0 = mclock_ms();
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_BACKEND);
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_BACKEND);
         ck_assert_int_lt(mclock_ms() - t0, cfg.redis_timeout_ms + 500);
         ck_assert_ptr_nonnull(strstr(r.errstr, "Redis is unavailable"));
     }
     long long stock;
     char err[256];
-    ck_assert_int_eq(inventory_stock(&inv, &stock, err, sizeof(err)), INV_BACKEND);
+    ck_assert_int_eq(inventory_stock(&inv, NULL, &stock, err, sizeof(err)), INV_BACKEND);
     ck_assert_int_eq(inventory_ping(&inv, err, sizeof(err)), INV_BACKEND);
 }
 END_TEST
@@ -188,28 +188,28 @@ END_TEST
 START_TEST(test_sales_resume_by_themselves_once_redis_is_back) {
     struct sale_result r;
     /* Fill the pool with idle connections, then restart Redis under them. */
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
     harness_stop(redis_pid);
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, &r), INV_BACKEND);
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_BACKEND);
     redis_pid = harness_redis_start(redis_port, NULL);
     ck_assert_int_gt(redis_pid, 0);
     char err[256];
-    ck_assert_int_eq(inventory_reset(&inv, 100, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(&inv, NULL, 100, err, sizeof(err)), 0);
     for (int i = 0; lock_types[i]; i++)
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, &r), INV_SOLD);
+        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_SOLD);
 }
 END_TEST
 
 START_TEST(test_an_idle_connection_closed_by_a_restart_is_not_reused) {
     struct sale_result r;
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_SOLD);
     harness_stop(redis_pid);
     redis_pid = harness_redis_start(redis_port, NULL);
     ck_assert_int_gt(redis_pid, 0);
     harness_redis_int(redis_port, "SET inventory001 3");
     /* The pooled connection saw EOF: the first sale after the restart must
      * not fail on it. */
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_SOLD);
     ck_assert_int_eq(r.unit, 3);
 }
 END_TEST

@@ -362,6 +362,47 @@ START_TEST(test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_ov
 }
 END_TEST
 
+/* ---- Scope: one lock per item ------------------------------------------- */
+
+/* A sale of inventory001 holds its lock 800 ms; 150 ms in, a sale of
+ * inventory002 starts. Returns how long the second one waited. */
+static int second_item_wait(const char *scope) {
+    start_pair(10000, 5000, scope);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL,
+                                  "{\"stock\":5,\"item\":\"inventory002\"}", &r), 200);
+    struct harness_bg a, b;
+    harness_bg_start(&a, a_port, "/inventory/sale/owner-lua?item=inventory001&hold_ms=800", 0);
+    harness_bg_start(&b, b_port, "/inventory/sale/owner-lua?item=inventory002", 150);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_int_eq(b.status, 200);
+    ck_assert_int_eq(harness_json_num(b.body, "remaining"), 4);   /* sold from inventory002 */
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory002"), 4);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
+    return (int)harness_json_num(b.body, "lock.wait_ms");
+}
+
+START_TEST(test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock) {
+    ck_assert_int_ge(second_item_wait("lock.scope=global"), 400);
+}
+END_TEST
+
+START_TEST(test_with_item_scope_independent_items_do_not_wait_for_each_other) {
+    ck_assert_int_lt(second_item_wait("lock.scope=item"), 100);
+}
+END_TEST
+
+START_TEST(test_a_bad_item_is_refused_with_400) {
+    start_pair(10000, 5000, NULL);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/atomic?item=a%20b", NULL, NULL, &r), 400);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/audit?item=", NULL, NULL, &r), 400);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":1,\"item\":7}", &r), 400);
+}
+END_TEST
+
 static Suite *ladder_suite(void) {
     Suite *s = suite_create("ladder");
     struct { const char *name; const TTest *tests[8]; } cases[] = {
@@ -379,6 +420,9 @@ static Suite *ladder_suite(void) {
                      test_watchdog_keeps_the_lock_through_work_three_times_the_ttl,
                      test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_commit}},
         {"Redisson", {test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message}},
+        {"Scope", {test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock,
+                   test_with_item_scope_independent_items_do_not_wait_for_each_other,
+                   test_a_bad_item_is_refused_with_400}},
         {"Fencing", {test_owner_lua_lets_a_paused_holder_write_a_stale_read,
                      test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_oversold}},
     };

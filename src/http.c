@@ -119,30 +119,42 @@ static int query_item(struct MHD_Connection *conn, const char **item, char *why,
     return 0;
 }
 
+/* Reads the fault parameters of a request into f. Returns 0, or the HTTP
+ * status to refuse it with (400 malformed, 403 faults off) and a sentence. */
+static int read_faults(struct http_server *s, struct MHD_Connection *conn, struct sale_faults *f,
+                       char *why, size_t whylen) {
+    memset(f, 0, sizeof(*f));
+    int maxhold = s->cfg->faults_max_hold_ms, given = 0, rc;
+    if ((rc = query_int(conn, "hold_ms", 0, maxhold, &f->hold_ms, why, whylen)) < 0) return 400;
+    given |= rc;
+    if ((rc = query_int(conn, "release_delay_ms", 0, maxhold, &f->release_delay_ms, why, whylen)) < 0)
+        return 400;
+    given |= rc;
+    if ((rc = query_int(conn, "nested", 0, NESTED_MAX, &f->nested, why, whylen)) < 0) return 400;
+    given |= rc;
+    if ((rc = query_int(conn, "crash", 0, 1, &f->crash, why, whylen)) < 0) return 400;
+    given |= rc;
+    if (given && !s->cfg->faults_enabled) {
+        snprintf(why, whylen, "fault injection is off: start the instance with faults.enabled=true "
+                 "to use hold_ms, crash, release_delay_ms or nested");
+        return 403;
+    }
+    return 0;
+}
+
 static enum MHD_Result do_sale(struct http_server *s, struct MHD_Connection *conn,
                                const struct route *rt, int text) {
     const struct lock_type *t = rt->strategy[0] ? lock_type_find(rt->strategy) : s->default_type;
     if (!t) return answer(conn, 404, reply_unknown_strategy(rt->strategy, text),
                           text ? CT_TEXT : CT_JSON, NULL);
 
-    struct sale_faults f = {0};
+    struct sale_faults f;
     char why[192];
     const char *item;
+    int code = read_faults(s, conn, &f, why, sizeof(why));
+    if (code) return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
     if (query_item(conn, &item, why, sizeof(why)) < 0)
         return answer_error(conn, 400, "bad_request", why, text);
-    int maxhold = s->cfg->faults_max_hold_ms;
-    int given = 0, rc;
-    if ((rc = query_int(conn, "hold_ms", 0, maxhold, &f.hold_ms, why, sizeof(why))) < 0 ||
-        (given |= rc, rc = query_int(conn, "release_delay_ms", 0, maxhold,
-                                     &f.release_delay_ms, why, sizeof(why))) < 0 ||
-        (given |= rc, rc = query_int(conn, "nested", 0, NESTED_MAX, &f.nested, why, sizeof(why))) < 0 ||
-        (given |= rc, rc = query_int(conn, "crash", 0, 1, &f.crash, why, sizeof(why))) < 0)
-        return answer_error(conn, 400, "bad_request", why, text);
-    given |= rc;
-    if (given && !s->cfg->faults_enabled)
-        return answer_error(conn, 403, "faults_disabled",
-                            "fault injection is off: start the instance with faults.enabled=true "
-                            "to use hold_ms, crash, release_delay_ms or nested", text);
 
     struct sale_result r;
     inventory_sell(s->inv, t, item, &f, &r);
@@ -189,6 +201,7 @@ static enum MHD_Result do_reset(struct http_server *s, struct MHD_Connection *co
 static enum MHD_Result answer_inventory_error(struct MHD_Connection *conn, int rc,
                                               const char *err, int text) {
     if (rc == INV_BAD_DATA) return answer_error(conn, 409, "bad_stock", err, text);
+    if (rc == INV_LOCK_TIMEOUT) return answer_error(conn, 503, "lock_timeout", err, text);
     return answer_error(conn, 503, "backend_unavailable", err, text);
 }
 
@@ -229,10 +242,14 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
         return do_sale(s, conn, &rt, text);
     case ROUTE_RESET:
         return do_reset(s, conn, req, text);
-    case ROUTE_INVENTORY:
-        if ((rc = inventory_stock(s->inv, item, &stock, err, sizeof(err))) != 0)
+    case ROUTE_INVENTORY: {
+        struct sale_faults f;
+        int code = read_faults(s, conn, &f, err, sizeof(err));
+        if (code) return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", err, text);
+        if ((rc = inventory_stock(s->inv, item, f.hold_ms, &stock, err, sizeof(err))) != 0)
             return answer_inventory_error(conn, rc, err, text);
         return answer(conn, 200, reply_stock(stock, s->cfg->port, text), text ? CT_TEXT : CT_JSON, NULL);
+    }
     case ROUTE_AUDIT:
         if ((rc = inventory_audit(s->inv, item, &a, err, sizeof(err))) != 0)
             return answer_inventory_error(conn, rc, err, text);

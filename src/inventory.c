@@ -38,9 +38,10 @@ int inventory_init(struct inventory *inv, const struct config *cfg,
                  "A-Z, a-z, 0-9, '_', ':', '.' and '-'", cfg->stock_key, INVENTORY_ITEM_MAX);
         return -1;
     }
-    snprintf(inv->stock_key, sizeof(inv->stock_key), "%s", cfg->stock_key);
+    snprintf(inv->stock_key, sizeof(inv->stock_key), "%.64s", cfg->stock_key);
     snprintf(inv->lock_name, sizeof(inv->lock_name), "%s", cfg->lock_name);
     inv->lock_per_item = strcmp(cfg->lock_scope, "item") == 0;
+    inv->read_lock = cfg->read_lock;
     uuid_t u;
     uuid_generate(u);
     snprintf(inv->instance, sizeof(inv->instance), "%02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
@@ -293,7 +294,7 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t, const char 
     }
 
     struct lock l;
-    lock_init(&l, t, &inv->lock_env, c, k.lock);
+    lock_init(&l, inv->read_lock ? lock_type_writer(t) : t, &inv->lock_env, c, k.lock);
     l.release_delay_ms = f->release_delay_ms;
     int rc = lock_acquire(&l);
     for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(&l);
@@ -320,30 +321,58 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t, const char 
     return r->status;
 }
 
-int inventory_stock(struct inventory *inv, const char *item, long long *stock,
-                    char *errstr, size_t errlen) {
-    struct inventory_keys k;
-    inventory_keys(inv, item, &k);
-    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
-    if (!c) return INV_BACKEND;
-    redisReply *r = redisCommand(c, "GET %s", k.stock);
+/* GET stock on c, parsed. */
+static int read_stock(const struct inventory_keys *k, redisContext *c, long long *stock,
+                      char *errstr, size_t errlen) {
+    redisReply *r = redisCommand(c, "GET %s", k->stock);
     int rc = INV_SOLD;
     if (!r) {
         snprintf(errstr, errlen, "GET stock: %.120s", c->errstr);
         rc = INV_BACKEND;
     } else if (r->type == REDIS_REPLY_NIL) {
         snprintf(errstr, errlen, "stock key %s does not exist; POST /inventory/reset first",
-                 k.stock);
+                 k->stock);
         rc = INV_BAD_DATA;
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(errstr, errlen, "GET stock: %.120s", r->str);
         rc = INV_BACKEND;
     } else if (parse_ll(r, stock) < 0) {
         snprintf(errstr, errlen, "stock key %.60s holds '%.40s', not a whole number",
-                 k.stock, r->str);
+                 k->stock, r->str);
         rc = INV_BAD_DATA;
     }
     freeReplyObject(r);
+    return rc;
+}
+
+int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long long *stock,
+                    char *errstr, size_t errlen) {
+    struct inventory_keys k;
+    inventory_keys(inv, item, &k);
+    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
+    if (!c) return INV_BACKEND;
+    if (!inv->read_lock) {
+        int rc = read_stock(&k, c, stock, errstr, errlen);
+        mclock_sleep_ms(hold_ms);
+        rpool_put(inv->pool, c);
+        return rc;
+    }
+    struct lock l;
+    lock_init(&l, &lock_type_rw_read, &inv->lock_env, c, k.lock);
+    int rc = lock_acquire(&l);
+    if (rc == LOCK_OK) {
+        rc = read_stock(&k, c, stock, errstr, errlen);
+        mclock_sleep_ms(hold_ms);
+    } else if (rc == LOCK_BUSY) {
+        snprintf(errstr, errlen, "read lock %.80s still busy after waiting %d ms",
+                 l.key, inv->lock_env.wait_ms);
+        rc = INV_LOCK_TIMEOUT;
+    } else {
+        snprintf(errstr, errlen, "read lock: %.120s", l.errstr);
+        rc = INV_BACKEND;
+    }
+    struct sale_result ignored;
+    release_all(inv, &l, &c, &ignored);
     rpool_put(inv->pool, c);
     return rc;
 }

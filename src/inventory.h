@@ -40,6 +40,7 @@ struct inventory {
     int probe;                   /* inventory.probe */
     int pool_wait_ms;            /* longest wait for a free connection */
     int lock_per_item;           /* lock.scope=item */
+    int read_lock;               /* lock.read-lock: reads take the read lock */
     char stock_key[INVENTORY_ITEM_MAX + 1];  /* the default item */
     char lock_name[128];
     char instance[16];           /* 8 hex digits naming this process in order ids */
@@ -110,9 +111,10 @@ void inventory_keys(const struct inventory *inv, const char *item, struct invent
 int inventory_sell(struct inventory *inv, const struct lock_type *t, const char *item,
                    const struct sale_faults *faults, struct sale_result *r);
 
-/* Reads the stock. Returns INV_SOLD (0) on success, INV_BACKEND or
- * INV_BAD_DATA with errstr set. */
-int inventory_stock(struct inventory *inv, const char *item, long long *stock,
+/* Reads the stock, under the read lock when lock.read-lock=true, holding
+ * it hold_ms (a fault; 0 normally). Returns INV_SOLD (0) on success,
+ * INV_LOCK_TIMEOUT, INV_BACKEND or INV_BAD_DATA with errstr set. */
+int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long long *stock,
                     char *errstr, size_t errlen);
 
 /* Sets the stock and the initial stock, clears the ledger, the probe, the

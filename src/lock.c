@@ -47,6 +47,10 @@ const struct lock_type *lock_type_find(const char *name) {
     return NULL;
 }
 
+const struct lock_type *lock_type_writer(const struct lock_type *t) {
+    return t == &lock_type_redisson ? &lock_type_rw_write : t;
+}
+
 int lock_type_index(const struct lock_type *t) {
     for (int i = 0; lock_types[i]; i++)
         if (lock_types[i] == t) return i;

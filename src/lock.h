@@ -101,6 +101,15 @@ struct lock {
 /* The registry: every strategy, in ladder order, NULL-terminated. */
 extern const struct lock_type *const lock_types[];
 
+/* The two halves of Redisson's RReadWriteLock (lock_rwlock.c). They are not
+ * sale strategies and are not in lock_types[]. */
+extern const struct lock_type lock_type_rw_read;
+extern const struct lock_type lock_type_rw_write;
+
+/* The lock a sale by t takes when readers take the read lock: the write
+ * lock for the redisson strategy, t itself for every other. */
+const struct lock_type *lock_type_writer(const struct lock_type *t);
+
 /* The strategy called name, or NULL. */
 const struct lock_type *lock_type_find(const char *name);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include "lock_hash.h"
 #include "mclock.h"
+#include "pubsub.h"
 
 int lock_hash_try(struct lock *l, int64_t *pttl_ms) {
     char lease[24];
@@ -47,5 +48,28 @@ int lock_hash_unlock(struct lock *l) {
     int rc = r->type == REDIS_REPLY_NIL ? LOCK_LOST
              : r->type == REDIS_REPLY_INTEGER ? LOCK_OK : lock_fail(l, r, "hash-unlock");
     freeReplyObject(r);
+    return rc;
+}
+
+int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
+                   const char *channel) {
+    int64_t pttl = -1;
+    int rc = try_once(l, &pttl);
+    if (rc != LOCK_BUSY || mclock_us() >= l->deadline_us) return rc;
+    char err[128];
+    struct pubsub_waiter w;
+    int subscribed = pubsub_wait_begin(&w, l->env->pool, channel, l->deadline_us,
+                                       err, sizeof(err)) == 0;
+    /* Subscribed first, then tried again: an unlock between the first try
+     * and the subscription is not missed. */
+    while ((rc = try_once(l, &pttl)) == LOCK_BUSY) {
+        int64_t now = mclock_us();
+        if (now >= l->deadline_us) break;
+        int64_t until = pttl > 0 ? now + pttl * 1000 : now + 1000;
+        if (until > l->deadline_us) until = l->deadline_us;
+        if (subscribed) pubsub_wait(&w, until);
+        else if (lock_backoff(l) < 0) break;
+    }
+    if (subscribed) pubsub_wait_end(&w);
     return rc;
 }

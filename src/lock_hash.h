@@ -20,6 +20,15 @@ int lock_hash_poll(struct lock *l);
  * when the last hold goes. LOCK_OK, LOCK_LOST (not held by us) or LOCK_ERR. */
 int lock_hash_unlock(struct lock *l);
 
+/* Redisson's waiting: try; when busy, subscribe to channel through the
+ * process's one subscriber, try again, then sleep until an unlock message
+ * or the holder's remaining lease (PTTL), whichever comes first, and repeat
+ * until l->deadline_us. try_once is lock_hash_try or a script of the same
+ * contract. Falls back on lock.spin-sleep-ms polling if the subscription
+ * cannot be made. */
+int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
+                   const char *channel);
+
 /* The unlock channel of a lock key: redisson_lock__channel:{key}. */
 void lock_hash_channel(const struct lock *l, char *buf, size_t len);
 

@@ -180,7 +180,7 @@ START_TEST(test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_time
     }
     long long stock;
     char err[256];
-    ck_assert_int_eq(inventory_stock(&inv, NULL, &stock, err, sizeof(err)), INV_BACKEND);
+    ck_assert_int_eq(inventory_stock(&inv, NULL, 0, &stock, err, sizeof(err)), INV_BACKEND);
     ck_assert_int_eq(inventory_ping(&inv, err, sizeof(err)), INV_BACKEND);
 }
 END_TEST

@@ -403,6 +403,56 @@ START_TEST(test_a_bad_item_is_refused_with_400) {
 }
 END_TEST
 
+/* ---- Read-write lock: readers share, writers exclude ------------------- */
+
+START_TEST(test_readers_share_the_read_lock) {
+    start_pair(10000, 5000, "lock.read-lock=true");
+    struct harness_bg a, b;
+    harness_bg_start(&a, a_port, "/inventory?hold_ms=800", 0);
+    harness_bg_start(&b, b_port, "/inventory?hold_ms=0", 200);
+    mclock_sleep_ms(400);
+    redisReply *mode = harness_redis(redis_port, "HGET " LOCK_KEY " mode");
+    ck_assert_str_eq(mode->str, "read");
+    freeReplyObject(mode);
+    /* Redisson's timeout key of the first reader's hold. */
+    redisReply *keys = harness_redis(redis_port, "KEYS {" LOCK_KEY "}:*:rwlock_timeout:1");
+    ck_assert_int_eq(keys->elements, 1);
+    freeReplyObject(keys);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_int_eq(b.status, 200);
+    ck_assert_int_lt(b.took_ms, 300);   /* B did not wait for A */
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
+}
+END_TEST
+
+START_TEST(test_a_sale_waits_for_readers_and_readers_wait_for_a_sale) {
+    start_pair(10000, 5000, "lock.read-lock=true");
+    struct harness_bg r1, w1;
+    harness_bg_start(&r1, a_port, "/inventory?hold_ms=800", 0);
+    harness_bg_start(&w1, b_port, "/inventory/sale/redisson", 200);
+    harness_bg_join(&r1);
+    harness_bg_join(&w1);
+    ck_assert_int_eq(w1.status, 200);
+    ck_assert_int_ge(harness_json_num(w1.body, "lock.wait_ms"), 400);
+
+    struct harness_bg w2, r2;
+    harness_bg_start(&w2, a_port, "/inventory/sale/redisson?hold_ms=800", 0);
+    harness_bg_start(&r2, b_port, "/inventory", 200);
+    mclock_sleep_ms(400);
+    redisReply *mode = harness_redis(redis_port, "HGET " LOCK_KEY " mode");
+    ck_assert_str_eq(mode->str, "write");
+    freeReplyObject(mode);
+    harness_bg_join(&w2);
+    harness_bg_join(&r2);
+    ck_assert_int_eq(r2.status, 200);
+    ck_assert_int_ge(r2.took_ms, 400);
+    ck_assert_int_eq(harness_json_num(r2.body, "stock"), 198);   /* read after the write */
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
+}
+END_TEST
+
 static Suite *ladder_suite(void) {
     Suite *s = suite_create("ladder");
     struct { const char *name; const TTest *tests[8]; } cases[] = {
@@ -423,6 +473,8 @@ static Suite *ladder_suite(void) {
         {"Scope", {test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock,
                    test_with_item_scope_independent_items_do_not_wait_for_each_other,
                    test_a_bad_item_is_refused_with_400}},
+        {"ReadWrite", {test_readers_share_the_read_lock,
+                       test_a_sale_waits_for_readers_and_readers_wait_for_a_sale}},
         {"Fencing", {test_owner_lua_lets_a_paused_holder_write_a_stale_read,
                      test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_oversold}},
     };

@@ -8,7 +8,7 @@ packages=(
     build-essential cmake pkg-config
     libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev check
     redis-server redis-tools nginx-light
-    jq curl gnuplot-nox clang valgrind
+    jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
 )
 
 missing=()

@@ -337,6 +337,67 @@ START_TEST(test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly) {
 }
 END_TEST
 
+START_TEST(test_redis_password_and_database_are_used_and_the_password_never_logged) {
+    /* A second Redis that requires a password. */
+    int port = harness_free_port();
+    char p[16];
+    snprintf(p, sizeof(p), "%d", port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout)) _exit(127);
+        execlp("redis-server", "redis-server", "--port", p, "--save", "", "--appendonly", "no",
+               "--requirepass", "s3cret-pass", (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_int_eq(harness_wait_port(port, 5000), 0);
+
+    char out[4096], args[256];
+    snprintf(args, sizeof(args), "--set redis.port=%d --set redis.password=s3cret-pass --check-config", port);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s %s 2>&1", INVENTORYD_BIN, args);
+    FILE *f = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = '\0';
+    pclose(f);
+    ck_assert_ptr_nonnull(strstr(out, "redis.password=****"));
+    ck_assert_ptr_null(strstr(out, "s3cret-pass"));
+
+    char rp[32], db[32], pw[64];
+    snprintf(rp, sizeof(rp), "redis.port=%d", port);
+    snprintf(db, sizeof(db), "redis.database=3");
+    snprintf(pw, sizeof(pw), "redis.password=s3cret-pass");
+    int good_port = harness_free_port(), bad_port = harness_free_port();
+    const char *good_sets[] = {rp, db, pw, NULL};
+    const char *bad_sets[] = {rp, "redis.password=wrong", NULL};
+    pid_t good = harness_inventoryd_start(good_port, good_sets);
+    pid_t bad = harness_inventoryd_start(bad_port, bad_sets);
+    struct httpc_response r;
+    int reset = harness_http(good_port, "POST", "/inventory/reset", NULL, "{\"stock\":9}", &r);
+    int sale = harness_http(good_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r);
+    int refused = harness_http(bad_port, "GET", "/healthz", NULL, NULL, &r);
+    char why[512];
+    snprintf(why, sizeof(why), "%s", r.body ? r.body : "");
+    redisContext *c = redisConnect("127.0.0.1", port);
+    redisReply *a = redisCommand(c, "AUTH s3cret-pass");
+    freeReplyObject(a);
+    redisReply *sel = redisCommand(c, "SELECT 3");
+    freeReplyObject(sel);
+    redisReply *stock = redisCommand(c, "GET inventory001");
+    long long in_db3 = stock && stock->type == REDIS_REPLY_STRING ? atoll(stock->str) : -1;
+    freeReplyObject(stock);
+    redisFree(c);
+    harness_stop(good);
+    harness_stop(bad);
+    harness_stop(pid);
+    ck_assert_int_eq(reset, 200);
+    ck_assert_int_eq(sale, 200);
+    ck_assert_int_eq(in_db3, 8);                   /* the sale went to database 3 */
+    ck_assert_int_eq(refused, 503);
+    ck_assert_msg(strstr(why, "AUTH") != NULL, "got: %s", why);
+    ck_assert_ptr_null(strstr(why, "wrong"));      /* the password is not echoed */
+}
+END_TEST
+
 static Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -359,6 +420,7 @@ static Suite *http_suite(void) {
     tcase_add_test(errors, test_fault_parameters_are_checked_and_refused_while_faults_are_off);
     tcase_add_test(errors, test_a_bad_config_value_stops_start_up_naming_the_key_and_line);
     tcase_add_test(errors, test_a_port_in_use_is_a_clear_error);
+    tcase_add_test(errors, test_redis_password_and_database_are_used_and_the_password_never_logged);
     suite_add_tcase(s, errors);
     TCase *outage = tcase_create("Outage");
     tcase_add_checked_fixture(outage, setup, teardown);

@@ -214,6 +214,21 @@ START_TEST(test_an_idle_connection_closed_by_a_restart_is_not_reused) {
 }
 END_TEST
 
+START_TEST(test_a_script_flushed_from_redis_is_loaded_again) {
+    struct sale_result r;
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
+    long long loads = harness_redis_calls(redis_port, "script|load");
+    harness_redis_int(redis_port, "SCRIPT FLUSH");
+    /* EVALSHA answers NOSCRIPT; the script is loaded and run once. */
+    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(r.unit, 199);
+    ck_assert_int_eq(harness_redis_calls(redis_port, "script|load"), loads + 1);
+    struct audit a = audit_now();
+    ck_assert_int_eq(a.sold, 2);
+    ck_assert_int_eq(a.sold_twice, 0);
+}
+END_TEST
+
 static Suite *inventory_suite(void) {
     Suite *s = suite_create("inventory");
     TCase *core = tcase_create("Core");
@@ -225,6 +240,7 @@ static Suite *inventory_suite(void) {
     tcase_add_test(core, test_none_sells_the_same_unit_twice_and_the_probe_sees_two_holders);
     tcase_add_test(core, test_local_serialises_two_sales_in_one_process);
     tcase_add_test(core, test_a_stock_that_is_not_a_number_is_refused_without_a_write);
+    tcase_add_test(core, test_a_script_flushed_from_redis_is_loaded_again);
     suite_add_tcase(s, core);
     TCase *outage = tcase_create("Outage");
     tcase_add_checked_fixture(outage, setup, teardown);

@@ -12,8 +12,12 @@
  * Channels stay subscribed once used: the service uses a handful of lock
  * names, and an UNSUBSCRIBE racing a new waiter would cost a lost wake-up.
  *
- * Everything below is guarded by `mu`, except `sub`, which only the thread
- * uses. Threads: waiter threads and the subscriber thread. */
+ * There is one hub (a subscriber thread and its connection) per pool: one
+ * for the service's Redis, and one per Redlock master. Hubs are made on
+ * first use and live until pubsub_shutdown().
+ *
+ * Everything is guarded by `mu`, except each hub's `sub`, which only its
+ * thread uses. Threads: waiter threads and one subscriber thread per hub. */
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -27,7 +31,10 @@
 #include "pubsub.h"
 #include "rpool.h"
 
+struct pubsub_hub;
+
 struct pubsub_channel {
+    struct pubsub_hub *hub;
     char *name;
     int sent;                         /* SUBSCRIBE written on this connection */
     int confirmed;                    /* and acknowledged */
@@ -35,27 +42,34 @@ struct pubsub_channel {
     struct pubsub_channel *next;
 };
 
+struct pubsub_hub {
+    const struct rpool *pool;         /* the pool this hub stands for */
+    struct rpool_options opts;
+    char host[256], password[256];
+    pthread_cond_t confirmed_cond;
+    struct pubsub_channel *channels;
+    int wake_pipe[2];
+    pthread_t thread;
+    int up;                           /* its connection is subscribed-capable */
+    struct pubsub_hub *next;
+};
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t confirmed_cond;
-static struct pubsub_channel *channels;
-static int wake_pipe[2] = {-1, -1};
-static pthread_t thread;
-static int running, stopping;
-static struct rpool_options opts;
-static char opt_host[256], opt_password[256];
+static struct pubsub_hub *hubs;
+static int stopping;
 static atomic_llong messages_total;
 
 static struct timespec to_timespec(int64_t us) {
     return (struct timespec){us / 1000000, (long)(us % 1000000) * 1000};
 }
 
-static void poke(void) {
+static void poke(struct pubsub_hub *h) {
     char b = 1;
-    if (write(wake_pipe[1], &b, 1) < 0 && errno != EAGAIN) { /* the thread polls anyway */ }
+    if (write(h->wake_pipe[1], &b, 1) < 0 && errno != EAGAIN) { /* the thread polls anyway */ }
 }
 
-static struct pubsub_channel *find_channel(const char *name, size_t len) {
-    for (struct pubsub_channel *ch = channels; ch; ch = ch->next)
+static struct pubsub_channel *find_channel(struct pubsub_hub *h, const char *name, size_t len) {
+    for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next)
         if (strlen(ch->name) == len && memcmp(ch->name, name, len) == 0) return ch;
     return NULL;
 }
@@ -72,27 +86,27 @@ static void wake_one(struct pubsub_channel *ch) {
 }
 
 /* Connection lost: every waiter re-tries. Called with mu held. */
-static void wake_all_and_reset(void) {
-    for (struct pubsub_channel *ch = channels; ch; ch = ch->next) {
+static void wake_all_and_reset(struct pubsub_hub *h) {
+    for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next) {
         ch->sent = ch->confirmed = 0;
         for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) {
             w->signalled = 1;
             pthread_cond_signal(&w->cond);
         }
     }
-    pthread_cond_broadcast(&confirmed_cond);
+    pthread_cond_broadcast(&h->confirmed_cond);
 }
 
-static void handle(redisReply *r) {
+static void handle(struct pubsub_hub *h, redisReply *r) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
         return;
     const char *kind = r->element[0]->str;
-    struct pubsub_channel *ch = find_channel(r->element[1]->str, r->element[1]->len);
+    struct pubsub_channel *ch = find_channel(h, r->element[1]->str, r->element[1]->len);
     if (!ch) return;
     if (strcmp(kind, "subscribe") == 0) {
         ch->confirmed = 1;
-        pthread_cond_broadcast(&confirmed_cond);
+        pthread_cond_broadcast(&h->confirmed_cond);
     } else if (strcmp(kind, "message") == 0) {
         atomic_fetch_add(&messages_total, 1);
         wake_one(ch);
@@ -101,9 +115,9 @@ static void handle(redisReply *r) {
 
 /* Sends SUBSCRIBE for every channel with waiters not sent on this
  * connection. Called with mu held. Returns -1 on a write error. */
-static int send_subscribes(redisContext *sub) {
+static int send_subscribes(struct pubsub_hub *h, redisContext *sub) {
     int any = 0;
-    for (struct pubsub_channel *ch = channels; ch; ch = ch->next) {
+    for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next) {
         if (!ch->sent && ch->waiters) {
             redisAppendCommand(sub, "SUBSCRIBE %s", ch->name);
             ch->sent = 1;
@@ -117,34 +131,36 @@ static int send_subscribes(redisContext *sub) {
 }
 
 static void *subscriber_main(void *arg) {
-    (void)arg;
+    struct pubsub_hub *h = arg;
     redisContext *sub = NULL;
     pthread_mutex_lock(&mu);
     while (!stopping) {
         if (!sub) {
             pthread_mutex_unlock(&mu);
             char err[128];
-            redisContext *c = rpool_connect(&opts, err, sizeof(err));
+            redisContext *c = rpool_connect(&h->opts, err, sizeof(err));
             pthread_mutex_lock(&mu);
             if (!c) {
-                wake_all_and_reset();
+                h->up = 0;
+                wake_all_and_reset(h);
                 pthread_mutex_unlock(&mu);
-                struct pollfd p = {.fd = wake_pipe[0], .events = POLLIN};
+                struct pollfd p = {.fd = h->wake_pipe[0], .events = POLLIN};
                 poll(&p, 1, 200);
                 pthread_mutex_lock(&mu);
                 continue;
             }
             sub = c;
-            for (struct pubsub_channel *ch = channels; ch; ch = ch->next) ch->sent = ch->confirmed = 0;
+            h->up = 1;
+            for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next) ch->sent = ch->confirmed = 0;
         }
-        int failed = send_subscribes(sub) < 0;
+        int failed = send_subscribes(h, sub) < 0;
         pthread_mutex_unlock(&mu);
 
-        struct pollfd p[2] = {{.fd = sub->fd, .events = POLLIN}, {.fd = wake_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = sub->fd, .events = POLLIN}, {.fd = h->wake_pipe[0], .events = POLLIN}};
         if (!failed) poll(p, 2, 1000);
         char drain[64];
         if (p[1].revents & POLLIN)
-            while (read(wake_pipe[0], drain, sizeof(drain)) > 0) {}
+            while (read(h->wake_pipe[0], drain, sizeof(drain)) > 0) {}
 
         pthread_mutex_lock(&mu);
         if (!failed && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -154,7 +170,7 @@ static void *subscriber_main(void *arg) {
                 void *reply = NULL;
                 int rc;
                 while ((rc = redisGetReplyFromReader(sub, &reply)) == REDIS_OK && reply) {
-                    handle(reply);
+                    handle(h, reply);
                     freeReplyObject(reply);
                     reply = NULL;
                 }
@@ -164,7 +180,8 @@ static void *subscriber_main(void *arg) {
         if (failed) {
             redisFree(sub);
             sub = NULL;
-            wake_all_and_reset();
+            h->up = 0;
+            wake_all_and_reset(h);
         }
     }
     pthread_mutex_unlock(&mu);
@@ -172,34 +189,55 @@ static void *subscriber_main(void *arg) {
     return NULL;
 }
 
-/* Starts the subscriber thread on first use. Called with mu held. */
-static int ensure_running(struct rpool *pool, char *errstr, size_t errlen) {
-    if (running) return 0;
+/* The hub of pool, started on first use. Called with mu held. NULL with
+ * errstr set when it cannot be started. */
+static struct pubsub_hub *hub_for(struct rpool *pool, char *errstr, size_t errlen) {
+    for (struct pubsub_hub *h = hubs; h; h = h->next)
+        if (h->pool == pool) return h;
+    struct pubsub_hub *h = calloc(1, sizeof(*h));
+    if (!h) {
+        snprintf(errstr, errlen, "out of memory");
+        return NULL;
+    }
     const struct rpool_options *o = rpool_options(pool);
-    opts = *o;
-    snprintf(opt_host, sizeof(opt_host), "%s", o->host);
-    snprintf(opt_password, sizeof(opt_password), "%s", o->password ? o->password : "");
-    opts.host = opt_host;
-    opts.password = opt_password;
-    if (pipe2(wake_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+    h->pool = pool;
+    h->opts = *o;
+    h->opts.on_connect = NULL;   /* the subscriber is not a pooled connection */
+    snprintf(h->host, sizeof(h->host), "%s", o->host);
+    snprintf(h->password, sizeof(h->password), "%s", o->password ? o->password : "");
+    h->opts.host = h->host;
+    h->opts.password = h->password;
+    if (pipe2(h->wake_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
         snprintf(errstr, errlen, "pipe: %s", strerror(errno));
-        return -1;
+        free(h);
+        return NULL;
     }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&confirmed_cond, &ca);
+    pthread_cond_init(&h->confirmed_cond, &ca);
     pthread_condattr_destroy(&ca);
-    stopping = 0;
-    if (pthread_create(&thread, NULL, subscriber_main, NULL) != 0) {
-        snprintf(errstr, errlen, "cannot start the subscriber thread");
-        close(wake_pipe[0]);
-        close(wake_pipe[1]);
-        pthread_cond_destroy(&confirmed_cond);
-        return -1;
+    h->up = 1;   /* until its first connect says otherwise */
+    if (pthread_create(&h->thread, NULL, subscriber_main, h) != 0) {
+        snprintf(errstr, errlen, "cannot start a subscriber thread");
+        close(h->wake_pipe[0]);
+        close(h->wake_pipe[1]);
+        pthread_cond_destroy(&h->confirmed_cond);
+        free(h);
+        return NULL;
     }
-    running = 1;
-    return 0;
+    h->next = hubs;
+    hubs = h;
+    return h;
+}
+
+int pubsub_up(struct rpool *pool) {
+    pthread_mutex_lock(&mu);
+    int up = 1;
+    for (struct pubsub_hub *h = hubs; h; h = h->next)
+        if (h->pool == pool) up = h->up;
+    pthread_mutex_unlock(&mu);
+    return up;
 }
 
 static void unlink_waiter(struct pubsub_waiter *w) {
@@ -215,11 +253,13 @@ int pubsub_wait_begin(struct pubsub_waiter *w, struct rpool *pool, const char *c
                       int64_t deadline_us, char *errstr, size_t errlen) {
     memset(w, 0, sizeof(*w));
     pthread_mutex_lock(&mu);
-    if (ensure_running(pool, errstr, errlen) < 0) {
+    struct pubsub_hub *h = stopping ? NULL : hub_for(pool, errstr, errlen);
+    if (!h) {
+        if (stopping) snprintf(errstr, errlen, "shutting down");
         pthread_mutex_unlock(&mu);
         return -1;
     }
-    struct pubsub_channel *ch = find_channel(channel, strlen(channel));
+    struct pubsub_channel *ch = find_channel(h, channel, strlen(channel));
     if (!ch) {
         ch = calloc(1, sizeof(*ch));
         if (!ch || !(ch->name = strdup(channel))) {
@@ -228,8 +268,9 @@ int pubsub_wait_begin(struct pubsub_waiter *w, struct rpool *pool, const char *c
             snprintf(errstr, errlen, "out of memory");
             return -1;
         }
-        ch->next = channels;
-        channels = ch;
+        ch->hub = h;
+        ch->next = h->channels;
+        h->channels = ch;
     }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -240,10 +281,10 @@ int pubsub_wait_begin(struct pubsub_waiter *w, struct rpool *pool, const char *c
     struct pubsub_waiter **tail = &ch->waiters;
     while (*tail) tail = &(*tail)->next;
     *tail = w;
-    if (!ch->sent) poke();
+    if (!ch->sent) poke(h);
     struct timespec ts = to_timespec(deadline_us);
     while (!ch->confirmed && !stopping)
-        if (pthread_cond_timedwait(&confirmed_cond, &mu, &ts) == ETIMEDOUT) break;
+        if (pthread_cond_timedwait(&h->confirmed_cond, &mu, &ts) == ETIMEDOUT) break;
     if (!ch->confirmed) {
         unlink_waiter(w);
         pthread_mutex_unlock(&mu);
@@ -283,25 +324,27 @@ long long pubsub_messages(void) {
 
 void pubsub_shutdown(void) {
     pthread_mutex_lock(&mu);
-    if (!running) {
-        pthread_mutex_unlock(&mu);
-        return;
-    }
     stopping = 1;
-    poke();
+    for (struct pubsub_hub *h = hubs; h; h = h->next) poke(h);
+    struct pubsub_hub *list = hubs;
+    hubs = NULL;
     pthread_mutex_unlock(&mu);
-    pthread_join(thread, NULL);
-    pthread_mutex_lock(&mu);
-    while (channels) {
-        struct pubsub_channel *next = channels->next;
-        free(channels->name);
-        free(channels);
-        channels = next;
+    while (list) {
+        struct pubsub_hub *h = list;
+        list = h->next;
+        pthread_join(h->thread, NULL);
+        while (h->channels) {
+            struct pubsub_channel *next = h->channels->next;
+            free(h->channels->name);
+            free(h->channels);
+            h->channels = next;
+        }
+        close(h->wake_pipe[0]);
+        close(h->wake_pipe[1]);
+        pthread_cond_destroy(&h->confirmed_cond);
+        free(h);
     }
-    close(wake_pipe[0]);
-    close(wake_pipe[1]);
-    wake_pipe[0] = wake_pipe[1] = -1;
-    pthread_cond_destroy(&confirmed_cond);
-    running = 0;
+    pthread_mutex_lock(&mu);
+    stopping = 0;
     pthread_mutex_unlock(&mu);
 }

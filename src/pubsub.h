@@ -1,7 +1,7 @@
 /* pubsub.h -- waiting for unlock messages, Redisson's LockPubSub: ONE
- * subscriber connection per process, on one thread, dispatches every
- * message to the threads waiting on its channel. No connection per waiter,
- * no polling.
+ * subscriber connection per Redis server (per pool) in the process, on one
+ * thread, dispatches every message to the threads waiting on its channel.
+ * No connection per waiter, no polling.
  *
  * A waiter registers with pubsub_wait_begin() (which returns once Redis has
  * confirmed the subscription, so no message published after it can be
@@ -34,6 +34,10 @@ struct pubsub_waiter {
 int pubsub_wait_begin(struct pubsub_waiter *w, struct rpool *pool, const char *channel,
                       int64_t deadline_us, char *errstr, size_t errlen);
 
+/* False when the subscriber of pool's server has lost its connection (a
+ * Redlock waiter then listens on another master). True before first use. */
+int pubsub_up(struct rpool *pool);
+
 /* Sleeps until a message on w's channel wakes w, or until_us. Returns 1 when
  * woken, 0 on time-out. */
 int pubsub_wait(struct pubsub_waiter *w, int64_t until_us);
@@ -44,7 +48,7 @@ void pubsub_wait_end(struct pubsub_waiter *w);
 /* Messages dispatched since start (for tests). */
 long long pubsub_messages(void);
 
-/* Stops and joins the subscriber thread, and frees its channels. */
+/* Stops and joins every subscriber thread, and frees their channels. */
 void pubsub_shutdown(void);
 
 #endif

@@ -102,6 +102,14 @@ redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_
         redisFree(c);
         return NULL;
     }
+    if (opt->on_connect) {
+        opt->on_connect(c, opt->on_connect_arg);
+        if (c->err) {
+            snprintf(errstr, errlen, "connect %s:%d: %s", opt->host, opt->port, c->errstr);
+            redisFree(c);
+            return NULL;
+        }
+    }
     return c;
 }
 

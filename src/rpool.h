@@ -28,6 +28,10 @@ struct rpool_options {
     int database;           /* SELECT when not 0 */
     int timeout_ms;         /* connect and command timeout */
     int size;               /* most contexts alive at once */
+    /* Called on every new connection after AUTH and SELECT, in the thread
+     * that made it (e.g. to read INFO server); may be NULL. Must not keep c. */
+    void (*on_connect)(redisContext *c, void *arg);
+    void *on_connect_arg;
 };
 
 /* Creates a pool; no connection is made yet. NULL only when out of memory. */

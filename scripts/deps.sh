@@ -11,6 +11,14 @@ packages=(
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
 )
 
+# Optional, only when asked: Debian's JMeter 2.13 and its HTTP sampler, for
+# the plans in loadtest/jmeter/ (run by loadtest/jmeter/run.sh, which also
+# needs javac). Ask with scripts/deps.sh --jmeter or DEPS_JMETER=1.
+if [ "${1:-}" = --jmeter ] || [ "${DEPS_JMETER:-0}" = 1 ]; then
+    packages+=(jmeter jmeter-http)
+    command -v javac >/dev/null 2>&1 || packages+=(default-jdk-headless)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
     status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "inventory.h"
 #include "mclock.h"
+#include "redlock.h"
 #include "rpool.h"
 #include "script.h"
 
@@ -42,10 +43,21 @@ int inventory_init(struct inventory *inv, const struct config *cfg,
     snprintf(inv->lock_name, sizeof(inv->lock_name), "%s", cfg->lock_name);
     inv->lock_per_item = strcmp(cfg->lock_scope, "item") == 0;
     inv->read_lock = cfg->read_lock;
+    inv->redlock = redlock_create(cfg->redlock_nodes, cfg->redis_password,
+                                  cfg->redlock_node_timeout_ms, cfg->lock_ttl_ms,
+                                  cfg->redis_pool_size, errstr, errlen);
+    if (!inv->redlock) return -1;
+    inv->lock_env.redlock = inv->redlock;
     uuid_t u;
     uuid_generate(u);
     snprintf(inv->instance, sizeof(inv->instance), "%02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
     return 0;
+}
+
+void inventory_free(struct inventory *inv) {
+    redlock_free(inv->redlock);
+    inv->redlock = NULL;
+    inv->lock_env.redlock = NULL;
 }
 
 int inventory_item_valid(const char *item) {
@@ -317,6 +329,16 @@ int inventory_sell(struct inventory *inv, const struct lock_type *t, const char 
     r->wait_ms = l.wait_us / 1000;
     r->depth = l.depth;
     r->token = l.token;
+    if (t->flags & LOCK_F_MULTI) {
+        r->quorum = redlock_quorum(inv->redlock);
+        r->nvotes = l.nvotes;
+        for (int i = 0; i < l.nvotes; i++) {
+            snprintf(r->votes[i].node, sizeof(r->votes[i].node), "%s",
+                     redlock_node_name(inv->redlock, l.votes[i].node));
+            r->votes[i].outcome = l.votes[i].outcome;
+            r->votes[i].us = l.votes[i].us;
+        }
+    }
     rpool_put(inv->pool, c);
     return r->status;
 }

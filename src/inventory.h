@@ -35,6 +35,7 @@ struct config;
 
 struct inventory {
     struct rpool *pool;
+    struct redlock *redlock;     /* the masters of redlock.nodes, owned */
     struct lock_env lock_env;
     int port;                    /* this instance's port, written to the ledger */
     int probe;                   /* inventory.probe */
@@ -75,6 +76,13 @@ struct sale_result {
     int64_t hold_ms;
     int depth;
     long long token;
+    int quorum;                  /* Redlock: votes needed, 0 otherwise */
+    int nvotes;                  /* Redlock: the last round, one per master */
+    struct {
+        char node[64];
+        int outcome;             /* LOCK_VOTE_* */
+        int us;
+    } votes[LOCK_MAX_NODES];
     int renewals;                /* lease renewals while held */
     int violation;               /* the probe saw another holder inside */
     int lost;                    /* the release found the lock no longer ours */
@@ -91,10 +99,14 @@ struct audit {
     long long violations;        /* overlapping holders seen by the probe */
 };
 
-/* Fills inv from cfg; the pool is the caller's and must outlive inv.
- * Returns 0, or -1 with errstr set. */
+/* Fills inv from cfg; the pool is the caller's and must outlive inv. The
+ * Redlock masters' pools are made here (no connection yet). Returns 0, or -1
+ * with errstr set, naming the key at fault. */
 int inventory_init(struct inventory *inv, const struct config *cfg,
                    struct rpool *pool, char *errstr, size_t errlen);
+
+/* Frees what inventory_init made. Call after lock_core_shutdown(). */
+void inventory_free(struct inventory *inv);
 
 /* True when item can name a stock key: 1 to INVENTORY_ITEM_MAX bytes of
  * [A-Za-z0-9_:.-]. */

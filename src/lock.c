@@ -21,6 +21,7 @@ extern const struct lock_type lock_type_owner_lua;
 extern const struct lock_type lock_type_reentrant;
 extern const struct lock_type lock_type_watchdog;
 extern const struct lock_type lock_type_redisson;
+extern const struct lock_type lock_type_redlock;
 extern const struct lock_type lock_type_fenced;
 extern const struct lock_type lock_type_atomic;
 
@@ -36,6 +37,7 @@ const struct lock_type *const lock_types[] = {
     &lock_type_reentrant,
     &lock_type_watchdog,
     &lock_type_redisson,
+    &lock_type_redlock,
     &lock_type_fenced,
     &lock_type_atomic,
     NULL,

@@ -27,6 +27,7 @@
 #include <hiredis/hiredis.h>
 
 struct rpool;
+struct redlock;
 
 /* Results of acquire, release and renew. Busy is not broken: HTTP answers
  * the first with 503 lock_timeout and the second with 503
@@ -43,10 +44,26 @@ struct rpool;
 #define LOCK_F_REDIS 2    /* the lock lives in Redis and needs lock->c */
 #define LOCK_F_FENCED 4   /* acquire sets lock->token; the caller's write must
                              be refused when a newer token was issued */
+#define LOCK_F_MULTI 8    /* the lock lives on several independent masters
+                             (Redlock); renew() uses connections of its own */
+
+#define LOCK_MAX_NODES 9
+
+/* One master's answer to the last acquire round (Redlock). */
+struct lock_vote {
+    int node;                  /* index in the configured masters */
+    int outcome;               /* LOCK_VOTE_* */
+    int us;                    /* round-trip time seen for it */
+};
+#define LOCK_VOTE_YES 1        /* granted (or re-entered) */
+#define LOCK_VOTE_BUSY 0       /* held by another owner */
+#define LOCK_VOTE_ERROR -1     /* unreachable, timed out or failed */
+#define LOCK_VOTE_RESTARTED -2 /* restarted within the TTL: no vote yet */
 
 /* Settings shared by every handle; filled at start-up, read-only after. */
 struct lock_env {
     struct rpool *pool;  /* for background work (renewal, pub/sub) */
+    struct redlock *redlock;  /* the independent masters, or NULL */
     int ttl_ms;          /* lock.ttl-ms: expiry of lock keys */
     int wait_ms;         /* lock.wait-ms: longest acquire wait; 0 = one try */
     int spin_sleep_ms;   /* lock.spin-sleep-ms: sleep between polls */
@@ -87,6 +104,8 @@ struct lock {
     int holds;                 /* acquires not yet released */
     int64_t acquired_us;       /* when the outermost hold began */
     long long token;           /* fencing token, when the strategy gives one */
+    int nvotes;                /* Redlock: the last round's votes */
+    struct lock_vote votes[LOCK_MAX_NODES];
 
     /* Written by the watchdog thread while the lock is watched. */
     atomic_int lost;           /* a renewal found the lock gone: do not commit */

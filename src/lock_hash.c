@@ -33,8 +33,12 @@ int lock_hash_poll(struct lock *l) {
     return lock_poll(l, hash_once);
 }
 
+void lock_hash_channel_of(const char *key, char *buf, size_t len) {
+    snprintf(buf, len, "redisson_lock__channel:{%s}", key);
+}
+
 void lock_hash_channel(const struct lock *l, char *buf, size_t len) {
-    snprintf(buf, len, "redisson_lock__channel:{%s}", l->key);
+    lock_hash_channel_of(l->key, buf, len);
 }
 
 int lock_hash_unlock(struct lock *l) {

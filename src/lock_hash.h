@@ -31,5 +31,6 @@ int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
 
 /* The unlock channel of a lock key: redisson_lock__channel:{key}. */
 void lock_hash_channel(const struct lock *l, char *buf, size_t len);
+void lock_hash_channel_of(const char *key, char *buf, size_t len);
 
 #endif

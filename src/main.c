@@ -15,6 +15,7 @@
 #include "http.h"
 #include "inventory.h"
 #include "lock.h"
+#include "metrics.h"
 #include "rpool.h"
 
 #define EXIT_CONFIG 2
@@ -123,13 +124,21 @@ int main(int argc, char **argv) {
     struct rpool *pool = rpool_create(&po);
     static struct inventory inv;
     if (!pool || inventory_init(&inv, &cfg, pool, err, sizeof(err)) != 0) {
-        fprintf(stderr, "inventoryd: %s\n", pool ? err : "out of memory");
+        /* The message names its key; say where that key's value came from. */
+        char key[64] = "";
+        sscanf(err, "%63[a-z.-]:", key);
+        const char *origin = pool ? config_origin(&cfg, key) : NULL;
+        fprintf(stderr, "inventoryd: %s%s%s\n", origin ? origin : "", origin ? ": " : "",
+                pool ? err : "out of memory");
+        inventory_free(&inv);
         rpool_free(pool);
-        return 1;
+        return pool ? EXIT_CONFIG : 1;
     }
+    metrics_set_redlock(inv.redlock);
     struct http_server *srv = http_start(&cfg, &inv, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "inventoryd: %s\n", err);
+        inventory_free(&inv);
         rpool_free(pool);
         return EXIT_LISTEN;
     }
@@ -143,6 +152,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inventoryd: %s: finishing requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     http_stop(srv);
     lock_core_shutdown();
+    inventory_free(&inv);
     rpool_free(pool);
     fprintf(stderr, "inventoryd: stopped\n");
     return 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "lock.h"
 #include "metrics.h"
+#include "redlock.h"
 
 #define METRICS_MAX 32
 
@@ -35,6 +36,11 @@ struct strategy_row {
 };
 
 static struct strategy_row rows[METRICS_MAX];
+static const struct redlock *redlock_nodes_seen;
+
+void metrics_set_redlock(const struct redlock *rl) {
+    redlock_nodes_seen = rl;
+}
 static atomic_llong http_by_class[6];   /* 1xx..5xx, index = status/100 */
 
 static void observe(struct histogram *h, long long ms) {
@@ -147,6 +153,18 @@ char *metrics_render(void) {
     }
     put_histogram(&o, "inventoryd_lock_wait_ms", "Time spent acquiring the lock, in ms.");
     put_histogram(&o, "inventoryd_lock_hold_ms", "Time the lock was held, in ms.");
+    if (redlock_nodes_seen) {
+        put(&o, "# HELP inventoryd_redlock_votes_total Redlock votes by master and outcome.\n"
+                "# TYPE inventoryd_redlock_votes_total counter\n");
+        for (int i = 0; i < redlock_nodes(redlock_nodes_seen); i++) {
+            long long n[4];
+            static const char *const outcome[] = {"yes", "busy", "error", "restarted"};
+            redlock_node_counts(redlock_nodes_seen, i, &n[0], &n[1], &n[2], &n[3]);
+            for (int k = 0; k < 4; k++)
+                put(&o, "inventoryd_redlock_votes_total{node=\"%s\",outcome=\"%s\"} %lld\n",
+                    redlock_node_name(redlock_nodes_seen, i), outcome[k], n[k]);
+        }
+    }
     put(&o, "# HELP inventoryd_http_requests_total HTTP requests answered, by status class.\n"
             "# TYPE inventoryd_http_requests_total counter\n");
     for (int c = 1; c <= 5; c++)

@@ -10,6 +10,11 @@
 /* Records one finished sale by strategy t. */
 void metrics_sale(const struct lock_type *t, const struct sale_result *r);
 
+struct redlock;
+
+/* Adds the Redlock masters' vote counters to the exposition (NULL: none). */
+void metrics_set_redlock(const struct redlock *rl);
+
 /* Records one HTTP request answered with status code. */
 void metrics_http(int status);
 

@@ -75,6 +75,18 @@ char *reply_sale(const struct sale_result *r, const char *strategy, int port, in
         cJSON_AddNumberToObject(lk, "hold_ms", (double)r->hold_ms);
     if (r->depth) cJSON_AddNumberToObject(lk, "depth", r->depth);
     if (r->token) cJSON_AddNumberToObject(lk, "token", (double)r->token);
+    if (r->quorum) {
+        static const char *const words[] = {"restarted", "error", "busy", "yes"};
+        cJSON_AddNumberToObject(lk, "quorum", r->quorum);
+        cJSON *votes = cJSON_AddArrayToObject(lk, "votes");
+        for (int i = 0; i < r->nvotes; i++) {
+            cJSON *v = cJSON_CreateObject();
+            cJSON_AddStringToObject(v, "node", r->votes[i].node);
+            cJSON_AddStringToObject(v, "vote", words[r->votes[i].outcome + 2]);
+            cJSON_AddNumberToObject(v, "ms", r->votes[i].us / 1000.0);
+            cJSON_AddItemToArray(votes, v);
+        }
+    }
     return render(o);
 }
 

@@ -95,3 +95,26 @@ redisReply *script_run(redisContext *c, const char *name, int numkeys,
     snprintf(errstr, errlen, "script %s: NOSCRIPT after SCRIPT LOAD", name);
     return NULL;
 }
+
+int script_sha(redisContext *c, const char *name, char sha[41], char *errstr, size_t errlen) {
+    int i = script_index(name);
+    if (i < 0) {
+        snprintf(errstr, errlen, "no embedded script named '%s'", name);
+        return -1;
+    }
+    pthread_mutex_lock(&shas_lock);
+    memcpy(sha, shas[i], 41);
+    pthread_mutex_unlock(&shas_lock);
+    if (sha[0]) return 0;
+    redisReply *r = script_load(c, i);
+    int ok = r && r->type == REDIS_REPLY_STRING && r->len == 40;
+    if (ok) {
+        memcpy(sha, r->str, 40);
+        sha[40] = '\0';
+    } else {
+        snprintf(errstr, errlen, "SCRIPT LOAD %s: %s", name,
+                 r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+    }
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}

@@ -32,4 +32,11 @@ redisReply *script_run(redisContext *c, const char *name, int numkeys,
                        int argc, const char **argv, const size_t *argvlen,
                        char *errstr, size_t errlen);
 
+/* The SHA1 of the named script into sha (41 bytes), loading it with SCRIPT
+ * LOAD on c when this process has not learnt it yet. For callers that
+ * pipeline EVALSHA themselves; a NOSCRIPT reply from another server is then
+ * theirs to handle (script_run does it). Returns 0, or -1 with errstr set
+ * (c->err set when the connection failed). */
+int script_sha(redisContext *c, const char *name, char sha[41], char *errstr, size_t errlen);
+
 #endif

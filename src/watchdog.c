@@ -39,8 +39,31 @@ static void mark_lost(struct lock *l) {
     atomic_store(&l->lost, 1);
 }
 
-/* Renews the due locks in due[]. Called with mu held. */
+/* Records the outcome of one renewal of l at now. */
+static void renewed(struct lock *l, int ok, int64_t now) {
+    if (ok) {
+        atomic_fetch_add(&l->renewals, 1);
+        atomic_fetch_add(&renewals_total, 1);
+        l->wd_renewed_us = now;
+        l->wd_due_us = now + period_us(l);
+    } else {
+        mark_lost(l);       /* gone, or another owner's: stop */
+        l->wd_due_us = INT64_MAX;
+    }
+}
+
+/* Renews the due locks in due[]. Called with mu held. A lock on several
+ * masters renews itself through its type (it needs a quorum of them). */
 static void renew_round(struct lock **due, int n) {
+    int single = 0;
+    for (int i = 0; i < n; i++) {
+        if (due[i]->type->flags & LOCK_F_MULTI)
+            renewed(due[i], due[i]->type->renew(due[i]) == LOCK_OK, mclock_us());
+        else
+            due[single++] = due[i];
+    }
+    n = single;
+    if (n == 0) return;
     char err[128];
     redisContext *c = rpool_get(pool, 1000, err, sizeof(err));
     redisReply *rep[ROUND_MAX] = {0};
@@ -61,15 +84,7 @@ static void renew_round(struct lock **due, int n) {
     for (int i = 0; i < n; i++) {
         struct lock *l = due[i];
         if (i < got && rep[i]->type == REDIS_REPLY_INTEGER) {
-            if (rep[i]->integer == 1) {
-                atomic_fetch_add(&l->renewals, 1);
-                atomic_fetch_add(&renewals_total, 1);
-                l->wd_renewed_us = now;
-                l->wd_due_us = now + period_us(l);
-            } else {
-                mark_lost(l);       /* gone, or another owner's: stop */
-                l->wd_due_us = INT64_MAX;
-            }
+            renewed(l, rep[i]->integer == 1, now);
         } else {
             /* Not reached: try again soon, until the lease set by the last
              * renewal has run out. */

@@ -2,6 +2,7 @@
  * started on a free port by the harness. No HTTP here. */
 #include <check.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
@@ -23,6 +24,8 @@ static void setup(void) {
     cfg.redis_port = redis_port;
     cfg.redis_timeout_ms = 500;
     cfg.lock_wait_ms = 2000;
+    /* Redlock on one master, the test's Redis: quorum 1. */
+    snprintf(cfg.redlock_nodes, sizeof(cfg.redlock_nodes), "127.0.0.1:%d", redis_port);
     struct rpool_options po = {.host = "127.0.0.1", .port = redis_port, .timeout_ms = 500, .size = 16};
     pool = rpool_create(&po);
     char err[256];
@@ -32,6 +35,7 @@ static void setup(void) {
 
 static void teardown(void) {
     lock_core_shutdown();
+    inventory_free(&inv);
     rpool_free(pool);
     harness_stop(redis_pid);
 }

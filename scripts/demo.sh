@@ -7,9 +7,12 @@
 # rendered from nginx/nginx.conf.in), then for every strategy that
 # `inventoryd --list-strategies` names: resets the stock to 200, fires
 # 3000 sales from 200 concurrent clients through nginx, audits, and prints one
-# row. The table also goes to results/demo.md and results/demo.csv; logs go to
-# results/run/. Everything started here is stopped by its pid at the end and
-# on Ctrl-C.
+# row. The table also goes to results/demo.md and results/demo.csv, a chart of
+# sales/s and oversold units per strategy to results/demo.png (scripts/chart.sh,
+# gnuplot); logs go to results/run/. Progress: a line per round, and while a
+# round runs the sales answered so far (live on a terminal, every 10 s
+# otherwise). Everything started here is stopped by its pid at the end and on
+# Ctrl-C, and the ports are checked to be free again.
 #
 # Two columns measure cost rather than outcome:
 #   redis_cmds_per_sale  the calls= deltas of Redis' INFO commandstats over
@@ -25,9 +28,15 @@
 # The per-command breakdown of each round is in results/run/cmdstats-<s>.txt.
 #
 # Environment: DEMO_CLIENTS (200), DEMO_REQUESTS (3000), DEMO_STOCK (200),
-# DEMO_REDIS_PORT (6379), DEMO_WAIT_MS (lock.wait-ms, 10000),
-# DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock),
-# DEMO_BUILD_DIR (build; where the Release build goes).
+# DEMO_WAIT_MS (lock.wait-ms, 10000), and
+#   DEMO_REDIS_PORT (6379)
+#   DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock)
+#   DEMO_INSTANCE_PORTS (3786 3787; the first gets weight 1, the second 2)
+#   DEMO_NGINX_PORT (8080)
+#   DEMO_RESULTS_DIR (results; the table, CSV and chart, and run/ for logs)
+#   DEMO_BUILD_DIR (build; where the Release build goes)
+#   DEMO_INVENTORYD and DEMO_LOAD: an inventoryd and an inventory-load already
+#       built (both or neither); no build then. The tests use this.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,19 +45,18 @@ cd "$root"
 clients=${DEMO_CLIENTS:-200}
 requests=${DEMO_REQUESTS:-3000}
 stock=${DEMO_STOCK:-200}
-redis_port=${DEMO_REDIS_PORT:-6379}
 wait_ms=${DEMO_WAIT_MS:-10000}
-redlock_ports=(${DEMO_REDLOCK_PORTS:-6381 6382 6383})
+redis_port=${DEMO_REDIS_PORT:-6379}
+read -ra redlock_ports <<<"${DEMO_REDLOCK_PORTS:-6381 6382 6383}"
+read -ra instance_ports <<<"${DEMO_INSTANCE_PORTS:-3786 3787}"
+nginx_port=${DEMO_NGINX_PORT:-8080}
 build_dir=${DEMO_BUILD_DIR:-build}
-port1=3786
-port2=3787
-nginx_port=8080
+results=${DEMO_RESULTS_DIR:-$root/results}
 
-results=$root/results
-run=$results/run
 pids=()
 names=()
 load_pid=
+tick_pid=
 
 die() {
     echo "demo: $*" >&2
@@ -94,6 +102,7 @@ stop_pid() {
 cleanup() {
     local i
     trap - EXIT INT TERM
+    [ -n "$tick_pid" ] && stop_pid "$tick_pid"
     [ -n "$load_pid" ] && stop_pid "$load_pid"
     # Last started, first stopped: nginx, then the instances, then Redis.
     for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
@@ -141,25 +150,60 @@ wait_http() {
     fail "$name is not ready on port $port after 20 s"
 }
 
+# ---- settings -------------------------------------------------------------
+is_port() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
+[ ${#instance_ports[@]} -eq 2 ] ||
+    die "DEMO_INSTANCE_PORTS must name two ports (weight 1, weight 2), not '${instance_ports[*]}'"
+[ ${#redlock_ports[@]} -ge 1 ] || die "DEMO_REDLOCK_PORTS names no port"
+port1=${instance_ports[0]}
+port2=${instance_ports[1]}
+for p in "$redis_port" "${redlock_ports[@]}" "$port1" "$port2" "$nginx_port"; do
+    is_port "$p" || die "'$p' is not a TCP port (see DEMO_*_PORT(S))"
+done
+for v in "$clients" "$requests" "$stock" "$wait_ms"; do
+    [[ "$v" =~ ^[0-9]+$ ]] || die "'$v' is not a number (DEMO_CLIENTS, DEMO_REQUESTS, DEMO_STOCK, DEMO_WAIT_MS)"
+done
+if [ -n "${DEMO_INVENTORYD:-}${DEMO_LOAD:-}" ]; then
+    [ -x "${DEMO_INVENTORYD:-}" ] && [ -x "${DEMO_LOAD:-}" ] ||
+        die "DEMO_INVENTORYD and DEMO_LOAD must both name executables (got '${DEMO_INVENTORYD:-}' and '${DEMO_LOAD:-}')"
+fi
+
+# ---- results --------------------------------------------------------------
+mkdir -p "$results" || die "cannot create $results (DEMO_RESULTS_DIR)"
+results=$(cd "$results" && pwd)
+[ "$results" != / ] || die "DEMO_RESULTS_DIR must not be /"
+run=$results/run
+# run/ is emptied on every run: only one that this script made (marker) or
+# the checkout's own results/run.
+if [ -e "$run" ] && [ ! -e "$run/.demo-run" ] && [ "$run" != "$root/results/run" ]; then
+    die "$run exists and was not made by demo.sh; remove it or pick another DEMO_RESULTS_DIR"
+fi
+rm -rf "$run"
+mkdir -p "$run" || die "cannot create $run"
+: >"$run/.demo-run"
+chmod 755 "$results" "$run"   # nginx's workers (nobody, under root) write temp files there
+
 # ---- build ----------------------------------------------------------------
 bash scripts/deps.sh || die "scripts/deps.sh failed"
 for tool in redis-server redis-cli nginx curl jq; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found"
 done
-mkdir -p "$results"
-rm -rf "$run"
-mkdir -p "$run"
-chmod 755 "$results" "$run"   # nginx's workers (nobody, under root) write temp files there
-echo "demo: building (Release) in $build_dir/ ..."
-if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
-       cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target inventoryd inventory-load; } \
-       >"$run/build.log" 2>&1; then
-    tail -n 30 "$run/build.log" >&2
-    die "the build failed; see $run/build.log"
+if [ -n "${DEMO_INVENTORYD:-}" ]; then
+    inventoryd=$(realpath "$DEMO_INVENTORYD")
+    load=$(realpath "$DEMO_LOAD")
+    echo "demo: using $inventoryd and $load (no build)"
+else
+    echo "demo: building (Release) in $build_dir/ ..."
+    if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
+           cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target inventoryd inventory-load; } \
+           >"$run/build.log" 2>&1; then
+        tail -n 30 "$run/build.log" >&2
+        die "the build failed; see $run/build.log"
+    fi
+    build_dir=$(cd "$build_dir" && pwd)
+    inventoryd=$build_dir/inventoryd
+    load=$build_dir/inventory-load
 fi
-build_dir=$(cd "$build_dir" && pwd)
-inventoryd=$build_dir/inventoryd
-load=$build_dir/inventory-load
 
 mapfile -t strategies < <("$inventoryd" --list-strategies 2>"$run/list-strategies.log")
 [ ${#strategies[@]} -gt 0 ] || fail "inventoryd --list-strategies named no strategy"
@@ -167,18 +211,21 @@ need_redlock=0
 for s in "${strategies[@]}"; do [ "$s" = redlock ] && need_redlock=1; done
 
 # ---- ports ----------------------------------------------------------------
-if port_busy "$redis_port"; then
-    if [ -z "${DEMO_REDIS_PORT:-}" ]; then
-        die "port $redis_port is already taken (a Redis of your own?). Stop it, or run with DEMO_REDIS_PORT=<free port>."
-    fi
-    die "port $redis_port (DEMO_REDIS_PORT) is already taken; pick another"
-fi
-busy=()
-for p in "$port1" "$port2" "$nginx_port"; do port_busy "$p" && busy+=("$p"); done
+# Every port this demo listens on, and the variable that moves it.
+ports=("$redis_port" "$port1" "$port2" "$nginx_port")
+port_vars=(DEMO_REDIS_PORT DEMO_INSTANCE_PORTS DEMO_INSTANCE_PORTS DEMO_NGINX_PORT)
 if [ "$need_redlock" -eq 1 ]; then
-    for p in "${redlock_ports[@]}"; do port_busy "$p" && busy+=("$p"); done
+    for p in "${redlock_ports[@]}"; do ports+=("$p"); port_vars+=(DEMO_REDLOCK_PORTS); done
 fi
-[ ${#busy[@]} -eq 0 ] || die "port(s) ${busy[*]} already taken; the demo needs them free"
+dups=$(printf '%s\n' "${ports[@]}" | sort | uniq -d | paste -sd ' ' -)
+[ -z "$dups" ] || die "port(s) $dups given twice (DEMO_*_PORT(S))"
+busy=()
+for ((k = 0; k < ${#ports[@]}; k++)); do
+    port_busy "${ports[$k]}" && busy+=("${ports[$k]} (${port_vars[$k]})")
+done
+if [ ${#busy[@]} -gt 0 ]; then
+    die "already taken: ${busy[*]}. Stop what listens there (a Redis or nginx of your own?), or move the demo with the variable named."
+fi
 
 # ---- the stack ------------------------------------------------------------
 echo "demo: starting redis-server on $redis_port, inventoryd on $port1 and $port2, nginx on $nginx_port"
@@ -263,8 +310,34 @@ p99_wait() {
          }' "$1" "$2"
 }
 
+# show_progress LABEL LINES_BEFORE: until the load ($load_pid) ends, the sales
+# answered so far (nginx's access log has one line per answered request):
+# rewritten every second on a terminal, a line every 10 s otherwise.
+show_progress() {
+    local label=$1 before=$2 t0=$SECONDS answered last=0 tty=0
+    [ -t 1 ] && tty=1
+    while kill -0 "$load_pid" 2>/dev/null; do
+        sleep 1 &
+        tick_pid=$!
+        wait "$tick_pid"
+        tick_pid=
+        kill -0 "$load_pid" 2>/dev/null || break
+        answered=$(( $(wc -l <"$access_log" 2>/dev/null || echo "$before") - before ))
+        [ "$answered" -gt "$requests" ] && answered=$requests
+        if [ "$tty" -eq 1 ]; then
+            printf '\r%s: %d/%d sales answered, %d s ' "$label" "$answered" "$requests" $((SECONDS - t0))
+        elif [ $((SECONDS - last)) -ge 10 ] && [ $((SECONDS - t0)) -ge 10 ]; then
+            last=$SECONDS
+            echo "$label: $answered/$requests sales answered, $((SECONDS - t0)) s"
+        fi
+    done
+    [ "$tty" -eq 1 ] && printf '\r\033[K'
+    return 0
+}
+
 # ---- one round per strategy -----------------------------------------------
 base="http://127.0.0.1:$nginx_port"
+access_log=$run/nginx/access.log
 header=(strategy requests sold stock oversold_units sold_twice violations lock_timeouts errors sales_per_s p50_ms p99_ms p99_wait_ms redis_cmds_per_sale verdict)
 rows=()
 n=${#strategies[@]}
@@ -284,10 +357,12 @@ for s in "${strategies[@]}"; do
 
     # In the background, so that a signal runs the trap at once rather than
     # after the load finished.
+    lines_before=$(wc -l <"$access_log" 2>/dev/null || echo 0)
     "$load" --host 127.0.0.1 --port "$nginx_port" --path "/inventory/sale/$s" \
         --clients "$clients" --requests "$requests" --timeout-ms 60000 --format kv \
         >"$run/load-$s.out" 2>"$run/load-$s.log" &
     load_pid=$!
+    show_progress "[$i/$n] $s" "$lines_before"
     wait "$load_pid"
     rc=$?
     load_pid=
@@ -355,10 +430,24 @@ echo
 echo
 notes
 echo
-echo "demo: table written to results/demo.md and results/demo.csv; logs in results/run/"
+echo "demo: table written to $results/demo.md and $results/demo.csv; logs in $run/"
 
+status=0
 cleanup
 left=()
-for p in "$redis_port" "$port1" "$port2" "$nginx_port"; do port_busy "$p" && left+=("$p"); done
-[ ${#left[@]} -eq 0 ] || echo "demo: warning: something still listens on ${left[*]}" >&2
-exit 0
+for p in "${ports[@]}"; do port_busy "$p" && left+=("$p"); done
+if [ ${#left[@]} -gt 0 ]; then
+    echo "demo: warning: something still listens on ${left[*]}" >&2
+    status=1
+fi
+
+# The chart needs only the CSV: drawn once the stack is down.
+if bash scripts/chart.sh "$results/demo.csv" "$results/demo.png" \
+        "$clients clients, stock $stock, 2 instances behind nginx (weights 1:2)" 2>"$run/chart.log"; then
+    echo "demo: chart written to $results/demo.png"
+else
+    cat "$run/chart.log" >&2
+    echo "demo: the chart could not be drawn (scripts/chart.sh; see above); the table is complete" >&2
+    status=1
+fi
+exit "$status"

@@ -13,11 +13,13 @@
  *   validity  = TTL - elapsed - (0.01 * TTL + 2 ms), on the monotonic clock
  *
  * A round that falls short releases on every master that granted it or
- * whose answer was lost, then waits: for an unlock message on one reachable
- * master (the holder releases everywhere, so one is enough) or, after a
- * split vote, a random delay from a per-thread generator seeded per process,
- * so that competing clients stop colliding. No partial win is kept between
- * rounds.
+ * whose answer was lost, then waits for an unlock message on a master that
+ * refused (where the holder holds the lock and publishes on release), at
+ * most the holder's remaining lease. After a round whose votes were split
+ * between racers, a random pause from a per-thread generator seeded per
+ * process keeps them from colliding again in lockstep. No partial win is
+ * kept between rounds. Too few masters reachable for any quorum is an
+ * outage: it fails at once, not after lock.wait-ms.
  *
  * Restart awareness: every new connection to a master reads INFO server. A
  * master whose run_id changed since this process last saw it has restarted
@@ -284,9 +286,17 @@ static int acquire_round(struct lock *l, int64_t *pttl_ms, int *split) {
     struct redlock *rl = l->env->redlock;
     int64_t t0 = mclock_us();
     int want[LOCK_MAX_NODES];
-    for (int i = 0; i < rl->n; i++) want[i] = may_vote(&rl->nodes[i], t0);
+    for (int i = 0; i < rl->n; i++) want[i] = 1;
     struct leg legs[LOCK_MAX_NODES];
     legs_open(rl, legs, want);
+    /* Only now: a new connection is what discovers a restart (INFO). */
+    for (int i = 0; i < rl->n; i++) {
+        want[i] = may_vote(&rl->nodes[i], t0);
+        if (!want[i] && legs[i].c) {
+            rpool_put(rl->nodes[i].pool, legs[i].c);
+            legs[i].c = NULL;
+        }
+    }
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
     const char *argv[] = {l->key, lease, l->owner};
@@ -372,12 +382,26 @@ static uint64_t rng_next(void) {
     return rng_state * 0x2545F4914F6CDD1DULL;
 }
 
-/* The first master whose subscriber is up and which may vote. */
-static int listening_node(struct redlock *rl) {
-    int64_t now = mclock_us();
-    for (int i = 0; i < rl->n; i++)
-        if (pubsub_up(rl->nodes[i].pool) && may_vote(&rl->nodes[i], now)) return i;
+/* The master to hear the unlock on: one that refused in the last round
+ * (the holder holds the lock there, and publishes there when it lets go)
+ * and whose subscriber is up; else any reachable one; -1 if none. */
+static int listening_node(struct redlock *rl, const struct lock *l) {
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < l->nvotes; i++) {
+            const struct lock_vote *v = &l->votes[i];
+            int ok = pass == 0 ? v->outcome == LOCK_VOTE_BUSY : v->outcome >= LOCK_VOTE_BUSY;
+            if (ok && pubsub_up(rl->nodes[v->node].pool)) return v->node;
+        }
     return -1;
+}
+
+/* Sleeps a random 0..spin_sleep_ms, never past the deadline. */
+static void jitter(const struct lock *l) {
+    int span = l->env->spin_sleep_ms > 0 ? l->env->spin_sleep_ms : 1;
+    int64_t ms = (int64_t)(rng_next() % (uint64_t)(span + 1));
+    int64_t left = (l->deadline_us - mclock_us()) / 1000;
+    if (ms > left) ms = left;
+    mclock_sleep_ms((int)ms);
 }
 
 int redlock_acquire(struct lock *l) {
@@ -394,28 +418,23 @@ int redlock_acquire(struct lock *l) {
     char channel[256], err[128];
     lock_hash_channel_of(l->key, channel, sizeof(channel));
     struct pubsub_waiter w;
-    int node = listening_node(rl);
+    int node = listening_node(rl, l);
     int subscribed = node >= 0 &&
         pubsub_wait_begin(&w, rl->nodes[node].pool, channel, l->deadline_us, err, sizeof(err)) == 0;
+    /* Subscribed first, then tried again, as in the redisson strategy. */
     while ((rc = acquire_round(l, &pttl, &split)) == LOCK_BUSY) {
         int64_t now = mclock_us();
         if (now >= l->deadline_us) break;
-        int64_t until;
-        if (split || !subscribed) {
-            /* Competing rounds split the votes, or nobody can tell us of an
-             * unlock: back off a random while. */
-            int64_t span = (int64_t)(l->env->spin_sleep_ms > 0 ? l->env->spin_sleep_ms : 1) * 1000;
-            until = now + 1000 + (int64_t)(rng_next() % (uint64_t)span);
-        } else {
-            until = now + (pttl > 0 ? pttl * 1000 : 1000000);
+        if (!subscribed) {
+            jitter(l);   /* nobody can tell us of an unlock: back off a random while */
+            continue;
         }
+        int64_t until = now + (pttl > 0 ? pttl * 1000 : 1000000);
         if (until > l->deadline_us) until = l->deadline_us;
-        if (subscribed && !split) {
-            pubsub_wait(&w, until);
-        } else {
-            int64_t ms = (until - now + 999) / 1000;
-            mclock_sleep_ms((int)ms);
-        }
+        pubsub_wait(&w, until);
+        /* Racers that split the votes all released and were woken together:
+         * a random pause keeps them from colliding again in lockstep. */
+        if (split) jitter(l);
     }
     if (subscribed) pubsub_wait_end(&w);
 done:
@@ -438,10 +457,16 @@ int redlock_release(struct lock *l) {
 int redlock_renew(struct lock *l) {
     struct redlock *rl = l->env->redlock;
     int all[LOCK_MAX_NODES];
-    int64_t now = mclock_us();
-    for (int i = 0; i < rl->n; i++) all[i] = may_vote(&rl->nodes[i], now);
+    for (int i = 0; i < rl->n; i++) all[i] = 1;
     struct leg legs[LOCK_MAX_NODES];
     legs_open(rl, legs, all);
+    int64_t now = mclock_us();
+    for (int i = 0; i < rl->n; i++) {
+        if (legs[i].c && !may_vote(&rl->nodes[i], now)) {
+            rpool_put(rl->nodes[i].pool, legs[i].c);   /* its renewal would not count */
+            legs[i].c = NULL;
+        }
+    }
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
     const char *argv[] = {l->key, lease, l->owner};

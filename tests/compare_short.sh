@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# compare_short.sh INVENTORYD INVENTORY_LOAD [interrupt]
+#
+# scripts/demo.sh, the comparison of every strategy, on a short load
+# (DEMO_CLIENTS=20, DEMO_REQUESTS=200) with the given binaries (no build),
+# on free ports picked here for Redis, the Redlock masters, both instances
+# and nginx, writing into a temporary DEMO_RESULTS_DIR (never the checkout):
+#   - it exits 0 and prints the table: a header and one row per strategy;
+#   - results/demo.md has the table, one row per strategy;
+#   - results/demo.csv has the header and exactly one row per strategy named
+#     by `inventoryd --list-strategies`, in that order, each of 200 requests;
+#   - results/demo.png is a PNG of non-zero size;
+#   - nothing listens on its ports afterwards, and no process it started is
+#     left; the checkout's results/ is untouched.
+# With "interrupt": the demo is interrupted as Ctrl-C would (SIGINT to its
+# process group) during its first round, and must stop everything it started
+# and exit 130.
+#
+# Exit status 0 on pass, 1 on the first failed assertion (named on stderr).
+set -uo pipefail
+
+if [ $# -lt 2 ] || [ $# -gt 3 ] || { [ $# -eq 3 ] && [ "$3" != interrupt ]; }; then
+    echo "usage: $0 INVENTORYD INVENTORY_LOAD [interrupt]" >&2
+    exit 2
+fi
+for b in "$1" "$2"; do
+    [ -x "$b" ] || { echo "compare: FAIL: '$b' is not an executable (build it first)" >&2; exit 1; }
+done
+inventoryd=$(realpath "$1")
+load=$(realpath "$2")
+mode=${3:-full}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+limit_s=${COMPARE_TIMEOUT_S:-400}
+
+# The demo must see only what this test sets.
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(INVENTORYD|DEMO)_' || true)
+
+work=$(mktemp -d /tmp/inventoryd-compare.XXXXXX)
+# nginx's workers run as nobody when the master is root: they must reach it.
+chmod 755 "$work"
+demo_pid=
+failed=0
+
+log() { echo "compare: $*"; }
+
+fail() {
+    echo "compare: FAIL: $*" >&2
+    failed=1
+    if [ -f "$work/demo.out" ]; then
+        echo "---- last lines of the demo's output" >&2
+        tail -n 30 "$work/demo.out" >&2
+    fi
+    exit 1
+}
+
+# The demo is the leader of its own process group (set -m below): stop it
+# with SIGTERM, so its trap stops what it started; SIGKILL to the group only
+# if it is still there after 30 s.
+stop_demo() {
+    [ -n "$demo_pid" ] || return 0
+    if kill -0 "$demo_pid" 2>/dev/null; then
+        kill -TERM "$demo_pid" 2>/dev/null
+        for _ in $(seq 1 300); do
+            kill -0 "$demo_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$demo_pid" 2>/dev/null && kill -KILL -- "-$demo_pid" 2>/dev/null
+    fi
+    wait "$demo_pid" 2>/dev/null
+    demo_pid=
+}
+
+cleanup() {
+    stop_demo
+    if [ "$failed" -eq 0 ]; then
+        rm -rf "$work"
+    else
+        echo "compare: output and logs kept in $work" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'failed=1; exit 1' INT TERM
+
+port_busy() {
+    if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; then
+        return 0
+    fi
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# A port below the ephemeral range that nothing listens on and that this
+# test has not picked already.
+picked=" "
+pick_port() {
+    local p
+    for _ in $(seq 1 500); do
+        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
+        case "$picked" in *" $p "*) continue ;; esac
+        port_busy "$p" && continue
+        picked="$picked$p "
+        port=$p
+        return 0
+    done
+    fail "no free TCP port found"
+}
+
+mapfile -t strategies < <("$inventoryd" --list-strategies)
+[ ${#strategies[@]} -gt 0 ] || fail "inventoryd --list-strategies named no strategy"
+
+pick_port; redis_port=$port
+pick_port; m1=$port
+pick_port; m2=$port
+pick_port; m3=$port
+pick_port; i1=$port
+pick_port; i2=$port
+pick_port; nginx_port=$port
+ours=("$redis_port" "$m1" "$m2" "$m3" "$i1" "$i2" "$nginx_port")
+results=$work/results
+log "${#strategies[@]} strategies; redis $redis_port, masters $m1 $m2 $m3, instances $i1 $i2, nginx $nginx_port; results in $results"
+
+# The checkout's results, to show they are left alone.
+fingerprint() {
+    if [ -d "$root/results" ]; then
+        find "$root/results" -maxdepth 1 -type f -printf '%P %s %T@\n' 2>/dev/null | sort
+    else
+        echo "no results/"
+    fi
+}
+before_fp=$(fingerprint)
+
+# Its own process group, as a terminal's foreground job would have: a
+# background job of a script without job control ignores SIGINT.
+set -m
+DEMO_CLIENTS=20 DEMO_REQUESTS=200 DEMO_STOCK=200 \
+DEMO_REDIS_PORT=$redis_port DEMO_REDLOCK_PORTS="$m1 $m2 $m3" \
+DEMO_INSTANCE_PORTS="$i1 $i2" DEMO_NGINX_PORT=$nginx_port \
+DEMO_RESULTS_DIR=$results DEMO_INVENTORYD=$inventoryd DEMO_LOAD=$load \
+    bash "$root/scripts/demo.sh" >"$work/demo.out" 2>&1 </dev/null &
+demo_pid=$!
+set +m
+t0=$SECONDS
+
+# check_stopped: nothing of the demo listens or runs any more.
+check_stopped() {
+    local left=() p procs
+    for p in "${ours[@]}"; do port_busy "$p" && left+=("$p"); done
+    [ ${#left[@]} -eq 0 ] || fail "still listening after the demo ended: ${left[*]} ($(ss -Htlnp 2>/dev/null | grep -E ":($(IFS='|'; echo "${left[*]}"))\b" | tr -s ' '))"
+    # Every redis-server and nginx of the demo names $work in its arguments.
+    procs=$(pgrep -a -f -- "$work/results" || true)
+    [ -z "$procs" ] || fail "processes of the demo still running: $procs"
+    log "ok: nothing listens on ${ours[*]} and no process of the demo is left"
+}
+
+if [ "$mode" = interrupt ]; then
+    # Wait for the first round to start, then Ctrl-C.
+    for _ in $(seq 1 600); do
+        grep -q '^\[1/' "$work/demo.out" 2>/dev/null && break
+        kill -0 "$demo_pid" 2>/dev/null || fail "the demo exited before its first round"
+        sleep 0.1
+    done
+    grep -q '^\[1/' "$work/demo.out" || fail "the demo did not start a round within 60 s"
+    sleep 0.3
+    log "sending SIGINT to the demo's process group (as Ctrl-C does)"
+    kill -INT -- "-$demo_pid"
+    for _ in $(seq 1 300); do
+        kill -0 "$demo_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$demo_pid" 2>/dev/null && fail "the demo is still running 30 s after SIGINT"
+    wait "$demo_pid"
+    rc=$?
+    demo_pid=
+    [ "$rc" -eq 130 ] || fail "the interrupted demo exited with $rc, expected 130"
+    grep -q 'interrupted, stopping everything' "$work/demo.out" ||
+        fail "the demo did not say it was stopping everything"
+    log "ok: interrupted demo exited 130 after $((SECONDS - t0)) s"
+    check_stopped
+    [ "$(fingerprint)" = "$before_fp" ] || fail "the checkout's results/ changed"
+    log "PASS: Ctrl-C stops the demo and everything it started"
+    exit 0
+fi
+
+while kill -0 "$demo_pid" 2>/dev/null; do
+    [ $((SECONDS - t0)) -lt "$limit_s" ] || { stop_demo; fail "the demo ran longer than $limit_s s"; }
+    sleep 0.5
+done
+wait "$demo_pid"
+rc=$?
+demo_pid=
+log "demo.sh exited with $rc after $((SECONDS - t0)) s"
+[ "$rc" -eq 0 ] || fail "scripts/demo.sh exited with $rc"
+check_stopped
+
+# ---- the printed table --------------------------------------------------------
+header=$(grep -E '^strategy +requests +sold ' "$work/demo.out" | head -n 1)
+[ -n "$header" ] || fail "the demo printed no table header (strategy requests sold ...)"
+for s in "${strategies[@]}"; do
+    n=$(grep -cE "^$s +200 " "$work/demo.out")
+    [ "$n" -eq 1 ] || fail "the printed table has $n rows for $s (of 200 requests), expected 1"
+done
+log "ok: printed table has a header and one row per strategy"
+
+# ---- demo.md --------------------------------------------------------------------
+md=$results/demo.md
+[ -s "$md" ] || fail "$md is missing or empty"
+grep -qE '^\| strategy \| requests \|' "$md" || fail "$md has no table header"
+for s in "${strategies[@]}"; do
+    n=$(grep -cE "^\| $s \| " "$md")
+    [ "$n" -eq 1 ] || fail "$md has $n rows for $s, expected 1"
+done
+log "ok: demo.md has the table, one row per strategy"
+
+# ---- demo.csv -------------------------------------------------------------------
+csv=$results/demo.csv
+[ -s "$csv" ] || fail "$csv is missing or empty"
+head -n 1 "$csv" | tr ',' '\n' >"$work/columns"
+for c in strategy requests sold oversold_units sales_per_s verdict; do
+    grep -qx "$c" "$work/columns" || fail "$csv has no column $c (header: $(head -n 1 "$csv"))"
+done
+mapfile -t rows < <(tail -n +2 "$csv")
+[ ${#rows[@]} -eq ${#strategies[@]} ] ||
+    fail "$csv has ${#rows[@]} rows, expected ${#strategies[@]} (one per strategy of --list-strategies)"
+req_col=$(grep -nx requests "$work/columns" | cut -d: -f1)
+for k in "${!strategies[@]}"; do
+    s=${strategies[$k]}
+    name=${rows[$k]%%,*}
+    [ "$name" = "$s" ] || fail "$csv row $((k + 1)) is '$name', expected '$s' (the order of --list-strategies)"
+    r=$(cut -d, -f"$req_col" <<<"${rows[$k]}")
+    [ "$r" = 200 ] || fail "$csv: $s made $r requests, expected 200"
+done
+log "ok: demo.csv has one row per strategy, in the order of --list-strategies: ${strategies[*]}"
+
+# ---- demo.png -------------------------------------------------------------------
+png=$results/demo.png
+[ -s "$png" ] || fail "$png is missing or empty"
+[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+    fail "$png is not a PNG file"
+grep -qF "demo: chart written to $png" "$work/demo.out" || fail "the demo did not print the chart's path"
+log "ok: demo.png is a PNG of $(stat -c %s "$png") bytes, and its path was printed"
+
+[ "$(fingerprint)" = "$before_fp" ] || fail "the checkout's results/ changed (DEMO_RESULTS_DIR not honoured?)"
+log "ok: the checkout's results/ is untouched"
+log "PASS: the comparison writes a table, a CSV and a PNG"
+exit 0

@@ -1,0 +1,421 @@
+#!/usr/bin/env bash
+# compose_check.sh [INVENTORYD]
+#
+# The container stack must be the local stack in containers:
+#   (a) `docker-compose -f docker-compose.yml config` accepts the file
+#       (Debian's docker-compose package is installed when missing);
+#   (b) what it describes agrees with the local stack: Redis 6379, Redlock
+#       masters 6381-6383 (three redis-servers, no replication), inventoryd
+#       on 3786 and 3787, nginx on 8080 with upstream weights 1 and 2, every
+#       port published on 127.0.0.1 only; nginx/nginx.compose.conf is the
+#       template rendered for the service names; the defaults of
+#       config/inventoryd.properties, nginx/nginx.conf and scripts/demo.sh
+#       are those same ports; the Dockerfile builds on Debian 12, installs
+#       the -dev package of every library CMakeLists.txt links (and only
+#       -dev packages scripts/deps.sh names too), and copies every source
+#       folder CMakeLists.txt reads.
+# With INVENTORYD (a built binary), each instance's compose command is also
+# run through `inventoryd --check-config`, so an unknown key or a bad value
+# fails here, and the effective settings are the ones compared.
+#
+# No Docker engine is needed. Prints every check; exits 0 when all passed,
+# 1 otherwise (each failure named on stderr).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+inventoryd=${1:-}
+if [ -n "$inventoryd" ]; then
+    [ -x "$inventoryd" ] || { echo "compose: FAIL: '$inventoryd' is not an executable" >&2; exit 1; }
+    inventoryd=$(realpath "$inventoryd")
+fi
+
+die() {
+    echo "compose: FAIL: $*" >&2
+    exit 1
+}
+
+# apt_install PKG...: installs Debian packages, with apt-get update only if
+# the first try fails (the lists may be missing on a fresh machine).
+apt_install() {
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 ||
+            die "$* missing, and not root and no sudo: install it by hand (apt-get install $*)"
+        sudo=(sudo)
+    fi
+    echo "compose: installing $* (Debian packages)"
+    if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "$@" >/dev/null 2>&1; then
+        "${sudo[@]}" apt-get update -qq >/dev/null 2>&1
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends "$@" >/dev/null ||
+            die "apt-get install $* failed"
+    fi
+}
+
+command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
+command -v docker-compose >/dev/null 2>&1 || die "docker-compose still not found after installing it"
+python3 -c 'import yaml' >/dev/null 2>&1 || apt_install python3-yaml
+python3 -c 'import yaml' >/dev/null 2>&1 || die "python3 with the yaml module is needed to read the compose file"
+
+work=$(mktemp -d /tmp/inventoryd-compose.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# ---- (a) the file is valid ---------------------------------------------------
+cd "$root" || die "cannot cd to $root"
+[ -f docker-compose.yml ] || die "docker-compose.yml is missing at the repository root"
+if ! docker-compose -f docker-compose.yml config >"$work/config.yml" 2>"$work/config.err"; then
+    cat "$work/config.err" >&2
+    die "docker-compose -f docker-compose.yml config rejected the file (above)"
+fi
+echo "compose: ok: docker-compose -f docker-compose.yml config accepts the file ($(docker-compose version --short 2>/dev/null || echo '?'))"
+if [ -s "$work/config.err" ]; then
+    echo "compose: note: docker-compose config said:"
+    sed 's/^/    /' "$work/config.err"
+fi
+
+# The compose variant of nginx.conf, rendered afresh for the drift check.
+bash scripts/nginx-conf.sh --listen-host 0.0.0.0 --up1-host inventoryd-3786 \
+    --up2-host inventoryd-3787 --name nginx.compose.conf 8080 3786 3787 "$work/nginx" ||
+    die "scripts/nginx-conf.sh could not render the compose variant"
+
+# ---- (b) it agrees with the local stack --------------------------------------
+python3 - "$root" "$work/config.yml" "$work/nginx/nginx.compose.conf" "$inventoryd" <<'PY'
+import os, re, shlex, subprocess, sys
+import yaml
+
+root, config_path, fresh_nginx, inventoryd = sys.argv[1:5]
+failures = []
+
+def ok(msg):
+    print("compose: ok: " + msg)
+
+def fail(msg):
+    failures.append(msg)
+    print("compose: FAIL: " + msg, file=sys.stderr)
+
+def check(cond, good, bad):
+    (ok if cond else fail)(good if cond else bad)
+    return cond
+
+def read(rel):
+    with open(os.path.join(root, rel)) as f:
+        return f.read()
+
+# The local stack: one place for the numbers everything is compared with.
+REDIS = 6379
+MASTERS = [6381, 6382, 6383]
+INSTANCES = [3786, 3787]          # weights 1 and 2, in this order
+WEIGHTS = {3786: 1, 3787: 2}
+NGINX = 8080
+CONFIG_IN_IMAGE = "/etc/inventoryd/inventoryd.properties"
+
+with open(config_path) as f:
+    compose = yaml.safe_load(f)
+services = compose.get("services") or {}
+
+# --- ports, in the short syntax of docker-compose 1.x or the long one of 2.x
+def ports_of(svc):
+    out = []
+    for p in services[svc].get("ports") or []:
+        if isinstance(p, dict):
+            out.append((str(p.get("host_ip", "")), str(p.get("published", "")),
+                        str(p.get("target", "")), str(p.get("protocol", "tcp"))))
+            continue
+        s = str(p)
+        proto = "tcp"
+        if "/" in s:
+            s, proto = s.rsplit("/", 1)
+        parts = s.rsplit(":", 2)
+        if len(parts) == 3:
+            out.append((parts[0], parts[1], parts[2], proto))
+        elif len(parts) == 2:
+            out.append(("", parts[0], parts[1], proto))
+        else:
+            out.append(("", "", parts[0], proto))
+    return out
+
+def command_of(svc):
+    c = services[svc].get("command")
+    if c is None:
+        return []
+    return shlex.split(c) if isinstance(c, str) else [str(x) for x in c]
+
+def flag(cmd, name):
+    """Value after --name in a command, or None."""
+    for i, a in enumerate(cmd[:-1]):
+        if a == name:
+            return cmd[i + 1]
+    return None
+
+def sets_of(cmd):
+    out = {}
+    for i, a in enumerate(cmd[:-1]):
+        if a == "--set" and "=" in cmd[i + 1]:
+            k, v = cmd[i + 1].split("=", 1)
+            out[k] = v
+    return out
+
+def publishes(svc, port):
+    ps = ports_of(svc)
+    want = ("127.0.0.1", str(port), str(port), "tcp")
+    return check(ps == [want],
+                 f"{svc} publishes 127.0.0.1:{port} -> {port} and nothing else",
+                 f"{svc} should publish exactly 127.0.0.1:{port}:{port}, has {ps or 'no ports'}")
+
+# --- the services
+want = ["redis"] + [f"redis-{p}" for p in MASTERS] + \
+       [f"inventoryd-{p}" for p in INSTANCES] + ["nginx"]
+missing = [s for s in want if s not in services]
+check(not missing, "services: " + ", ".join(want),
+      f"docker-compose.yml lacks service(s) {', '.join(missing)}")
+extra = sorted(set(services) - set(want))
+if extra:
+    print("compose: note: other services, checked for 127.0.0.1 only: " + ", ".join(extra))
+for svc in sorted(services):
+    bad = [p for p in ports_of(svc) if p[0] != "127.0.0.1"]
+    check(not bad, f"{svc}: every published port is on 127.0.0.1",
+          f"{svc} publishes {bad} beyond 127.0.0.1; publish on 127.0.0.1 only")
+if missing:
+    print("compose: FAIL: stopping: services missing", file=sys.stderr)
+    sys.exit(1)
+
+def redis_port(svc):
+    p = flag(command_of(svc), "--port")
+    return int(p) if p and p.isdigit() else 6379   # redis-server's default
+
+# --- Redis and the masters
+publishes("redis", REDIS)
+check(redis_port("redis") == REDIS, f"redis: redis-server --port {REDIS}",
+      f"redis: redis-server listens on {redis_port('redis')} inside, expected {REDIS}")
+for p in MASTERS:
+    svc = f"redis-{p}"
+    cmd = command_of(svc)
+    publishes(svc, p)
+    check(redis_port(svc) == p, f"{svc}: its own redis-server --port {p}",
+          f"{svc}: redis-server listens on {redis_port(svc)} inside, expected {p}")
+    repl = [a for a in cmd if a.lstrip("-").lower() in ("replicaof", "slaveof")]
+    check(not repl and not services[svc].get("volumes_from"),
+          f"{svc}: an independent master (no replicaof, no shared volumes)",
+          f"{svc}: the Redlock masters must be independent; found {repl or 'volumes_from'}")
+
+# --- the instances
+nodes_want = ",".join(f"redis-{p}:{p}" for p in MASTERS)
+for p in INSTANCES:
+    svc = f"inventoryd-{p}"
+    s = services[svc]
+    cmd = command_of(svc)
+    sets = sets_of(cmd)
+    publishes(svc, p)
+    b = s.get("build")
+    ctx = b.get("context") if isinstance(b, dict) else b
+    dockerfile = (b.get("dockerfile") if isinstance(b, dict) else None) or "Dockerfile"
+    check(ctx is not None and os.path.realpath(ctx) == os.path.realpath(root)
+          and dockerfile == "Dockerfile",
+          f"{svc}: built from the repository's Dockerfile",
+          f"{svc}: build should be the repository root with its Dockerfile, is {b!r}")
+    check(flag(cmd, "--config") == CONFIG_IN_IMAGE,
+          f"{svc}: --config {CONFIG_IN_IMAGE}",
+          f"{svc}: command should pass --config {CONFIG_IN_IMAGE}, has {flag(cmd, '--config')!r}")
+    for key, val in (("server.bind", "0.0.0.0"), ("server.port", str(p)),
+                     ("redis.host", "redis"), ("redlock.nodes", nodes_want)):
+        check(sets.get(key) == val, f"{svc}: --set {key}={val}",
+              f"{svc}: --set {key} is {sets.get(key)!r}, expected {val!r}")
+    dep = s.get("depends_on") or {}
+    dep = list(dep) if isinstance(dep, (list, dict)) else []
+    need = ["redis"] + [f"redis-{m}" for m in MASTERS]
+    check(all(d in dep for d in need), f"{svc}: starts after redis and the three masters",
+          f"{svc}: depends_on {dep}, should name {need}")
+
+    # The effective settings, from the real parser, with the shipped file in
+    # place of the image's copy.
+    if inventoryd:
+        args = [a if a != CONFIG_IN_IMAGE else os.path.join(root, "config/inventoryd.properties")
+                for a in cmd]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("INVENTORYD_")}
+        r = subprocess.run([inventoryd] + args + ["--check-config"], capture_output=True,
+                           text=True, env=env, timeout=30)
+        if not check(r.returncode == 0, f"{svc}: inventoryd --check-config accepts its command",
+                     f"{svc}: inventoryd --check-config rejected its command: {r.stderr.strip()}"):
+            continue
+        eff = dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
+        for key, val in (("server.port", str(p)), ("server.bind", "0.0.0.0"),
+                         ("redis.host", "redis"), ("redis.port", str(REDIS)),
+                         ("redlock.nodes", nodes_want)):
+            check(eff.get(key) == val, f"{svc}: effective {key}={val}",
+                  f"{svc}: effective {key} is {eff.get(key)!r}, expected {val!r}")
+    # Every Redlock node is a master service on the port it listens on.
+    for node in sets.get("redlock.nodes", "").split(","):
+        host, _, port = node.rpartition(":")
+        check(host in services and port.isdigit() and redis_port(host) == int(port),
+              f"{svc}: redlock node {node} is a master service listening on {port}",
+              f"{svc}: redlock node {node!r} is not a compose service listening on that port")
+
+# --- nginx
+publishes("nginx", NGINX)
+vols = services["nginx"].get("volumes") or []
+conf_src = None
+for v in vols:
+    if isinstance(v, dict):
+        src, dst = v.get("source"), v.get("target")
+    else:
+        parts = str(v).split(":")
+        src, dst = parts[0], parts[1] if len(parts) > 1 else ""
+    if src and os.path.realpath(src) == os.path.join(os.path.realpath(root), "nginx/nginx.compose.conf"):
+        conf_src, conf_dst = src, dst
+ncmd = command_of("nginx")
+if check(conf_src is not None, "nginx: mounts nginx/nginx.compose.conf",
+         f"nginx: no volume mounts nginx/nginx.compose.conf (volumes: {vols})"):
+    check(flag(ncmd, "-c") == conf_dst, f"nginx: runs -c {conf_dst}",
+          f"nginx: command {ncmd} does not read the mounted {conf_dst} (-c)")
+    check(flag(ncmd, "-p") is not None, f"nginx: runs with a prefix (-p {flag(ncmd, '-p')}) for its relative paths",
+          "nginx: command has no -p; the template's pid, logs and temp paths are relative to it")
+
+def nginx_numbers(text):
+    listen = re.findall(r"^\s*listen\s+(\S+?):(\d+)[\s;]", text, re.M)
+    servers = re.findall(r"^\s*server\s+(\S+?):(\d+)\s+weight=(\d+)\s*;", text, re.M)
+    return listen, servers
+
+try:
+    compose_conf = read("nginx/nginx.compose.conf")
+except OSError as e:
+    compose_conf = ""
+    fail(f"nginx/nginx.compose.conf: {e}")
+if compose_conf:
+    with open(fresh_nginx) as f:
+        check(f.read() == compose_conf,
+              "nginx/nginx.compose.conf is nginx/nginx.conf.in rendered for the service names",
+              "nginx/nginx.compose.conf differs from the template's rendering; run "
+              "scripts/nginx-conf.sh --listen-host 0.0.0.0 --up1-host inventoryd-3786 "
+              "--up2-host inventoryd-3787 --name nginx.compose.conf 8080 3786 3787 nginx")
+    listen, servers = nginx_numbers(compose_conf)
+    check(listen == [("0.0.0.0", str(NGINX))],
+          f"nginx.compose.conf: listen 0.0.0.0:{NGINX} (the published port's target)",
+          f"nginx.compose.conf: listen {listen}, expected 0.0.0.0:{NGINX}")
+    want_up = [(f"inventoryd-{p}", str(p), str(WEIGHTS[p])) for p in INSTANCES]
+    check(servers == want_up,
+          "nginx.compose.conf: upstream " +
+          ", ".join(f"{h}:{p} weight={w}" for h, p, w in want_up),
+          f"nginx.compose.conf: upstream {servers}, expected {want_up}")
+
+# --- the local stack's own files
+local_listen, local_servers = nginx_numbers(read("nginx/nginx.conf"))
+want_local = [("127.0.0.1", str(p), str(WEIGHTS[p])) for p in INSTANCES]
+check(local_listen == [("127.0.0.1", str(NGINX))] and local_servers == want_local,
+      f"nginx/nginx.conf (local): listen 127.0.0.1:{NGINX}, upstream 3786 weight=1, 3787 weight=2",
+      f"nginx/nginx.conf (local): listen {local_listen}, upstream {local_servers}")
+if compose_conf:
+    _, cs = nginx_numbers(compose_conf)
+    check([(p, w) for _, p, w in cs] == [(p, w) for _, p, w in local_servers],
+          "weights and upstream ports agree between nginx.conf and nginx.compose.conf",
+          f"nginx.conf {local_servers} and nginx.compose.conf {cs} disagree")
+
+props = {}
+for line in read("config/inventoryd.properties").splitlines():
+    line = line.strip()
+    if line and line[0] not in "#!" and "=" in line:
+        k, v = line.split("=", 1)
+        props[k.strip()] = v.strip()
+for key, val in (("server.port", str(INSTANCES[0])), ("redis.port", str(REDIS))):
+    check(props.get(key) == val, f"config/inventoryd.properties: {key}={val}",
+          f"config/inventoryd.properties: {key} is {props.get(key)!r}, expected {val}")
+nodes = props.get("redlock.nodes", "")
+node_ports = [n.rpartition(":")[2] for n in nodes.split(",") if n]
+check(node_ports == [str(p) for p in MASTERS],
+      f"config/inventoryd.properties: redlock.nodes={nodes}",
+      f"config/inventoryd.properties: redlock.nodes is {nodes!r}, expected ports {MASTERS}")
+
+demo = read("scripts/demo.sh")
+for var, want_val in (("DEMO_REDIS_PORT", str(REDIS)),
+                      ("DEMO_REDLOCK_PORTS", " ".join(map(str, MASTERS))),
+                      ("DEMO_INSTANCE_PORTS", " ".join(map(str, INSTANCES))),
+                      ("DEMO_NGINX_PORT", str(NGINX))):
+    m = re.search(r"\$\{" + var + r":-([^}]*)\}", demo)
+    got = m.group(1) if m else None
+    check(got == want_val, f"scripts/demo.sh: {var} defaults to {want_val}",
+          f"scripts/demo.sh: {var} defaults to {got!r}, expected {want_val!r}")
+
+# --- the Dockerfile
+dockerfile = read("Dockerfile")
+froms = re.findall(r"^FROM\s+(\S+)", dockerfile, re.M | re.I)
+check(froms and all(f in ("debian:12", "debian:bookworm") or f.startswith(("debian:12-", "debian:bookworm-"))
+                    for f in froms),
+      f"Dockerfile: every stage FROM Debian 12 ({', '.join(froms)})",
+      f"Dockerfile: stages FROM {froms}, expected debian:12")
+deps = read("scripts/deps.sh")
+m = re.search(r"^packages=\((.*?)^\)", deps, re.M | re.S)
+deps_dev = sorted(set(re.findall(r"\b[a-z0-9][a-z0-9.+-]*-dev\b", m.group(1)))) if m else []
+docker_dev = sorted(set(re.findall(r"\b[a-z0-9][a-z0-9.+-]*-dev\b", dockerfile)))
+stray = [d for d in docker_dev if d not in deps_dev]
+check(docker_dev and not stray,
+      f"Dockerfile's -dev packages are scripts/deps.sh's: {' '.join(docker_dev)}",
+      f"Dockerfile installs -dev package(s) {stray} that scripts/deps.sh does not name")
+# The libraries the product links (pkg_check_modules of CMakeLists.txt; the
+# tests' are in tests/) and the Debian package that ships each .pc file.
+cml = read("CMakeLists.txt")
+for mod in re.findall(r"pkg_check_modules\(\s*\w+\s+(?:REQUIRED\s+)?(?:IMPORTED_TARGET\s+)?([\w.+-]+)", cml):
+    try:
+        pcdir = subprocess.run(["pkg-config", "--variable=pcfiledir", mod], capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+        owner = subprocess.run(["dpkg", "-S", os.path.join(pcdir, mod + ".pc")], capture_output=True,
+                               text=True, timeout=10).stdout.split(":")[0].strip() if pcdir else ""
+    except OSError:
+        owner = ""
+    if not owner:
+        fail(f"cannot tell which Debian package ships {mod}.pc (pkg-config, dpkg; run scripts/deps.sh)")
+        continue
+    check(owner in docker_dev and owner in deps_dev,
+          f"CMakeLists.txt links {mod}: {owner} is in the Dockerfile and in scripts/deps.sh",
+          f"CMakeLists.txt links {mod}, shipped by {owner}: "
+          f"{'missing from the Dockerfile' if owner not in docker_dev else 'missing from scripts/deps.sh'}")
+rest = [d for d in deps_dev if d not in docker_dev]
+if rest:
+    print("compose: note: -dev packages of scripts/deps.sh the image does not need "
+          "(tests, sanitizers): " + " ".join(rest))
+check(re.search(r"^COPY\s+config/inventoryd\.properties\s+" + re.escape(CONFIG_IN_IMAGE) + r"\s*$",
+                dockerfile, re.M) is not None,
+      f"Dockerfile: config/inventoryd.properties -> {CONFIG_IN_IMAGE}",
+      f"Dockerfile does not COPY config/inventoryd.properties to {CONFIG_IN_IMAGE}")
+copied = set()
+for line in re.findall(r"^COPY\s+(?!--from)(.*)$", dockerfile, re.M):
+    for a in line.split()[:-1]:
+        copied.add(a.strip("/").split("/")[0])
+# A top-level folder is read when CMakeLists.txt names a path in it
+# (src/main.c, ${CMAKE_SOURCE_DIR}/cmake/...) or adds it as a subdirectory.
+read_dirs = set()
+for d in os.listdir(root):
+    if d.startswith(".") or d == "tests" or not os.path.isdir(os.path.join(root, d)):
+        continue    # tests: the image builds with BUILD_TESTING=OFF
+    if re.search(r"(?<![A-Za-z0-9_.-])" + re.escape(d) + r"/", cml) or \
+       re.search(r"^\s*add_subdirectory\(\s*" + re.escape(d) + r"\b", cml, re.M):
+        read_dirs.add(d)
+lacking = sorted(read_dirs - copied)
+check("CMakeLists.txt" in copied and not lacking,
+      f"Dockerfile copies CMakeLists.txt and every folder it reads ({', '.join(sorted(read_dirs))})",
+      f"Dockerfile does not COPY {', '.join(lacking) or 'CMakeLists.txt'}, which the build reads")
+
+n = len(failures)
+if n:
+    print(f"compose: {n} check(s) failed", file=sys.stderr)
+    sys.exit(1)
+PY
+status=$?
+[ "$status" -eq 0 ] || exit 1
+
+# nginx itself reads the compose variant (service names as 127.0.0.1, since
+# they only resolve inside the compose network). `nginx -t` binds nothing.
+if command -v nginx >/dev/null 2>&1; then
+    mkdir -p "$work/nginx-t"
+    chmod 755 "$work" "$work/nginx-t"
+    sed -e 's/inventoryd-378[67]:/127.0.0.1:/' nginx/nginx.compose.conf >"$work/nginx-t/nginx.conf"
+    if ! nginx -t -q -p "$work/nginx-t" -c "$work/nginx-t/nginx.conf" -e "$work/nginx-t/error.log" \
+            2>"$work/nginx-t.err"; then
+        cat "$work/nginx-t.err" >&2
+        die "nginx -t rejected nginx/nginx.compose.conf (service names replaced by 127.0.0.1)"
+    fi
+    echo "compose: ok: nginx -t accepts nginx/nginx.compose.conf"
+else
+    echo "compose: note: nginx not installed; nginx -t skipped"
+fi
+echo "compose: PASS: docker-compose.yml is valid and agrees with the local stack"
+exit 0

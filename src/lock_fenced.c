@@ -5,7 +5,9 @@
  * while another owner took the lock has its write refused, not applied. */
 #include <stdio.h>
 #include "lock.h"
-#include "mclock.h"
+
+/* The release is owner-lua's compare-and-delete. */
+int lock_owner_lua_release(struct lock *l);
 
 static int fenced_once(struct lock *l) {
     char fence[224], ttl[24];
@@ -32,23 +34,12 @@ static int fenced_acquire(struct lock *l) {
     return lock_poll(l, fenced_once);
 }
 
-static int fenced_release(struct lock *l) {
-    mclock_sleep_ms(l->release_delay_ms);
-    const char *argv[] = {l->key, l->owner};
-    redisReply *r = lock_script(l, "unlock-owner", 1, 2, argv);
-    if (!r) return LOCK_ERR;
-    int rc = r->type != REDIS_REPLY_INTEGER ? lock_fail(l, r, "unlock-owner")
-             : r->integer == 1 ? LOCK_OK : LOCK_LOST;
-    freeReplyObject(r);
-    return rc;
-}
-
 const struct lock_type lock_type_fenced = {
     .name = "fenced",
     .description = "SET NX PX plus a fencing token from INCR; the stock write refuses older tokens",
     .flaw = "none for correctness: a stale holder's write is refused (409 stale_token), not applied",
     .flags = LOCK_F_REDIS | LOCK_F_FENCED,
     .acquire = fenced_acquire,
-    .release = fenced_release,
+    .release = lock_owner_lua_release,
     .renew = NULL,
 };

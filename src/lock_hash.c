@@ -5,12 +5,10 @@
 #include "mclock.h"
 #include "pubsub.h"
 
-int lock_hash_try(struct lock *l, int64_t *pttl_ms) {
-    char lease[24];
-    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
-    const char *argv[] = {l->key, lease, l->owner};
+int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int argc,
+                         const char **argv, int64_t *pttl_ms) {
     l->attempts++;
-    redisReply *r = lock_script(l, "hash-lock", 1, 3, argv);
+    redisReply *r = lock_script(l, script, numkeys, argc, argv);
     if (!r) return LOCK_ERR;
     int rc;
     if (r->type == REDIS_REPLY_NIL) {
@@ -19,10 +17,17 @@ int lock_hash_try(struct lock *l, int64_t *pttl_ms) {
         if (pttl_ms) *pttl_ms = r->integer;
         rc = LOCK_BUSY;
     } else {
-        rc = lock_fail(l, r, "hash-lock");
+        rc = lock_fail(l, r, script);
     }
     freeReplyObject(r);
     return rc;
+}
+
+int lock_hash_try(struct lock *l, int64_t *pttl_ms) {
+    char lease[24];
+    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
+    const char *argv[] = {l->key, lease, l->owner};
+    return lock_hash_script_try(l, "hash-lock", 1, 3, argv, pttl_ms);
 }
 
 static int hash_once(struct lock *l) {

@@ -13,6 +13,11 @@
  * (-1 when it has none), or LOCK_ERR. */
 int lock_hash_try(struct lock *l, int64_t *pttl_ms);
 
+/* One try of any script with hash-lock.lua's contract (nil: acquired; an
+ * integer: busy, the holder's PTTL). Counts an attempt. */
+int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int argc,
+                         const char **argv, int64_t *pttl_ms);
+
 /* hash-try in a loop with lock.spin-sleep-ms sleeps (reentrant, watchdog). */
 int lock_hash_poll(struct lock *l);
 

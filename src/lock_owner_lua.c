@@ -13,7 +13,8 @@ static int owner_lua_acquire(struct lock *l) {
     return lock_poll(l, owner_lua_once);
 }
 
-static int owner_lua_release(struct lock *l) {
+/* Compare-and-delete; shared with the fenced strategy. */
+int lock_owner_lua_release(struct lock *l) {
     mclock_sleep_ms(l->release_delay_ms);
     const char *argv[] = {l->key, l->owner};
     redisReply *r = lock_script(l, "unlock-owner", 1, 2, argv);
@@ -30,6 +31,6 @@ const struct lock_type lock_type_owner_lua = {
     .flaw = "not reentrant: a nested acquire by the same owner blocks on itself",
     .flags = LOCK_F_REDIS,
     .acquire = owner_lua_acquire,
-    .release = owner_lua_release,
+    .release = lock_owner_lua_release,
     .renew = NULL,
 };

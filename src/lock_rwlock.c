@@ -24,32 +24,13 @@ static void rw_timeout_prefix(const struct lock *l, char *buf, size_t len) {
     snprintf(buf, len, "{%s}:%s:rwlock_timeout", l->key, l->owner);
 }
 
-/* Runs a script whose reply is nil (done) or a PTTL (busy). */
-static int rw_try(struct lock *l, const char *script, int numkeys, int argc, const char **argv,
-                  int64_t *pttl_ms) {
-    l->attempts++;
-    redisReply *r = lock_script(l, script, numkeys, argc, argv);
-    if (!r) return LOCK_ERR;
-    int rc;
-    if (r->type == REDIS_REPLY_NIL) {
-        rc = LOCK_OK;
-    } else if (r->type == REDIS_REPLY_INTEGER) {
-        if (pttl_ms) *pttl_ms = r->integer;
-        rc = LOCK_BUSY;
-    } else {
-        rc = lock_fail(l, r, script);
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
 static int read_try(struct lock *l, int64_t *pttl_ms) {
     char prefix[320], lease[24], writer[80];
     rw_timeout_prefix(l, prefix, sizeof(prefix));
     snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
     snprintf(writer, sizeof(writer), "%s:write", l->owner);
     const char *argv[] = {l->key, prefix, lease, l->owner, writer};
-    return rw_try(l, "rw-read-lock", 2, 5, argv, pttl_ms);
+    return lock_hash_script_try(l, "rw-read-lock", 2, 5, argv, pttl_ms);
 }
 
 static int read_acquire(struct lock *l) {
@@ -80,7 +61,7 @@ static int write_try(struct lock *l, int64_t *pttl_ms) {
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
     const char *argv[] = {l->key, lease, l->owner};
-    return rw_try(l, "rw-write-lock", 1, 3, argv, pttl_ms);
+    return lock_hash_script_try(l, "rw-write-lock", 1, 3, argv, pttl_ms);
 }
 
 static int write_acquire(struct lock *l) {

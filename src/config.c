@@ -78,6 +78,8 @@ static const struct config_key keys[] = {
     K_INT ("redis.database",             redis_database,       "0", 0, 1000000),
     K_INT ("redis.timeout",              redis_timeout_ms,     "2000", 1, 600000),
     K_INT ("redis.pool-size",            redis_pool_size,      "128", 1, 10000),
+    K_STR ("redis.sentinel.nodes",       sentinel_nodes,       "", 0, 0),
+    K_STR ("redis.sentinel.master",      sentinel_master,      "mymaster", 1, 0),
 
     K_STR ("inventory.key",              stock_key,            "inventory001", 1, 0),
     K_INT ("inventory.initial-stock",    initial_stock,        "200", 0, 1000000000),
@@ -91,6 +93,7 @@ static const struct config_key keys[] = {
     K_INT ("lock.retry-max-depth",       lock_retry_depth,     "500", 1, 100000),
     K_CHOICE("lock.scope",               lock_scope,           "global", "global|item"),
     K_BOOL("lock.read-lock",             read_lock,            "false"),
+    K_INT ("lock.sync-replicas",         lock_sync_replicas,   "0", 0, 1000),
 
     K_STR ("redlock.nodes",              redlock_nodes,
            "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 0),

@@ -20,7 +20,7 @@
 #define CONFIG_ORIGIN_MAX 256
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 27
+#define CONFIG_KEY_COUNT 30
 
 struct config {
     /* server.* */
@@ -38,6 +38,10 @@ struct config {
     int redis_database;         /* redis.database, default 0 */
     int redis_timeout_ms;       /* redis.timeout (ms), default 2000 */
     int redis_pool_size;        /* redis.pool-size, default 128 */
+    char sentinel_nodes[512];   /* redis.sentinel.nodes: host:port,... of the
+                                   sentinels; default empty = no Sentinel, use
+                                   redis.host and redis.port */
+    char sentinel_master[128];  /* redis.sentinel.master, default mymaster */
 
     /* inventory.* */
     char stock_key[128];        /* inventory.key, default inventory001 */
@@ -55,6 +59,8 @@ struct config {
                                    item (one lock per stock key) */
     int read_lock;              /* lock.read-lock: GET /inventory takes the read
                                    lock of a Redisson RReadWriteLock */
+    int lock_sync_replicas;     /* lock.sync-replicas: WAIT for this many
+                                   replicas after acquiring; default 0 = off */
 
     /* redlock.* */
     char redlock_nodes[512];    /* redlock.nodes, default 127.0.0.1:6381,... */

@@ -6,6 +6,7 @@
  * SET or RPUSH whose reply was lost may have been applied, so the sale is
  * reported as backend_unavailable and the connection is dropped. */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ int inventory_init(struct inventory *inv, const struct config *cfg,
     inv->lock_env.wait_ms = cfg->lock_wait_ms;
     inv->lock_env.spin_sleep_ms = cfg->lock_spin_sleep_ms;
     inv->lock_env.retry_depth = cfg->lock_retry_depth;
+    inv->lock_env.sync_replicas = cfg->lock_sync_replicas;
     if (!inventory_item_valid(cfg->stock_key)) {
         snprintf(errstr, errlen, "inventory.key: '%.80s' must be 1 to %d characters of "
                  "A-Z, a-z, 0-9, '_', ':', '.' and '-'", cfg->stock_key, INVENTORY_ITEM_MAX);
@@ -99,7 +101,7 @@ static int parse_ll(const redisReply *r, long long *out) {
 }
 
 static int sale_backend(struct sale_result *r, const char *what, const char *why) {
-    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%s: %s)", what, why);
+    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%.32s: %.120s)", what, why);
     return r->status = INV_BACKEND;
 }
 
@@ -185,24 +187,40 @@ static int write_fenced(const struct inventory_keys *k, redisContext *c, const s
     return rc;
 }
 
+/* Sets the same failure on every result of a batch; returns the status. */
+static int fail_all(struct sale_result **rs, int n, int status, const char *errstr) {
+    for (int i = 0; i < n; i++) {
+        rs[i]->status = status;
+        if (rs[i] != rs[0] || errstr != rs[0]->errstr)
+            snprintf(rs[i]->errstr, sizeof(rs[i]->errstr), "%s", errstr);
+    }
+    return status;
+}
+
 /* The demo's critical section, run while the lock is held: read, check,
- * write, with the probe around it. */
+ * write, with the probe around it, for n sales at once (n is 1 but for the
+ * batched strategy): one GET, then units stock, stock-1, ... go to the first
+ * min(n, stock) sales with one SET and one RPUSH of all their entries; the
+ * others are sold out. Faults are rs[0]'s. */
 static int sell_locked_section(struct inventory *inv, const struct inventory_keys *k,
                                redisContext *c, const struct lock *l,
-                               const struct sale_faults *f, struct sale_result *r) {
+                               const struct sale_faults *f, struct sale_result **rs, int n) {
+    struct sale_result *r = rs[0];
     redisReply *rep[4];
-    int n = 0;
+    int nrep = 0;
     if (inv->probe) {
         redisAppendCommand(c, "INCR %s", k->guard);
-        n++;
+        nrep++;
     }
     redisAppendCommand(c, "GET %s", k->stock);
-    n++;
-    if (read_replies(c, rep, n) < 0) return sale_backend(r, "GET stock", c->errstr);
-    redisReply *stock_rep = rep[n - 1];
+    nrep++;
+    if (read_replies(c, rep, nrep) < 0) {
+        sale_backend(r, "GET stock", c->errstr);
+        return fail_all(rs, n, r->status, r->errstr);
+    }
+    redisReply *stock_rep = rep[nrep - 1];
     int entered = inv->probe && rep[0]->type == REDIS_REPLY_INTEGER;
     long long inside = entered ? rep[0]->integer : 0;
-    r->violation = inside > 1;
     long long stock = 0;
     int bad = 0;
     if (stock_rep->type == REDIS_REPLY_ERROR) {
@@ -219,52 +237,86 @@ static int sell_locked_section(struct inventory *inv, const struct inventory_key
         r->status = INV_BAD_DATA;
         bad = 1;
     }
-    free_replies(rep, n);
+    free_replies(rep, nrep);
+    for (int i = 0; i < n; i++) rs[i]->violation = inside > 1;
 
     if (f->hold_ms > 0) mclock_sleep_ms(f->hold_ms);
 
-    n = 0;
-    char entry[128];
-    int writes = 0, write_failed = 0;
-    if (!bad && stock > 0 && lock_is_lost(l)) {
+    long long sold = bad || stock <= 0 ? 0 : (stock < n ? stock : n);
+    if (sold > 0 && lock_is_lost(l)) {
         snprintf(r->errstr, sizeof(r->errstr),
                  "the lock %.120s was lost before the write (renewal failed); nothing was sold",
                  l->key);
         r->status = INV_LOCK_LOST;
         bad = 1;
+        sold = 0;
     }
-    if (!bad && stock > 0) {
-        r->unit = stock;
-        r->remaining = stock - 1;
-        snprintf(entry, sizeof(entry), "%lld|%s|%d", stock, r->order, inv->port);
-        if (l->type->flags & LOCK_F_FENCED) {
-            if (write_fenced(k, c, l, stock, entry, r) != INV_SOLD) bad = write_failed = 1;
+    /* Ledger entries, "unit|order|port", one per unit sold. */
+    char (*entries)[128] = sold ? malloc((size_t)sold * sizeof(*entries)) : NULL;
+    if (sold && !entries) {
+        snprintf(r->errstr, sizeof(r->errstr), "out of memory for %lld ledger entries", sold);
+        r->status = INV_BACKEND;
+        bad = 1;
+        sold = 0;
+    }
+    for (long long i = 0; i < sold; i++) {
+        rs[i]->unit = stock - i;
+        rs[i]->remaining = stock - i - 1;
+        snprintf(entries[i], sizeof(entries[i]), "%lld|%s|%d", stock - i, rs[i]->order, inv->port);
+    }
+
+    nrep = 0;
+    int writes = 0, write_failed = 0;
+    if (sold > 0 && (l->type->flags & LOCK_F_FENCED)) {
+        if (write_fenced(k, c, l, stock, entries[0], r) != INV_SOLD) bad = write_failed = 1;
+    } else if (sold > 0) {
+        const char **argv = malloc((size_t)(sold + 2) * sizeof(*argv));
+        if (!argv) {
+            snprintf(r->errstr, sizeof(r->errstr), "out of memory");
+            r->status = INV_BACKEND;
+            bad = 1;
         } else {
-            redisAppendCommand(c, "SET %s %lld", k->stock, stock - 1);
-            redisAppendCommand(c, "RPUSH %s %s", k->ledger, entry);
-            n = writes = 2;
+            argv[0] = "RPUSH";
+            argv[1] = k->ledger;
+            for (long long i = 0; i < sold; i++) argv[2 + i] = entries[i];
+            redisAppendCommand(c, "SET %s %lld", k->stock, stock - sold);
+            redisAppendCommandArgv(c, (int)sold + 2, argv, NULL);
+            free(argv);
+            nrep = writes = 2;
         }
     }
+    free(entries);
     if (entered) {
         if (inside > 1) {
             redisAppendCommand(c, "INCR %s", k->violations);
-            n++;
+            nrep++;
         }
         redisAppendCommand(c, "DECR %s", k->guard);
-        n++;
+        nrep++;
     }
-    if (n > 0) {
-        if (read_replies(c, rep, n) < 0) return sale_backend(r, "SET stock", c->errstr);
+    if (nrep > 0) {
+        if (read_replies(c, rep, nrep) < 0) {
+            sale_backend(r, "SET stock", c->errstr);
+            return fail_all(rs, n, r->status, r->errstr);
+        }
         for (int i = 0; i < writes; i++) {
             if (rep[i]->type == REDIS_REPLY_ERROR && !write_failed) {
                 sale_backend(r, "SET stock", rep[i]->str);
                 write_failed = 1;
             }
         }
-        free_replies(rep, n);
+        free_replies(rep, nrep);
     }
-    if (bad || write_failed) return r->status;
-    return r->status = stock > 0 ? INV_SOLD : INV_SOLD_OUT;
+    if (bad || write_failed) return fail_all(rs, n, r->status, r->errstr);
+    for (int i = 0; i < n; i++) {
+        if (i < sold) {
+            rs[i]->status = INV_SOLD;
+        } else {
+            rs[i]->status = INV_SOLD_OUT;
+            rs[i]->remaining = stock - sold;
+        }
+    }
+    return r->status;
 }
 
 /* Gives back every hold of l. If the sale's connection died, the release
@@ -284,62 +336,212 @@ static void release_all(struct inventory *inv, struct lock *l, redisContext **c,
     }
 }
 
-int inventory_sell(struct inventory *inv, const struct lock_type *t, const char *item,
-                   const struct sale_faults *f, struct sale_result *r) {
-    static const struct sale_faults no_faults;
-    if (!f) f = &no_faults;
-    memset(r, 0, sizeof(*r));
-    next_order(inv, r->order, sizeof(r->order));
-
-    char err[128];
+/* Takes the lock of type t for the n sales in rs[] (faults f), runs the
+ * critical section for all of them, releases, and reports the lock's figures
+ * in every result. */
+static void sell_under_lock(struct inventory *inv, const struct lock_type *t,
+                            const struct inventory_keys *k, const struct sale_faults *f,
+                            struct sale_result **rs, int n) {
+    struct sale_result *r = rs[0];
+    char err[160];   /* room for a sentinel error naming every sentinel */
     redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, err, sizeof(err));
     if (!c) {
         sale_backend(r, "connection", err);
-        return r->status;
+        fail_all(rs, n, r->status, r->errstr);
+        return;
     }
-    struct inventory_keys k;
-    inventory_keys(inv, item, &k);
     if (t->flags & LOCK_F_ATOMIC) {
-        sell_atomic(inv, &k, c, r);
+        sell_atomic(inv, k, c, r);
         rpool_put(inv->pool, c);
-        return r->status;
+        return;
     }
 
     struct lock l;
-    lock_init(&l, inv->read_lock ? lock_type_writer(t) : t, &inv->lock_env, c, k.lock);
+    lock_init(&l, inv->read_lock ? lock_type_writer(t) : t, &inv->lock_env, c, k->lock);
     l.release_delay_ms = f->release_delay_ms;
     int rc = lock_acquire(&l);
     for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(&l);
 
     if (rc == LOCK_OK) {
         if (f->crash) _exit(86);   /* fault: die holding the lock */
-        sell_locked_section(inv, &k, c, &l, f, r);
-        r->hold_ms = (mclock_us() - l.acquired_us) / 1000;
+        sell_locked_section(inv, k, c, &l, f, rs, n);
+        int64_t held = (mclock_us() - l.acquired_us) / 1000;
+        for (int i = 0; i < n; i++) rs[i]->hold_ms = held;
     } else if (rc == LOCK_BUSY) {
         snprintf(r->errstr, sizeof(r->errstr),
                  "lock %.80s still busy after waiting %d ms (%d attempts%s%.60s)",
                  l.key, inv->lock_env.wait_ms, l.attempts, l.errstr[0] ? "; " : "", l.errstr);
-        r->status = INV_LOCK_TIMEOUT;
+        fail_all(rs, n, INV_LOCK_TIMEOUT, r->errstr);
     } else {
         sale_backend(r, "lock", l.errstr);
+        fail_all(rs, n, r->status, r->errstr);
     }
     release_all(inv, &l, &c, r);
-    r->attempts = l.attempts;
-    r->renewals = atomic_load(&l.renewals);
-    r->wait_ms = l.wait_us / 1000;
-    r->depth = l.depth;
-    r->token = l.token;
-    if (t->flags & LOCK_F_MULTI) {
-        r->quorum = redlock_quorum(inv->redlock);
-        r->nvotes = l.nvotes;
-        for (int i = 0; i < l.nvotes; i++) {
-            snprintf(r->votes[i].node, sizeof(r->votes[i].node), "%s",
-                     redlock_node_name(inv->redlock, l.votes[i].node));
-            r->votes[i].outcome = l.votes[i].outcome;
-            r->votes[i].us = l.votes[i].us;
+    for (int j = 0; j < n; j++) {
+        struct sale_result *x = rs[j];
+        x->lost = r->lost;
+        x->attempts = l.attempts;
+        x->renewals = atomic_load(&l.renewals);
+        x->wait_ms = l.wait_us / 1000;
+        x->depth = l.depth;
+        x->token = l.token;
+        x->replicas_wanted = l.replicas_wanted;
+        x->replicas_acked = l.replicas_acked;
+        x->batch = n;
+        if (t->flags & LOCK_F_MULTI) {
+            x->quorum = redlock_quorum(inv->redlock);
+            x->nvotes = l.nvotes;
+            for (int i = 0; i < l.nvotes; i++) {
+                snprintf(x->votes[i].node, sizeof(x->votes[i].node), "%s",
+                         redlock_node_name(inv->redlock, l.votes[i].node));
+                x->votes[i].outcome = l.votes[i].outcome;
+                x->votes[i].us = l.votes[i].us;
+            }
         }
     }
     rpool_put(inv->pool, c);
+}
+
+/* ---- batched: one hold for every sale queued in this process ---------------
+ *
+ * Sales of the batched strategy queue per lock key. The first to find no
+ * leader becomes it: it takes every queued sale (itself included, at most
+ * BATCH_MAX), takes the distributed lock once, sells for all of them in one
+ * critical section, answers each, and hands the lead to the oldest sale
+ * still queued. Only the leader contends in Redis, so a process sends one
+ * acquire per batch, however many requests wait. Every sale still gets its
+ * own unit, order and answer.
+ *
+ * The queues live under batch_mu; a waiter's struct is on its own stack and
+ * is touched by the leader only between being taken and being marked done,
+ * while its owner waits for exactly that. */
+
+#define BATCH_MAX 256
+
+struct batch_waiter {
+    struct sale_result *r;
+    const struct sale_faults *f;
+    int taken;                 /* a leader has it: only `done` may follow */
+    int done;
+    int lead;                  /* it is to lead the next batch */
+    int64_t queued_us;
+    pthread_cond_t cond;
+    struct batch_waiter *next;
+};
+
+struct batch_queue {
+    char key[sizeof(((struct inventory_keys *)0)->lock)];
+    int leading;
+    struct batch_waiter *head, *tail;
+    struct batch_queue *next;
+};
+
+static pthread_mutex_t batch_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct batch_queue *batch_queues;
+
+static struct batch_queue *batch_queue_for(const char *key) {
+    for (struct batch_queue *q = batch_queues; q; q = q->next)
+        if (strcmp(q->key, key) == 0) return q;
+    struct batch_queue *q = calloc(1, sizeof(*q));
+    if (!q) return NULL;
+    snprintf(q->key, sizeof(q->key), "%s", key);
+    q->next = batch_queues;
+    batch_queues = q;
+    return q;
+}
+
+void inventory_batches_free(void) {
+    pthread_mutex_lock(&batch_mu);
+    while (batch_queues) {
+        struct batch_queue *next = batch_queues->next;
+        free(batch_queues);
+        batch_queues = next;
+    }
+    pthread_mutex_unlock(&batch_mu);
+}
+
+/* Leads one batch: takes every sale queued in q, the leader's own first.
+ * Called and returns with batch_mu held. */
+static void batch_lead(struct inventory *inv, const struct lock_type *t,
+                       const struct inventory_keys *k, struct batch_queue *q) {
+    struct batch_waiter *take[BATCH_MAX];
+    struct sale_result *rs[BATCH_MAX];
+    int n = 0;
+    while (q->head && n < BATCH_MAX) {
+        struct batch_waiter *w = q->head;
+        q->head = w->next;
+        w->taken = 1;
+        take[n] = w;
+        rs[n++] = w->r;
+    }
+    if (!q->head) q->tail = NULL;
+    pthread_mutex_unlock(&batch_mu);
+
+    int64_t start = mclock_us();
+    sell_under_lock(inv, t, k, take[0]->f, rs, n);
+    /* Each sale waited for the lock in the queue, then in the acquire. */
+    int64_t acquired = start + (int64_t)rs[0]->wait_ms * 1000;
+    for (int i = 0; i < n; i++) rs[i]->wait_ms = (acquired - take[i]->queued_us) / 1000;
+
+    pthread_mutex_lock(&batch_mu);
+    for (int i = 0; i < n; i++) {
+        take[i]->done = 1;
+        pthread_cond_signal(&take[i]->cond);
+    }
+    if (q->head) {
+        q->head->lead = 1;
+        pthread_cond_signal(&q->head->cond);
+    } else {
+        q->leading = 0;
+    }
+}
+
+static int sell_batched(struct inventory *inv, const struct lock_type *t,
+                        const struct inventory_keys *k, const struct sale_faults *f,
+                        struct sale_result *r) {
+    struct batch_waiter w = {.r = r, .f = f, .queued_us = mclock_us()};
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cond, &ca);
+    pthread_condattr_destroy(&ca);
+
+    pthread_mutex_lock(&batch_mu);
+    struct batch_queue *q = batch_queue_for(k->lock);
+    if (!q) {
+        pthread_mutex_unlock(&batch_mu);
+        pthread_cond_destroy(&w.cond);
+        return sale_backend(r, "batch", "out of memory");
+    }
+    if (q->tail) q->tail->next = &w;
+    else q->head = &w;
+    q->tail = &w;
+    if (!q->leading) {
+        q->leading = 1;
+        w.lead = 1;
+    }
+    while (!w.done) {
+        if (w.lead && !w.taken) {
+            batch_lead(inv, t, k, q);
+            continue;
+        }
+        pthread_cond_wait(&w.cond, &batch_mu);
+    }
+    pthread_mutex_unlock(&batch_mu);
+    pthread_cond_destroy(&w.cond);
+    return r->status;
+}
+
+int inventory_sell(struct inventory *inv, const struct lock_type *t, const char *item,
+                   const struct sale_faults *f, struct sale_result *r) {
+    static const struct sale_faults no_faults;
+    if (!f) f = &no_faults;
+    memset(r, 0, sizeof(*r));
+    next_order(inv, r->order, sizeof(r->order));
+    struct inventory_keys k;
+    inventory_keys(inv, item, &k);
+    if (t->flags & LOCK_F_BATCH) return sell_batched(inv, t, &k, f, r);
+    sell_under_lock(inv, t, &k, f, &r, 1);
     return r->status;
 }
 

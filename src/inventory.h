@@ -83,6 +83,9 @@ struct sale_result {
         int outcome;             /* LOCK_VOTE_* */
         int us;
     } votes[LOCK_MAX_NODES];
+    int replicas_wanted;         /* lock.sync-replicas, when WAIT was sent */
+    int replicas_acked;          /* replicas that acknowledged the acquire */
+    int batch;                   /* sales served by that one hold */
     int renewals;                /* lease renewals while held */
     int violation;               /* the probe saw another holder inside */
     int lost;                    /* the release found the lock no longer ours */
@@ -107,6 +110,10 @@ int inventory_init(struct inventory *inv, const struct config *cfg,
 
 /* Frees what inventory_init made. Call after lock_core_shutdown(). */
 void inventory_free(struct inventory *inv);
+
+/* Frees the batched strategy's per-lock queues (process-wide). Call once no
+ * sale runs any more, at shutdown. */
+void inventory_batches_free(void);
 
 /* True when item can name a stock key: 1 to INVENTORY_ITEM_MAX bytes of
  * [A-Za-z0-9_:.-]. */

@@ -3,11 +3,13 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "lock.h"
 #include "mclock.h"
 #include "pubsub.h"
+#include "rpool.h"
 #include "script.h"
 #include "watchdog.h"
 
@@ -23,6 +25,7 @@ extern const struct lock_type lock_type_watchdog;
 extern const struct lock_type lock_type_redisson;
 extern const struct lock_type lock_type_redlock;
 extern const struct lock_type lock_type_fenced;
+extern const struct lock_type lock_type_batched;
 extern const struct lock_type lock_type_atomic;
 
 /* In ladder order: the flaw of each step is fixed by a later one. */
@@ -39,6 +42,7 @@ const struct lock_type *const lock_types[] = {
     &lock_type_redisson,
     &lock_type_redlock,
     &lock_type_fenced,
+    &lock_type_batched,
     &lock_type_atomic,
     NULL,
 };
@@ -50,7 +54,7 @@ const struct lock_type *lock_type_find(const char *name) {
 }
 
 const struct lock_type *lock_type_writer(const struct lock_type *t) {
-    return t == &lock_type_redisson ? &lock_type_rw_write : t;
+    return t == &lock_type_redisson || t == &lock_type_batched ? &lock_type_rw_write : t;
 }
 
 int lock_type_index(const struct lock_type *t) {
@@ -99,14 +103,40 @@ void lock_init(struct lock *l, const struct lock_type *t,
     lock_owner_id(l->owner, sizeof(l->owner));
 }
 
+static struct timeval ms_timeval(int ms) {
+    return (struct timeval){ms / 1000, (ms % 1000) * 1000};
+}
+
+/* Redisson's synced-replicas check (see lock_acquire). */
+static void lock_wait_replicas(struct lock *l) {
+    const struct lock_env *e = l->env;
+    if (e->sync_replicas <= 0 || !l->c || !(l->type->flags & LOCK_F_REDIS) ||
+        (l->type->flags & LOCK_F_MULTI))
+        return;
+    int timeout_ms = e->pool ? rpool_options(e->pool)->timeout_ms : 0;
+    if (timeout_ms < 1) timeout_ms = 1;   /* WAIT n 0 would block for ever */
+    l->replicas_wanted = e->sync_replicas;
+    l->replicas_acked = 0;
+    /* The socket must outlast WAIT's own timeout, or its read would time out
+     * just as the answer is due and the connection would be lost with it. */
+    redisSetTimeout(l->c, ms_timeval(timeout_ms + 1000));
+    redisReply *r = redisCommand(l->c, "WAIT %d %d", e->sync_replicas, timeout_ms);
+    if (r && r->type == REDIS_REPLY_INTEGER) l->replicas_acked = (int)r->integer;
+    else lock_fail(l, r, "WAIT");
+    freeReplyObject(r);
+    if (!l->c->err) redisSetTimeout(l->c, ms_timeval(timeout_ms));
+}
+
 int lock_acquire(struct lock *l) {
     monotime_us start = mclock_us();
     l->deadline_us = start + (monotime_us)l->env->wait_ms * 1000;
     l->errstr[0] = '\0';
     int rc = l->type->acquire ? l->type->acquire(l) : LOCK_OK;
-    monotime_us now = mclock_us();
-    l->wait_us += now - start;
-    if (rc == LOCK_OK && l->holds++ == 0) l->acquired_us = now;
+    if (rc == LOCK_OK && l->holds++ == 0) {
+        l->acquired_us = mclock_us();
+        lock_wait_replicas(l);
+    }
+    l->wait_us += mclock_us() - start;
     return rc;
 }
 

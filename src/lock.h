@@ -46,6 +46,8 @@ struct redlock;
                              be refused when a newer token was issued */
 #define LOCK_F_MULTI 8    /* the lock lives on several independent masters
                              (Redlock); renew() uses connections of its own */
+#define LOCK_F_BATCH 16   /* the caller may serve every sale queued in its
+                             process under one hold (the batched strategy) */
 
 #define LOCK_MAX_NODES 9
 
@@ -68,6 +70,8 @@ struct lock_env {
     int wait_ms;         /* lock.wait-ms: longest acquire wait; 0 = one try */
     int spin_sleep_ms;   /* lock.spin-sleep-ms: sleep between polls */
     int retry_depth;     /* lock.retry-max-depth: setnx-retry's recursion cap */
+    int sync_replicas;   /* lock.sync-replicas: WAIT for this many replicas
+                            after a LOCK_F_REDIS acquire; 0 = off */
 };
 
 struct lock;
@@ -106,6 +110,8 @@ struct lock {
     long long token;           /* fencing token, when the strategy gives one */
     int nvotes;                /* Redlock: the last round's votes */
     struct lock_vote votes[LOCK_MAX_NODES];
+    int replicas_wanted;       /* lock.sync-replicas, once WAIT was sent */
+    int replicas_acked;        /* replicas WAIT saw acknowledge the acquire */
 
     /* Written by the watchdog thread while the lock is watched. */
     atomic_int lost;           /* a renewal found the lock gone: do not commit */
@@ -150,7 +156,14 @@ void lock_init(struct lock *l, const struct lock_type *t,
                const struct lock_env *env, redisContext *c, const char *key);
 
 /* Acquires, waiting at most env->wait_ms. Adds to l->attempts and l->wait_us.
- * Returns LOCK_OK, LOCK_BUSY or LOCK_ERR. */
+ * Returns LOCK_OK, LOCK_BUSY or LOCK_ERR.
+ * With env->sync_replicas > 0, the outermost acquire of a LOCK_F_REDIS
+ * strategy (not Redlock) is followed by `WAIT sync_replicas timeout` on l->c,
+ * timeout being the pool's (redis.timeout), as Redisson checks synced
+ * replicas: l->replicas_wanted and l->replicas_acked say how it went, and
+ * the time counts in l->wait_us. A shortfall, or a failed WAIT (l->c->err
+ * then tells), is reported there and does not undo the acquire: LOCK_OK is
+ * returned and the lock is held. */
 int lock_acquire(struct lock *l);
 
 /* Releases one hold. Returns LOCK_OK, LOCK_LOST or LOCK_ERR. Releasing a

@@ -17,6 +17,7 @@
 #include "lock.h"
 #include "metrics.h"
 #include "rpool.h"
+#include "sentinel.h"
 
 #define EXIT_CONFIG 2
 #define EXIT_LISTEN 3
@@ -100,6 +101,14 @@ int main(int argc, char **argv) {
                 config_origin(&cfg, "lock.strategy"), cfg.strategy, names);
         return EXIT_CONFIG;
     }
+    if (cfg.sentinel_nodes[0]) {
+        struct sentinel_node nodes[SENTINEL_MAX];
+        if (sentinel_parse(cfg.sentinel_nodes, nodes, SENTINEL_MAX, err, sizeof(err)) < 0) {
+            fprintf(stderr, "inventoryd: %s: redis.sentinel.nodes: %s\n",
+                    config_origin(&cfg, "redis.sentinel.nodes"), err);
+            return EXIT_CONFIG;
+        }
+    }
     if (check) {
         char dump[8192];
         config_dump(&cfg, dump, sizeof(dump));
@@ -118,6 +127,7 @@ int main(int argc, char **argv) {
 
     struct rpool_options po = {
         .host = cfg.redis_host, .port = cfg.redis_port, .password = cfg.redis_password,
+        .sentinels = cfg.sentinel_nodes, .master_name = cfg.sentinel_master,
         .database = cfg.redis_database, .timeout_ms = cfg.redis_timeout_ms,
         .size = cfg.redis_pool_size,
     };
@@ -142,8 +152,13 @@ int main(int argc, char **argv) {
         rpool_free(pool);
         return EXIT_LISTEN;
     }
-    fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
-            cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);
+    if (cfg.sentinel_nodes[0])
+        fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis master "
+                "%s via sentinels %s)\n", cfg.bind, cfg.port, cfg.strategy, cfg.sentinel_master,
+                cfg.sentinel_nodes);
+    else
+        fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
+                cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);
     if (inventory_ping(&inv, err, sizeof(err)) != 0)
         fprintf(stderr, "inventoryd: warning: %s; sales answer 503 until Redis is back\n", err);
 
@@ -153,6 +168,7 @@ int main(int argc, char **argv) {
     http_stop(srv);
     lock_core_shutdown();
     inventory_free(&inv);
+    inventory_batches_free();
     rpool_free(pool);
     fprintf(stderr, "inventoryd: stopped\n");
     return 0;

@@ -31,6 +31,7 @@ struct strategy_row {
     atomic_llong renewals;
     atomic_llong released_lost;     /* releases that found the lock not ours */
     atomic_llong violations;        /* sales whose probe saw another holder */
+    atomic_llong replica_shortfalls;/* acquires WAIT saw short of lock.sync-replicas */
     struct histogram wait;
     struct histogram hold;
 };
@@ -61,6 +62,8 @@ void metrics_sale(const struct lock_type *t, const struct sale_result *r) {
     atomic_fetch_add_explicit(&row->renewals, r->renewals, memory_order_relaxed);
     atomic_fetch_add_explicit(&row->released_lost, r->lost, memory_order_relaxed);
     atomic_fetch_add_explicit(&row->violations, r->violation, memory_order_relaxed);
+    if (r->replicas_wanted > 0 && r->replicas_acked < r->replicas_wanted)
+        atomic_fetch_add_explicit(&row->replica_shortfalls, 1, memory_order_relaxed);
     observe(&row->wait, r->wait_ms);
     if (r->status == INV_SOLD || r->status == INV_SOLD_OUT) observe(&row->hold, r->hold_ms);
 }
@@ -144,6 +147,8 @@ char *metrics_render(void) {
          "Releases that found the lock already gone or another owner's."},
         {offsetof(struct strategy_row, violations), "inventoryd_exclusion_violations_total",
          "Sales whose probe saw another holder inside the critical section."},
+        {offsetof(struct strategy_row, replica_shortfalls), "inventoryd_lock_replica_shortfalls_total",
+         "Lock acquires that fewer replicas than lock.sync-replicas acknowledged within redis.timeout."},
     };
     for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++) {
         put(&o, "# HELP %s %s\n# TYPE %s counter\n", sums[k].name, sums[k].help, sums[k].name);

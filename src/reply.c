@@ -74,7 +74,13 @@ char *reply_sale(const struct sale_result *r, const char *strategy, int port, in
     if (r->status == INV_SOLD || r->status == INV_SOLD_OUT)
         cJSON_AddNumberToObject(lk, "hold_ms", (double)r->hold_ms);
     if (r->depth) cJSON_AddNumberToObject(lk, "depth", r->depth);
+    if (r->batch > 1) cJSON_AddNumberToObject(lk, "batch", r->batch);
     if (r->token) cJSON_AddNumberToObject(lk, "token", (double)r->token);
+    if (r->replicas_wanted > 0) {
+        cJSON *rep = cJSON_AddObjectToObject(lk, "replicas");
+        cJSON_AddNumberToObject(rep, "wanted", r->replicas_wanted);
+        cJSON_AddNumberToObject(rep, "acked", r->replicas_acked);
+    }
     if (r->quorum) {
         static const char *const words[] = {"restarted", "error", "busy", "yes"};
         cJSON_AddNumberToObject(lk, "quorum", r->quorum);

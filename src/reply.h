@@ -17,7 +17,9 @@ const char *reply_sale_status_word(int inv_status);
 
 /* A sale answer. JSON:
  * {"status":"sold","remaining":N,"unit":U,"order":ID,"strategy":S,"port":P,
- *  "lock":{"attempts":A,"wait_ms":W}} (error results add "error").
+ *  "lock":{"attempts":A,"wait_ms":W}} (error results add "error"; a lock
+ *  acquired with lock.sync-replicas > 0 adds "replicas":{"wanted":N,"acked":M}
+ *  inside "lock").
  * Text (the demo's): "成功卖出一个商品,库存剩余: N\t服务端口号:P",
  * "商品卖完了", or the error sentence. */
 char *reply_sale(const struct sale_result *r, const char *strategy, int port, int text);

@@ -2,7 +2,12 @@
  *
  * idle[] is a stack of connected contexts not in use; `live` counts every
  * context alive, idle or handed out. Both are guarded by `lock`; connecting
- * happens outside it so a slow connect never blocks other threads. */
+ * happens outside it so a slow connect never blocks other threads.
+ *
+ * With sentinels, `master_host:master_port` is the address the last
+ * successful dial reached, also guarded by `lock`. A context's own address
+ * (c->tcp) is compared with it whenever the context comes back to the pool
+ * or out of it: a mismatch means a failover happened since it was dialed. */
 #include <errno.h>
 #include <stdarg.h>
 #include <poll.h>
@@ -13,16 +18,21 @@
 #include <sys/time.h>
 #include "mclock.h"
 #include "rpool.h"
+#include "sentinel.h"
 
 struct rpool {
     struct rpool_options opt;
     char host[256];
     char password[256];
+    char sentinels[512];
+    char master_name[128];
     pthread_mutex_t lock;
     pthread_cond_t freed;       /* a slot or an idle context became available */
     redisContext **idle;
     int nidle;
     int live;
+    char master_host[256];      /* sentinels only: where the master is now */
+    int master_port;
 };
 
 struct rpool *rpool_create(const struct rpool_options *opt) {
@@ -31,8 +41,13 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
     p->opt = *opt;
     snprintf(p->host, sizeof(p->host), "%s", opt->host ? opt->host : "127.0.0.1");
     snprintf(p->password, sizeof(p->password), "%s", opt->password ? opt->password : "");
+    snprintf(p->sentinels, sizeof(p->sentinels), "%s", opt->sentinels ? opt->sentinels : "");
+    snprintf(p->master_name, sizeof(p->master_name), "%s",
+             opt->master_name && opt->master_name[0] ? opt->master_name : "mymaster");
     p->opt.host = p->host;
     p->opt.password = p->password;
+    p->opt.sentinels = p->sentinels;
+    p->opt.master_name = p->master_name;
     if (p->opt.size < 1) p->opt.size = 1;
     p->idle = calloc((size_t)p->opt.size, sizeof(*p->idle));
     if (!p->idle) {
@@ -78,20 +93,23 @@ static int rpool_setup(redisContext *c, const char *what, char *errstr, size_t e
     return 0;
 }
 
-redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_t errlen) {
+/* Dials host:port with opt's timeouts, AUTH, SELECT and, when
+ * want_master, a ROLE check, then runs opt's on_connect hook. */
+static redisContext *rpool_dial(const struct rpool_options *opt, const char *host, int port,
+                                int want_master, char *errstr, size_t errlen) {
     struct timeval tv = {opt->timeout_ms / 1000, (opt->timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(opt->host, opt->port, tv);
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
     if (!c) {
-        snprintf(errstr, errlen, "connect %s:%d: out of memory", opt->host, opt->port);
+        snprintf(errstr, errlen, "connect %s:%d: out of memory", host, port);
         return NULL;
     }
     if (c->err) {
-        snprintf(errstr, errlen, "connect %s:%d: %s", opt->host, opt->port, c->errstr);
+        snprintf(errstr, errlen, "connect %s:%d: %s", host, port, c->errstr);
         redisFree(c);
         return NULL;
     }
     if (redisSetTimeout(c, tv) != REDIS_OK) {
-        snprintf(errstr, errlen, "connect %s:%d: cannot set timeout", opt->host, opt->port);
+        snprintf(errstr, errlen, "connect %s:%d: cannot set timeout", host, port);
         redisFree(c);
         return NULL;
     }
@@ -102,15 +120,114 @@ redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_
         redisFree(c);
         return NULL;
     }
+    if (want_master) {
+        /* A sentinel may still name a master that was demoted (it came back
+         * as a replica) or not yet promoted: only a master may be used. */
+        redisReply *r = redisCommand(c, "ROLE");
+        int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                 r->element[0]->type == REDIS_REPLY_STRING &&
+                 strcmp(r->element[0]->str, "master") == 0;
+        if (!ok) {
+            if (!r)
+                snprintf(errstr, errlen, "ROLE on %s:%d: %s", host, port, c->errstr);
+            else if (r->type == REDIS_REPLY_ERROR)
+                snprintf(errstr, errlen, "ROLE on %s:%d: %.80s", host, port, r->str);
+            else if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                     r->element[0]->type == REDIS_REPLY_STRING)
+                snprintf(errstr, errlen, "%s:%d is a %.20s, not a master", host, port,
+                         r->element[0]->str);
+            else
+                snprintf(errstr, errlen, "ROLE on %s:%d: unexpected reply", host, port);
+        }
+        freeReplyObject(r);
+        if (!ok) {
+            redisFree(c);
+            return NULL;
+        }
+    }
     if (opt->on_connect) {
         opt->on_connect(c, opt->on_connect_arg);
         if (c->err) {
-            snprintf(errstr, errlen, "connect %s:%d: %s", opt->host, opt->port, c->errstr);
+            snprintf(errstr, errlen, "connect %s:%d: %s", host, port, c->errstr);
             redisFree(c);
             return NULL;
         }
     }
     return c;
+}
+
+/* The master through the sentinels: ask them in order; dial the first
+ * answer; on failure go on only with sentinels whose answer differs from
+ * every address dialed already. */
+static redisContext *rpool_dial_sentinels(const struct rpool_options *opt,
+                                          char *errstr, size_t errlen) {
+    struct sentinel_node s[SENTINEL_MAX];
+    char why[160] = "", tried[512] = "";
+    const char *master = opt->master_name && opt->master_name[0] ? opt->master_name : "mymaster";
+    int n = sentinel_parse(opt->sentinels, s, SENTINEL_MAX, why, sizeof(why));
+    if (n < 0) {
+        snprintf(errstr, errlen, "redis.sentinel.nodes: %s", why);
+        return NULL;
+    }
+    struct { char host[256]; int port; } dialed[SENTINEL_MAX];
+    int ndialed = 0, answered = 0;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(tried + off, sizeof(tried) - off, "%s%s:%d", i ? "," : "",
+                         s[i].host, s[i].port);
+        if (w > 0 && (size_t)w < sizeof(tried) - off) off += (size_t)w;
+        char host[256], err[128];
+        int port;
+        if (sentinel_ask(&s[i], master, opt->timeout_ms, host, sizeof(host), &port,
+                         err, sizeof(err)) < 0) {
+            if (!answered) snprintf(why, sizeof(why), "no sentinel answered: %.120s", err);
+            continue;
+        }
+        answered = 1;
+        int seen = 0;
+        for (int k = 0; k < ndialed && !seen; k++)
+            seen = dialed[k].port == port && strcmp(dialed[k].host, host) == 0;
+        if (seen) continue;
+        snprintf(dialed[ndialed].host, sizeof(dialed[ndialed].host), "%s", host);
+        dialed[ndialed++].port = port;
+        redisContext *c = rpool_dial(opt, host, port, 1, why, sizeof(why));
+        if (c) return c;
+    }
+    snprintf(errstr, errlen, "%s (master %s via sentinels %s)", why, master, tried);
+    return NULL;
+}
+
+redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_t errlen) {
+    if (opt->sentinels && opt->sentinels[0]) return rpool_dial_sentinels(opt, errstr, errlen);
+    return rpool_dial(opt, opt->host, opt->port, 0, errstr, errlen);
+}
+
+/* True when c was dialed to another address than the master's now known:
+ * a failover happened since. Called with p->lock held. */
+static int rpool_outdated(const struct rpool *p, const redisContext *c) {
+    if (!p->sentinels[0] || !p->master_host[0]) return 0;
+    return c->tcp.port != p->master_port || !c->tcp.host ||
+           strcmp(c->tcp.host, p->master_host) != 0;
+}
+
+/* Records the address a fresh context c reached and, when it moved, frees
+ * every idle context to the old one. Called with p->lock held. */
+static void rpool_follow(struct rpool *p, const redisContext *c) {
+    if (!p->sentinels[0] || !c->tcp.host) return;
+    if (c->tcp.port == p->master_port && strcmp(c->tcp.host, p->master_host) == 0) return;
+    snprintf(p->master_host, sizeof(p->master_host), "%s", c->tcp.host);
+    p->master_port = c->tcp.port;
+    int kept = 0;
+    for (int i = 0; i < p->nidle; i++) {
+        if (rpool_outdated(p, p->idle[i])) {
+            redisFree(p->idle[i]);
+            p->live--;
+        } else {
+            p->idle[kept++] = p->idle[i];
+        }
+    }
+    p->nidle = kept;
+    pthread_cond_broadcast(&p->freed);
 }
 
 /* True when an idle connection has something to read: the server closed it
@@ -134,7 +251,7 @@ redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errle
     for (;;) {
         while (p->nidle > 0) {
             redisContext *c = p->idle[--p->nidle];
-            if (!rpool_stale(c)) {
+            if (!rpool_stale(c) && !rpool_outdated(p, c)) {
                 pthread_mutex_unlock(&p->lock);
                 return c;
             }
@@ -154,22 +271,25 @@ redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errle
     pthread_mutex_unlock(&p->lock);
 
     redisContext *c = rpool_connect(&p->opt, errstr, errlen);
-    if (!c) {
-        pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(&p->lock);
+    if (c) {
+        rpool_follow(p, c);
+    } else {
         p->live--;
         pthread_cond_signal(&p->freed);
-        pthread_mutex_unlock(&p->lock);
     }
+    pthread_mutex_unlock(&p->lock);
     return c;
 }
 
 void rpool_put(struct rpool *p, redisContext *c) {
     if (!c) return;
-    if (c->err) {
+    pthread_mutex_lock(&p->lock);
+    if (c->err || rpool_outdated(p, c)) {
+        pthread_mutex_unlock(&p->lock);
         rpool_drop(p, c);
         return;
     }
-    pthread_mutex_lock(&p->lock);
     p->idle[p->nidle++] = c;
     pthread_cond_signal(&p->freed);
     pthread_mutex_unlock(&p->lock);

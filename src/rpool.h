@@ -1,4 +1,5 @@
-/* rpool.h -- a bounded pool of hiredis connections to one Redis server.
+/* rpool.h -- a bounded pool of hiredis connections to one Redis server, or
+ * to the current master of a group watched by Redis Sentinel.
  *
  * A redisContext belongs to one thread at a time: rpool_get() hands one out
  * and the caller gives it back with rpool_put(), or rpool_drop() when a
@@ -12,6 +13,14 @@
  * on restart) is discarded at rpool_get() time, before any command is sent
  * on it, so no command is ever written to a connection known to be dead.
  *
+ * With sentinels set, every new context is dialed to the address the
+ * sentinels give for the master (the first one that answers, see
+ * rpool_connect) and kept only if ROLE says it reached a master. When a dial
+ * finds the master at a new address (a failover), every context to the old
+ * one is dropped, idle ones at once and handed-out ones when put back, so the
+ * pool follows the failover instead of talking to a former master. A context
+ * is never retried elsewhere: what was sent on it is the caller's to judge.
+ *
  * The pool itself is thread safe. */
 #ifndef INVENTORYD_RPOOL_H
 #define INVENTORYD_RPOOL_H
@@ -22,8 +31,12 @@
 struct rpool;
 
 struct rpool_options {
-    const char *host;
+    const char *host;       /* ignored when sentinels is set */
     int port;
+    /* "host:port,host:port,..." of Redis Sentinels, or NULL or "" for none.
+     * They are asked without AUTH: password is the master's. */
+    const char *sentinels;
+    const char *master_name; /* the master's name at the sentinels (mymaster) */
     const char *password;   /* NULL or "" for no AUTH */
     int database;           /* SELECT when not 0 */
     int timeout_ms;         /* connect and command timeout */
@@ -34,7 +47,9 @@ struct rpool_options {
     void *on_connect_arg;
 };
 
-/* Creates a pool; no connection is made yet. NULL only when out of memory. */
+/* Creates a pool; no connection is made yet. The strings of opt are copied.
+ * NULL only when out of memory (a bad sentinel list shows at connect time;
+ * check it first with sentinel_parse()). */
 struct rpool *rpool_create(const struct rpool_options *opt);
 
 /* Frees every idle context and the pool. Contexts still handed out must have
@@ -46,17 +61,24 @@ void rpool_free(struct rpool *p);
  * ("connect 127.0.0.1:6379: Connection refused", "pool exhausted"). */
 redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errlen);
 
-/* Gives c back for reuse. If c->err is set it is dropped instead. Accepts NULL. */
+/* Gives c back for reuse. If c->err is set, or (with sentinels) the master
+ * has moved since c was dialed, it is dropped instead. Accepts NULL. */
 void rpool_put(struct rpool *p, redisContext *c);
 
 /* Frees c and releases its slot. Accepts NULL. */
 void rpool_drop(struct rpool *p, redisContext *c);
 
-/* The options the pool connects with (its own copy, valid as long as p). */
+/* The options the pool connects with (its own copy, valid as long as p,
+ * strings included). */
 const struct rpool_options *rpool_options(const struct rpool *p);
 
 /* Connects one context outside any pool, with the same options (for the
- * health check and for tools). NULL on failure, with errstr set. */
+ * subscriber and for tools). With sentinels, asks them in the order given
+ * for the master's address and dials it; if that fails or ROLE answers
+ * anything but master, goes on with the next sentinel whose answer differs.
+ * NULL on failure, with errstr set, naming the master and the sentinels
+ * asked: "connect 127.0.0.1:6379: Connection refused (master mymaster via
+ * sentinels 127.0.0.1:26379)". */
 redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_t errlen);
 
 #endif

@@ -36,6 +36,7 @@ static void setup(void) {
 static void teardown(void) {
     lock_core_shutdown();
     inventory_free(&inv);
+    inventory_batches_free();
     rpool_free(pool);
     harness_stop(redis_pid);
 }
@@ -233,6 +234,56 @@ START_TEST(test_a_script_flushed_from_redis_is_loaded_again) {
 }
 END_TEST
 
+struct batch_run {
+    int sales;
+    long long units[64];
+    int biggest_batch;
+};
+
+static void *sell_many(void *arg) {
+    struct batch_run *b = arg;
+    for (;;) {
+        struct sale_result r;
+        int rc = inventory_sell(&inv, lock_type_find("batched"), NULL, NULL, &r);
+        if (rc != INV_SOLD) break;
+        if (b->sales < 64) b->units[b->sales] = r.unit;
+        b->sales++;
+        if (r.batch > b->biggest_batch) b->biggest_batch = r.batch;
+    }
+    return NULL;
+}
+
+START_TEST(test_batched_sells_each_unit_once_to_its_own_sale_under_shared_holds) {
+    char err[256];
+    ck_assert_int_eq(inventory_reset(&inv, NULL, 150, err, sizeof(err)), 0);
+    enum { T = 24 };
+    struct batch_run runs[T];
+    pthread_t th[T];
+    memset(runs, 0, sizeof(runs));
+    for (int i = 0; i < T; i++) pthread_create(&th[i], NULL, sell_many, &runs[i]);
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    int total = 0, biggest = 0;
+    char seen[151] = {0};
+    for (int i = 0; i < T; i++) {
+        total += runs[i].sales;
+        if (runs[i].biggest_batch > biggest) biggest = runs[i].biggest_batch;
+        for (int j = 0; j < runs[i].sales && j < 64; j++) {
+            long long u = runs[i].units[j];
+            ck_assert(u >= 1 && u <= 150);
+            ck_assert_msg(!seen[u], "unit %lld sold twice", u);
+            seen[u] = 1;
+        }
+    }
+    ck_assert_int_eq(total, 150);
+    ck_assert_int_gt(biggest, 1);   /* some holds served several sales */
+    struct audit a = audit_now();
+    ck_assert_int_eq(a.sold, 150);
+    ck_assert_int_eq(a.stock, 0);
+    ck_assert_int_eq(a.sold_twice, 0);
+    ck_assert_int_eq(a.violations, 0);
+}
+END_TEST
+
 static Suite *inventory_suite(void) {
     Suite *s = suite_create("inventory");
     TCase *core = tcase_create("Core");
@@ -245,6 +296,7 @@ static Suite *inventory_suite(void) {
     tcase_add_test(core, test_local_serialises_two_sales_in_one_process);
     tcase_add_test(core, test_a_stock_that_is_not_a_number_is_refused_without_a_write);
     tcase_add_test(core, test_a_script_flushed_from_redis_is_loaded_again);
+    tcase_add_test(core, test_batched_sells_each_unit_once_to_its_own_sale_under_shared_holds);
     suite_add_tcase(s, core);
     TCase *outage = tcase_create("Outage");
     tcase_add_checked_fixture(outage, setup, teardown);

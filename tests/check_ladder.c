@@ -284,7 +284,9 @@ static const char redisson_unlock[] =
     "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
     "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
 
-START_TEST(test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message) {
+/* A Redisson client holds the lock; a sale by strategy waits without a
+ * command and is woken by the client's unlock message. */
+static void woken_by_redisson_client(const char *strategy) {
     start_pair(30000, 5000, NULL);
     const char *owner = "b983c153-7421-469a-addb-44fb92259a1b:1";
     redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, owner);
@@ -292,7 +294,9 @@ START_TEST(test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_
     freeReplyObject(r);
 
     struct harness_bg sale;
-    harness_bg_start(&sale, a_port, "/inventory/sale/redisson", 0);
+    char path[64];
+    snprintf(path, sizeof(path), "/inventory/sale/%s", strategy);
+    harness_bg_start(&sale, a_port, path, 0);
     mclock_sleep_ms(300);
     long long before = harness_redis_calls(redis_port, NULL);
     mclock_sleep_ms(700);
@@ -316,6 +320,15 @@ START_TEST(test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_
     const int bound = 10;
 #endif
     ck_assert_msg(woken_within <= bound, "answered %lld ms after the unlock", (long long)woken_within);
+}
+
+START_TEST(test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message) {
+    woken_by_redisson_client("redisson");
+}
+END_TEST
+
+START_TEST(test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message) {
+    woken_by_redisson_client("batched");
 }
 END_TEST
 
@@ -469,7 +482,8 @@ static Suite *ladder_suite(void) {
                      test_reentrant_work_longer_than_the_ttl_loses_the_lock_and_the_probe_sees_overlap,
                      test_watchdog_keeps_the_lock_through_work_three_times_the_ttl,
                      test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_commit}},
-        {"Redisson", {test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message}},
+        {"Redisson", {test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
+                      test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message}},
         {"Scope", {test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock,
                    test_with_item_scope_independent_items_do_not_wait_for_each_other,
                    test_a_bad_item_is_refused_with_400}},

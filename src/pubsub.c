@@ -283,13 +283,16 @@ int pubsub_wait_begin(struct pubsub_waiter *w, struct rpool *pool, const char *c
     *tail = w;
     if (!ch->sent) poke(h);
     struct timespec ts = to_timespec(deadline_us);
-    while (!ch->confirmed && !stopping)
+    /* A failed connect broadcasts with h->up cleared: no confirmation can
+     * come then, and the caller falls back on polling at once. */
+    while (!ch->confirmed && !stopping && h->up)
         if (pthread_cond_timedwait(&h->confirmed_cond, &mu, &ts) == ETIMEDOUT) break;
     if (!ch->confirmed) {
         unlink_waiter(w);
         pthread_mutex_unlock(&mu);
         pthread_cond_destroy(&w->cond);
-        snprintf(errstr, errlen, "SUBSCRIBE %.100s not confirmed in time", channel);
+        snprintf(errstr, errlen, h->up ? "SUBSCRIBE %.100s not confirmed in time"
+                                       : "SUBSCRIBE %.100s: the subscriber cannot connect", channel);
         return -1;
     }
     /* A wake-up already set (a reconnect, or an unlock just after the

@@ -1,0 +1,581 @@
+/* lockbench.c -- lockbench, the sale workload of the demo run in-process:
+ * C threads sell one stock under one lock strategy through the core library
+ * (inventory_sell), with no HTTP in between, and the run is measured.
+ *
+ * DESIGN
+ * One struct config (config_defaults() plus the options), one rpool of
+ * C + 8 connections (128 at least, the default), one struct inventory, as
+ * the daemon makes them.
+ * The stock is reset, then every client thread waits at a barrier and loops
+ * inventory_sell() until it answers sold_out. Nothing is retried by hand: a
+ * give-up (lock_timeout) or a backend error is counted and the thread simply
+ * tries to buy the next unit, as a JMeter client would.
+ *
+ * Each thread records, for every call, when it began, the acquire wait the
+ * library reports (r.wait_ms, whole ms), the call's own duration on the
+ * monotonic clock in µs and its lock tries, in an array of its own; the
+ * arrays are merged after the join, so no thread ever waits for another.
+ * The run ends when the last sold unit's call returned (the stock hit 0).
+ * Percentiles and tries per sale count every call that began before then:
+ * the sales, the give-ups, the errors, and the calls that waited for the
+ * lock while stock remained and found it sold out once they had it (with a
+ * spinning lock, a client that never wins the race waits all run long and
+ * ends that way; leaving it out would hide the longest waits). Calls begun
+ * after the end only find out that the stock is gone and are left out.
+ *
+ * Redis commands per sale: INFO commandstats is read (sum of calls=) on the
+ * main Redis, and on every Redlock master when the strategy uses them, just
+ * before the barrier and just after the join. The "after" reading also
+ * counts the "before" INFO itself, which is subtracted. Connection set-up
+ * (script loads, the masters' INFO server) is part of the workload.
+ *
+ * The audit (inventory_audit) judges the run: any unit sold twice or any
+ * oversold unit makes the exit status 1.
+ *
+ * Threads: the main thread and C client threads; the lock core may add its
+ * watchdog and subscriber threads, stopped by lock_core_shutdown(). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "inventory.h"
+#include "lock.h"
+#include "mclock.h"
+#include "rpool.h"
+
+#define EXIT_AUDIT 1       /* oversold or sold twice */
+#define EXIT_USAGE 2       /* bad options, or nothing could be set up */
+#define EXIT_INCOMPLETE 3  /* the stock was not sold out before --max-s */
+
+struct options {
+    const struct lock_type *type;
+    int clients;
+    long long stock;
+    char redis_host[256];
+    int redis_port;
+    char redlock[512];
+    int ttl_ms;
+    int wait_ms;
+    int node_timeout_ms;
+    int max_s;
+    int kv;
+};
+
+/* One client's counts and samples; touched only by its thread until the
+ * join. */
+struct sample {
+    monotime_us start_us;           /* when the call began */
+    int64_t lat_us;                 /* how long it took, measured here */
+    int64_t wait_ms;                /* r.wait_ms */
+    int attempts;                   /* r.attempts */
+};
+
+struct client {
+    pthread_t tid;
+    long long sold, giveups, backend, other;
+    monotime_us last_sold_us;       /* when its last sold call returned */
+    struct sample *samples;         /* one per call */
+    size_t n, cap;
+    int oom;
+    char first_error[200];          /* the first backend or other answer */
+};
+
+static struct inventory inv;
+static const struct options *opt;
+static pthread_barrier_t start_line;
+static monotime_us deadline_us;
+static atomic_int stop_all;         /* set when --max-s ran out */
+
+static int sample_add(struct client *c, const struct sample *s) {
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        struct sample *a = realloc(c->samples, cap * sizeof(*a));
+        if (a == NULL)
+            return -1;
+        c->samples = a;
+        c->cap = cap;
+    }
+    c->samples[c->n++] = *s;
+    return 0;
+}
+
+static void *client_run(void *arg) {
+    struct client *c = arg;
+    struct sale_result r;
+
+    pthread_barrier_wait(&start_line);
+    for (;;) {
+        if (atomic_load(&stop_all))
+            break;
+        monotime_us t0 = mclock_us();
+        if (t0 >= deadline_us) {
+            atomic_store(&stop_all, 1);
+            break;
+        }
+        int st = inventory_sell(&inv, opt->type, NULL, NULL, &r);
+        monotime_us t1 = mclock_us();
+        struct sample sm = { t0, t1 - t0, r.wait_ms, r.attempts };
+        if (!c->oom && sample_add(c, &sm) < 0)
+            c->oom = 1;
+        if (st == INV_SOLD_OUT)
+            break;
+        switch (st) {
+        case INV_SOLD:
+            c->sold++;
+            c->last_sold_us = t1;
+            continue;
+        case INV_LOCK_TIMEOUT:
+            c->giveups++;
+            continue;
+        case INV_BACKEND:
+            c->backend++;
+            break;
+        default:
+            c->other++;
+            break;
+        }
+        if (c->first_error[0] == '\0')
+            snprintf(c->first_error, sizeof(c->first_error), "status %d: %.180s", st, r.errstr);
+        /* Bad data (no stock key, not a number) will not mend by itself. */
+        if (st == INV_BAD_DATA)
+            break;
+    }
+    return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted[0..n); 0 when n is 0. */
+static int64_t percentile(const int64_t *sorted, size_t n, double p) {
+    if (n == 0)
+        return 0;
+    size_t rank = (size_t)(p / 100.0 * (double)n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return sorted[rank - 1];
+}
+
+/* The sum of calls= over INFO commandstats of host:port, or -1 with errstr
+ * set. */
+static long long commandstats_total(const char *host, int port, char *errstr, size_t errlen) {
+    struct rpool_options o = { .host = host, .port = port, .timeout_ms = 5000 };
+    redisContext *c = rpool_connect(&o, errstr, errlen);
+    if (c == NULL)
+        return -1;
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    long long total = -1;
+    if (r == NULL) {
+        snprintf(errstr, errlen, "INFO commandstats on %s:%d: %s", host, port, c->errstr);
+    } else if (r->type != REDIS_REPLY_STRING) {
+        snprintf(errstr, errlen, "INFO commandstats on %s:%d: %.80s", host, port,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    } else {
+        total = 0;
+        for (const char *p = strstr(r->str, "calls="); p != NULL; p = strstr(p + 6, "calls="))
+            total += strtoll(p + 6, NULL, 10);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return total;
+}
+
+/* Splits "host:port" (the last ':' separates). 0, or -1 when malformed. */
+static int parse_hostport(const char *s, char *host, size_t hostlen, int *port) {
+    const char *colon = strrchr(s, ':');
+    if (colon == NULL || colon == s || (size_t)(colon - s) >= hostlen)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(colon + 1, &end, 10);
+    if (errno != 0 || end == colon + 1 || *end != '\0' || v < 1 || v > 65535)
+        return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    *port = (int)v;
+    return 0;
+}
+
+/* Sums INFO commandstats over the main Redis and, when multi is set, every
+ * master of the redlock spec. *main_out and *nodes_out get the parts. */
+static int commands_now(int multi, long long *main_out, long long *nodes_out,
+                        int *servers, char *errstr, size_t errlen) {
+    *main_out = commandstats_total(opt->redis_host, opt->redis_port, errstr, errlen);
+    if (*main_out < 0)
+        return -1;
+    *servers = 1;
+    *nodes_out = 0;
+    if (!multi)
+        return 0;
+    char spec[sizeof(opt->redlock)];
+    snprintf(spec, sizeof(spec), "%s", opt->redlock);
+    char *save = NULL;
+    for (char *item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char host[256];
+        int port;
+        if (parse_hostport(item, host, sizeof(host), &port) < 0) {
+            snprintf(errstr, errlen, "--redlock: '%.60s' is not host:port", item);
+            return -1;
+        }
+        long long n = commandstats_total(host, port, errstr, errlen);
+        if (n < 0)
+            return -1;
+        *nodes_out += n;
+        (*servers)++;
+    }
+    return 0;
+}
+
+static void usage(FILE *f) {
+    char names[512];
+    lock_type_names(names, sizeof(names));
+    fprintf(f,
+        "usage: lockbench --strategy S [options]\n"
+        "  --strategy S        one of: %s\n"
+        "  --clients C         client threads (16)\n"
+        "  --stock N           units to sell (2000)\n"
+        "  --redis HOST:PORT   the main Redis: stock, ledger, lock (127.0.0.1:6379)\n"
+        "  --redlock H:P,...   the Redlock masters (127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383)\n"
+        "  --ttl-ms MS         lock.ttl-ms (config default)\n"
+        "  --wait-ms MS        lock.wait-ms, longest acquire wait (10000)\n"
+        "  --node-timeout-ms MS redlock.node-timeout-ms (config default)\n"
+        "  --max-s S           stop the clients after S seconds (300)\n"
+        "  --format text|kv    human summary, or one key=value line (text)\n"
+        "Every client loops sale after sale until the stock is sold out; give-ups\n"
+        "and backend errors are counted, never retried by hand. Exit status: 0 when\n"
+        "the audit passed, 1 when a unit was sold twice or oversold, 2 on bad usage\n"
+        "or set-up failure, 3 when the stock was not sold out before --max-s.\n",
+        names);
+}
+
+static int parse_long(const char *s, long min, long max, long *out) {
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (errno != 0 || e == s || *e != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    struct config cfg;
+    config_defaults(&cfg);
+    static struct options o;
+    o.type = NULL;
+    o.clients = 16;
+    o.stock = 2000;
+    snprintf(o.redis_host, sizeof(o.redis_host), "127.0.0.1");
+    o.redis_port = 6379;
+    snprintf(o.redlock, sizeof(o.redlock), "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383");
+    o.ttl_ms = cfg.lock_ttl_ms;
+    o.wait_ms = 10000;
+    o.node_timeout_ms = cfg.redlock_node_timeout_ms;
+    o.max_s = 300;
+    opt = &o;
+
+    static const struct option longopts[] = {
+        { "strategy", required_argument, NULL, 's' },
+        { "clients", required_argument, NULL, 'c' },
+        { "stock", required_argument, NULL, 'n' },
+        { "redis", required_argument, NULL, 'r' },
+        { "redlock", required_argument, NULL, 'R' },
+        { "ttl-ms", required_argument, NULL, 't' },
+        { "wait-ms", required_argument, NULL, 'w' },
+        { "node-timeout-ms", required_argument, NULL, 'T' },
+        { "max-s", required_argument, NULL, 'm' },
+        { "format", required_argument, NULL, 'f' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int ch;
+    long v;
+    while ((ch = getopt_long(argc, argv, "s:c:n:r:R:t:w:T:m:f:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            if ((o.type = lock_type_find(optarg)) == NULL)
+                goto bad;
+            break;
+        case 'c':
+            if (parse_long(optarg, 1, 5000, &v) != 0)
+                goto bad;
+            o.clients = (int)v;
+            break;
+        case 'n':
+            if (parse_long(optarg, 1, 100000000, &v) != 0)
+                goto bad;
+            o.stock = v;
+            break;
+        case 'r':
+            if (parse_hostport(optarg, o.redis_host, sizeof(o.redis_host), &o.redis_port) != 0)
+                goto bad;
+            break;
+        case 'R':
+            if (strlen(optarg) >= sizeof(o.redlock))
+                goto bad;
+            snprintf(o.redlock, sizeof(o.redlock), "%s", optarg);
+            break;
+        case 't':
+            if (parse_long(optarg, 1, INT_MAX / 1000, &v) != 0)
+                goto bad;
+            o.ttl_ms = (int)v;
+            break;
+        case 'w':
+            if (parse_long(optarg, 0, INT_MAX / 1000, &v) != 0)
+                goto bad;
+            o.wait_ms = (int)v;
+            break;
+        case 'T':
+            if (parse_long(optarg, 1, 60000, &v) != 0)
+                goto bad;
+            o.node_timeout_ms = (int)v;
+            break;
+        case 'm':
+            if (parse_long(optarg, 1, 86400, &v) != 0)
+                goto bad;
+            o.max_s = (int)v;
+            break;
+        case 'f':
+            if (strcmp(optarg, "kv") == 0)
+                o.kv = 1;
+            else if (strcmp(optarg, "text") == 0)
+                o.kv = 0;
+            else
+                goto bad;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+        continue;
+bad:
+        for (v = 0; longopts[v].name != NULL && longopts[v].val != ch; v++)
+            ;
+        fprintf(stderr, "lockbench: bad value '%s' for --%s\n", optarg,
+                longopts[v].name ? longopts[v].name : "?");
+        return EXIT_USAGE;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "lockbench: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (o.type == NULL) {
+        fprintf(stderr, "lockbench: --strategy is required\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+
+    snprintf(cfg.redis_host, sizeof(cfg.redis_host), "%s", o.redis_host);
+    cfg.redis_port = o.redis_port;
+    snprintf(cfg.redlock_nodes, sizeof(cfg.redlock_nodes), "%s", o.redlock);
+    cfg.redlock_node_timeout_ms = o.node_timeout_ms;
+    cfg.lock_ttl_ms = o.ttl_ms;
+    cfg.lock_wait_ms = o.wait_ms;
+    cfg.redis_pool_size = o.clients + 8;
+    if (cfg.redis_pool_size < 128)
+        cfg.redis_pool_size = 128;
+    cfg.probe = 1;
+    snprintf(cfg.strategy, sizeof(cfg.strategy), "%s", o.type->name);
+
+    struct rpool_options po = {
+        .host = cfg.redis_host, .port = cfg.redis_port, .password = cfg.redis_password,
+        .database = cfg.redis_database, .timeout_ms = cfg.redis_timeout_ms,
+        .size = cfg.redis_pool_size,
+    };
+    char err[256];
+    struct rpool *pool = rpool_create(&po);
+    if (pool == NULL || inventory_init(&inv, &cfg, pool, err, sizeof(err)) != 0) {
+        fprintf(stderr, "lockbench: %s\n", pool ? err : "out of memory");
+        inventory_free(&inv);
+        rpool_free(pool);
+        return EXIT_USAGE;
+    }
+    int status = EXIT_USAGE;
+    struct client *cl = NULL;
+    int barrier_ready = 0;
+    int multi = (o.type->flags & LOCK_F_MULTI) != 0;
+
+    if (inventory_reset(&inv, NULL, o.stock, err, sizeof(err)) != 0) {
+        fprintf(stderr, "lockbench: %s\n", err);
+        goto out;
+    }
+    cl = calloc((size_t)o.clients, sizeof(*cl));
+    if (cl == NULL || pthread_barrier_init(&start_line, NULL, (unsigned)o.clients + 1) != 0) {
+        fprintf(stderr, "lockbench: out of memory\n");
+        goto out;
+    }
+    barrier_ready = 1;
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    deadline_us = INT64_MAX;
+    for (int i = 0; i < o.clients; i++) {
+        int rc = pthread_create(&cl[i].tid, &attr, client_run, &cl[i]);
+        if (rc != 0) {
+            /* The barrier counts every client: without them all nobody
+             * passes it, and nothing was sold yet, so stopping is clean. */
+            fprintf(stderr, "lockbench: cannot start client %d of %d: %s\n", i + 1,
+                    o.clients, strerror(rc));
+            _exit(EXIT_USAGE);
+        }
+    }
+    pthread_attr_destroy(&attr);
+
+    long long main0, nodes0, main1, nodes1;
+    int servers;
+    if (commands_now(multi, &main0, &nodes0, &servers, err, sizeof(err)) < 0) {
+        /* The clients are parked at the barrier: let them go with the
+         * deadline already past, so each returns without a sale. */
+        fprintf(stderr, "lockbench: %s\n", err);
+        atomic_store(&stop_all, 1);
+        pthread_barrier_wait(&start_line);
+        for (int i = 0; i < o.clients; i++)
+            pthread_join(cl[i].tid, NULL);
+        goto out;
+    }
+
+    monotime_us t0 = mclock_us();
+    deadline_us = t0 + (monotime_us)o.max_s * 1000000;
+    pthread_barrier_wait(&start_line);
+    for (int i = 0; i < o.clients; i++)
+        pthread_join(cl[i].tid, NULL);
+    monotime_us t_join = mclock_us();
+    int cmds_ok = commands_now(multi, &main1, &nodes1, &servers, err, sizeof(err)) == 0;
+    if (!cmds_ok)
+        fprintf(stderr, "lockbench: %s\n", err);
+    /* The "after" reading counts each server's "before" INFO. */
+    long long cmds_main = cmds_ok ? main1 - main0 - 1 : -1;
+    long long cmds_nodes = cmds_ok ? nodes1 - nodes0 - (servers - 1) : -1;
+
+    long long sold = 0, giveups = 0, backend = 0, other = 0, attempts = 0;
+    monotime_us last_sold = 0;
+    size_t n = 0;
+    int oom = 0, no_sale = 0;
+    const char *first_error = NULL;
+    for (int i = 0; i < o.clients; i++) {
+        sold += cl[i].sold;
+        giveups += cl[i].giveups;
+        backend += cl[i].backend;
+        other += cl[i].other;
+        no_sale += cl[i].sold == 0;
+        n += cl[i].n;
+        oom |= cl[i].oom;
+        if (cl[i].last_sold_us > last_sold)
+            last_sold = cl[i].last_sold_us;
+        if (first_error == NULL && cl[i].first_error[0] != '\0')
+            first_error = cl[i].first_error;
+    }
+    int64_t *waits = malloc((n ? n : 1) * sizeof(*waits));
+    int64_t *lats = malloc((n ? n : 1) * sizeof(*lats));
+    if (waits == NULL || lats == NULL) {
+        fprintf(stderr, "lockbench: out of memory\n");
+        free(waits);
+        free(lats);
+        goto out;
+    }
+    /* Every call begun while stock remained (see the design note). */
+    monotime_us end_us = last_sold ? last_sold : t_join;
+    size_t k = 0;
+    for (int i = 0; i < o.clients; i++)
+        for (size_t j = 0; j < cl[i].n; j++) {
+            const struct sample *sm = &cl[i].samples[j];
+            if (sm->start_us >= end_us)
+                continue;
+            waits[k] = sm->wait_ms;
+            lats[k] = sm->lat_us;
+            attempts += sm->attempts;
+            k++;
+        }
+    n = k;
+    qsort(waits, n, sizeof(*waits), cmp_i64);
+    qsort(lats, n, sizeof(*lats), cmp_i64);
+    int64_t w50 = percentile(waits, n, 50), w99 = percentile(waits, n, 99);
+    double l50 = (double)percentile(lats, n, 50) / 1e3, l99 = (double)percentile(lats, n, 99) / 1e3;
+    double lmax = n ? (double)lats[n - 1] / 1e3 : 0.0;
+    free(waits);
+    free(lats);
+
+    double elapsed_s = (double)(end_us - t0) / 1e6;
+    double sales_per_s = elapsed_s > 0 ? (double)sold / elapsed_s : 0.0;
+    long long cmds = cmds_ok ? cmds_main + cmds_nodes : -1;
+    double cmds_per_sale = cmds_ok && sold > 0 ? (double)cmds / (double)sold : 0.0;
+    double tries_per_sale = sold > 0 ? (double)attempts / (double)sold : 0.0;
+
+    struct audit a;
+    int audited = inventory_audit(&inv, NULL, &a, err, sizeof(err)) == 0;
+    if (!audited) {
+        fprintf(stderr, "lockbench: audit: %s\n", err);
+        memset(&a, 0, sizeof(a));
+    }
+    int complete = audited && a.stock <= 0 && !atomic_load(&stop_all);
+
+    if (o.kv) {
+        printf("strategy=%s clients=%d stock=%lld sold=%lld elapsed_s=%.3f sales_per_s=%.1f "
+               "giveups=%lld backend_errors=%lld other=%lld sold_twice=%lld oversold=%lld "
+               "violations=%lld remaining=%lld complete=%d clients_no_sale=%d calls=%zu cmds=%lld cmds_main=%lld "
+               "cmds_nodes=%lld cmds_per_sale=%.2f tries_per_sale=%.2f wait_p50_ms=%" PRId64
+               " wait_p99_ms=%" PRId64 " lat_p50_ms=%.3f lat_p99_ms=%.3f lat_max_ms=%.3f\n",
+               o.type->name, o.clients, o.stock, sold, elapsed_s, sales_per_s, giveups, backend,
+               other, a.sold_twice, a.oversold_units, a.violations, a.stock, complete, no_sale, n, cmds,
+               cmds_main, cmds_nodes, cmds_per_sale, tries_per_sale, w50, w99, l50, l99, lmax);
+    } else {
+        printf("lockbench: strategy %s, %d clients, stock %lld\n", o.type->name, o.clients,
+               o.stock);
+        printf("  sold %lld in %.3f s: %.1f sales/s%s\n", sold, elapsed_s, sales_per_s,
+               complete ? "" : " (NOT sold out)");
+        printf("  give-ups %lld, backend errors %lld, other %lld; %d of %d clients sold nothing\n",
+               giveups, backend, other, no_sale, o.clients);
+        printf("  audit: sold twice %lld, oversold %lld, probe violations %lld, stock left %lld\n",
+               a.sold_twice, a.oversold_units, a.violations, a.stock);
+        printf("  redis commands %lld (main %lld, redlock masters %lld): %.2f per sale; "
+               "%.2f lock tries per sale\n", cmds, cmds_main, cmds_nodes, cmds_per_sale,
+               tries_per_sale);
+        printf("  over %zu calls begun while stock remained: acquire wait p50 %" PRId64
+               " ms, p99 %" PRId64 " ms;\n    sale latency p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+               n, w50, w99, l50, l99, lmax);
+    }
+    fflush(stdout);
+    if (first_error != NULL)
+        fprintf(stderr, "lockbench: %lld backend errors, %lld other; first: %s\n", backend,
+                other, first_error);
+    if (oom)
+        fprintf(stderr, "lockbench: out of memory for samples; percentiles are partial\n");
+
+    if (!audited)
+        status = EXIT_USAGE;
+    else if (a.oversold || a.sold_twice > 0 || a.oversold_units > 0)
+        status = EXIT_AUDIT;
+    else if (!complete)
+        status = EXIT_INCOMPLETE;
+    else
+        status = 0;
+
+out:
+    if (cl != NULL)
+        for (int i = 0; i < o.clients; i++)
+            free(cl[i].samples);
+    if (barrier_ready)
+        pthread_barrier_destroy(&start_line);
+    free(cl);
+    lock_core_shutdown();
+    inventory_free(&inv);
+    rpool_free(pool);
+    return status;
+}

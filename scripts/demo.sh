@@ -41,6 +41,8 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# show_logs, stop_pid, stop_started, port_busy: shared with the tests.
+. "$root/tests/lib.sh"
 
 clients=${DEMO_CLIENTS:-200}
 requests=${DEMO_REQUESTS:-3000}
@@ -63,62 +65,22 @@ die() {
     exit 1
 }
 
-# Points at the logs of everything that ran.
-show_logs() {
-    local f
-    for f in "$run"/*.log; do
-        [ -s "$f" ] || continue
-        if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
-            # A sanitizer report: its head says what and where.
-            echo "---- sanitizer report in $f" >&2
-            grep -m 1 -A 30 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" >&2
-            continue
-        fi
-        echo "---- last lines of $f" >&2
-        tail -n 10 "$f" >&2
-    done
-}
-
+# The message, then the logs of everything that ran.
 fail() {
     echo "demo: $*" >&2
-    show_logs
+    show_logs "$run" 10
     echo "demo: logs are in $run/" >&2
     exit 1
 }
 
-# Stops one of our children: SIGTERM, then SIGKILL after 10 s.
-stop_pid() {
-    local pid=$1 i
-    kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-    for i in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    return 0
-}
-
 cleanup() {
-    local i
     trap - EXIT INT TERM
     [ -n "$tick_pid" ] && stop_pid "$tick_pid"
-    [ -n "$load_pid" ] && stop_pid "$load_pid"
-    # Last started, first stopped: nginx, then the instances, then Redis.
-    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-        stop_pid "${pids[$i]}"
-    done
-    pids=()
+    # The load, then last started first: nginx, the instances, then Redis.
+    stop_started
 }
 trap cleanup EXIT
 trap 'echo; echo "demo: interrupted, stopping everything" >&2; exit 130' INT TERM
-
-port_busy() {
-    if command -v ss >/dev/null 2>&1; then
-        [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ] && return 0
-    fi
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # start NAME LOG CMD...: runs CMD in the background, remembers its pid.
 start() {
@@ -140,7 +102,8 @@ wait_redis() {
     fail "redis-server on $port does not answer PING"
 }
 
-wait_http() {
+# wait_ready PORT PATH PID NAME: until PATH on PORT answers 2xx, or PID died.
+wait_ready() {
     local port=$1 path=$2 pid=$3 name=$4 i
     for i in $(seq 1 200); do
         curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port$path" && return 0
@@ -251,7 +214,7 @@ fi
 for p in "$port1" "$port2"; do
     start "inventoryd $p" "$run/inventoryd-$p.log" \
         "$inventoryd" "${sets[@]}" --set server.port="$p"
-    wait_http "$p" /healthz "$last_pid" "inventoryd on $p"
+    wait_ready "$p" /healthz "$last_pid" "inventoryd on $p"
 done
 
 bash scripts/nginx-conf.sh "$nginx_port" "$port1" "$port2" "$run/nginx" ||
@@ -259,7 +222,7 @@ bash scripts/nginx-conf.sh "$nginx_port" "$port1" "$port2" "$run/nginx" ||
 chmod 755 "$run/nginx"
 start "nginx $nginx_port" "$run/nginx.log" \
     nginx -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx-error.log" -g 'daemon off;'
-wait_http "$nginx_port" /healthz "$last_pid" "nginx on $nginx_port"
+wait_ready "$nginx_port" /healthz "$last_pid" "nginx on $nginx_port"
 
 # ---- cost snapshots --------------------------------------------------------
 # cmdstats FILE: "<command> <calls>" per command Redis has run, but INFO (the

@@ -18,6 +18,9 @@
 #
 # Exit status 0 on pass, 1 on the first failed assertion (named on stderr).
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tag=compare
+kept="output and logs"
 
 if [ $# -lt 2 ] || [ $# -gt 3 ] || { [ $# -eq 3 ] && [ "$3" != interrupt ]; }; then
     echo "usage: $0 INVENTORYD INVENTORY_LOAD [interrupt]" >&2
@@ -29,28 +32,19 @@ done
 inventoryd=$(realpath "$1")
 load=$(realpath "$2")
 mode=${3:-full}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 limit_s=${COMPARE_TIMEOUT_S:-400}
 
 # The demo must see only what this test sets.
-while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^(INVENTORYD|DEMO)_' || true)
+clear_env '^(INVENTORYD|DEMO)_'
 
-work=$(mktemp -d /tmp/inventoryd-compare.XXXXXX)
-# nginx's workers run as nobody when the master is root: they must reach it.
-chmod 755 "$work"
+setup_work compare
 demo_pid=
-failed=0
 
-log() { echo "compare: $*"; }
-
-fail() {
-    echo "compare: FAIL: $*" >&2
-    failed=1
+on_fail() {
     if [ -f "$work/demo.out" ]; then
         echo "---- last lines of the demo's output" >&2
         tail -n 30 "$work/demo.out" >&2
     fi
-    exit 1
 }
 
 # The demo is the leader of its own process group (set -m below): stop it
@@ -72,36 +66,7 @@ stop_demo() {
 
 cleanup() {
     stop_demo
-    if [ "$failed" -eq 0 ]; then
-        rm -rf "$work"
-    else
-        echo "compare: output and logs kept in $work" >&2
-    fi
-}
-trap cleanup EXIT
-trap 'failed=1; exit 1' INT TERM
-
-port_busy() {
-    if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; then
-        return 0
-    fi
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-# A port below the ephemeral range that nothing listens on and that this
-# test has not picked already.
-picked=" "
-pick_port() {
-    local p
-    for _ in $(seq 1 500); do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
-        case "$picked" in *" $p "*) continue ;; esac
-        port_busy "$p" && continue
-        picked="$picked$p "
-        port=$p
-        return 0
-    done
-    fail "no free TCP port found"
+    finish_work
 }
 
 mapfile -t strategies < <("$inventoryd" --list-strategies)

@@ -383,11 +383,12 @@ for line in re.findall(r"^COPY\s+(?!--from)(.*)$", dockerfile, re.M):
 # A top-level folder is read when CMakeLists.txt names a path in it
 # (src/main.c, ${CMAKE_SOURCE_DIR}/cmake/...) or adds it as a subdirectory.
 read_dirs = set()
+cml_code = re.sub(r"#[^\n]*", "", cml)   # a path in a comment is not read
 for d in os.listdir(root):
     if d.startswith(".") or d == "tests" or not os.path.isdir(os.path.join(root, d)):
         continue    # tests: the image builds with BUILD_TESTING=OFF
-    if re.search(r"(?<![A-Za-z0-9_.-])" + re.escape(d) + r"/", cml) or \
-       re.search(r"^\s*add_subdirectory\(\s*" + re.escape(d) + r"\b", cml, re.M):
+    if re.search(r"(?<![A-Za-z0-9_.-])" + re.escape(d) + r"/", cml_code) or \
+       re.search(r"^\s*add_subdirectory\(\s*" + re.escape(d) + r"\b", cml_code, re.M):
         read_dirs.add(d)
 lacking = sorted(read_dirs - copied)
 check("CMakeLists.txt" in copied and not lacking,

@@ -20,23 +20,21 @@
 #
 # Exit status 0 on pass, 1 on the first failed assertion (named on stderr).
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tag=jmeter-plan
+kept="logs and JMeter results"
 
 if [ $# -ne 2 ]; then
     echo "usage: $0 INVENTORYD INVENTORY_LOAD" >&2
     exit 2
 fi
 inventoryd=$(realpath "$1")
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 runner=$root/loadtest/jmeter/run.sh
 threads=${JMETER_TEST_THREADS:-50}
 loops=${JMETER_TEST_LOOPS:-4}
 stock=200
 
-log() { echo "jmeter-plan: $*"; }
-
-for tool in redis-server redis-cli nginx curl; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "jmeter-plan: $tool not found (run scripts/deps.sh)" >&2; exit 1; }
-done
+require_tools redis-server redis-cli nginx curl
 [ -x "$inventoryd" ] || { echo "jmeter-plan: $inventoryd is not executable" >&2; exit 1; }
 
 # ---- JMeter ------------------------------------------------------------------
@@ -84,136 +82,20 @@ have_jmeter || install_jmeter
 export JMETER_LAUNCHER_CACHE=${JMETER_LAUNCHER_CACHE:-$(dirname "$inventoryd")/jmeter-launcher}
 
 # The instances must see only what this test sets.
-while read -r v; do unset "$v"; done < <(compgen -e | grep '^INVENTORYD_' || true)
+clear_env '^INVENTORYD_'
 
-work=$(mktemp -d /tmp/inventoryd-jmeter.XXXXXX)
-# nginx's workers run as nobody when the master is root: they must reach it.
-chmod 755 "$work"
-pids=()
-run_pid=
-failed=0
-
-show_logs() {
-    local f
-    for f in "$work"/*.log; do
-        [ -s "$f" ] || continue
-        if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
-            echo "---- sanitizer report in $f" >&2
-            grep -m 1 -A 30 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" >&2
-            continue
-        fi
-        echo "---- last lines of $f" >&2
-        tail -n 20 "$f" >&2
-    done
-}
-
-fail() {
-    echo "jmeter-plan: FAIL: $*" >&2
-    failed=1
-    show_logs
-    exit 1
-}
-
-# Stops one of our children by pid: SIGTERM, SIGKILL after 10 s.
-stop_pid() {
-    local pid=$1 i
-    if ! kill -TERM "$pid" 2>/dev/null; then
-        wait "$pid" 2>/dev/null
-        return
-    fi
-    for i in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-}
-
-cleanup() {
-    local i
-    [ -n "$run_pid" ] && stop_pid "$run_pid"
-    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-        stop_pid "${pids[$i]}"
-    done
-    pids=()
-    if [ "$failed" -eq 0 ]; then
-        rm -rf "$work"
-    else
-        echo "jmeter-plan: logs and JMeter results kept in $work" >&2
-    fi
-}
-trap cleanup EXIT
-trap 'failed=1; exit 1' INT TERM
-
-# A port below the ephemeral range that nothing listens on and that this
-# test has not picked already.
-picked=" "
-pick_port() {
-    local p i
-    for i in $(seq 1 500); do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
-        case "$picked" in *" $p "*) continue ;; esac
-        if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htln "sport = :$p" 2>/dev/null)" ]; then
-            continue
-        fi
-        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            continue
-        fi
-        picked="$picked$p "
-        port=$p
-        return 0
-    done
-    fail "no free TCP port found"
-}
-
-# wait_http PID PORT PATH NAME: until PATH on PORT answers 2xx, or PID died.
-wait_http() {
-    local pid=$1 port=$2 path=$3 name=$4 i
-    for i in $(seq 1 200); do
-        if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port$path"; then
-            return 0
-        fi
-        kill -0 "$pid" 2>/dev/null || fail "$name exited during start-up"
-        sleep 0.1
-    done
-    fail "$name not ready on port $port after 20 s"
-}
+setup_work jmeter
 
 # ---- start the stack -------------------------------------------------------
-pick_port; redis_port=$port
-pick_port; port1=$port
-pick_port; port2=$port
-pick_port; nginx_port=$port
-log "redis $redis_port, instances $port1 and $port2, nginx $nginx_port, in $work"
-
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-    --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
-redis_pid=$!
-pids+=("$redis_pid")
-for i in $(seq 1 100); do
-    [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break
-    kill -0 "$redis_pid" 2>/dev/null || fail "redis-server exited during start-up"
-    [ "$i" -eq 100 ] && fail "redis-server not answering PING on $redis_port"
-    sleep 0.1
-done
-
+pick_stack_ports
+start_redis
 for p in "$port1" "$port2"; do
-    (cd "$work" && exec "$inventoryd" \
-        --set server.port="$p" --set server.bind=127.0.0.1 \
-        --set redis.host=127.0.0.1 --set redis.port="$redis_port" \
-        --set lock.wait-ms=10000 \
-        >"$work/inventoryd-$p.log" 2>&1) &
-    pids+=("$!")
-    wait_http "$!" "$p" /healthz "inventoryd on $p"
+    start_instance "$p" --set lock.wait-ms=10000
+    wait_http "$inst_pid" "$p" /healthz "inventoryd on $p"
 done
 
-bash "$root/scripts/nginx-conf.sh" "$nginx_port" "$port1" "$port2" "$work/nginx" ||
-    fail "scripts/nginx-conf.sh failed"
-nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx-error.log" \
-    -g 'daemon off;' >"$work/nginx-stdout.log" 2>&1 &
-nginx_pid=$!
-pids+=("$nginx_pid")
-wait_http "$nginx_pid" "$nginx_port" /healthz "nginx on $nginx_port"
+render_nginx
+start_nginx
 
 # ---- one run of the plan ----------------------------------------------------
 # run_plan NAME PLAN STRATEGY: runs loadtest/jmeter/run.sh, sets rc and out.
@@ -224,10 +106,10 @@ run_plan() {
         -Jhost=127.0.0.1 -Jport="$nginx_port" -Jstrategy="$strategy" \
         -Jthreads="$threads" -Jloops="$loops" -Jstock="$stock" \
         >"$work/run-$name.out" 2>&1 &
-    run_pid=$!
-    wait "$run_pid"
+    load_pid=$!
+    wait "$load_pid"
     rc=$?
-    run_pid=
+    load_pid=
     out=$(cat "$work/run-$name.out")
     sed 's/^/    /' "$work/run-$name.out"
 }

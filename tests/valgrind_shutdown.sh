@@ -5,24 +5,14 @@
 # error and nothing leaked.
 # Usage: valgrind_shutdown.sh <inventoryd>
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tag=valgrind
 inventoryd=$1
 work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    rm -rf "$work"
-}
 trap cleanup EXIT
 
-free_port() {  # a port nothing listens on
-    local p
-    while :; do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
-        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-    done
-}
-redis_port=$(free_port)
-port=$(free_port)
+pick_port; redis_port=$port
+pick_port   # $port: inventoryd's
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
 pids+=($!)
 valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible \
@@ -30,6 +20,7 @@ valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible \
     "$inventoryd" --set server.port="$port" --set redis.port="$redis_port" \
     --set faults.enabled=true >"$work/valgrind.log" 2>&1 &
 vg=$!
+pids+=("$vg")   # stopped by cleanup if anything below fails
 base=http://127.0.0.1:$port
 for _ in $(seq 1 300); do curl -sf -o /dev/null "$base/healthz" && break; sleep 0.1; done
 curl -sf -XPOST "$base/inventory/reset" -d '{"stock":50}' >/dev/null || { cat "$work/valgrind.log"; exit 1; }
@@ -45,6 +36,9 @@ curl -s -o /dev/null "$base/inventory/audit"
 kill -TERM "$vg"
 wait "$vg"
 rc=$?
+keep=()   # valgrind's inventoryd is stopped already
+for p in "${pids[@]}"; do [ "$p" != "$vg" ] && keep+=("$p"); done
+pids=("${keep[@]}")
 grep -E "ERROR SUMMARY|definitely lost|indirectly lost|possibly lost|All heap blocks" "$work/valgrind.log"
 if [ "$rc" -ne 0 ]; then
     echo "valgrind: inventoryd exited $rc; the log:" >&2

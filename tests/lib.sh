@@ -1,0 +1,305 @@
+# shellcheck shell=bash disable=SC2034,SC2120,SC2154
+# (A sourced library: it sets variables for the script and reads the script's.)
+# tests/lib.sh -- helpers shared by the shell tests (and scripts/demo.sh):
+# stopping what was started by its pid, free ports, waiting for a server, and
+# the throwaway stack (redis-server, inventoryd instances, nginx). Sourced:
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Sourcing only defines functions and the state below; nothing is started
+# and no trap is set until a script calls setup_work.
+#
+# State the functions share with the script (set here, used or set there):
+#   tag       the prefix of every message ("e2e", "compare", ...): set it
+#   work      the scratch directory (setup_work); logs go there
+#   pids      what cleanup stops, last started first
+#   load_pid  a foreground job run in the background (cleanup stops it first)
+#   failed    1 once fail ran or a signal came: cleanup then keeps $work
+#   kept      what cleanup says it kept ("logs" unless set)
+#   root      the checkout
+#   redis_port port1 port2 nginx_port  the stack's ports (pick_stack_ports)
+#   redis_pid inst_pid nginx_pid       set by start_redis, start_instance, start_nginx
+#   pid1 pid2  the instances on port1 and port2 (stop_stack_cleanly reads them)
+#   inventoryd load clients requests stock base  read from the script
+# A script changes a behaviour by defining the function again after sourcing
+# (on_fail, cleanup).
+
+tag=${tag:-test}
+root=${root:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+pids=()
+load_pid=
+failed=0
+kept=logs
+picked=" "
+stop_status=0
+declare -A L
+
+# log MESSAGE...: "$tag: MESSAGE" on stdout.
+log() { echo "$tag: $*"; }
+
+# take_binaries ARG...: exactly INVENTORYD INVENTORY_LOAD, else the usage on
+# stderr and exit 2; sets inventoryd and load to their real paths.
+take_binaries() {
+    if [ $# -ne 2 ]; then
+        echo "usage: $0 INVENTORYD INVENTORY_LOAD" >&2
+        exit 2
+    fi
+    inventoryd=$(realpath "$1")
+    load=$(realpath "$2")
+}
+
+# require_tools TOOL...: exits 1 naming the first TOOL not on PATH.
+require_tools() {
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null 2>&1 || { echo "$tag: $tool not found (run scripts/deps.sh)" >&2; exit 1; }
+    done
+}
+
+# clear_env REGEX: unsets every exported variable whose name matches REGEX (grep -E).
+clear_env() {
+    local v
+    while read -r v; do unset "$v"; done < <(compgen -e | grep -E "$1" || true)
+}
+
+# setup_work NAME: work=/tmp/inventoryd-NAME.XXXXXX (mode 755, for nginx's
+# workers running as nobody under root); traps: cleanup on EXIT, exit 1 as a
+# failure on INT and TERM.
+setup_work() {
+    work=$(mktemp -d "/tmp/inventoryd-$1.XXXXXX")
+    chmod 755 "$work"
+    trap cleanup EXIT
+    trap 'failed=1; exit 1' INT TERM
+}
+
+# show_logs [DIR [LINES]]: on stderr, for each non-empty DIR/*.log ($work, 20):
+# the head of its sanitizer report if it has one, else its last LINES lines.
+show_logs() {
+    local dir=${1:-$work} lines=${2:-20} f
+    for f in "$dir"/*.log; do
+        [ -s "$f" ] || continue
+        if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
+            # A sanitizer report: its head says what and where.
+            echo "---- sanitizer report in $f" >&2
+            grep -m 1 -A 30 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" >&2
+            continue
+        fi
+        echo "---- last lines of $f" >&2
+        tail -n "$lines" "$f" >&2
+    done
+}
+
+# on_fail: what fail shows after its message: show_logs.
+on_fail() { show_logs; }
+
+# fail MESSAGE...: "$tag: FAIL: MESSAGE" on stderr, failed=1, on_fail, exit 1.
+fail() {
+    echo "$tag: FAIL: $*" >&2
+    failed=1
+    on_fail
+    exit 1
+}
+
+# stop_pid PID: SIGTERM to our child PID, SIGKILL after 10 s, reaped; sets
+# stop_status to its exit status, returns 0. (Not in a subshell: only the
+# parent can wait.)
+stop_pid() {
+    local pid=$1 i
+    if ! kill -TERM "$pid" 2>/dev/null; then
+        wait "$pid" 2>/dev/null
+        stop_status=$?
+        return 0
+    fi
+    for i in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    stop_status=$?
+    return 0
+}
+
+# stop_started: stop_pid on $load_pid if set, then on every pid in pids, last
+# started first (nginx, the instances, then Redis); empties pids.
+stop_started() {
+    local i
+    [ -n "$load_pid" ] && stop_pid "$load_pid"
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        stop_pid "${pids[$i]}"
+    done
+    pids=()
+}
+
+# finish_work: removes $work after a pass; after a failure keeps it and says
+# "$tag: $kept kept in $work" on stderr.
+finish_work() {
+    if [ "$failed" -eq 0 ]; then
+        rm -rf "$work"
+    else
+        echo "$tag: $kept kept in $work" >&2
+    fi
+}
+
+# cleanup: the EXIT trap: stop_started, then finish_work.
+cleanup() {
+    stop_started
+    finish_work
+}
+
+# port_busy PORT: true when something listens on PORT (ss), or 127.0.0.1:PORT
+# accepts a connection.
+port_busy() {
+    if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; then
+        return 0
+    fi
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# pick_port: sets port to a free one in 20000-31999 (below the ephemeral
+# range) not picked before by this script; fails after 500 tries.
+pick_port() {
+    local p i
+    for i in $(seq 1 500); do
+        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
+        case "$picked" in *" $p "*) continue ;; esac
+        port_busy "$p" && continue
+        picked="$picked$p "
+        port=$p
+        return 0
+    done
+    fail "no free TCP port found"
+}
+
+# wait_http PID PORT PATH NAME: returns once PATH on 127.0.0.1:PORT answers
+# 2xx; fails if PID exits first or after 20 s.
+wait_http() {
+    local pid=$1 port=$2 path=$3 name=$4 i
+    for i in $(seq 1 200); do
+        if curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port$path"; then
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || fail "$name exited during start-up"
+        sleep 0.1
+    done
+    fail "$name not ready on port $port after 20 s"
+}
+
+# ---- the stack: redis-server, two inventoryd instances, nginx ---------------
+
+# pick_stack_ports: picks redis_port, port1, port2, nginx_port and logs them.
+pick_stack_ports() {
+    pick_port; redis_port=$port
+    pick_port; port1=$port
+    pick_port; port2=$port
+    pick_port; nginx_port=$port
+    log "redis $redis_port, instances $port1 and $port2, nginx $nginx_port, in $work"
+}
+
+# start_redis: redis-server on 127.0.0.1:$redis_port, no persistence, in $work
+# (log redis.log); sets redis_pid, adds it to pids; fails unless it answers
+# PING within 10 s.
+start_redis() {
+    local i
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+        --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
+    redis_pid=$!
+    pids+=("$redis_pid")
+    for i in $(seq 1 100); do
+        [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break
+        kill -0 "$redis_pid" 2>/dev/null || fail "redis-server exited during start-up"
+        [ "$i" -eq 100 ] && fail "redis-server not answering PING on $redis_port"
+        sleep 0.1
+    done
+}
+
+# start_instance PORT [ARG...]: $inventoryd on 127.0.0.1:PORT using the Redis
+# on $redis_port, ARGs appended, run in $work (log inventoryd-PORT.log); sets
+# inst_pid, adds it to pids; does not wait.
+start_instance() {
+    local port=$1
+    shift
+    (cd "$work" && exec "$inventoryd" \
+        --set server.port="$port" --set server.bind=127.0.0.1 \
+        --set redis.host=127.0.0.1 --set redis.port="$redis_port" \
+        "$@" >"$work/inventoryd-$port.log" 2>&1) &
+    inst_pid=$!
+    pids+=("$inst_pid")
+}
+
+# render_nginx: scripts/nginx-conf.sh renders $work/nginx/nginx.conf for
+# $nginx_port in front of $port1 (weight 1) and $port2 (weight 2).
+render_nginx() {
+    bash "$root/scripts/nginx-conf.sh" "$nginx_port" "$port1" "$port2" "$work/nginx" ||
+        fail "scripts/nginx-conf.sh failed"
+}
+
+# check_nginx: fails unless nginx -t accepts $work/nginx/nginx.conf.
+check_nginx() {
+    nginx -t -q -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx-error.log" ||
+        fail "nginx -t rejected the rendered template"
+}
+
+# start_nginx: nginx in the foreground on $work/nginx; sets nginx_pid, adds it
+# to pids; waits for its /healthz.
+start_nginx() {
+    nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx-error.log" \
+        -g 'daemon off;' >"$work/nginx-stdout.log" 2>&1 &
+    nginx_pid=$!
+    pids+=("$nginx_pid")
+    wait_http "$nginx_pid" "$nginx_port" /healthz "nginx on $nginx_port"
+}
+
+# stop_stack_cleanly: stops nginx, then the instances $pid1 ($port1) and $pid2
+# ($port2), failing unless each exits 0 on SIGTERM; leaves pids=(redis_pid).
+stop_stack_cleanly() {
+    local p
+    stop_pid "$nginx_pid"
+    for p in "$port1:$pid1" "$port2:$pid2"; do
+        stop_pid "${p#*:}"
+        [ "$stop_status" = 0 ] || fail "inventoryd on ${p%%:*} exited with status $stop_status after SIGTERM"
+    done
+    pids=("$redis_pid")
+}
+
+# ---- one round through nginx ($base) ---------------------------------------
+
+# reset_stock [LABEL]: POST /inventory/reset with $stock; fails (the message
+# prefixed "LABEL: " when given) unless it answers 200.
+reset_stock() {
+    local code
+    code=$(curl -s -o "$work/reset.json" -w '%{http_code}' --max-time 10 \
+        -X POST -H 'Content-Type: application/json' \
+        -d "{\"stock\":$stock}" "$base/inventory/reset")
+    [ "$code" = 200 ] || fail "${1:+$1: }POST /inventory/reset answered $code: $(cat "$work/reset.json")"
+}
+
+# load_kv STRATEGY: $load, $clients clients making $requests sales of STRATEGY
+# through nginx (in the background, so that a signal runs the trap at once);
+# sets load_rc and load_out (its --format kv line) and fills L from it.
+load_kv() {
+    local f
+    "$load" --host 127.0.0.1 --port "$nginx_port" \
+        --path "/inventory/sale/$1" --clients "$clients" \
+        --requests "$requests" --timeout-ms 60000 --format kv \
+        >"$work/load-$1.out" 2>"$work/load-$1.log" &
+    load_pid=$!
+    wait "$load_pid"
+    load_rc=$?
+    load_pid=
+    load_out=$(cat "$work/load-$1.out")
+    L=()
+    for f in $load_out; do L[${f%%=*}]=${f#*=}; done
+}
+
+# fetch_audit STRATEGY: GET /inventory/audit into $work/audit-STRATEGY.json, or fail.
+fetch_audit() {
+    curl -sf --max-time 10 "$base/inventory/audit" >"$work/audit-$1.json" ||
+        fail "$1: GET /inventory/audit failed"
+}
+
+# jqv STRATEGY EXPR: one field of that round's audit.
+jqv() { jq -r "$2" "$work/audit-$1.json"; }
+
+# expect WHAT ACTUAL WANTED: fails with "WHAT: got ACTUAL, expected WANTED" unless equal.
+expect() {
+    [ "$2" = "$3" ] || fail "$1: got $2, expected $3"
+}

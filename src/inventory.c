@@ -330,7 +330,10 @@ static void release_all(struct inventory *inv, struct lock *l, redisContext **c,
             rpool_drop(inv->pool, *c);
             *c = rpool_get(inv->pool, inv->pool_wait_ms, err, sizeof(err));
             l->c = *c;
-            if (!*c) return;   /* the lock's TTL will free it */
+            if (!*c) {
+                lock_forget(l);   /* its lease will free it in Redis */
+                return;
+            }
         }
         if (lock_release(l) == LOCK_LOST) r->lost = 1;
     }

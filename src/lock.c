@@ -1,6 +1,8 @@
 /* lock.c -- the lock core: registry, owner ids, and the acquire/release
  * bookkeeping shared by every strategy (see lock.h). */
+#include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -127,11 +129,117 @@ static void lock_wait_replicas(struct lock *l) {
     if (!l->c->err) redisSetTimeout(l->c, ms_timeval(timeout_ms));
 }
 
+/* ---- the gate: a FIFO per lock key in front of gated locks ------------------
+ *
+ * A gate has at most one owner, the thread that may contend in Redis, and a
+ * queue of waiters in arrival order, each on its own stack. Leaving hands
+ * the gate to the oldest waiter. A waiter whose deadline passes unlinks
+ * itself, so the line never waits on someone who left. Gates are made on
+ * first use and kept (a handful of lock names); all under gates_mu. */
+
+struct gate_waiter {
+    pthread_cond_t cond;
+    int granted;
+    struct gate_waiter *next;
+};
+
+struct gate {
+    char key[192];
+    int owned;
+    struct gate_waiter *head, *tail;
+    struct gate *next;
+};
+
+static pthread_mutex_t gates_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gate *gates;
+
+static struct gate *gate_for(const char *key) {
+    for (struct gate *g = gates; g; g = g->next)
+        if (strcmp(g->key, key) == 0) return g;
+    struct gate *g = calloc(1, sizeof(*g));
+    if (!g) return NULL;
+    snprintf(g->key, sizeof(g->key), "%s", key);
+    g->next = gates;
+    gates = g;
+    return g;
+}
+
+/* Waits for l's turn at its key's gate until l->deadline_us. LOCK_OK or
+ * LOCK_BUSY. Out of memory lets the caller through ungated. */
+static int gate_enter(struct lock *l) {
+    pthread_mutex_lock(&gates_mu);
+    struct gate *g = gate_for(l->key);
+    if (!g || !g->owned) {
+        if (g) g->owned = 1;
+        l->gated = g != NULL;
+        pthread_mutex_unlock(&gates_mu);
+        return LOCK_OK;
+    }
+    struct gate_waiter w = {.granted = 0};
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (g->tail) g->tail->next = &w;
+    else g->head = &w;
+    g->tail = &w;
+    struct timespec ts = {l->deadline_us / 1000000, (long)(l->deadline_us % 1000000) * 1000};
+    while (!w.granted)
+        if (pthread_cond_timedwait(&w.cond, &gates_mu, &ts) == ETIMEDOUT) break;
+    if (!w.granted) {
+        struct gate_waiter *prev = NULL;
+        for (struct gate_waiter *x = g->head; x; prev = x, x = x->next) {
+            if (x == &w) {
+                if (prev) prev->next = w.next;
+                else g->head = w.next;
+                if (g->tail == &w) g->tail = prev;
+                break;
+            }
+        }
+    }
+    l->gated = w.granted;
+    pthread_mutex_unlock(&gates_mu);
+    pthread_cond_destroy(&w.cond);
+    if (!w.granted) snprintf(l->errstr, sizeof(l->errstr), "queued in this process");
+    return w.granted ? LOCK_OK : LOCK_BUSY;
+}
+
+static void gate_leave(struct lock *l) {
+    if (!l->gated) return;
+    l->gated = 0;
+    pthread_mutex_lock(&gates_mu);
+    struct gate *g = gate_for(l->key);
+    struct gate_waiter *next = g ? g->head : NULL;
+    if (next) {
+        g->head = next->next;
+        if (!g->head) g->tail = NULL;
+        next->granted = 1;   /* the gate passes on, still owned */
+        pthread_cond_signal(&next->cond);
+    } else if (g) {
+        g->owned = 0;
+    }
+    pthread_mutex_unlock(&gates_mu);
+}
+
+static void gates_free(void) {
+    pthread_mutex_lock(&gates_mu);
+    while (gates) {
+        struct gate *next = gates->next;
+        free(gates);
+        gates = next;
+    }
+    pthread_mutex_unlock(&gates_mu);
+}
+
 int lock_acquire(struct lock *l) {
     monotime_us start = mclock_us();
     l->deadline_us = start + (monotime_us)l->env->wait_ms * 1000;
     l->errstr[0] = '\0';
-    int rc = l->type->acquire ? l->type->acquire(l) : LOCK_OK;
+    int gate = (l->type->flags & LOCK_F_GATED) && l->holds == 0;
+    int rc = gate ? gate_enter(l) : LOCK_OK;
+    if (rc == LOCK_OK) rc = l->type->acquire ? l->type->acquire(l) : LOCK_OK;
+    if (rc != LOCK_OK && gate) gate_leave(l);
     if (rc == LOCK_OK && l->holds++ == 0) {
         l->acquired_us = mclock_us();
         lock_wait_replicas(l);
@@ -143,7 +251,16 @@ int lock_acquire(struct lock *l) {
 int lock_release(struct lock *l) {
     if (l->holds == 0) return LOCK_OK;
     l->holds--;
-    return l->type->release ? l->type->release(l) : LOCK_OK;
+    int rc = l->type->release ? l->type->release(l) : LOCK_OK;
+    if (l->holds == 0) gate_leave(l);
+    return rc;
+}
+
+void lock_forget(struct lock *l) {
+    if (l->holds == 0) return;
+    l->holds = 0;
+    watchdog_unwatch(l);
+    gate_leave(l);
 }
 
 int lock_renew(struct lock *l) {
@@ -215,4 +332,5 @@ redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
 void lock_core_shutdown(void) {
     watchdog_shutdown();
     pubsub_shutdown();
+    gates_free();
 }

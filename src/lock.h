@@ -48,6 +48,8 @@ struct redlock;
                              (Redlock); renew() uses connections of its own */
 #define LOCK_F_BATCH 16   /* the caller may serve every sale queued in its
                              process under one hold (the batched strategy) */
+#define LOCK_F_GATED 32   /* threads of one process queue FIFO in front of
+                             the lock, so only one of them contends in Redis */
 
 #define LOCK_MAX_NODES 9
 
@@ -106,6 +108,7 @@ struct lock {
     int64_t wait_us;           /* total time spent in acquire */
     int depth;                 /* setnx-retry: deepest recursion reached */
     int holds;                 /* acquires not yet released */
+    int gated;                 /* it holds its place at the head of the gate */
     int64_t acquired_us;       /* when the outermost hold began */
     long long token;           /* fencing token, when the strategy gives one */
     int nvotes;                /* Redlock: the last round's votes */
@@ -172,6 +175,11 @@ int lock_release(struct lock *l);
 
 /* Renews a held lock; LOCK_OK where the strategy has nothing to renew. */
 int lock_renew(struct lock *l);
+
+/* Drops every hold of l in this process only (the gate, the watchdog),
+ * without a word to Redis: for a release that cannot be sent. The lock in
+ * Redis then ends with its lease. */
+void lock_forget(struct lock *l);
 
 /* True when the lock is known to be lost (a renewal failed, or the watchdog
  * saw it expire): the caller must not commit work done under it. */

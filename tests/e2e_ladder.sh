@@ -2,7 +2,7 @@
 # e2e_ladder.sh INVENTORYD INVENTORY_LOAD
 #
 # The contract's requirement, end to end: "Under 200 concurrent clients on
-# two instances, every strategy from setnx-spin up sells exactly the stock:
+# two instances (and three Redlock masters), every strategy from setnx-spin up sells exactly the stock:
 # zero oversold, zero violations."
 #
 # One throwaway redis-server, two inventoryd instances behind a real nginx
@@ -35,7 +35,7 @@ requests=${E2E_REQUESTS:-600}
 stock=200
 wait_ms=20000
 ttl_ms=10000
-exact=(setnx-spin expiring owner-check owner-lua reentrant watchdog redisson fenced atomic)
+exact=(setnx-spin expiring owner-check owner-lua reentrant watchdog redisson redlock fenced batched atomic)
 safe_only=(setnx-retry)
 
 require_tools redis-server redis-cli nginx curl jq
@@ -56,8 +56,16 @@ on_fail() {
 # ---- start the stack -------------------------------------------------------
 pick_stack_ports
 start_redis
-start_instance "$port1" --set lock.wait-ms="$wait_ms" --set lock.ttl-ms="$ttl_ms"; pid1=$inst_pid
-start_instance "$port2" --set lock.wait-ms="$wait_ms" --set lock.ttl-ms="$ttl_ms"; pid2=$inst_pid
+nodes=""
+for m in 1 2 3; do   # three independent Redlock masters
+    pick_port
+    start_redis "$port" "master-$m"
+    nodes="$nodes${nodes:+,}127.0.0.1:$port"
+done
+start_instance "$port1" --set lock.wait-ms="$wait_ms" --set lock.ttl-ms="$ttl_ms" \
+    --set redlock.nodes="$nodes"; pid1=$inst_pid
+start_instance "$port2" --set lock.wait-ms="$wait_ms" --set lock.ttl-ms="$ttl_ms" \
+    --set redlock.nodes="$nodes"; pid2=$inst_pid
 wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
 wait_http "$pid2" "$port2" /healthz "inventoryd on $port2"
 

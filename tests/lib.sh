@@ -194,19 +194,19 @@ pick_stack_ports() {
     log "redis $redis_port, instances $port1 and $port2, nginx $nginx_port, in $work"
 }
 
-# start_redis: redis-server on 127.0.0.1:$redis_port, no persistence, in $work
-# (log redis.log); sets redis_pid, adds it to pids; fails unless it answers
-# PING within 10 s.
+# start_redis [PORT [NAME]]: redis-server on 127.0.0.1:PORT (default
+# $redis_port), no persistence, in $work (log NAME.log, default redis.log);
+# sets redis_pid, adds it to pids; fails unless it answers PING within 10 s.
 start_redis() {
-    local i
-    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
+    local p=${1:-$redis_port} name=${2:-redis} i
+    redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+        --daemonize no --dir "$work" >"$work/$name.log" 2>&1 &
     redis_pid=$!
     pids+=("$redis_pid")
     for i in $(seq 1 100); do
-        [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && break
-        kill -0 "$redis_pid" 2>/dev/null || fail "redis-server exited during start-up"
-        [ "$i" -eq 100 ] && fail "redis-server not answering PING on $redis_port"
+        [ "$(redis-cli -p "$p" ping 2>/dev/null)" = PONG ] && break
+        kill -0 "$redis_pid" 2>/dev/null || fail "$name (redis-server) exited during start-up"
+        [ "$i" -eq 100 ] && fail "$name (redis-server) not answering PING on $p"
         sleep 0.1
     done
 }

@@ -30,7 +30,7 @@ static const char *fixed_strategy(const char *path) {
 
 static int method_in(const char *method, const char *allow) {
     size_t n = strlen(method);
-    if (n == 0) return 0;
+    if (n == 0 || strpbrk(method, ", ")) return 0;   /* one token, never a list */
     for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
         if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return 1;
     return 0;
@@ -77,19 +77,20 @@ enum route_id route_match(const char *method, const char *url,
         }
     }
 
-    static const char sale_prefix[] = "/inventory/sale/";
-    size_t plen = sizeof(sale_prefix) - 1;
-    if (n > plen && strncmp(url, sale_prefix, plen) == 0) {
-        if (!valid_strategy(url + plen, n - plen)) return ROUTE_NOT_FOUND;
-        return found(out, ROUTE_SALE, "GET, POST", method, url + plen, n - plen);
-    }
-
-    /* The demo's original path: <context-path>/inventory/sale. */
+    /* The demo's original path, <context-path>/inventory/sale, first: a
+     * context path may itself start with /inventory/sale/. */
     size_t clen = trimmed_len(context_path);
     if (clen == 1 && context_path[0] == '/') clen = 0;
     if (n > clen && strncmp(url, context_path, clen) == 0 && clen > 0 &&
         n - clen == strlen("/inventory/sale") &&
         strncmp(url + clen, "/inventory/sale", n - clen) == 0)
         return found(out, ROUTE_SALE, "GET, POST", method, "", 0);
+
+    static const char sale_prefix[] = "/inventory/sale/";
+    size_t plen = sizeof(sale_prefix) - 1;
+    if (n > plen && strncmp(url, sale_prefix, plen) == 0) {
+        if (!valid_strategy(url + plen, n - plen)) return ROUTE_NOT_FOUND;
+        return found(out, ROUTE_SALE, "GET, POST", method, url + plen, n - plen);
+    }
     return ROUTE_NOT_FOUND;
 }

@@ -428,6 +428,8 @@ Suite *route_suite(void) {
     tcase_add_test(limits, test_unknown_paths_are_not_found);
     tcase_add_test(limits, test_a_10_kb_url_is_not_found_without_overflowing);
     tcase_add_test(limits, test_an_empty_method_is_not_allowed_and_returns);
+    tcase_add_test(limits, test_a_method_that_lists_methods_is_never_allowed);
+    tcase_add_test(limits, test_a_context_path_under_the_sale_path_still_finds_the_demo_path);
     suite_add_tcase(s, limits);
     return s;
 }

@@ -382,6 +382,22 @@ START_TEST(test_an_empty_method_is_not_allowed_and_returns) {
 }
 END_TEST
 
+START_TEST(test_a_method_that_lists_methods_is_never_allowed) {
+    struct route r;
+    route_match("GET, POST", "/inventory/sale", "/", &r);
+    ck_assert_int_eq(r.id, ROUTE_SALE);
+    ck_assert_int_eq(r.method_allowed, 0);
+}
+END_TEST
+
+START_TEST(test_a_context_path_under_the_sale_path_still_finds_the_demo_path) {
+    struct route r;
+    route_match("GET", "/inventory/sale/x/inventory/sale", "/inventory/sale/x", &r);
+    ck_assert_int_eq(r.id, ROUTE_SALE);
+    ck_assert_str_eq(r.strategy, "");
+}
+END_TEST
+
 Suite *route_suite(void) {
     Suite *s = suite_create("route");
     TCase *core = tcase_create("Core");

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh -- lockbench for a list of strategies and client counts, against
-# throwaway redis-servers started here; prints one table, writes it out.
+# throwaway redis-servers started here; then the same sale end to end over
+# HTTP, through nginx and two inventoryd instances. Prints two tables and
+# writes them out.
 #
 #   loadtest/bench.sh
 #
@@ -11,8 +13,21 @@
 # medians of commands and lock tries per sale, of clients that sold nothing,
 # and of p99 acquire wait and p99 sale latency. The table goes to stdout and
 # to $BENCH_RESULTS_DIR/bench.md; bench.csv there has one row per point with
-# the same figures and every run's sales/s. loadtest/README-bench.md says how
-# to read them.
+# the same figures and every run's sales/s.
+#
+# Then, unless BENCH_HTTP=0, the HTTP section: two inventoryd instances on the
+# same Redis (lock.wait-ms 20000, redlock.nodes the three masters) behind
+# nginx rendered from nginx/nginx.conf.in, all started with tests/lib.sh. In
+# each of BENCH_RUNS rounds, atomic is run directly against one instance and
+# then through nginx, then every other strategy through nginx, each run
+# BENCH_HTTP_CLIENTS clients x BENCH_HTTP_REQUESTS sales with inventory-load
+# after resetting the stock to BENCH_HTTP_STOCK (so that nothing sells out),
+# and the audit is read after every run. While the loads run, VmRSS and
+# Threads of each instance are sampled from /proc/PID/status. A second table
+# (median sales/s, p50, p99 and the ratio to atomic through nginx), the
+# overhead line (atomic direct vs through nginx) and the RSS line follow the
+# first on stdout and in bench.md; bench-http.csv has one row per table row.
+# loadtest/README-bench.md says how to read them.
 #
 # Environment (defaults in brackets):
 #   BENCH_STRATEGIES   [setnx-spin owner-lua redisson redlock fenced atomic]
@@ -21,18 +36,35 @@
 #   BENCH_RUNS         [3]   runs per point; the median sales/s is reported
 #   BENCH_WAIT_MS      [10000] lock.wait-ms
 #   BENCH_ARGS         []    more lockbench options (--ttl-ms 30000, ...)
-#   BENCH_MAX_S        [120] per run: lockbench stops its clients after this
-#   BENCH_BUILD_DIR    [build/] where lockbench is, or is built with cmake
+#   BENCH_MAX_S        [120] per run: lockbench stops its clients after this,
+#                            and an HTTP run is stopped after this
+#   BENCH_BUILD_DIR    [build/] where lockbench, inventoryd and inventory-load
+#                            are, or are built with cmake
 #   BENCH_RESULTS_DIR  [results/]
+#   BENCH_HTTP         [1]   0 skips the HTTP section
+#   BENCH_HTTP_STRATEGIES [atomic batched redisson redlock owner-lua]
+#                            (atomic through nginx and direct is always run)
+#   BENCH_HTTP_CLIENTS [200]
+#   BENCH_HTTP_REQUESTS [6000] sales per HTTP run
+#   BENCH_HTTP_STOCK   [100000] the stock each HTTP run starts from
+#   BENCH_HTTP_WAIT_MS [20000] the instances' lock.wait-ms
+#   BENCH_HTTP_RSS_MB  [32]  the RSS bound the RSS line checks
 #
 # Exit status: 0 when every run passed its audit, 1 when some run sold a unit
-# twice or oversold (or did not finish, or failed), 2 when nothing could be
-# run (no redis-server, the build failed). Every process started here is
+# twice or oversold (or did not finish, or failed), or an instance went over
+# BENCH_HTTP_RSS_MB, 2 when nothing could be run (no redis-server, the build
+# failed, the HTTP stack did not start). Every process started here is
 # stopped by its pid on the way out.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 me=bench.sh
+tag=$me
+# pick_port, start_redis, start_instance, the nginx helpers, reset_stock,
+# fetch_audit, stop_pid and the cleanup trap (which stops $load_pid, then
+# every pid in pids, and removes $work).
+. "$root/tests/lib.sh"
+bench_t0=$SECONDS
 strategies=${BENCH_STRATEGIES:-setnx-spin owner-lua redisson redlock fenced atomic}
 clients_list=${BENCH_CLIENTS:-1 16 64 200}
 stock=${BENCH_STOCK:-2000}
@@ -42,108 +74,101 @@ max_s=${BENCH_MAX_S:-120}
 build=${BENCH_BUILD_DIR:-$root/build}
 results=${BENCH_RESULTS_DIR:-$root/results}
 read -r -a extra <<<"${BENCH_ARGS:-}"
+http=${BENCH_HTTP:-1}
+http_strategies=${BENCH_HTTP_STRATEGIES:-atomic batched redisson redlock owner-lua}
+http_clients=${BENCH_HTTP_CLIENTS:-200}
+http_requests=${BENCH_HTTP_REQUESTS:-6000}
+http_stock=${BENCH_HTTP_STOCK:-100000}
+http_wait_ms=${BENCH_HTTP_WAIT_MS:-20000}
+rss_limit_mb=${BENCH_HTTP_RSS_MB:-32}
 
 die() {
     echo "$me: $*" >&2
     exit 2
 }
 
+# lib.sh's fail (a start-up step failed): show the logs, keep $work, and exit
+# 2, as nothing (or not the HTTP section) could be run.
+fail() {
+    echo "$me: FAIL: $*" >&2
+    failed=1
+    on_fail
+    exit 2
+}
+
 case "$runs" in ''|*[!0-9]*|0) die "BENCH_RUNS must be a positive whole number" ;; esac
 case "$stock" in ''|*[!0-9]*|0) die "BENCH_STOCK must be a positive whole number" ;; esac
-for tool in redis-server redis-cli; do
+case "$http" in 0|1) ;; *) die "BENCH_HTTP must be 0 or 1" ;; esac
+tools=(redis-server redis-cli)
+if [ "$http" = 1 ]; then
+    for v in http_clients http_requests http_stock http_wait_ms rss_limit_mb; do
+        case "${!v}" in ''|*[!0-9]*) die "BENCH_${v^^} must be a whole number" ;; esac
+    done
+    if [ "$http_clients" -eq 0 ] || [ "$http_requests" -eq 0 ]; then
+        die "BENCH_HTTP_CLIENTS and BENCH_HTTP_REQUESTS must be positive"
+    fi
+    # A run that sold out would measure sold_out answers, not sales.
+    [ "$http_stock" -ge "$http_requests" ] ||
+        die "BENCH_HTTP_STOCK ($http_stock) must be at least BENCH_HTTP_REQUESTS ($http_requests)"
+    tools+=(nginx curl jq)
+fi
+for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/deps.sh)"
 done
 
-# ---- the binary ------------------------------------------------------------
+# ---- the binaries ----------------------------------------------------------
 lockbench=$build/lockbench
-if [ ! -x "$lockbench" ]; then
-    echo "$me: building lockbench in $build" >&2
+inventoryd=$build/inventoryd    # lib.sh's names
+load=$build/inventory-load
+targets=()
+for t in lockbench $([ "$http" = 1 ] && echo inventoryd inventory-load); do
+    [ -x "$build/$t" ] || targets+=("$t")
+done
+if [ ${#targets[@]} -gt 0 ]; then
+    echo "$me: building ${targets[*]} in $build" >&2
     if ! cmake -S "$root" -B "$build" >/dev/null ||
-       ! cmake --build "$build" -j2 --target lockbench >/dev/null; then
-        die "cmake could not build lockbench in $build"
+       ! cmake --build "$build" -j2 --target "${targets[@]}" >/dev/null; then
+        die "cmake could not build ${targets[*]} in $build"
     fi
 fi
 for s in $strategies; do
     "$lockbench" --help | grep -q -- "[ ,]$s\(,\|$\)" ||
         die "unknown strategy '$s' (lockbench --help lists them)"
 done
+if [ "$http" = 1 ]; then
+    known=" $("$inventoryd" --list-strategies 2>/dev/null | tr '\n' ' ') "
+    for s in $http_strategies; do
+        case "$known" in *" $s "*) ;; *) die "unknown HTTP strategy '$s' (inventoryd --list-strategies lists them)" ;; esac
+    done
+fi
 
 # ---- servers ---------------------------------------------------------------
-work=$(mktemp -d /tmp/inventoryd-bench.XXXXXX)
-pids=()
-bench_pid=
-# shellcheck disable=SC2317  # called by the trap
-cleanup() {
-    local p
-    if [ -n "$bench_pid" ]; then
-        kill "$bench_pid" 2>/dev/null
-        wait "$bench_pid" 2>/dev/null
-    fi
-    for p in "${pids[@]}"; do
-        kill "$p" 2>/dev/null
-    done
-    for p in "${pids[@]}"; do
-        wait "$p" 2>/dev/null
-    done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 2' INT TERM
-
-# A port below the ephemeral range that nothing listens on and that this
-# script has not picked already.
-picked=" "
-pick_port() {
-    local p i
-    for i in $(seq 1 500); do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
-        case "$picked" in *" $p "*) continue ;; esac
-        if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Htln "sport = :$p" 2>/dev/null)" ]; then
-            continue
-        fi
-        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            continue
-        fi
-        picked="$picked$p "
-        port=$p
-        return 0
-    done
-    die "no free TCP port found"
-}
-
-start_redis() {
-    local port=$1 pid i
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize no --dir "$work" >"$work/redis-$port.log" 2>&1 &
-    pid=$!
-    pids+=("$pid")
-    for i in $(seq 1 100); do
-        [ "$i" -gt 1 ] && sleep 0.1
-        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && return 0
-        kill -0 "$pid" 2>/dev/null || die "redis-server on $port exited during start-up"
-    done
-    die "redis-server not answering PING on $port"
-}
+# $work is /tmp/inventoryd-bench.XXXXXX; lib.sh's cleanup runs on EXIT (and
+# keeps $work, with the logs, after a failed start-up or a signal).
+setup_work bench
+trap 'failed=1; exit 2' INT TERM
 
 pick_port; redis_port=$port
 start_redis "$redis_port"
 redlock_spec=
-case " $strategies " in
-    *" redlock "*)
-        for _ in 1 2 3; do
-            pick_port
-            start_redis "$port"
-            redlock_spec="$redlock_spec${redlock_spec:+,}127.0.0.1:$port"
-        done
-        ;;
-esac
+# start_masters: the three Redlock masters, once; sets redlock_spec.
+start_masters() {
+    local m
+    [ -n "$redlock_spec" ] && return 0
+    for m in 1 2 3; do
+        pick_port
+        start_redis "$port" "master-$m"
+        redlock_spec="$redlock_spec${redlock_spec:+,}127.0.0.1:$port"
+    done
+}
+case " $strategies " in *" redlock "*) start_masters ;; esac
 echo "$me: redis 127.0.0.1:$redis_port${redlock_spec:+, redlock masters $redlock_spec};" \
      "stock $stock, $runs runs per point, lock.wait-ms $wait_ms" >&2
 
 # ---- runs ------------------------------------------------------------------
 declare -A R          # R[strategy|clients|run|key] = value from --format kv
 declare -A RC         # RC[strategy|clients|run] = exit status
-failed=0
+bench_status=0       # the exit status: 1 once a run failed (lib.sh's failed keeps $work)
 started=$(date +%s)
 for s in $strategies; do
     for c in $clients_list; do
@@ -154,13 +179,13 @@ for s in $strategies; do
                 --redis "127.0.0.1:$redis_port" ${redlock_spec:+--redlock "$redlock_spec"} \
                 --wait-ms "$wait_ms" --max-s "$max_s" --format kv "${extra[@]}" \
                 >"$work/out" 2>"$work/err" &
-            bench_pid=$!
-            wait "$bench_pid"
+            load_pid=$!
+            wait "$load_pid"
             rc=$?
-            bench_pid=
+            load_pid=
             out=$(cat "$work/out")
             RC["$s|$c|$r"]=$rc
-            [ "$rc" -eq 0 ] || failed=1
+            [ "$rc" -eq 0 ] || bench_status=1
             for kv in $out; do
                 key=${kv%%=*}
                 R["$s|$c|$r|$key"]=${kv#*=}
@@ -263,7 +288,7 @@ echo "$me: ${elapsed} s for $(( $(wc -w <<<"$strategies") * $(wc -w <<<"$clients
     rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
     [ -n "$(git -C "$root" status --porcelain -- src 2>/dev/null)" ] && rev="$rev + changes in src/"
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(redis-server --version | sed 's/ sha=.*//'), inventoryd $rev."
-    echo "Stock $stock, $runs runs per point, lock.wait-ms $wait_ms${BENCH_ARGS:+, lockbench $BENCH_ARGS}; one main Redis${redlock_spec:+ and three Redlock masters}, all on this host. ${elapsed} s in all."
+    echo "Stock $stock, $runs runs per point, lock.wait-ms $wait_ms${BENCH_ARGS:+, lockbench $BENCH_ARGS}; one main Redis${redlock_spec:+ and three Redlock masters}, all on this host. ${elapsed} s for these runs."
     echo
     echo "$mdtable"
     echo
@@ -274,4 +299,244 @@ echo "$me: ${elapsed} s for $(( $(wc -w <<<"$strategies") * $(wc -w <<<"$clients
     echo "call begun while stock remained. See loadtest/README-bench.md."
 } >"$md"
 
-exit "$failed"
+
+# ---- the HTTP section ------------------------------------------------------
+http_csv=$results/bench-http.csv
+if [ "$http" = 0 ]; then
+    # A bench-http.csv from an earlier run would not match this bench.md.
+    rm -f "$http_csv"
+    {
+        echo
+        echo "## HTTP: skipped (BENCH_HTTP=0)"
+    } >>"$md"
+    echo "$me: HTTP section skipped (BENCH_HTTP=0); $((SECONDS - bench_t0)) s in all" >&2
+    exit "$bench_status"
+fi
+
+# The instances must see only what this script sets; the lockbench runs'
+# keys go.
+clear_env '^INVENTORYD_'
+start_masters
+for p in "$redis_port" ${redlock_spec//,/ }; do
+    redis-cli -p "${p##*:}" flushall >/dev/null || fail "FLUSHALL on ${p##*:} failed"
+done
+pick_port; port1=$port
+pick_port; port2=$port
+pick_port; nginx_port=$port
+for p in "$port1" "$port2"; do
+    start_instance "$p" --set lock.wait-ms="$http_wait_ms" --set redlock.nodes="$redlock_spec"
+    [ "$p" = "$port1" ] && pid1=$inst_pid || pid2=$inst_pid
+done
+wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
+wait_http "$pid2" "$port2" /healthz "inventoryd on $port2"
+render_nginx
+check_nginx
+start_nginx
+base="http://127.0.0.1:$nginx_port"
+echo "$me: HTTP: instances 127.0.0.1:$port1 (pid $pid1) and :$port2 (pid $pid2) behind nginx :$nginx_port;" \
+     "$http_clients clients x $http_requests sales per run, stock $http_stock, lock.wait-ms $http_wait_ms" >&2
+
+# proc_status PID: st_rss_kb and st_threads from /proc/PID/status (empty once
+# it is gone). Builtins only, so that sampling forks nothing.
+proc_status() {
+    local k v rest
+    st_rss_kb='' st_threads=''
+    while read -r k v rest; do
+        case "$k" in
+            VmRSS:) st_rss_kb=$v ;;
+            Threads:) st_threads=$v ;;
+        esac
+    done 2>/dev/null <"/proc/$1/status"
+}
+
+declare -A H          # H[strategy|path|run|key] = value from inventory-load --format kv
+declare -A HA         # HA[strategy|path|run] = ok, FAIL, unfin or error
+declare -A M          # M[row|rss1|thr1|rss2|thr2] = the most seen during that row's loads; row "all": overall
+samples=0
+
+# sample ROW: one reading of both instances, kept when it is the largest.
+sample() {
+    local i pid row
+    for i in 1 2; do
+        [ "$i" = 1 ] && pid=$pid1 || pid=$pid2
+        proc_status "$pid"
+        for row in "$1" all; do
+            [ -n "$st_rss_kb" ] && [ "$st_rss_kb" -gt "${M["$row|rss$i"]:-0}" ] && M["$row|rss$i"]=$st_rss_kb
+            [ -n "$st_threads" ] && [ "$st_threads" -gt "${M["$row|thr$i"]:-0}" ] && M["$row|thr$i"]=$st_threads
+        done
+    done
+    samples=$((samples + 1))
+}
+
+# http_run STRATEGY PATH RUN [REQUESTS]: resets the stock, runs inventory-load
+# through nginx (PATH nginx) or straight at the first instance (PATH direct)
+# while sampling the instances, then reads the audit. RUN 0 is a warm-up:
+# only its RSS samples are kept.
+http_run() {
+    local s=$1 via=$2 r=$3 n=${4:-$http_requests} p t0 rc kv verdict sold twice over viol
+    local key="$s|$via|$r"
+    [ "$via" = direct ] && p=$port1 || p=$nginx_port
+    stock=$http_stock reset_stock "$s"
+    "$load" --host 127.0.0.1 --port "$p" --path "/inventory/sale/$s" \
+        --clients "$http_clients" --requests "$n" --timeout-ms 60000 --format kv \
+        >"$work/http.out" 2>"$work/http.err" &
+    load_pid=$!
+    t0=$SECONDS
+    rc=
+    while kill -0 "$load_pid" 2>/dev/null; do
+        sample "$s|$via"
+        if [ $((SECONDS - t0)) -ge "$max_s" ]; then
+            stop_pid "$load_pid"
+            rc=unfin
+            break
+        fi
+        sleep 0.05
+    done
+    if [ -z "$rc" ]; then
+        wait "$load_pid"
+        rc=$?
+    fi
+    load_pid=
+    [ "$r" = 0 ] && return 0
+    for kv in $(<"$work/http.out"); do
+        H["$key|${kv%%=*}"]=${kv#*=}
+    done
+    fetch_audit "$s"
+    read -r sold twice over viol < <(jq -r '"\(.sold) \(.sold_twice) \(.oversold) \(.violations)"' "$work/audit-$s.json")
+    cp "$work/audit-$s.json" "$work/audit-$s-$via-$r.json"
+    # Clients saw at most what the ledger holds, and at least that less the
+    # answers they could not read (a transport error may hide a sale).
+    local seen=${H["$key|sold"]:-0} unknown=$(( ${H["$key|errors"]:-0} + ${H["$key|other"]:-0} ))
+    if [ "$twice" != 0 ] || [ "$over" != false ] || [ "$viol" != 0 ] ||
+       ! [[ "$sold" =~ ^[0-9]+$ ]] || [ "$sold" -lt "$seen" ] || [ "$sold" -gt $((seen + unknown)) ]; then
+        verdict=FAIL
+    elif [ "$rc" = unfin ]; then
+        verdict=unfin
+    elif [ "$rc" != 0 ] || [ -z "${H["$key|sales_per_s"]:-}" ]; then
+        verdict=error
+    else
+        verdict=ok
+    fi
+    HA["$key"]=$verdict
+    [ "$verdict" = ok ] || bench_status=1
+    printf '%s: HTTP %-10s %-6s run %d: %8s sales/s, p50 %6s ms, p99 %7s ms, lock_timeout %s, errors %s, audit %s\n' \
+        "$me" "$s" "$via" "$r" "${H["$key|sales_per_s"]:-?}" "${H["$key|p50_ms"]:-?}" \
+        "${H["$key|p99_ms"]:-?}" "${H["$key|lock_timeout"]:-?}" "${H["$key|errors"]:-?}" "$verdict" >&2
+    [ -s "$work/http.err" ] && sed "s/^/    /" "$work/http.err" >&2
+    return 0
+}
+
+# The rows of the table: atomic through nginx (the reference), atomic direct,
+# then the other strategies through nginx.
+rows=("atomic|nginx" "atomic|direct")
+for s in $http_strategies; do
+    [ "$s" = atomic ] || rows+=("$s|nginx")
+done
+
+http_started=$SECONDS
+# Unmeasured: both paths once, so that the first measured run does not pay
+# for connecting 200 clients and the instances' Redis pools.
+warm=$(( http_requests < 2000 ? http_requests : 2000 ))
+http_run atomic direct 0 "$warm"
+http_run atomic nginx 0 "$warm"
+for r in $(seq 1 "$runs"); do
+    # atomic direct and through nginx alternate, one pair a round; the other
+    # strategies follow, so that a noisy minute hits every row alike.
+    for row in "atomic|direct" "atomic|nginx" "${rows[@]:2}"; do
+        http_run "${row%|*}" "${row#*|}" "$r"
+    done
+done
+http_elapsed=$((SECONDS - http_started))
+
+# hfield KEY ROW: every run's value of KEY, one a line.
+hfield() {
+    local r
+    for r in $(seq 1 "$runs"); do
+        printf '%s\n' "${H["$2|$r|$1"]:-}"
+    done
+}
+hsum() {
+    local t=0 v
+    for v in $(hfield "$@"); do
+        [[ "$v" =~ ^[0-9]+$ ]] && t=$(( t + v ))
+    done
+    echo "$t"
+}
+mb() { [ -n "${1:-}" ] && awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }' || echo "?"; }
+
+ref=$(hfield sales_per_s "atomic|nginx" | median)
+echo "strategy,path,clients,requests,stock,runs,sales_per_s_median,sales_per_s_runs,p50_ms_median,p99_ms_median,ratio_to_atomic_nginx,giveups,backend_errors,other,errors,rss1_mb_max,threads1_max,rss2_mb_max,threads2_max,audit" >"$http_csv"
+htable=$(printf '%-10s %-6s %9s %8s %8s %9s %8s %6s %6s' strategy path 'sales/s' 'p50 ms' 'p99 ms' 'vs atomic' give-ups errors audit)
+hmd="| strategy | path | sales/s (median) | p50 ms | p99 ms | vs atomic via nginx | give-ups | errors | audit |
+|---|---|--:|--:|--:|--:|--:|--:|---|"
+for row in "${rows[@]}"; do
+    s=${row%|*} via=${row#*|}
+    sps=$(hfield sales_per_s "$row" | median)
+    p50=$(hfield p50_ms "$row" | median)
+    p99=$(hfield p99_ms "$row" | median)
+    ratio=$(awk -v a="$sps" -v b="$ref" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?" }')
+    gu=$(hsum lock_timeout "$row")
+    be=$(hsum backend_unavailable "$row")
+    ot=$(hsum other "$row")
+    te=$(hsum errors "$row")
+    errs=$((be + ot + te))
+    audit=ok
+    for r in $(seq 1 "$runs"); do
+        case "${HA["$row|$r"]:-error}" in
+            ok) ;;
+            FAIL) audit=FAIL ;;
+            *) [ "$audit" = ok ] && audit=${HA["$row|$r"]:-error} ;;
+        esac
+    done
+    runs_sps=$(hfield sales_per_s "$row" | paste -sd';')
+    htable="$htable"$'\n'$(printf '%-10s %-6s %s %s %s %s %8s %6s %6s' "$s" "$via" "$(num %9.0f "$sps")" \
+        "$(num %8.1f "$p50")" "$(num %8.1f "$p99")" "$(num %9.2f "$ratio")" "$gu" "$errs" "$audit")
+    hmd="$hmd"$'\n'"| $s | $via | $(num %.0f "$sps") | $(num %.1f "$p50") | $(num %.1f "$p99") | $ratio | $gu | $errs | $audit |"
+    echo "$s,$via,$http_clients,$http_requests,$http_stock,$runs,$sps,$runs_sps,$p50,$p99,$ratio,$gu,$be,$ot,$te,$(mb "${M["$row|rss1"]:-}"),${M["$row|thr1"]:-},$(mb "${M["$row|rss2"]:-}"),${M["$row|thr2"]:-},$audit" >>"$http_csv"
+done
+
+direct=$(hfield sales_per_s "atomic|direct" | median)
+over_ratio=$(awk -v a="$direct" -v b="$ref" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?" }')
+overhead="overhead: atomic direct to one instance $(num %.0f "$direct") sales/s, p50 $(num %.1f "$(hfield p50_ms "atomic|direct" | median)") ms, p99 $(num %.1f "$(hfield p99_ms "atomic|direct" | median)") ms;"
+overhead="$overhead through nginx to both $(num %.0f "$ref") sales/s, p50 $(num %.1f "$(hfield p50_ms "atomic|nginx" | median)") ms, p99 $(num %.1f "$(hfield p99_ms "atomic|nginx" | median)") ms;"
+overhead="$overhead direct/nginx = $over_ratio (medians of $runs alternating runs each)"
+rss_ok=yes
+for i in 1 2; do
+    [ -n "${M["all|rss$i"]:-}" ] && [ "${M["all|rss$i"]}" -lt $((rss_limit_mb * 1024)) ] || rss_ok=NO
+done
+[ "$rss_ok" = yes ] || bench_status=1
+rssline="RSS: instance :$port1 max $(mb "${M["all|rss1"]:-}") MB ($(printf '%s' "${M["all|thr1"]:-?}") threads at most), instance :$port2 max $(mb "${M["all|rss2"]:-}") MB (${M["all|thr2"]:-?} threads); $samples samples during the $http_clients-client loads; each under $rss_limit_mb MB: $rss_ok"
+
+echo
+echo "$htable"
+echo "$overhead"
+echo "$rssline"
+total=$((SECONDS - bench_t0))
+echo "$me: HTTP ${http_elapsed} s for $(( (${#rows[@]}) * runs )) runs (and 2 warm-ups); ${total} s in all; wrote $md, $csv and $http_csv" >&2
+
+{
+    echo
+    echo "## HTTP: the sale end to end, through nginx and two instances"
+    echo
+    echo "$http_clients clients (inventory-load, keep-alive), $http_requests sales per run, the stock reset to $http_stock before each run (nothing sells out);"
+    echo "two inventoryd instances (lock.wait-ms $http_wait_ms, thread per connection) behind $(nginx -v 2>&1 | sed 's/^nginx version: //') (upstream weights 1 and 2),"
+    echo "on the same Redis and Redlock masters. $runs rounds, each: atomic direct to the weight-1 instance, atomic through nginx, then the rest through nginx."
+    echo "${http_elapsed} s for this section; ${total} s for bench.sh in all."
+    echo
+    echo "$hmd"
+    echo
+    echo "sales/s, p50, p99: medians of the runs (every run's sales/s is in bench-http.csv);"
+    echo "vs atomic via nginx: the row's median sales/s over atomic's through nginx in this run."
+    echo "give-ups (lock_timeout) and errors (backend_unavailable, other answers, transport errors): summed."
+    echo "audit: the ledger read after every run; FAIL if a unit was sold twice or oversold."
+    echo
+    echo "### Overhead of nginx and the second instance"
+    echo
+    echo "${overhead#overhead: }."
+    echo
+    echo "### Memory"
+    echo
+    echo "${rssline#RSS: }. VmRSS and Threads from /proc/PID/status every 50 ms while each load ran; the direct runs put all $http_clients connections on the weight-1 instance."
+} >>"$md"
+
+exit "$bench_status"

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
     build-essential cmake pkg-config
     libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev check
-    redis-server redis-tools nginx-light
+    redis-server redis-tools redis-sentinel nginx-light
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
 )
 

@@ -101,7 +101,7 @@ static int parse_ll(const redisReply *r, long long *out) {
 }
 
 static int sale_backend(struct sale_result *r, const char *what, const char *why) {
-    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%.32s: %.120s)", what, why);
+    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%.32s: %.150s)", what, why);
     return r->status = INV_BACKEND;
 }
 

@@ -4,10 +4,12 @@
  * context alive, idle or handed out. Both are guarded by `lock`; connecting
  * happens outside it so a slow connect never blocks other threads.
  *
- * With sentinels, `master_host:master_port` is the address the last
- * successful dial reached, also guarded by `lock`. A context's own address
- * (c->tcp) is compared with it whenever the context comes back to the pool
- * or out of it: a mismatch means a failover happened since it was dialed. */
+ * With sentinels, `master_host:master_port` is where the master is now: the
+ * address the last successful dial reached, or the sentinels' answer when
+ * rpool_get() asked them again (at most once a second), also guarded by
+ * `lock`. A context's own address (c->tcp) is compared with it whenever the
+ * context comes back to the pool or out of it: a mismatch means a failover
+ * happened since it was dialed, and the context is freed. */
 #include <errno.h>
 #include <stdarg.h>
 #include <poll.h>
@@ -33,7 +35,12 @@ struct rpool {
     int live;
     char master_host[256];      /* sentinels only: where the master is now */
     int master_port;
+    int64_t resolved_ms;        /* when master_host was last learnt (monotonic) */
+    int refreshing;             /* a thread is asking the sentinels */
 };
+
+/* How old the sentinels' last answer may grow before rpool_get() asks again. */
+#define RPOOL_SENTINEL_REFRESH_MS 1000
 
 struct rpool *rpool_create(const struct rpool_options *opt) {
     struct rpool *p = calloc(1, sizeof(*p));
@@ -210,13 +217,13 @@ static int rpool_outdated(const struct rpool *p, const redisContext *c) {
            strcmp(c->tcp.host, p->master_host) != 0;
 }
 
-/* Records the address a fresh context c reached and, when it moved, frees
- * every idle context to the old one. Called with p->lock held. */
-static void rpool_follow(struct rpool *p, const redisContext *c) {
-    if (!p->sentinels[0] || !c->tcp.host) return;
-    if (c->tcp.port == p->master_port && strcmp(c->tcp.host, p->master_host) == 0) return;
-    snprintf(p->master_host, sizeof(p->master_host), "%s", c->tcp.host);
-    p->master_port = c->tcp.port;
+/* Makes host:port the master's address and, when it moved, frees every
+ * idle context to the old one. Called with p->lock held. */
+static void rpool_move(struct rpool *p, const char *host, int port) {
+    p->resolved_ms = mclock_ms();
+    if (port == p->master_port && strcmp(host, p->master_host) == 0) return;
+    snprintf(p->master_host, sizeof(p->master_host), "%s", host);
+    p->master_port = port;
     int kept = 0;
     for (int i = 0; i < p->nidle; i++) {
         if (rpool_outdated(p, p->idle[i])) {
@@ -228,6 +235,33 @@ static void rpool_follow(struct rpool *p, const redisContext *c) {
     }
     p->nidle = kept;
     pthread_cond_broadcast(&p->freed);
+}
+
+/* Asks the sentinels again where the master is once the last answer is
+ * RPOOL_SENTINEL_REFRESH_MS old. A failover whose former master stays up
+ * closes no connection until Sentinel demotes it, seconds later; meanwhile
+ * pooled contexts would still write to it. One thread asks at a time, on
+ * its way through rpool_get(); the others go on with what is known. */
+static void rpool_refresh(struct rpool *p) {
+    pthread_mutex_lock(&p->lock);
+    int due = !p->refreshing && p->master_host[0] &&
+              mclock_ms() - p->resolved_ms >= RPOOL_SENTINEL_REFRESH_MS;
+    if (due) p->refreshing = 1;
+    pthread_mutex_unlock(&p->lock);
+    if (!due) return;
+
+    struct sentinel_node s[SENTINEL_MAX];
+    char host[256], err[128];
+    int port = 0, found = 0;
+    int n = sentinel_parse(p->sentinels, s, SENTINEL_MAX, err, sizeof(err));
+    for (int i = 0; i < n && !found; i++)
+        found = sentinel_ask(&s[i], p->master_name, p->opt.timeout_ms, host, sizeof(host),
+                             &port, err, sizeof(err)) == 0;
+    pthread_mutex_lock(&p->lock);
+    p->refreshing = 0;
+    if (found) rpool_move(p, host, port);
+    else p->resolved_ms = mclock_ms();   /* no answer: dials will tell */
+    pthread_mutex_unlock(&p->lock);
 }
 
 /* True when an idle connection has something to read: the server closed it
@@ -247,6 +281,7 @@ redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errle
         deadline.tv_nsec -= 1000000000L;
     }
 
+    if (p->sentinels[0]) rpool_refresh(p);
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (p->nidle > 0) {
@@ -273,7 +308,7 @@ redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errle
     redisContext *c = rpool_connect(&p->opt, errstr, errlen);
     pthread_mutex_lock(&p->lock);
     if (c) {
-        rpool_follow(p, c);
+        if (p->sentinels[0] && c->tcp.host) rpool_move(p, c->tcp.host, c->tcp.port);
     } else {
         p->live--;
         pthread_cond_signal(&p->freed);

@@ -16,10 +16,12 @@
  * With sentinels set, every new context is dialed to the address the
  * sentinels give for the master (the first one that answers, see
  * rpool_connect) and kept only if ROLE says it reached a master. When a dial
- * finds the master at a new address (a failover), every context to the old
- * one is dropped, idle ones at once and handed-out ones when put back, so the
- * pool follows the failover instead of talking to a former master. A context
- * is never retried elsewhere: what was sent on it is the caller's to judge.
+ * finds the master at a new address (a failover), or rpool_get() asks the
+ * sentinels again (it does when their last answer is a second old) and
+ * learns one, every context to the old address is dropped, idle ones at once
+ * and handed-out ones when put back, so the pool follows the failover
+ * instead of talking to a former master, even one still up. A context is
+ * never retried elsewhere: what was sent on it is the caller's to judge.
  *
  * The pool itself is thread safe. */
 #ifndef INVENTORYD_RPOOL_H

@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# resilience_http.sh INVENTORYD INVENTORY_LOAD
+#
+# Hardening: bad input at the HTTP edge. One throwaway redis-server and one
+# inventoryd with server.max-connections=64 and server.connection-timeout-s=2
+# (server.max-body-bytes stays 4096), free ports, everything stopped by pid.
+# Raw requests are made by a small python3 helper written to the work dir.
+#   1. a 100 KB URL: a 4xx (libmicrohttpd 0.9.75 answers 414), in < 5 s;
+#   2. a 100 KB header, and 2000 headers of 60 bytes: a 4xx (431), < 5 s;
+#   3. a 10 MB body to POST /inventory/reset, sent with Content-Length (no
+#      Expect), with curl's Expect: 100-continue, and chunked: 413 in < 5 s
+#      each, and the stock is unchanged;
+#   4. slowloris: 64 connections (the limit) send a partial request line and
+#      stall. While they stall, a fresh request either succeeds or is refused
+#      cleanly (closed or reset), never hangs 5 s; ~3 s after they stalled a
+#      fresh request succeeds, and the server has closed all 64 (by ~2 s);
+#   5. a trickling slowloris (64 connections sending one byte a second, under
+#      the 2 s idle timeout), for 5 s: reported only (INFO): whether fresh
+#      requests got through while it ran; then a fresh request must succeed
+#      once it stops;
+# after every step the instance still answers GET /healthz 200, and at the
+# end it stops cleanly (exit 0) on SIGTERM. The second argument is accepted
+# for symmetry with the other tests and unused. Exit 0 on pass, 1 on the
+# first failed assertion (named on stderr).
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tag=resilience-http
+
+take_binaries "$@"
+max_conn=64
+
+
+# forget_pid PID: PID was reaped here; cleanup must not signal it (nor a
+# process that reused its number).
+forget_pid() {
+    local p keep=()
+    for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    pids=("${keep[@]}")
+}
+
+
+require_tools redis-server redis-cli curl jq python3
+clear_env '^INVENTORYD_'
+setup_work resilience-http
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+cat >"$work/raw.py" <<'PY'
+# raw.py MODE PORT [ARGS]: raw HTTP requests the shell tests cannot make with curl.
+import socket, sys, threading, time, select
+
+def answer(s, timeout):
+    """Reads one answer: returns (status or 0, ms, first line or why none)."""
+    t0 = time.time()
+    buf = b""
+    s.settimeout(0.2)
+    while time.time() - t0 < timeout:
+        try:
+            b = s.recv(65536)
+        except socket.timeout:
+            continue
+        except OSError as e:
+            return 0, (time.time() - t0) * 1000, "no answer: %s" % e.strerror
+        if not b:
+            break
+        buf += b
+        if b"\r\n\r\n" in buf:
+            head, _, body = buf.partition(b"\r\n\r\n")
+            cl = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+            if not cl or len(body) >= int(cl[0].split(b":")[1]):
+                break
+    if not buf:
+        return 0, (time.time() - t0) * 1000, "no answer: closed"
+    line = buf.split(b"\r\n", 1)[0].decode("latin-1")
+    try:
+        status = int(line.split()[1])
+    except (IndexError, ValueError):
+        status = 0
+    body = buf.partition(b"\r\n\r\n")[2][:160].decode("latin-1").replace("\n", " ")
+    return status, (time.time() - t0) * 1000, line + " | " + body
+
+def one(port, head, body=None, timeout=5):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t0 = time.time()
+    err = []
+    def send():
+        try:
+            s.sendall(head)
+            if body is not None:
+                for chunk in body:
+                    s.sendall(chunk)
+        except OSError as e:
+            err.append(e.strerror)
+    th = threading.Thread(target=send, daemon=True)
+    th.start()
+    status, _, what = answer(s, timeout)
+    ms = (time.time() - t0) * 1000
+    s.close()
+    sent = "cut:" + err[0] if err else ("partly" if th.is_alive() else "all")
+    print("status=%d ms=%d sent=%s what=%s" % (status, ms, sent, what))
+
+mode, port = sys.argv[1], int(sys.argv[2])
+if mode == "longurl":
+    one(port, b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+elif mode == "longheader":
+    one(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 100000 + b"\r\n\r\n")
+elif mode == "manyheaders":
+    one(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" +
+        b"".join(b"X-H%d: %s\r\n" % (i, b"c" * 50) for i in range(2000)) + b"\r\n")
+elif mode in ("bigbody", "chunked"):
+    size = int(sys.argv[3])
+    piece = b'{"stock":' + b" " * 65000
+    if mode == "bigbody":
+        head = (b"POST /inventory/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % size)
+        body = (piece[: min(len(piece), size - i)] for i in range(0, size, len(piece)))
+    else:
+        head = (b"POST /inventory/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+        body = [b"%x\r\n%s\r\n" % (len(piece), piece) for _ in range(size // len(piece))] + [b"0\r\n\r\n"]
+    one(port, head, body, timeout=10)
+elif mode == "stall":
+    # stall PORT N HOLD_S: N connections send a partial request line and
+    # stall; prints "opened N" once they are open, then when each was closed
+    # by the server; exits after HOLD_S or once all are closed.
+    n, hold = int(sys.argv[3]), float(sys.argv[4])
+    socks, t0 = [], time.time()
+    for i in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"GET /inventory/sa")
+        socks.append(s)
+    print("opened %d in %d ms" % (n, (time.time() - t0) * 1000), flush=True)
+    closed, data = {}, 0
+    while time.time() - t0 < hold and len(closed) < n:
+        live = [s for s in socks if s not in closed]
+        r, _, _ = select.select(live, [], [], 0.05)
+        for s in r:
+            try:
+                b = s.recv(4096)
+            except OSError:
+                b = b""
+            if b:
+                data += 1
+            closed[s] = int((time.time() - t0) * 1000)
+    v = sorted(closed.values())
+    print("closed=%d of=%d answered=%d first_ms=%s last_ms=%s" %
+          (len(closed), n, data, v[0] if v else -1, v[-1] if v else -1), flush=True)
+elif mode == "trickle":
+    # trickle PORT N SECONDS: N connections each send one byte of a request
+    # line every second; prints "opened", then how many the server closed.
+    n, dur = int(sys.argv[3]), float(sys.argv[4])
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(n)]
+    line = b"GET /healthz?pad=" + b"p" * 200
+    for s in socks:
+        s.sendall(line[:1])
+    print("opened %d" % n, flush=True)
+    t0, i, dead = time.time(), 1, set()
+    while time.time() - t0 < dur:
+        time.sleep(1)
+        for s in socks:
+            if s in dead:
+                continue
+            try:
+                s.sendall(line[i:i + 1])
+            except OSError:
+                dead.add(s)
+        i += 1
+    print("closed_by_server=%d of=%d" % (len(dead), n), flush=True)
+PY
+
+# raw MODE ARGS...: runs the helper; sets R to its line and R_status, R_ms.
+raw() {
+    R=$(timeout 30 python3 "$work/raw.py" "$1" "$port1" "${@:2}" 2>"$work/raw-$1.log") ||
+        fail "raw $1: the helper failed: $(cat "$work/raw-$1.log")"
+    R_status=$(sed -n 's/^status=\([0-9]*\) .*/\1/p' <<<"$R")
+    R_ms=$(sed -n 's/.* ms=\([0-9]*\) .*/\1/p' <<<"$R")
+}
+
+healthy() {
+    local code
+    kill -0 "$pid1" 2>/dev/null || fail "after $1: inventoryd died ($(tail -n 3 "$work/inventoryd-$port1.log"))"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port1/healthz")
+    [ "$code" = 200 ] || fail "after $1: GET /healthz answered $code"
+}
+
+pick_port; redis_port=$port
+pick_port; port1=$port
+log "redis $redis_port, instance $port1 (max-connections $max_conn, connection-timeout 2 s), in $work"
+start_redis
+start_instance "$port1" --set server.max-connections=$max_conn --set server.connection-timeout-s=2; pid1=$inst_pid
+wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
+inst="http://127.0.0.1:$port1"
+
+# ---- 1, 2: overlong URL and headers ----------------------------------------------
+for m in longurl longheader manyheaders; do
+    raw "$m"
+    log "$m: $R"
+    [ -n "$R_status" ] && [ "$R_status" -ge 400 ] && [ "$R_status" -lt 500 ] ||
+        fail "$m: expected a 4xx answer, got: $R"
+    [ "$R_ms" -lt 5000 ] || fail "$m: the 4xx took $R_ms ms"
+    healthy "$m"
+done
+log "PASS overlong URL and headers: 4xx, and the instance still answers"
+
+# ---- 3: 10 MB bodies ------------------------------------------------------------------
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -d '{"stock":777}' "$inst/inventory/reset")
+[ "$code" = 200 ] || fail "POST /inventory/reset {\"stock\":777} answered $code"
+big=$((10 * 1024 * 1024))
+for m in bigbody chunked; do
+    raw "$m" "$big"
+    log "$m ($big bytes): $R"
+    expect "$m: status" "$R_status" 413
+    [ "$R_ms" -lt 5000 ] || fail "$m: the 413 took $R_ms ms"
+    healthy "$m"
+done
+head -c "$big" /dev/zero | tr '\0' ' ' >"$work/big.json"
+t=$(now_ms)
+out=$(curl -s -o "$work/big-answer.json" -w '%{http_code}' --max-time 10 -X POST \
+    -H 'Content-Type: application/json' --data-binary @"$work/big.json" "$inst/inventory/reset")
+ms=$(( $(now_ms) - t ))
+rm -f "$work/big.json"
+log "curl with Expect: 100-continue ($big bytes): $out in $ms ms: $(cat "$work/big-answer.json")"
+expect "curl 10 MB body: status" "$out" 413
+[ "$ms" -lt 5000 ] || fail "curl 10 MB body: the 413 took $ms ms"
+expect "10 MB body: the status word" "$(jq -r .status "$work/big-answer.json")" payload_too_large
+stock=$(curl -sf --max-time 5 "$inst/inventory" | jq -r .stock)
+expect "the stock after three refused 10 MB resets" "$stock" 777
+log "PASS 10 MB bodies: 413 each, quickly; the stock is untouched"
+
+# ---- 4: slowloris, stalled -------------------------------------------------------------
+timeout 30 python3 "$work/raw.py" stall "$port1" "$max_conn" 8 >"$work/stall.out" 2>"$work/stall.log" &
+stall_pid=$!
+pids+=("$stall_pid")
+for i in $(seq 1 100); do
+    grep -q '^opened' "$work/stall.out" && break
+    kill -0 "$stall_pid" 2>/dev/null || fail "slowloris: the helper failed: $(cat "$work/stall.log")"
+    sleep 0.05
+done
+grep -q '^opened' "$work/stall.out" || fail "slowloris: $max_conn connections not opened within 5 s"
+stall_t=$(now_ms)
+log "slowloris: $(head -n 1 "$work/stall.out"), each with a partial request line"
+sleep 0.5
+t=$(now_ms)
+code=$(curl -s -o "$work/during.json" -w '%{http_code}' --max-time 5 "$inst/healthz")
+crc=$?
+ms=$(( $(now_ms) - t ))
+case "$crc:$code" in
+    0:200) how="served 200" ;;
+    7:*) how="refused (connection refused)" ;;
+    52:*) how="refused cleanly (closed without an answer)" ;;
+    56:*) how="refused cleanly (connection reset)" ;;
+    28:*) fail "slowloris: a request while $max_conn connections stall hung for 5 s (curl timed out)" ;;
+    *) fail "slowloris: a request while $max_conn connections stall: curl exit $crc, HTTP $code: $(cat "$work/during.json" 2>/dev/null)" ;;
+esac
+[ "$ms" -lt 5000 ] || fail "slowloris: a request while they stall took $ms ms"
+log "slowloris: a fresh request $((t - stall_t)) ms into the stall: $how in $ms ms"
+sleep "$(awk -v e=$(( $(now_ms) - stall_t )) 'BEGIN { s = (3000 - e) / 1000; print (s > 0 ? s : 0) }')"
+t=$(now_ms)
+code=$(curl -s -o "$work/after.json" -w '%{http_code}' --max-time 5 "$inst/healthz")
+ms=$(( $(now_ms) - t ))
+[ "$code" = 200 ] ||
+    fail "slowloris: a fresh request $((t - stall_t)) ms after $max_conn connections stalled answered $code (curl: $ms ms); the stalled ones were not timed out"
+log "slowloris: a fresh request $((t - stall_t)) ms into the stall: 200 in $ms ms"
+deadline=$((SECONDS + 15))
+while kill -0 "$stall_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+wait "$stall_pid"
+forget_pid "$stall_pid"
+res=$(grep '^closed=' "$work/stall.out")
+log "slowloris: server side: $res"
+[ "$(sed -n 's/^closed=\([0-9]*\) .*/\1/p' <<<"$res")" = "$max_conn" ] ||
+    fail "slowloris: the server did not close all $max_conn stalled connections within 8 s: $res"
+last=$(sed -n 's/.*last_ms=\([0-9-]*\).*/\1/p' <<<"$res")
+[ "$last" -le 5000 ] || fail "slowloris: the last stalled connection was closed only after $last ms (timeout 2 s)"
+healthy "slowloris"
+log "PASS slowloris: stalled connections closed after the 2 s timeout; fresh requests never hung"
+
+# ---- 5: trickling slowloris (reported only) -----------------------------------------
+timeout 30 python3 "$work/raw.py" trickle "$port1" "$max_conn" 5 >"$work/trickle.out" 2>"$work/trickle.log" &
+trickle_pid=$!
+pids+=("$trickle_pid")
+for i in $(seq 1 100); do
+    grep -q '^opened' "$work/trickle.out" && break
+    kill -0 "$trickle_pid" 2>/dev/null || fail "trickle: the helper failed: $(cat "$work/trickle.log")"
+    sleep 0.05
+done
+served=0 tries=0
+for i in 1 2 3 4; do
+    sleep 1
+    tries=$((tries + 1))
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$inst/healthz")
+    [ "$code" = 200 ] && served=$((served + 1))
+done
+deadline=$((SECONDS + 15))
+while kill -0 "$trickle_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+wait "$trickle_pid"
+forget_pid "$trickle_pid"
+log "INFO trickle: $max_conn connections each sending one byte a second for 5 s:" \
+    "$(grep '^closed_by_server' "$work/trickle.out"); fresh requests served while it ran: $served of $tries" \
+    "(server.connection-timeout-s is an idle timeout: a byte a second keeps a connection, and its slot)"
+sleep 0.5
+healthy "the trickling slowloris stopped"
+
+stop_pid "$pid1"; forget_pid "$pid1"
+[ "$stop_status" = 0 ] || fail "inventoryd exited with status $stop_status after SIGTERM"
+if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work/inventoryd-$port1.log"; then
+    fail "a sanitizer report in the instance's log"
+fi
+log "PASS the instance stopped cleanly on SIGTERM (${SECONDS} s in all)"
+exit 0

@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# soak.sh INVENTORYD INVENTORY_LOAD [SECONDS]
+#
+# Hardening: "200 clients for 60 s against two instances, with RSS, fd count
+# and Redis key count flat, and zero oversold."
+#
+# A throwaway redis-server, two inventoryd instances (lock.wait-ms=20000, as
+# in e2e_ladder.sh) behind a real nginx rendered by scripts/nginx-conf.sh,
+# free ports, everything stopped by its pid. The stock is reset to 10^8 (it
+# never sells out). First a warm-up burst: 350 clients at once straight to
+# each instance (3500 sales each), because an instance's RSS and fds follow
+# the most connections it has held at once (one thread per connection; glibc
+# keeps the stacks and arenas, the Redis pool fills up to its size), not how
+# long it ran. Then for SECONDS (60; at least 20), 200 clients sell with
+# redisson through nginx in back-to-back bounded rounds of 2000 requests (a
+# round under way at the deadline is finished, not cut). Every 5 s, and once
+# more 2 s after the load stopped (idle), each instance's VmRSS
+# (/proc/PID/status) and open fds (/proc/PID/fd) and Redis's DBSIZE are
+# sampled and printed as a table. Then:
+#   RSS: growth from the first sample at or after the 10 s warm-up to the last
+#        sample under load is under 20% for each instance (printed in MB);
+#   fds: the idle count is at most the warm-up count + 10;
+#   keys: every sample from the warm-up on, idle included, is within 2 of
+#        the warm-up DBSIZE;
+#   clients: no transport error, no backend_unavailable, no other answer, no
+#        lock_timeout;
+#   audit: oversold false, sold_twice 0, violations 0, ledger = what the
+#        clients saw sold;
+# and both instances stop cleanly (exit 0) on SIGTERM.
+# SOAK_CLIENTS (200), SOAK_REQUESTS (2000, per round) and SOAK_BURST (350;
+# 0: no burst) override the load. A binary built with AddressSanitizer is
+# refused with exit 77 (skip): its quarantine grows RSS by design.
+# Exit 0 on pass, 1 on the first failed assertion (named on stderr).
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tag=soak
+
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+    echo "usage: $0 INVENTORYD INVENTORY_LOAD [SECONDS]" >&2
+    exit 2
+fi
+duration=${3:-60}
+take_binaries "$1" "$2"
+if ! [[ "$duration" =~ ^[0-9]+$ ]] || [ "$duration" -lt 20 ] || [ "$duration" -gt 3600 ]; then
+    echo "$0: SECONDS must be a whole number from 20 to 3600, not '$duration'" >&2
+    exit 2
+fi
+clients=${SOAK_CLIENTS:-200}
+requests=${SOAK_REQUESTS:-2000}
+burst=${SOAK_BURST:-350}
+stock=100000000
+warmup=10
+every=5
+strategy=redisson
+
+
+# forget_pid PID: PID was reaped here; cleanup must not signal it (nor a
+# process that reused its number).
+forget_pid() {
+    local p keep=()
+    for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    pids=("${keep[@]}")
+}
+
+# kv_parse FILE: fills L from an inventory-load --format kv line.
+kv_parse() {
+    local f
+    L=()
+    for f in $(cat "$1"); do L[${f%%=*}]=${f#*=}; done
+}
+
+# ---- load in bounded rounds ---------------------------------------------------
+# start_rounds NAME PORT PATH CLIENTS REQUESTS SECONDS: in the background,
+# inventory-load rounds (CLIENTS clients, REQUESTS requests each) against
+# 127.0.0.1:PORT PATH, one --format kv line per round appended to
+# $work/NAME.kv, until $work/NAME.stop exists or SECONDS have passed (a round
+# under way is finished, not cut). Sets rounds_pid. SIGTERM stops the current
+# round by its pid. stop_rounds waits for it (at most 120 s more).
+start_rounds() {
+    local name=$1 port=$2 path=$3 c=$4 n=$5 secs=$6
+    rm -f "$work/$name.stop"
+    : >"$work/$name.kv"
+    (
+        lp=
+        trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 1' TERM
+        end=$((SECONDS + secs))
+        while [ ! -e "$work/$name.stop" ] && [ "$SECONDS" -lt "$end" ]; do
+            "$load" --host 127.0.0.1 --port "$port" --path "$path" --clients "$c" \
+                --requests "$n" --timeout-ms 30000 --format kv \
+                >>"$work/$name.kv" 2>>"$work/$name-load.log" &
+            lp=$!
+            wait "$lp"
+            rc=$?
+            lp=
+            [ "$rc" -le 1 ] || { echo "inventory-load exited with $rc" >>"$work/$name-load.log"; exit 1; }
+        done
+        exit 0
+    ) &
+    rounds_pid=$!
+    pids+=("$rounds_pid")
+}
+
+stop_rounds() {
+    local name=$1 deadline=$((SECONDS + 120))
+    touch "$work/$name.stop"
+    while kill -0 "$rounds_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+    kill -0 "$rounds_pid" 2>/dev/null && fail "$name: the load rounds did not stop within 120 s"
+    wait "$rounds_pid"
+    rounds_rc=$?
+    forget_pid "$rounds_pid"
+    rounds_pid=
+    [ "$rounds_rc" -eq 0 ] || fail "$name: the load rounds failed: $(tail -n 5 "$work/$name-load.log")"
+}
+
+# sum_rounds NAME: fills L with the sums of the counters over NAME's rounds
+# (and L[rounds]).
+sum_rounds() {
+    local k v
+    L=()
+    while read -r k v; do L[$k]=$v; done < <(awk '
+        { for (i = 1; i <= NF; i++) { split($i, kv, "="); s[kv[1]] += kv[2] } r++ }
+        END { for (k in s) if (k !~ /_ms$|_s$|per_s$/) print k, s[k]; print "rounds", r + 0 }' "$work/$1.kv")
+    for k in requests sold sold_out lock_timeout backend_unavailable other errors; do
+        L[$k]=${L[$k]:-0}
+    done
+}
+kv_line() { echo "rounds=${L[rounds]} requests=${L[requests]} sold=${L[sold]} sold_out=${L[sold_out]}" \
+    "lock_timeout=${L[lock_timeout]} backend_unavailable=${L[backend_unavailable]} other=${L[other]} errors=${L[errors]}"; }
+
+require_tools redis-server redis-cli nginx curl jq
+# Under AddressSanitizer RSS grows by design (freed memory sits in its
+# quarantine, 256 MB by default): flat RSS can only be judged without it.
+if grep -aq '__asan_init' "$inventoryd"; then
+    echo "$tag: SKIP: $inventoryd is built with AddressSanitizer, whose quarantine grows RSS by design;" \
+         "run the soak on a build without sanitizers" >&2
+    exit 77
+fi
+clear_env '^INVENTORYD_'
+setup_work soak
+rounds_pid=
+rcli() { redis-cli -p "$redis_port" "$@" 2>/dev/null; }
+
+pick_stack_ports
+log "${duration} s of $clients clients"
+start_redis
+start_instance "$port1" --set lock.wait-ms=20000; pid1=$inst_pid
+start_instance "$port2" --set lock.wait-ms=20000; pid2=$inst_pid
+wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
+wait_http "$pid2" "$port2" /healthz "inventoryd on $port2"
+render_nginx
+check_nginx
+start_nginx
+base="http://127.0.0.1:$nginx_port"
+code=$(curl -s -o "$work/reset.json" -w '%{http_code}' --max-time 10 -X POST \
+    -H 'Content-Type: application/json' -d "{\"stock\":$stock}" "$base/inventory/reset")
+[ "$code" = 200 ] || fail "POST /inventory/reset answered $code: $(cat "$work/reset.json")"
+
+# sample LABEL: one row of $work/samples.tsv: label, RSS kB and fds of each
+# instance, DBSIZE, ledger length.
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+# conns PID PORT: "HTTP/Redis" TCP connections of the instance: accepted on
+# PORT, and to Redis (the pool, the pub/sub subscriber).
+conns() {
+    local h r
+    h=$(ss -Htn state established "( sport = :$2 )" 2>/dev/null | wc -l)
+    r=$(ss -Htnp state established "( dport = :$redis_port )" 2>/dev/null | grep -c "pid=$1," || true)
+    echo "$h/$r"
+}
+sample() {
+    local p
+    for p in "$pid1" "$pid2"; do
+        kill -0 "$p" 2>/dev/null || fail "an instance (pid $p) died during the soak"
+    done
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(rss_kb "$pid1")" "$(fds "$pid1")" \
+        "$(rss_kb "$pid2")" "$(fds "$pid2")" "$(rcli DBSIZE)" "$(rcli LLEN inventory001:sold)" \
+        "$(conns "$pid1" "$port1")" "$(conns "$pid2" "$port2")" >>"$work/samples.tsv"
+}
+
+# ---- the soak ------------------------------------------------------------------
+: >"$work/samples.tsv"
+sample "idle"
+# The warm-up burst: each instance runs one thread per connection and keeps
+# what its busiest moment needed (thread stacks cached by glibc, malloc
+# arenas, the Redis pool filled up to redis.pool-size), so its RSS and fds
+# follow the most connections it has had at once, not the time it has run.
+# Behind nginx an instance can hold up to 200 requests plus nginx's idle
+# keep-alive connections (64 per worker): the burst gives each instance
+# $burst at once, directly, so that the warm-up level is the plateau.
+burst_sold=0
+if [ "$burst" -gt 0 ]; then
+    for p in "$port1" "$port2"; do
+        "$load" --host 127.0.0.1 --port "$p" --path "/inventory/sale/$strategy" --clients "$burst" \
+            --requests $((burst * 10)) --timeout-ms 30000 --format kv >"$work/burst-$p.kv" 2>"$work/burst-$p.log" &
+        load_pid=$!
+        wait "$load_pid"
+        rc=$?
+        load_pid=
+        [ "$rc" -eq 0 ] || fail "the warm-up burst on $p failed ($rc): $(cat "$work/burst-$p.log")"
+        kv_parse "$work/burst-$p.kv"
+        [ "${L[errors]}" = 0 ] && [ "${L[other]}" = 0 ] ||
+            fail "the warm-up burst on $p: $(cat "$work/burst-$p.kv")"
+        burst_sold=$((burst_sold + L[sold]))
+        log "warm-up burst of $burst clients on $p: $(cut -d' ' -f1-7 "$work/burst-$p.kv")"
+    done
+    sample "burst"
+fi
+# (2 s past the last sample, so that every timed sample is under load)
+start_rounds soak "$nginx_port" "/inventory/sale/$strategy" "$clients" "$requests" $((duration + 2))
+t0=$SECONDS
+next=0
+while [ "$next" -le "$duration" ]; do
+    while [ $((SECONDS - t0)) -lt "$next" ]; do
+        kill -0 "$rounds_pid" 2>/dev/null ||
+            fail "the load rounds stopped early: $(tail -n 5 "$work/soak-load.log")"
+        sleep 0.2
+    done
+    sample "${next}s"
+    next=$((next + every))
+done
+stop_rounds soak
+sleep 2
+sample "idle+2s"
+
+# ---- the table --------------------------------------------------------------------
+log "samples (RSS in MB):"
+awk -F'\t' -v a="$port1" -v b="$port2" '
+    BEGIN { printf "    %-8s %10s %5s %9s %10s %5s %9s %7s %9s\n", "t", "rss " a, "fds", "http/redis",
+                   "rss " b, "fds", "http/redis", "dbsize", "ledger" }
+    { printf "    %-8s %10.1f %5d %9s %10.1f %5d %9s %7d %9d\n", $1, $2 / 1024, $3, $8, $4 / 1024, $5, $9, $6, $7 }' \
+    "$work/samples.tsv"
+sum_rounds soak
+log "clients: $(kv_line)"
+
+# ---- flat? ----------------------------------------------------------------------------
+warm=$(awk -F'\t' -v w="$warmup" '$1 ~ /^[0-9]+s$/ && $1 + 0 >= w { print NR; exit }' "$work/samples.tsv")
+lastload=$(awk -F'\t' '$1 ~ /^[0-9]+s$/ { n = NR } END { print n }' "$work/samples.tsv")
+row() { sed -n "${1}p" "$work/samples.tsv" | cut -f "$2"; }
+idle=$(wc -l <"$work/samples.tsv")
+[ -n "$warm" ] && [ "$lastload" -gt "$warm" ] || fail "too few samples after the ${warmup} s warm-up"
+bad=""
+for i in 1 2; do
+    p=$([ "$i" = 1 ] && echo "$port1" || echo "$port2")
+    rc=$(( i == 1 ? 2 : 4 )) fc=$(( i == 1 ? 3 : 5 ))
+    r0=$(row "$warm" "$rc") r1=$(row "$lastload" "$rc")
+    f0=$(row "$warm" "$fc") fi_=$(row "$idle" "$fc")
+    growth=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.1f", (b - a) * 100 / a }')
+    log "instance $p: RSS $(awk -v k="$r0" 'BEGIN { printf "%.1f", k / 1024 }') MB at $(row "$warm" 1)" \
+        "-> $(awk -v k="$r1" 'BEGIN { printf "%.1f", k / 1024 }') MB at $(row "$lastload" 1) ($growth%);" \
+        "fds $f0 at $(row "$warm" 1), $fi_ idle after the load"
+    awk -v a="$r0" -v b="$r1" 'BEGIN { exit !(b * 100 < a * 120) }' ||
+        bad="$bad; instance $p: RSS grew $growth% (from $r0 kB to $r1 kB), not under 20%"
+    [ "$fi_" -le $((f0 + 10)) ] ||
+        bad="$bad; instance $p: $fi_ fds open idle after the load, more than $f0 (warm-up) + 10"
+done
+k0=$(row "$warm" 6)
+while IFS=$'\t' read -r label _ _ _ _ k _; do
+    [ $((k - k0)) -le 2 ] && [ $((k0 - k)) -le 2 ] || bad="$bad; DBSIZE $k at $label, not within 2 of $k0 (warm-up)"
+done < <(sed -n "${warm},\$p" "$work/samples.tsv")
+[ -z "$bad" ] || fail "not flat:${bad#;}"
+log "PASS RSS, fds and DBSIZE flat"
+
+for k in errors backend_unavailable other lock_timeout; do
+    expect "clients: $k" "${L[$k]}" 0
+done
+[ "${L[sold]}" -gt 0 ] || fail "nothing sold"
+curl -sf --max-time 30 "$base/inventory/audit" >"$work/audit.json" || fail "GET /inventory/audit failed"
+log "audit: $(cat "$work/audit.json")"
+a() { jq -r "$1" "$work/audit.json"; }
+expect "audit.oversold" "$(a .oversold)" false
+expect "audit.sold_twice" "$(a .sold_twice)" 0
+expect "audit.violations" "$(a .violations)" 0
+expect "audit.sold vs what the clients saw sold (burst $burst_sold + soak ${L[sold]})" "$(a .sold)" $((burst_sold + L[sold]))
+log "PASS zero oversold: ${L[sold]} sales in $((SECONDS - t0)) s"
+
+stop_pid "$nginx_pid"; forget_pid "$nginx_pid"
+for p in "$port1:$pid1" "$port2:$pid2"; do
+    stop_pid "${p#*:}"; forget_pid "${p#*:}"
+    [ "$stop_status" = 0 ] || fail "inventoryd on ${p%%:*} exited with status $stop_status after SIGTERM"
+done
+log "PASS both instances stopped cleanly on SIGTERM (${SECONDS} s in all)"
+exit 0

@@ -23,6 +23,8 @@
 
 static atomic_uint_fast64_t order_seq;
 
+static int heartbeat_start(struct inventory *inv, char *errstr, size_t errlen);
+
 int inventory_init(struct inventory *inv, const struct config *cfg,
                    struct rpool *pool, char *errstr, size_t errlen) {
     memset(inv, 0, sizeof(*inv));
@@ -53,10 +55,78 @@ int inventory_init(struct inventory *inv, const struct config *cfg,
     uuid_t u;
     uuid_generate(u);
     snprintf(inv->instance, sizeof(inv->instance), "%02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
+    snprintf(inv->alive_key, sizeof(inv->alive_key), "%s:alive:%s", inv->stock_key, inv->instance);
+    if (inv->probe && heartbeat_start(inv, errstr, errlen) < 0) return -1;
+    return 0;
+}
+
+/* ---- the probe's heartbeat ------------------------------------------------
+ * One thread per inventory renews <inventory.key>:alive:<instance> every
+ * HEARTBEAT_MS with a lease of ALIVE_MS, on a connection of its own (a busy
+ * pool must not make a live process look dead). Redis down: it retries. */
+
+#define HEARTBEAT_MS 250
+#define ALIVE_MS 1000
+
+static void *heartbeat_main(void *arg) {
+    struct inventory *inv = arg;
+    redisContext *c = NULL;
+    pthread_mutex_lock(&inv->heartbeat_mu);
+    while (!inv->heartbeat_stop) {
+        pthread_mutex_unlock(&inv->heartbeat_mu);
+        char err[128];
+        if (!c) c = rpool_connect(&inv->heartbeat_opts, err, sizeof(err));
+        if (c) {
+            redisReply *r = redisCommand(c, "SET %s 1 PX %d", inv->alive_key, ALIVE_MS);
+            freeReplyObject(r);
+            if (c->err) {
+                redisFree(c);
+                c = NULL;
+            }
+        }
+        pthread_mutex_lock(&inv->heartbeat_mu);
+        int64_t until = mclock_us() + HEARTBEAT_MS * 1000;
+        struct timespec ts = {until / 1000000, (long)(until % 1000000) * 1000};
+        while (!inv->heartbeat_stop &&
+               pthread_cond_timedwait(&inv->heartbeat_cond, &inv->heartbeat_mu, &ts) != ETIMEDOUT) {}
+    }
+    pthread_mutex_unlock(&inv->heartbeat_mu);
+    if (c) {
+        redisReply *r = redisCommand(c, "DEL %s", inv->alive_key);   /* gone: no holder left */
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    return NULL;
+}
+
+static int heartbeat_start(struct inventory *inv, char *errstr, size_t errlen) {
+    pthread_mutex_init(&inv->heartbeat_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&inv->heartbeat_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    inv->heartbeat_opts = *rpool_options(inv->pool);
+    inv->heartbeat_opts.on_connect = NULL;
+    if (pthread_create(&inv->heartbeat, NULL, heartbeat_main, inv) != 0) {
+        snprintf(errstr, errlen, "cannot start the probe's heartbeat thread");
+        return -1;
+    }
+    inv->heartbeat_running = 1;
     return 0;
 }
 
 void inventory_free(struct inventory *inv) {
+    if (inv->heartbeat_running) {
+        pthread_mutex_lock(&inv->heartbeat_mu);
+        inv->heartbeat_stop = 1;
+        pthread_cond_signal(&inv->heartbeat_cond);
+        pthread_mutex_unlock(&inv->heartbeat_mu);
+        pthread_join(inv->heartbeat, NULL);
+        inv->heartbeat_running = 0;
+        pthread_cond_destroy(&inv->heartbeat_cond);
+        pthread_mutex_destroy(&inv->heartbeat_mu);
+    }
     redlock_free(inv->redlock);
     inv->redlock = NULL;
     inv->lock_env.redlock = NULL;
@@ -79,7 +149,7 @@ void inventory_keys(const struct inventory *inv, const char *item, struct invent
     snprintf(k->stock, sizeof(k->stock), "%s", item);
     snprintf(k->ledger, sizeof(k->ledger), "%s:sold", item);
     snprintf(k->initial, sizeof(k->initial), "%s:initial", item);
-    snprintf(k->guard, sizeof(k->guard), "%s:guard", item);
+    snprintf(k->holders, sizeof(k->holders), "%s:holders", item);
     snprintf(k->violations, sizeof(k->violations), "%s:violations", item);
     if (inv->lock_per_item) snprintf(k->lock, sizeof(k->lock), "%s:%s", inv->lock_name, item);
     else snprintf(k->lock, sizeof(k->lock), "%s", inv->lock_name);
@@ -208,8 +278,11 @@ static int sell_locked_section(struct inventory *inv, const struct inventory_key
     struct sale_result *r = rs[0];
     redisReply *rep[4];
     int nrep = 0;
-    if (inv->probe) {
-        redisAppendCommand(c, "INCR %s", k->guard);
+    char sha[41] = "", err[128];
+    if (inv->probe && script_sha(c, "probe-enter", sha, err, sizeof(err)) == 0) {
+        const char *argv[] = {"EVALSHA", sha, "2", k->holders, k->violations, r->order,
+                              inv->alive_key};
+        redisAppendCommandArgv(c, 7, argv, NULL);
         nrep++;
     }
     redisAppendCommand(c, "GET %s", k->stock);
@@ -218,8 +291,20 @@ static int sell_locked_section(struct inventory *inv, const struct inventory_key
         sale_backend(r, "GET stock", c->errstr);
         return fail_all(rs, n, r->status, r->errstr);
     }
+    /* NOSCRIPT (a restarted or flushed Redis): the entry did not run; it
+     * runs now, before the section goes on. */
+    if (nrep == 2 && rep[0]->type == REDIS_REPLY_ERROR && strncmp(rep[0]->str, "NOSCRIPT", 8) == 0) {
+        const char *argv[] = {k->holders, k->violations, r->order, inv->alive_key};
+        freeReplyObject(rep[0]);
+        rep[0] = script_run(c, "probe-enter", 2, 4, argv, NULL, err, sizeof(err));
+        if (!rep[0]) {
+            freeReplyObject(rep[1]);
+            sale_backend(r, "probe", err);
+            return fail_all(rs, n, r->status, r->errstr);
+        }
+    }
     redisReply *stock_rep = rep[nrep - 1];
-    int entered = inv->probe && rep[0]->type == REDIS_REPLY_INTEGER;
+    int entered = nrep == 2 && rep[0]->type == REDIS_REPLY_INTEGER;
     long long inside = entered ? rep[0]->integer : 0;
     long long stock = 0;
     int bad = 0;
@@ -287,11 +372,7 @@ static int sell_locked_section(struct inventory *inv, const struct inventory_key
     }
     free(entries);
     if (entered) {
-        if (inside > 1) {
-            redisAppendCommand(c, "INCR %s", k->violations);
-            nrep++;
-        }
-        redisAppendCommand(c, "DECR %s", k->guard);
+        redisAppendCommand(c, "HDEL %s %s", k->holders, r->order);
         nrep++;
     }
     if (nrep > 0) {
@@ -613,7 +694,7 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
     redisAppendCommand(c, "MULTI");
     redisAppendCommand(c, "SET %s %lld", k.stock, stock);
     redisAppendCommand(c, "SET %s %lld", k.initial, stock);
-    redisAppendCommand(c, "DEL %s %s %s %s %s:fence", k.ledger, k.guard, k.violations, k.lock, k.lock);
+    redisAppendCommand(c, "DEL %s %s %s %s %s:fence", k.ledger, k.holders, k.violations, k.lock, k.lock);
     redisAppendCommand(c, "EXEC");
     redisReply *rep[5];
     int rc = 0;

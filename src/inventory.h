@@ -6,18 +6,24 @@
  * unit is appended to the ledger list <stock>:sold as "unit|order|port".
  * A sale under a lock is the demo's critical section: GET the stock, check
  * it, SET stock-1 and RPUSH the unit. Around it sits a mutual-exclusion probe:
- * INCR <stock>:guard on entry (a value above 1 means another holder is inside,
- * and INCR <stock>:violations records it) and DECR on exit, pipelined with the
- * section's own commands, so overlapping holders are seen, not guessed.
+ * on entry the sale adds itself to <stock>:holders (src/lua/probe-enter.lua;
+ * another holder already inside increments <stock>:violations), on exit it
+ * removes itself, both pipelined with the section's own commands, so
+ * overlapping holders are seen, not guessed. Each entry names its process's
+ * alive key, which a heartbeat thread renews every 250 ms with a 1 s lease:
+ * a process killed inside the section stops counting within a second
+ * instead of making every later sale a false violation.
  *
  * This file knows nothing of HTTP. It is thread safe: every sale borrows its
  * own connection from the pool. */
 #ifndef INVENTORYD_INVENTORY_H
 #define INVENTORYD_INVENTORY_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
 #include "lock.h"
+#include "rpool.h"
 
 struct rpool;
 struct config;
@@ -45,6 +51,12 @@ struct inventory {
     char stock_key[INVENTORY_ITEM_MAX + 1];  /* the default item */
     char lock_name[128];
     char instance[16];           /* 8 hex digits naming this process in order ids */
+    char alive_key[INVENTORY_ITEM_MAX + 32];  /* <inventory.key>:alive:<instance> */
+    struct rpool_options heartbeat_opts;      /* the heartbeat's own connection */
+    pthread_t heartbeat;
+    pthread_mutex_t heartbeat_mu;
+    pthread_cond_t heartbeat_cond;
+    int heartbeat_running, heartbeat_stop;
 };
 
 /* The Redis keys of one item (a stock key): its stock, ledger, initial
@@ -53,7 +65,7 @@ struct inventory_keys {
     char stock[INVENTORY_ITEM_MAX + 1];
     char ledger[INVENTORY_ITEM_MAX + 16];
     char initial[INVENTORY_ITEM_MAX + 16];
-    char guard[INVENTORY_ITEM_MAX + 16];
+    char holders[INVENTORY_ITEM_MAX + 16];
     char violations[INVENTORY_ITEM_MAX + 16];
     char lock[128 + INVENTORY_ITEM_MAX + 4];
 };

@@ -333,7 +333,7 @@ START_TEST(test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly) {
     ck_assert_int_eq(sale.status, 200);
     ck_assert_ptr_nonnull(strstr(sale.body, "\"status\":\"sold\""));
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 1);
-    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:guard"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
 }
 END_TEST
 

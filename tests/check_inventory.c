@@ -168,7 +168,7 @@ START_TEST(test_a_stock_that_is_not_a_number_is_refused_without_a_write) {
     ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_BAD_DATA);
     ck_assert_ptr_nonnull(strstr(r.errstr, "does not exist"));
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
-    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:guard"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
 }
 END_TEST
 

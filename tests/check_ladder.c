@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "harness.h"
 #include "mclock.h"
 
@@ -466,6 +467,33 @@ START_TEST(test_a_sale_waits_for_readers_and_readers_wait_for_a_sale) {
 }
 END_TEST
 
+/* ---- The probe itself ------------------------------------------------------ */
+
+/* The probe forgets a dead process within its alive lease (1 s); the lock's
+ * TTL here is longer, as in any real use, so the next holder comes after. */
+START_TEST(test_a_holder_killed_inside_the_section_is_not_counted_against_later_holders) {
+    start_pair(1500, 5000, NULL);
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, "/inventory/sale/redisson?hold_ms=5000", 0);
+    mclock_sleep_ms(300);
+    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 1);
+    kill(a_pid, SIGKILL);   /* dies inside the critical section */
+    harness_bg_join(&a);
+    waitpid(a_pid, NULL, 0);
+    a_pid = 0;
+    struct httpc_response r;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
+        ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    }
+    struct httpc_response au;
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/audit", NULL, NULL, &au), 200);
+    ck_assert_int_eq(harness_json_num(au.body, "violations"), 0);
+    ck_assert_int_eq(harness_json_num(au.body, "sold"), 3);
+    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 0);
+}
+END_TEST
+
 static Suite *ladder_suite(void) {
     Suite *s = suite_create("ladder");
     struct { const char *name; const TTest *tests[8]; } cases[] = {
@@ -489,6 +517,7 @@ static Suite *ladder_suite(void) {
                    test_a_bad_item_is_refused_with_400}},
         {"ReadWrite", {test_readers_share_the_read_lock,
                        test_a_sale_waits_for_readers_and_readers_wait_for_a_sale}},
+        {"Probe", {test_a_holder_killed_inside_the_section_is_not_counted_against_later_holders}},
         {"Fencing", {test_owner_lua_lets_a_paused_holder_write_a_stale_read,
                      test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_oversold}},
     };

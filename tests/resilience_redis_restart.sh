@@ -19,12 +19,12 @@
 #      SCAN: every key is stock data or has a TTL;
 #   4. POST /inventory/reset succeeds (retried for up to 10 s: the time to
 #      recover is reported), with no load running: a reset deletes the lock
-#      and the probe's guard, so under load it would race a sale in progress;
+#      and the probe's holders, so under load it would race a sale in progress;
 #   5. 50 clients sell 200 units in rounds for 2 s (stock 10^6): only sold,
 #      no lock_timeout, backend_unavailable, other answer or transport error;
 #      the audit: oversold false, sold_twice 0, violations 0, ledger = sold;
 #   6. SCAN the whole keyspace: inventory001, :sold, :initial, :violations
-#      are data; :guard is data and must be 0 or absent; every other key
+#      are data; :holders must be empty or absent; every other key
 #      (RedisDistributedLock in particular) must have a TTL (PTTL > 0);
 #      the findings are printed;
 #   7. reset to 200 and three sales sell units 200, 199, 198.
@@ -41,7 +41,7 @@ take_binaries "$@"
 strategies=${RESILIENCE_STRATEGIES:-owner-lua redisson watchdog}
 clients=${RESILIENCE_CLIENTS:-50}
 requests=${RESILIENCE_REQUESTS:-1500}
-data_keys=" inventory001 inventory001:sold inventory001:initial inventory001:violations inventory001:guard "
+data_keys=" inventory001 inventory001:sold inventory001:initial inventory001:violations inventory001:holders "
 
 
 # forget_pid PID: PID was reaped here; cleanup must not signal it (nor a
@@ -142,7 +142,7 @@ reset() {
 
 # scan_check LABEL: SCAN the whole keyspace; print every key with its type,
 # PTTL and (for strings) value; fail on a key that is neither stock data nor
-# has a TTL, and on a guard that is not 0.
+# has a TTL, and on a probe that still lists a holder.
 scan_check() {
     local label=$1 k type pttl val bad=""
     rcli --scan | sort >"$work/keys-$label.txt"
@@ -160,8 +160,8 @@ scan_check() {
         echo "    $k  type $type  pttl $pttl$val"
         case "$data_keys" in
             *" $k "*)
-                if [ "$k" = inventory001:guard ] && [ "$(rcli GET "$k")" != 0 ]; then
-                    bad="$bad; $k is $(rcli GET "$k") with no sale in flight (the probe's guard must be 0 or absent)"
+                if [ "$k" = inventory001:holders ] && [ "$(rcli HLEN "$k")" != 0 ]; then
+                    bad="$bad; $k lists $(rcli HLEN "$k") holder(s) with no sale in flight (the probe must be empty)"
                 fi
                 ;;
             *)

@@ -19,7 +19,7 @@
 #       the load alone (snapshots after the reset and before the audit; the
 #       snapshots' own INFO excluded), divided by the units sold (by the
 #       requests when nothing sold). Commands a Lua script runs count too, and
-#       so does the audit probe around each locked sale (INCR + DECR); sold_out
+#       so does the audit probe around each locked sale (its entry script and HDEL) and its heartbeat; sold_out
 #       answers cost commands as well, so it grows with DEMO_REQUESTS.
 #   p99_wait_ms  from the instances' inventoryd_lock_wait_ms histograms (both
 #       instances, deltas over the load): the upper bound of the bucket that
@@ -363,7 +363,7 @@ done
 notes() {
     echo "p50_ms, p99_ms: sale latency seen by the clients, through nginx."
     echo "p99_wait_ms: lock wait from the instances' inventoryd_lock_wait_ms histograms over this round, both instances; the upper bound of the bucket holding the 99th percentile (<=1 also means no lock to wait for)."
-    echo "redis_cmds_per_sale: Redis commands run during the load (INFO commandstats deltas; commands inside Lua scripts and the audit probe's INCR/DECR included, reset and audit excluded) per unit sold; sold_out answers cost commands too, so it grows with the requests."
+    echo "redis_cmds_per_sale: Redis commands run during the load (INFO commandstats deltas; commands inside Lua scripts, the audit probe's entry script and HDEL, and its heartbeat included, reset and audit excluded) per unit sold; sold_out answers cost commands too, so it grows with the requests."
 }
 {
     printf '| %s |\n' "$(IFS='|'; echo "${header[*]}" | sed 's/|/ | /g')"

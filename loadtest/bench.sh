@@ -30,7 +30,7 @@
 # loadtest/README-bench.md says how to read them.
 #
 # Environment (defaults in brackets):
-#   BENCH_STRATEGIES   [setnx-spin owner-lua redisson redlock fenced atomic]
+#   BENCH_STRATEGIES   [setnx-spin owner-lua redisson redlock fenced batched atomic]
 #   BENCH_CLIENTS      [1 16 64 200]
 #   BENCH_STOCK        [2000]
 #   BENCH_RUNS         [3]   runs per point; the median sales/s is reported
@@ -65,7 +65,7 @@ tag=$me
 # every pid in pids, and removes $work).
 . "$root/tests/lib.sh"
 bench_t0=$SECONDS
-strategies=${BENCH_STRATEGIES:-setnx-spin owner-lua redisson redlock fenced atomic}
+strategies=${BENCH_STRATEGIES:-setnx-spin owner-lua redisson redlock fenced batched atomic}
 clients_list=${BENCH_CLIENTS:-1 16 64 200}
 stock=${BENCH_STOCK:-2000}
 runs=${BENCH_RUNS:-3}

@@ -101,7 +101,7 @@ struct sale_result {
     int renewals;                /* lease renewals while held */
     int violation;               /* the probe saw another holder inside */
     int lost;                    /* the release found the lock no longer ours */
-    char errstr[192];
+    char errstr[256];
 };
 
 struct audit {

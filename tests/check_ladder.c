@@ -31,25 +31,15 @@ static void teardown(void) {
 
 /* Starts instances A and B on the test's Redis with this TTL and wait. */
 static void start_pair(int ttl_ms, int wait_ms, const char *extra) {
-    char rp[32], ttl[32], wait[32];
-    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
-    snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", ttl_ms);
-    snprintf(wait, sizeof(wait), "lock.wait-ms=%d", wait_ms);
-    const char *sets[] = {rp, ttl, wait, "faults.enabled=true", extra, NULL};
-    a_port = harness_free_port();
-    a_pid = harness_inventoryd_start(a_port, sets);
-    b_port = harness_free_port();
-    b_pid = harness_inventoryd_start(b_port, sets);
-    ck_assert_int_gt(a_pid, 0);
-    ck_assert_int_gt(b_pid, 0);
-    struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+    const char *sets[] = {extra, NULL};
+    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
+                                        &b_pid, &b_port), 0);
 }
 
 static double audit(const char *field) {
-    struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/audit", NULL, NULL, &r), 200);
-    return harness_json_num(r.body, field);
+    double v = harness_audit(a_port, field);
+    ck_assert_msg(v > -1e9, "GET /inventory/audit failed");
+    return v;
 }
 
 static void sale_path(char *buf, size_t len, const char *strategy, const char *query) {

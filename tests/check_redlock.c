@@ -37,26 +37,15 @@ static void teardown(void) {
 
 /* Two instances on the test's Redis and masters. */
 static void start_pair(int ttl_ms, int wait_ms, const char *masters) {
-    char rp[32], ttl[32], wait[32];
-    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
-    snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", ttl_ms);
-    snprintf(wait, sizeof(wait), "lock.wait-ms=%d", wait_ms);
-    const char *sets[] = {rp, ttl, wait, masters ? masters : nodes, "faults.enabled=true",
-                          "redlock.node-timeout-ms=50", NULL};
-    a_port = harness_free_port();
-    a_pid = harness_inventoryd_start(a_port, sets);
-    b_port = harness_free_port();
-    b_pid = harness_inventoryd_start(b_port, sets);
-    ck_assert_int_gt(a_pid, 0);
-    ck_assert_int_gt(b_pid, 0);
-    struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+    const char *sets[] = {masters ? masters : nodes, "redlock.node-timeout-ms=50", NULL};
+    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
+                                        &b_pid, &b_port), 0);
 }
 
 static double audit(const char *field) {
-    struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/audit", NULL, NULL, &r), 200);
-    return harness_json_num(r.body, field);
+    double v = harness_audit(a_port, field);
+    ck_assert_msg(v > -1e9, "GET /inventory/audit failed");
+    return v;
 }
 
 /* The vote of master i in a sale answer: "yes", "busy", "error", "restarted". */

@@ -245,3 +245,28 @@ const char *harness_json_str(const char *body, const char *key) {
     cJSON_Delete(root);
     return buf;
 }
+
+int harness_pair_start(int redis_port, int ttl_ms, int wait_ms, const char *const *extra,
+                       pid_t *a_pid, int *a_port, pid_t *b_pid, int *b_port) {
+    char rp[32], ttl[32], wait[32];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", ttl_ms);
+    snprintf(wait, sizeof(wait), "lock.wait-ms=%d", wait_ms);
+    const char *sets[32] = {rp, ttl, wait, "faults.enabled=true"};
+    int n = 4;
+    for (int i = 0; extra && extra[i] && n < 31; i++) sets[n++] = extra[i];
+    sets[n] = NULL;
+    *a_port = harness_free_port();
+    *a_pid = harness_inventoryd_start(*a_port, sets);
+    *b_port = harness_free_port();
+    *b_pid = harness_inventoryd_start(*b_port, sets);
+    if (*a_pid <= 0 || *b_pid <= 0) return -1;
+    struct httpc_response r;
+    return harness_http(*a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r) == 200 ? 0 : -1;
+}
+
+double harness_audit(int port, const char *field) {
+    struct httpc_response r;
+    if (harness_http(port, "GET", "/inventory/audit", NULL, NULL, &r) != 200) return -1e9;
+    return harness_json_num(r.body, field);
+}

@@ -25,6 +25,18 @@ void harness_stop(pid_t pid);
  * Returns its pid, or -1. */
 pid_t harness_inventoryd_start(int port, const char *const *sets);
 
+/* Starts two inventoryd instances (A and B) on the Redis at redis_port with
+ * lock.ttl-ms, lock.wait-ms, faults.enabled=true and the extra assignments
+ * (NULL-terminated; may be NULL), then resets the stock to 200 through A.
+ * Fills the pids and ports; returns 0, or -1 when a start or the reset
+ * failed (whatever started is left for the caller to stop). */
+int harness_pair_start(int redis_port, int ttl_ms, int wait_ms, const char *const *extra,
+                       pid_t *a_pid, int *a_port, pid_t *b_pid, int *b_port);
+
+/* A number from GET /inventory/audit on port ("violations"); -1e9 when the
+ * audit did not answer 200. */
+double harness_audit(int port, const char *field);
+
 /* Waits until something accepts TCP on 127.0.0.1:port; 0 or -1 on timeout. */
 int harness_wait_port(int port, int timeout_ms);
 

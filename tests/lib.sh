@@ -12,6 +12,7 @@
 #   work      the scratch directory (setup_work); logs go there
 #   pids      what cleanup stops, last started first
 #   load_pid  a foreground job run in the background (cleanup stops it first)
+#   rounds_pid rounds_rc  the load rounds (start_rounds, stop_rounds)
 #   failed    1 once fail ran or a signal came: cleanup then keeps $work
 #   kept      what cleanup says it kept ("logs" unless set)
 #   root      the checkout
@@ -26,6 +27,7 @@ tag=${tag:-test}
 root=${root:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 pids=()
 load_pid=
+rounds_pid=
 failed=0
 kept=logs
 picked=" "
@@ -34,6 +36,12 @@ declare -A L
 
 # log MESSAGE...: "$tag: MESSAGE" on stdout.
 log() { echo "$tag: $*"; }
+
+# now_ms: the wall clock in milliseconds, on stdout.
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# rcli ARG...: redis-cli against the Redis on $redis_port, its stderr dropped.
+rcli() { redis-cli -p "$redis_port" "$@" 2>/dev/null; }
 
 # take_binaries ARG...: exactly INVENTORYD INVENTORY_LOAD, else the usage on
 # stderr and exit 2; sets inventoryd and load to their real paths.
@@ -116,6 +124,14 @@ stop_pid() {
     wait "$pid" 2>/dev/null
     stop_status=$?
     return 0
+}
+
+# forget_pid PID: PID was reaped here; cleanup must not signal it (nor a
+# process that reused its number): removes it from pids.
+forget_pid() {
+    local p keep=()
+    for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+    pids=("${keep[@]}")
 }
 
 # stop_started: stop_pid on $load_pid if set, then on every pid in pids, last
@@ -248,6 +264,17 @@ start_nginx() {
     wait_http "$nginx_pid" "$nginx_port" /healthz "nginx on $nginx_port"
 }
 
+# start_front: waits for the instances $pid1 ($port1) and $pid2 ($port2),
+# then render_nginx, check_nginx and start_nginx; sets base to nginx's URL.
+start_front() {
+    wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
+    wait_http "$pid2" "$port2" /healthz "inventoryd on $port2"
+    render_nginx
+    check_nginx
+    start_nginx
+    base="http://127.0.0.1:$nginx_port"
+}
+
 # stop_stack_cleanly: stops nginx, then the instances $pid1 ($port1) and $pid2
 # ($port2), failing unless each exits 0 on SIGTERM; leaves pids=(redis_pid).
 stop_stack_cleanly() {
@@ -276,7 +303,6 @@ reset_stock() {
 # through nginx (in the background, so that a signal runs the trap at once);
 # sets load_rc and load_out (its --format kv line) and fills L from it.
 load_kv() {
-    local f
     "$load" --host 127.0.0.1 --port "$nginx_port" \
         --path "/inventory/sale/$1" --clients "$clients" \
         --requests "$requests" --timeout-ms 60000 --format kv \
@@ -286,8 +312,15 @@ load_kv() {
     load_rc=$?
     load_pid=
     load_out=$(cat "$work/load-$1.out")
+    kv_parse "$work/load-$1.out"
+}
+
+# kv_parse FILE: fills L (emptied first) from an inventory-load --format kv line.
+kv_parse() {
+    local f
     L=()
-    for f in $load_out; do L[${f%%=*}]=${f#*=}; done
+    # shellcheck disable=SC2013 # one line of key=value words
+    for f in $(cat "$1"); do L[${f%%=*}]=${f#*=}; done
 }
 
 # fetch_audit STRATEGY: GET /inventory/audit into $work/audit-STRATEGY.json, or fail.
@@ -303,3 +336,67 @@ jqv() { jq -r "$2" "$work/audit-$1.json"; }
 expect() {
     [ "$2" = "$3" ] || fail "$1: got $2, expected $3"
 }
+
+# ---- load in bounded rounds ------------------------------------------------
+
+# start_rounds NAME PORT PATH CLIENTS REQUESTS SECONDS: in the background,
+# inventory-load rounds (CLIENTS clients, REQUESTS requests each) against
+# 127.0.0.1:PORT PATH, one --format kv line per round appended to
+# $work/NAME.kv (stderr to $work/NAME-load.log), until $work/NAME.stop exists
+# or SECONDS have passed (a round under way is finished, not cut); a round
+# exiting above 1 ends them with status 1. Sets rounds_pid, adds it to pids;
+# SIGTERM stops the current round by its pid.
+start_rounds() {
+    local name=$1 port=$2 path=$3 c=$4 n=$5 secs=$6
+    rm -f "$work/$name.stop"
+    : >"$work/$name.kv"
+    (
+        lp=
+        trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 1' TERM
+        end=$((SECONDS + secs))
+        while [ ! -e "$work/$name.stop" ] && [ "$SECONDS" -lt "$end" ]; do
+            "$load" --host 127.0.0.1 --port "$port" --path "$path" --clients "$c" \
+                --requests "$n" --timeout-ms 30000 --format kv \
+                >>"$work/$name.kv" 2>>"$work/$name-load.log" &
+            lp=$!
+            wait "$lp"
+            rc=$?
+            lp=
+            [ "$rc" -le 1 ] || { echo "inventory-load exited with $rc" >>"$work/$name-load.log"; exit 1; }
+        done
+        exit 0
+    ) &
+    rounds_pid=$!
+    pids+=("$rounds_pid")
+}
+
+# stop_rounds NAME: asks NAME's rounds to stop after the current one and waits
+# (at most 120 s); sets rounds_rc, forgets rounds_pid; fails unless they ended 0.
+stop_rounds() {
+    local name=$1 deadline=$((SECONDS + 120))
+    touch "$work/$name.stop"
+    while kill -0 "$rounds_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+    kill -0 "$rounds_pid" 2>/dev/null && fail "$name: the load rounds did not stop within 120 s"
+    wait "$rounds_pid"
+    rounds_rc=$?
+    forget_pid "$rounds_pid"
+    rounds_pid=
+    [ "$rounds_rc" -eq 0 ] || fail "$name: the load rounds failed: $(tail -n 5 "$work/$name-load.log")"
+}
+
+# sum_rounds NAME: fills L with the sums of the counters over NAME's rounds
+# (and L[rounds]); the counters kv_line names default to 0.
+sum_rounds() {
+    local k v
+    L=()
+    while read -r k v; do L[$k]=$v; done < <(awk '
+        { for (i = 1; i <= NF; i++) { split($i, kv, "="); s[kv[1]] += kv[2] } r++ }
+        END { for (k in s) if (k !~ /_ms$|_s$|per_s$/) print k, s[k]; print "rounds", r + 0 }' "$work/$1.kv")
+    for k in requests sold sold_out lock_timeout backend_unavailable other errors; do
+        L[$k]=${L[$k]:-0}
+    done
+}
+
+# kv_line: the counters in L (after sum_rounds) as one key=value line, on stdout.
+kv_line() { echo "rounds=${L[rounds]} requests=${L[requests]} sold=${L[sold]} sold_out=${L[sold_out]}" \
+    "lock_timeout=${L[lock_timeout]} backend_unavailable=${L[backend_unavailable]} other=${L[other]} errors=${L[errors]}"; }

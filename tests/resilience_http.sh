@@ -29,20 +29,9 @@ tag=resilience-http
 take_binaries "$@"
 max_conn=64
 
-
-# forget_pid PID: PID was reaped here; cleanup must not signal it (nor a
-# process that reused its number).
-forget_pid() {
-    local p keep=()
-    for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-    pids=("${keep[@]}")
-}
-
-
 require_tools redis-server redis-cli curl jq python3
 clear_env '^INVENTORYD_'
 setup_work resilience-http
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 cat >"$work/raw.py" <<'PY'
 # raw.py MODE PORT [ARGS]: raw HTTP requests the shell tests cannot make with curl.
@@ -175,6 +164,30 @@ raw() {
     R_ms=$(sed -n 's/.* ms=\([0-9]*\) .*/\1/p' <<<"$R")
 }
 
+# start_helper MODE SECONDS LABEL: the helper's MODE against $port1 with
+# $max_conn connections for SECONDS, in the background (stdout $work/MODE.out,
+# stderr $work/MODE.log); sets helper_pid, adds it to pids; returns once it
+# printed "opened" or after 5 s; fails "LABEL: the helper failed" if it exits first.
+start_helper() {
+    local i
+    timeout 30 python3 "$work/raw.py" "$1" "$port1" "$max_conn" "$2" >"$work/$1.out" 2>"$work/$1.log" &
+    helper_pid=$!
+    pids+=("$helper_pid")
+    for i in $(seq 1 100); do
+        grep -q '^opened' "$work/$1.out" && break
+        kill -0 "$helper_pid" 2>/dev/null || fail "$3: the helper failed: $(cat "$work/$1.log")"
+        sleep 0.05
+    done
+}
+
+# end_helper PID: waits (15 s at most) for the helper PID to end; reaps and forgets it.
+end_helper() {
+    local deadline=$((SECONDS + 15))
+    while kill -0 "$1" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+    wait "$1"
+    forget_pid "$1"
+}
+
 healthy() {
     local code
     kill -0 "$pid1" 2>/dev/null || fail "after $1: inventoryd died ($(tail -n 3 "$work/inventoryd-$port1.log"))"
@@ -227,14 +240,7 @@ expect "the stock after three refused 10 MB resets" "$stock" 777
 log "PASS 10 MB bodies: 413 each, quickly; the stock is untouched"
 
 # ---- 4: slowloris, stalled -------------------------------------------------------------
-timeout 30 python3 "$work/raw.py" stall "$port1" "$max_conn" 8 >"$work/stall.out" 2>"$work/stall.log" &
-stall_pid=$!
-pids+=("$stall_pid")
-for i in $(seq 1 100); do
-    grep -q '^opened' "$work/stall.out" && break
-    kill -0 "$stall_pid" 2>/dev/null || fail "slowloris: the helper failed: $(cat "$work/stall.log")"
-    sleep 0.05
-done
+start_helper stall 8 slowloris; stall_pid=$helper_pid
 grep -q '^opened' "$work/stall.out" || fail "slowloris: $max_conn connections not opened within 5 s"
 stall_t=$(now_ms)
 log "slowloris: $(head -n 1 "$work/stall.out"), each with a partial request line"
@@ -260,10 +266,7 @@ ms=$(( $(now_ms) - t ))
 [ "$code" = 200 ] ||
     fail "slowloris: a fresh request $((t - stall_t)) ms after $max_conn connections stalled answered $code (curl: $ms ms); the stalled ones were not timed out"
 log "slowloris: a fresh request $((t - stall_t)) ms into the stall: 200 in $ms ms"
-deadline=$((SECONDS + 15))
-while kill -0 "$stall_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
-wait "$stall_pid"
-forget_pid "$stall_pid"
+end_helper "$stall_pid"
 res=$(grep '^closed=' "$work/stall.out")
 log "slowloris: server side: $res"
 [ "$(sed -n 's/^closed=\([0-9]*\) .*/\1/p' <<<"$res")" = "$max_conn" ] ||
@@ -274,14 +277,7 @@ healthy "slowloris"
 log "PASS slowloris: stalled connections closed after the 2 s timeout; fresh requests never hung"
 
 # ---- 5: trickling slowloris (reported only) -----------------------------------------
-timeout 30 python3 "$work/raw.py" trickle "$port1" "$max_conn" 5 >"$work/trickle.out" 2>"$work/trickle.log" &
-trickle_pid=$!
-pids+=("$trickle_pid")
-for i in $(seq 1 100); do
-    grep -q '^opened' "$work/trickle.out" && break
-    kill -0 "$trickle_pid" 2>/dev/null || fail "trickle: the helper failed: $(cat "$work/trickle.log")"
-    sleep 0.05
-done
+start_helper trickle 5 trickle; trickle_pid=$helper_pid
 served=0 tries=0
 for i in 1 2 3 4; do
     sleep 1
@@ -289,10 +285,7 @@ for i in 1 2 3 4; do
     code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$inst/healthz")
     [ "$code" = 200 ] && served=$((served + 1))
 done
-deadline=$((SECONDS + 15))
-while kill -0 "$trickle_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
-wait "$trickle_pid"
-forget_pid "$trickle_pid"
+end_helper "$trickle_pid"
 log "INFO trickle: $max_conn connections each sending one byte a second for 5 s:" \
     "$(grep '^closed_by_server' "$work/trickle.out"); fresh requests served while it ran: $served of $tries" \
     "(server.connection-timeout-s is an idle timeout: a byte a second keeps a connection, and its slot)"

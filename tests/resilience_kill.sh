@@ -53,22 +53,6 @@ wait_ms=10000
 strategy=redisson
 case "$mode" in held|random) ;; *) echo "$0: RESILIENCE_KILL_MODE is held or random" >&2; exit 2 ;; esac
 
-
-# forget_pid PID: PID was reaped here; cleanup must not signal it (nor a
-# process that reused its number).
-forget_pid() {
-    local p keep=()
-    for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-    pids=("${keep[@]}")
-}
-
-# kv_parse FILE: fills L from an inventory-load --format kv line.
-kv_parse() {
-    local f
-    L=()
-    for f in $(cat "$1"); do L[${f%%=*}]=${f#*=}; done
-}
-
 require_tools redis-server redis-cli nginx curl jq
 clear_env '^INVENTORYD_'
 setup_work resilience-kill
@@ -77,8 +61,6 @@ on_fail() {
     [ -n "$hold_pid" ] && kill -0 "$hold_pid" 2>/dev/null && stop_pid "$hold_pid"
     show_logs
 }
-rcli() { redis-cli -p "$redis_port" "$@" 2>/dev/null; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # ---- the stack --------------------------------------------------------------
 pick_stack_ports
@@ -87,12 +69,7 @@ start_redis
 start_instance "$port1" --set lock.ttl-ms=$ttl_ms --set lock.wait-ms=$wait_ms; pid1=$inst_pid
 start_instance "$port2" --set lock.ttl-ms=$ttl_ms --set lock.wait-ms=$wait_ms \
     --set faults.enabled=true; pid2=$inst_pid
-wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
-wait_http "$pid2" "$port2" /healthz "inventoryd on $port2"
-render_nginx
-check_nginx
-start_nginx
-base="http://127.0.0.1:$nginx_port"
+start_front
 
 code=$(curl -s -o "$work/reset.json" -w '%{http_code}' --max-time 10 -X POST \
     -H 'Content-Type: application/json' -d "{\"stock\":$stock}" "$base/inventory/reset")

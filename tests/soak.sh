@@ -53,80 +53,6 @@ warmup=10
 every=5
 strategy=redisson
 
-
-# forget_pid PID: PID was reaped here; cleanup must not signal it (nor a
-# process that reused its number).
-forget_pid() {
-    local p keep=()
-    for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-    pids=("${keep[@]}")
-}
-
-# kv_parse FILE: fills L from an inventory-load --format kv line.
-kv_parse() {
-    local f
-    L=()
-    for f in $(cat "$1"); do L[${f%%=*}]=${f#*=}; done
-}
-
-# ---- load in bounded rounds ---------------------------------------------------
-# start_rounds NAME PORT PATH CLIENTS REQUESTS SECONDS: in the background,
-# inventory-load rounds (CLIENTS clients, REQUESTS requests each) against
-# 127.0.0.1:PORT PATH, one --format kv line per round appended to
-# $work/NAME.kv, until $work/NAME.stop exists or SECONDS have passed (a round
-# under way is finished, not cut). Sets rounds_pid. SIGTERM stops the current
-# round by its pid. stop_rounds waits for it (at most 120 s more).
-start_rounds() {
-    local name=$1 port=$2 path=$3 c=$4 n=$5 secs=$6
-    rm -f "$work/$name.stop"
-    : >"$work/$name.kv"
-    (
-        lp=
-        trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 1' TERM
-        end=$((SECONDS + secs))
-        while [ ! -e "$work/$name.stop" ] && [ "$SECONDS" -lt "$end" ]; do
-            "$load" --host 127.0.0.1 --port "$port" --path "$path" --clients "$c" \
-                --requests "$n" --timeout-ms 30000 --format kv \
-                >>"$work/$name.kv" 2>>"$work/$name-load.log" &
-            lp=$!
-            wait "$lp"
-            rc=$?
-            lp=
-            [ "$rc" -le 1 ] || { echo "inventory-load exited with $rc" >>"$work/$name-load.log"; exit 1; }
-        done
-        exit 0
-    ) &
-    rounds_pid=$!
-    pids+=("$rounds_pid")
-}
-
-stop_rounds() {
-    local name=$1 deadline=$((SECONDS + 120))
-    touch "$work/$name.stop"
-    while kill -0 "$rounds_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
-    kill -0 "$rounds_pid" 2>/dev/null && fail "$name: the load rounds did not stop within 120 s"
-    wait "$rounds_pid"
-    rounds_rc=$?
-    forget_pid "$rounds_pid"
-    rounds_pid=
-    [ "$rounds_rc" -eq 0 ] || fail "$name: the load rounds failed: $(tail -n 5 "$work/$name-load.log")"
-}
-
-# sum_rounds NAME: fills L with the sums of the counters over NAME's rounds
-# (and L[rounds]).
-sum_rounds() {
-    local k v
-    L=()
-    while read -r k v; do L[$k]=$v; done < <(awk '
-        { for (i = 1; i <= NF; i++) { split($i, kv, "="); s[kv[1]] += kv[2] } r++ }
-        END { for (k in s) if (k !~ /_ms$|_s$|per_s$/) print k, s[k]; print "rounds", r + 0 }' "$work/$1.kv")
-    for k in requests sold sold_out lock_timeout backend_unavailable other errors; do
-        L[$k]=${L[$k]:-0}
-    done
-}
-kv_line() { echo "rounds=${L[rounds]} requests=${L[requests]} sold=${L[sold]} sold_out=${L[sold_out]}" \
-    "lock_timeout=${L[lock_timeout]} backend_unavailable=${L[backend_unavailable]} other=${L[other]} errors=${L[errors]}"; }
-
 require_tools redis-server redis-cli nginx curl jq
 # Under AddressSanitizer RSS grows by design (freed memory sits in its
 # quarantine, 256 MB by default): flat RSS can only be judged without it.
@@ -137,23 +63,14 @@ if grep -aq '__asan_init' "$inventoryd"; then
 fi
 clear_env '^INVENTORYD_'
 setup_work soak
-rounds_pid=
-rcli() { redis-cli -p "$redis_port" "$@" 2>/dev/null; }
 
 pick_stack_ports
 log "${duration} s of $clients clients"
 start_redis
 start_instance "$port1" --set lock.wait-ms=20000; pid1=$inst_pid
 start_instance "$port2" --set lock.wait-ms=20000; pid2=$inst_pid
-wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
-wait_http "$pid2" "$port2" /healthz "inventoryd on $port2"
-render_nginx
-check_nginx
-start_nginx
-base="http://127.0.0.1:$nginx_port"
-code=$(curl -s -o "$work/reset.json" -w '%{http_code}' --max-time 10 -X POST \
-    -H 'Content-Type: application/json' -d "{\"stock\":$stock}" "$base/inventory/reset")
-[ "$code" = 200 ] || fail "POST /inventory/reset answered $code: $(cat "$work/reset.json")"
+start_front
+reset_stock
 
 # sample LABEL: one row of $work/samples.tsv: label, RSS kB and fds of each
 # instance, DBSIZE, ledger length.

@@ -13,7 +13,6 @@
  * a sale sent twice would be two sales. Counters are per thread and summed
  * after the join; latencies go into one array indexed by request number, so
  * no thread ever waits for another. Times come from the monotonic clock. */
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
@@ -24,6 +23,7 @@
 #include <time.h>
 
 #include "httpc.h"
+#include "stats.h"
 
 enum outcome { OUT_SOLD, OUT_SOLD_OUT, OUT_LOCK_TIMEOUT, OUT_BACKEND, OUT_OTHER,
                OUT_ERROR, OUT_COUNT };
@@ -119,25 +119,6 @@ static void *worker_run(void *arg)
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted[0..n). */
-static double percentile(const double *sorted, long n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    long rank = (long)(p / 100.0 * (double)n + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
-    return sorted[rank - 1];
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -155,17 +136,6 @@ static void usage(FILE *f)
         "Answers are counted by their JSON \"status\" word; a request that got\n"
         "no answer is an error and is never retried. Exit status: 0 when the\n"
         "run completed, 1 when no request got any answer, 2 on bad usage.\n");
-}
-
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *e;
-    errno = 0;
-    long v = strtol(s, &e, 10);
-    if (errno != 0 || e == s || *e != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -198,31 +168,27 @@ int main(int argc, char **argv)
         case 'm': o.method = optarg; break;
         case 'b': o.body = optarg; break;
         case 'p':
-            if (parse_long(optarg, 1, 65535, &v) != 0)
+            if (stats_parse_long(optarg, 1, 65535, &v) != 0)
                 goto bad;
             o.port = (int)v;
             break;
         case 'c':
-            if (parse_long(optarg, 1, 20000, &v) != 0)
+            if (stats_parse_long(optarg, 1, 20000, &v) != 0)
                 goto bad;
             o.clients = (int)v;
             break;
         case 'n':
-            if (parse_long(optarg, 0, 100000000, &v) != 0)
+            if (stats_parse_long(optarg, 0, 100000000, &v) != 0)
                 goto bad;
             o.requests = v;
             break;
         case 't':
-            if (parse_long(optarg, 1, INT_MAX, &v) != 0)
+            if (stats_parse_long(optarg, 1, INT_MAX, &v) != 0)
                 goto bad;
             o.timeout_ms = (int)v;
             break;
         case 'f':
-            if (strcmp(optarg, "kv") == 0)
-                o.kv = 1;
-            else if (strcmp(optarg, "text") == 0)
-                o.kv = 0;
-            else
+            if (stats_parse_format(optarg, &o.kv) != 0)
                 goto bad;
             break;
         case 'h':
@@ -234,10 +200,7 @@ int main(int argc, char **argv)
         }
         continue;
 bad:
-        for (v = 0; longopts[v].name != NULL && longopts[v].val != c; v++)
-            ;
-        fprintf(stderr, "inventory-load: bad value '%s' for --%s\n", optarg,
-                longopts[v].name ? longopts[v].name : "?");
+        stats_bad_value("inventory-load", longopts, c, optarg);
         return 2;
     }
     if (optind < argc) {
@@ -300,10 +263,7 @@ bad:
     for (int k = 0; k < OUT_COUNT; k++)
         done += total[k];
 
-    qsort(latency_ms, (size_t)o.requests, sizeof(double), cmp_double);
-    double p50 = percentile(latency_ms, o.requests, 50.0);
-    double p99 = percentile(latency_ms, o.requests, 99.0);
-    double maxv = o.requests > 0 ? latency_ms[o.requests - 1] : 0.0;
+    struct stats_double lat = stats_summary_double(latency_ms, (size_t)o.requests);
     double req_per_s = elapsed_s > 0 ? (double)done / elapsed_s : 0.0;
     double sales_per_s = elapsed_s > 0 ? (double)total[OUT_SOLD] / elapsed_s : 0.0;
 
@@ -314,8 +274,8 @@ bad:
                "max_ms=%.2f\n",
                done, total[OUT_SOLD], total[OUT_SOLD_OUT],
                total[OUT_LOCK_TIMEOUT], total[OUT_BACKEND], total[OUT_OTHER],
-               total[OUT_ERROR], elapsed_s, req_per_s, sales_per_s, p50, p99,
-               maxv);
+               total[OUT_ERROR], elapsed_s, req_per_s, sales_per_s, lat.p50,
+               lat.p99, lat.max);
     } else {
         printf("%s %s:%d%s: %ld requests by %d clients in %.3f s\n",
                o.method, o.host, o.port, o.path, done, o.clients, elapsed_s);
@@ -325,7 +285,7 @@ bad:
                total[OUT_BACKEND], total[OUT_OTHER], total[OUT_ERROR]);
         printf("  %.1f requests/s, %.1f sales/s; latency p50 %.2f ms, "
                "p99 %.2f ms, max %.2f ms\n",
-               req_per_s, sales_per_s, p50, p99, maxv);
+               req_per_s, sales_per_s, lat.p50, lat.p99, lat.max);
     }
     if (first_error != NULL)
         fprintf(stderr, "inventory-load: %ld transport errors, first: %s\n",

@@ -50,6 +50,7 @@
 #include "lock.h"
 #include "mclock.h"
 #include "rpool.h"
+#include "stats.h"
 
 #define EXIT_AUDIT 1       /* oversold or sold twice */
 #define EXIT_USAGE 2       /* bad options, or nothing could be set up */
@@ -151,23 +152,6 @@ static void *client_run(void *arg) {
     return NULL;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted[0..n); 0 when n is 0. */
-static int64_t percentile(const int64_t *sorted, size_t n, double p) {
-    if (n == 0)
-        return 0;
-    size_t rank = (size_t)(p / 100.0 * (double)n + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
-    return sorted[rank - 1];
-}
-
 /* The sum of calls= over INFO commandstats of host:port, or -1 with errstr
  * set. */
 static long long commandstats_total(const char *host, int port, char *errstr, size_t errlen) {
@@ -260,16 +244,6 @@ static void usage(FILE *f) {
         names);
 }
 
-static int parse_long(const char *s, long min, long max, long *out) {
-    char *e;
-    errno = 0;
-    long v = strtol(s, &e, 10);
-    if (errno != 0 || e == s || *e != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv) {
     struct config cfg;
     config_defaults(&cfg);
@@ -309,12 +283,12 @@ int main(int argc, char **argv) {
                 goto bad;
             break;
         case 'c':
-            if (parse_long(optarg, 1, 5000, &v) != 0)
+            if (stats_parse_long(optarg, 1, 5000, &v) != 0)
                 goto bad;
             o.clients = (int)v;
             break;
         case 'n':
-            if (parse_long(optarg, 1, 100000000, &v) != 0)
+            if (stats_parse_long(optarg, 1, 100000000, &v) != 0)
                 goto bad;
             o.stock = v;
             break;
@@ -328,31 +302,27 @@ int main(int argc, char **argv) {
             snprintf(o.redlock, sizeof(o.redlock), "%s", optarg);
             break;
         case 't':
-            if (parse_long(optarg, 1, INT_MAX / 1000, &v) != 0)
+            if (stats_parse_long(optarg, 1, INT_MAX / 1000, &v) != 0)
                 goto bad;
             o.ttl_ms = (int)v;
             break;
         case 'w':
-            if (parse_long(optarg, 0, INT_MAX / 1000, &v) != 0)
+            if (stats_parse_long(optarg, 0, INT_MAX / 1000, &v) != 0)
                 goto bad;
             o.wait_ms = (int)v;
             break;
         case 'T':
-            if (parse_long(optarg, 1, 60000, &v) != 0)
+            if (stats_parse_long(optarg, 1, 60000, &v) != 0)
                 goto bad;
             o.node_timeout_ms = (int)v;
             break;
         case 'm':
-            if (parse_long(optarg, 1, 86400, &v) != 0)
+            if (stats_parse_long(optarg, 1, 86400, &v) != 0)
                 goto bad;
             o.max_s = (int)v;
             break;
         case 'f':
-            if (strcmp(optarg, "kv") == 0)
-                o.kv = 1;
-            else if (strcmp(optarg, "text") == 0)
-                o.kv = 0;
-            else
+            if (stats_parse_format(optarg, &o.kv) != 0)
                 goto bad;
             break;
         case 'h':
@@ -364,10 +334,7 @@ int main(int argc, char **argv) {
         }
         continue;
 bad:
-        for (v = 0; longopts[v].name != NULL && longopts[v].val != ch; v++)
-            ;
-        fprintf(stderr, "lockbench: bad value '%s' for --%s\n", optarg,
-                longopts[v].name ? longopts[v].name : "?");
+        stats_bad_value("lockbench", longopts, ch, optarg);
         return EXIT_USAGE;
     }
     if (optind < argc) {
@@ -504,11 +471,9 @@ bad:
             k++;
         }
     n = k;
-    qsort(waits, n, sizeof(*waits), cmp_i64);
-    qsort(lats, n, sizeof(*lats), cmp_i64);
-    int64_t w50 = percentile(waits, n, 50), w99 = percentile(waits, n, 99);
-    double l50 = (double)percentile(lats, n, 50) / 1e3, l99 = (double)percentile(lats, n, 99) / 1e3;
-    double lmax = n ? (double)lats[n - 1] / 1e3 : 0.0;
+    struct stats_i64 ws = stats_summary_i64(waits, n), ls = stats_summary_i64(lats, n);
+    int64_t w50 = ws.p50, w99 = ws.p99;
+    double l50 = (double)ls.p50 / 1e3, l99 = (double)ls.p99 / 1e3, lmax = (double)ls.max / 1e3;
     free(waits);
     free(lats);
 

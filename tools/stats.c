@@ -1,0 +1,92 @@
+/* stats.c -- see stats.h. */
+#include "stats.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The 1-based nearest rank of percentile p among n > 0 samples. */
+static size_t nearest_rank(size_t n, double p)
+{
+    size_t rank = (size_t)(p / 100.0 * (double)n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return rank;
+}
+
+double stats_percentile_double(const double *sorted, size_t n, double p)
+{
+    return n == 0 ? 0.0 : sorted[nearest_rank(n, p) - 1];
+}
+
+int64_t stats_percentile_i64(const int64_t *sorted, size_t n, double p)
+{
+    return n == 0 ? 0 : sorted[nearest_rank(n, p) - 1];
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+struct stats_double stats_summary_double(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    struct stats_double s = {
+        stats_percentile_double(v, n, 50.0), stats_percentile_double(v, n, 99.0),
+        n > 0 ? v[n - 1] : 0.0,
+    };
+    return s;
+}
+
+struct stats_i64 stats_summary_i64(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_i64);
+    struct stats_i64 s = {
+        stats_percentile_i64(v, n, 50.0), stats_percentile_i64(v, n, 99.0),
+        n > 0 ? v[n - 1] : 0,
+    };
+    return s;
+}
+
+int stats_parse_long(const char *s, long min, long max, long *out)
+{
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (errno != 0 || e == s || *e != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int stats_parse_format(const char *s, int *kv)
+{
+    if (strcmp(s, "kv") == 0)
+        *kv = 1;
+    else if (strcmp(s, "text") == 0)
+        *kv = 0;
+    else
+        return -1;
+    return 0;
+}
+
+void stats_bad_value(const char *prog, const struct option *longopts, int val,
+                     const char *arg)
+{
+    size_t i;
+    for (i = 0; longopts[i].name != NULL && longopts[i].val != val; i++)
+        ;
+    fprintf(stderr, "%s: bad value '%s' for --%s\n", prog, arg,
+            longopts[i].name ? longopts[i].name : "?");
+}

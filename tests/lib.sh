@@ -276,15 +276,17 @@ start_front() {
 }
 
 # stop_stack_cleanly: stops nginx, then the instances $pid1 ($port1) and $pid2
-# ($port2), failing unless each exits 0 on SIGTERM; leaves pids=(redis_pid).
+# ($port2), failing unless each exits 0 on SIGTERM; forgets those three, so
+# cleanup still stops every Redis the script started.
 stop_stack_cleanly() {
     local p
     stop_pid "$nginx_pid"
+    forget_pid "$nginx_pid"
     for p in "$port1:$pid1" "$port2:$pid2"; do
         stop_pid "${p#*:}"
+        forget_pid "${p#*:}"
         [ "$stop_status" = 0 ] || fail "inventoryd on ${p%%:*} exited with status $stop_status after SIGTERM"
     done
-    pids=("$redis_pid")
 }
 
 # ---- one round through nginx ($base) ---------------------------------------

@@ -514,7 +514,9 @@ struct batch_waiter {
 };
 
 struct batch_queue {
-    char key[sizeof(((struct inventory_keys *)0)->lock)];
+    /* "<lock key>|<stock key>": one batch sells one item, under one lock
+     * (with lock.scope=global, items share the lock but not a batch). */
+    char key[sizeof(((struct inventory_keys *)0)->lock) + INVENTORY_ITEM_MAX + 2];
     int leading;
     struct batch_waiter *head, *tail;
     struct batch_queue *next;
@@ -523,12 +525,14 @@ struct batch_queue {
 static pthread_mutex_t batch_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct batch_queue *batch_queues;
 
-static struct batch_queue *batch_queue_for(const char *key) {
+static struct batch_queue *batch_queue_for(const struct inventory_keys *k) {
+    char key[sizeof(((struct batch_queue *)0)->key)];
+    snprintf(key, sizeof(key), "%s|%s", k->lock, k->stock);
     for (struct batch_queue *q = batch_queues; q; q = q->next)
         if (strcmp(q->key, key) == 0) return q;
     struct batch_queue *q = calloc(1, sizeof(*q));
     if (!q) return NULL;
-    snprintf(q->key, sizeof(q->key), "%s", key);
+    memcpy(q->key, key, sizeof(key));
     q->next = batch_queues;
     batch_queues = q;
     return q;
@@ -591,7 +595,7 @@ static int sell_batched(struct inventory *inv, const struct lock_type *t,
     pthread_condattr_destroy(&ca);
 
     pthread_mutex_lock(&batch_mu);
-    struct batch_queue *q = batch_queue_for(k->lock);
+    struct batch_queue *q = batch_queue_for(k);
     if (!q) {
         pthread_mutex_unlock(&batch_mu);
         pthread_cond_destroy(&w.cond);

@@ -284,6 +284,45 @@ START_TEST(test_batched_sells_each_unit_once_to_its_own_sale_under_shared_holds)
 }
 END_TEST
 
+struct item_run {
+    const char *item;
+    int sold;
+};
+
+static void *sell_item(void *arg) {
+    struct item_run *b = arg;
+    for (int i = 0; i < 40; i++) {
+        struct sale_result r;
+        if (inventory_sell(&inv, lock_type_find("batched"), b->item, NULL, &r) == INV_SOLD) b->sold++;
+    }
+    return NULL;
+}
+
+START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
+    char err[256];
+    ck_assert_int_eq(inventory_reset(&inv, "inventory001", 50, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(&inv, "inventory002", 30, err, sizeof(err)), 0);
+    enum { T = 12 };
+    struct item_run runs[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+        runs[i] = (struct item_run){i % 2 ? "inventory002" : "inventory001", 0};
+        pthread_create(&th[i], NULL, sell_item, &runs[i]);
+    }
+    int sold[2] = {0, 0};
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        sold[i % 2] += runs[i].sold;
+    }
+    ck_assert_int_eq(sold[0], 50);   /* every sale came out of its own item */
+    ck_assert_int_eq(sold[1], 30);
+    struct audit a;
+    ck_assert_int_eq(inventory_audit(&inv, "inventory002", &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.sold, 30);
+    ck_assert_int_eq(a.sold_twice, 0);
+}
+END_TEST
+
 static Suite *inventory_suite(void) {
     Suite *s = suite_create("inventory");
     TCase *core = tcase_create("Core");
@@ -297,6 +336,7 @@ static Suite *inventory_suite(void) {
     tcase_add_test(core, test_a_stock_that_is_not_a_number_is_refused_without_a_write);
     tcase_add_test(core, test_a_script_flushed_from_redis_is_loaded_again);
     tcase_add_test(core, test_batched_sells_each_unit_once_to_its_own_sale_under_shared_holds);
+    tcase_add_test(core, test_batched_never_mixes_items_that_share_the_global_lock);
     suite_add_tcase(s, core);
     TCase *outage = tcase_create("Outage");
     tcase_add_checked_fixture(outage, setup, teardown);

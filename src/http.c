@@ -4,12 +4,22 @@
  * the first callback into *req_cls and freed in the completed callback, as in
  * libmicrohttpd's simplepost.c; the first callback never answers.
  * `inflight` counts requests between their first callback and their
- * completion, so a shutdown can wait for them before closing connections. */
+ * completion, so a shutdown can wait for them before closing connections.
+ *
+ * Slow clients: libmicrohttpd's connection timeout only closes connections
+ * that send nothing; a client trickling a byte a second would keep its slot
+ * for ever. So each connection (struct watch, its socket context) records
+ * when it last became idle or began receiving a body, and the reaper thread
+ * shuts down the socket of any that has not delivered a whole request within
+ * server.connection-timeout-s. A request being handled (a sale waiting for
+ * its lock, bounded by lock.wait-ms) is never cut. The watch list and the
+ * phases are guarded by watch_mu. */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,8 +41,22 @@
 
 #define NESTED_MAX 16
 
+enum watch_phase { WATCH_IDLE, WATCH_BODY, WATCH_HANDLING };
+
+struct watch {
+    int fd;
+    enum watch_phase phase;
+    int64_t since_us;
+    struct watch *prev, *next;
+};
+
 struct http_server {
     struct MHD_Daemon *d;
+    pthread_mutex_t watch_mu;
+    pthread_cond_t reaper_cond;
+    struct watch *watched;
+    pthread_t reaper;
+    int reaper_running, reaper_stop;
     const struct config *cfg;
     struct inventory *inv;
     const struct lock_type *default_type;
@@ -269,6 +293,68 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
     return answer_error(conn, 500, "internal_error", "unhandled route", text);
 }
 
+/* Moves conn's watch to phase, from now. */
+static void watch_phase(struct http_server *s, struct MHD_Connection *conn, enum watch_phase phase) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct watch *w = ci ? ci->socket_context : NULL;
+    if (!w) return;
+    pthread_mutex_lock(&s->watch_mu);
+    w->phase = phase;
+    w->since_us = mclock_us();
+    pthread_mutex_unlock(&s->watch_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    struct http_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct watch *w = ci ? calloc(1, sizeof(*w)) : NULL;
+        if (!w) return;   /* unwatched: the idle timeout still applies */
+        w->fd = ci->connect_fd;
+        w->phase = WATCH_IDLE;
+        w->since_us = mclock_us();
+        pthread_mutex_lock(&s->watch_mu);
+        w->next = s->watched;
+        if (s->watched) s->watched->prev = w;
+        s->watched = w;
+        pthread_mutex_unlock(&s->watch_mu);
+        *socket_context = w;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        struct watch *w = *socket_context;
+        pthread_mutex_lock(&s->watch_mu);
+        if (w->prev) w->prev->next = w->next;
+        else s->watched = w->next;
+        if (w->next) w->next->prev = w->prev;
+        pthread_mutex_unlock(&s->watch_mu);
+        free(w);
+        *socket_context = NULL;
+    }
+}
+
+/* Every 250 ms: shuts down the sockets of connections idle or receiving a
+ * body for longer than server.connection-timeout-s. libmicrohttpd then sees
+ * the connection end and closes it in its own thread. */
+static void *reaper_main(void *arg) {
+    struct http_server *s = arg;
+    int64_t limit_us = (int64_t)s->cfg->connection_timeout_s * 1000000;
+    pthread_mutex_lock(&s->watch_mu);
+    while (!s->reaper_stop) {
+        int64_t now = mclock_us();
+        for (struct watch *w = s->watched; w; w = w->next) {
+            if (w->phase != WATCH_HANDLING && now - w->since_us > limit_us) {
+                shutdown(w->fd, SHUT_RDWR);
+                w->since_us = INT64_MAX / 2;   /* once */
+            }
+        }
+        int64_t until = now + 250000;
+        struct timespec ts = {until / 1000000, (long)(until % 1000000) * 1000};
+        pthread_cond_timedwait(&s->reaper_cond, &s->watch_mu, &ts);
+    }
+    pthread_mutex_unlock(&s->watch_mu);
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -281,6 +367,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req) return MHD_NO;
         *req_cls = req;
         atomic_fetch_add(&s->inflight, 1);
+        watch_phase(s, conn, WATCH_BODY);   /* the headers are in; a body may follow */
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -298,14 +385,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body[req->len] = '\0';
         return MHD_YES;
     }
+    watch_phase(s, conn, WATCH_HANDLING);
     return dispatch(s, conn, url, method, req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)conn;
     (void)toe;
     struct http_server *s = cls;
+    watch_phase(s, conn, WATCH_IDLE);
     struct request *req = *req_cls;
     if (!req) return;
     free(req->body);
@@ -359,6 +447,12 @@ struct http_server *http_start(const struct config *cfg, struct inventory *inv,
         free(s);
         return NULL;
     }
+    pthread_mutex_init(&s->watch_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->reaper_cond, &ca);
+    pthread_condattr_destroy(&ca);
     s->d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ITC | MHD_USE_ERROR_LOG,
@@ -368,13 +462,18 @@ struct http_server *http_start(const struct config *cfg, struct inventory *inv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_END);
     if (!s->d) {
         snprintf(errstr, errlen, "libmicrohttpd could not start on %s:%d", cfg->bind, cfg->port);
         close(s->listen_fd);
+        pthread_cond_destroy(&s->reaper_cond);
+        pthread_mutex_destroy(&s->watch_mu);
         free(s);
         return NULL;
     }
+    if (cfg->connection_timeout_s > 0 && pthread_create(&s->reaper, NULL, reaper_main, s) == 0)
+        s->reaper_running = 1;
     return s;
 }
 
@@ -392,6 +491,15 @@ void http_stop(struct http_server *s) {
      * wait for its lock longer than lock.wait-ms, so this is bounded. */
     int64_t deadline = mclock_ms() + s->cfg->lock_wait_ms + s->cfg->redis_timeout_ms * 3 + 2000;
     while (atomic_load(&s->inflight) > 0 && mclock_ms() < deadline) mclock_sleep_ms(10);
-    MHD_stop_daemon(s->d);
+    if (s->reaper_running) {
+        pthread_mutex_lock(&s->watch_mu);
+        s->reaper_stop = 1;
+        pthread_cond_signal(&s->reaper_cond);
+        pthread_mutex_unlock(&s->watch_mu);
+        pthread_join(s->reaper, NULL);
+    }
+    MHD_stop_daemon(s->d);   /* frees every watch through on_connection */
+    pthread_cond_destroy(&s->reaper_cond);
+    pthread_mutex_destroy(&s->watch_mu);
     free(s);
 }

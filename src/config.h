@@ -28,7 +28,7 @@ struct config {
     int port;                   /* server.port, default 3786 */
     char context_path[128];     /* server.context-path, default /redis/distributed/lock */
     int max_connections;        /* server.max-connections, default 4096 */
-    int connection_timeout_s;   /* server.connection-timeout-s, default 30 */
+    int connection_timeout_s;   /* server.connection-timeout-s, default 30: to deliver a whole request */
     int max_body_bytes;         /* server.max-body-bytes, default 4096 */
 
     /* redis.* */

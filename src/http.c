@@ -41,6 +41,12 @@
 
 #define NESTED_MAX 16
 
+/* Requests this large get the service's own JSON 414/431. They must fit in
+ * libmicrohttpd's per-connection memory (its default, 32 KB, kept for the
+ * RSS budget) to get that far; larger ones get libmicrohttpd's HTML page. */
+#define URL_MAX (8 * 1024)
+#define HEADERS_MAX (16 * 1024)
+
 enum watch_phase { WATCH_IDLE, WATCH_BODY, WATCH_HANDLING };
 
 struct watch {
@@ -69,7 +75,19 @@ struct request {
     char *body;
     size_t len;
     int too_large;
+    size_t url_len;            /* checked against URL_MAX */
+    size_t header_bytes;       /* names and values, against HEADERS_MAX */
 };
+
+/* Adds one header (or one query argument, to the URL's length). */
+static enum MHD_Result count_value(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+    struct request *req = cls;
+    size_t n = strlen(key) + (value ? strlen(value) : 0) + 2;
+    if (kind == MHD_GET_ARGUMENT_KIND) req->url_len += n;
+    else req->header_bytes += n + 2;
+    return MHD_YES;
+}
 
 /* Queues body (taken over, freed by MHD) with code. A NULL body is an out of
  * memory: a fixed 500 goes out instead. */
@@ -232,6 +250,17 @@ static enum MHD_Result answer_inventory_error(struct MHD_Connection *conn, int r
 static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn,
                                 const char *url, const char *method, struct request *req) {
     int text = wants_text(conn);
+    if (req->url_len > URL_MAX) {
+        char why[128];
+        snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len, URL_MAX);
+        return answer_error(conn, 414, "uri_too_long", why, text);
+    }
+    if (req->header_bytes > HEADERS_MAX) {
+        char why[128];
+        snprintf(why, sizeof(why), "the headers are %zu bytes; at most %d are accepted",
+                 req->header_bytes, HEADERS_MAX);
+        return answer_error(conn, 431, "headers_too_large", why, text);
+    }
     struct route rt;
     route_match(method, url, s->cfg->context_path, &rt);
     if (rt.id == ROUTE_NOT_FOUND) {
@@ -366,6 +395,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req = calloc(1, sizeof(*req));
         if (!req) return MHD_NO;
         *req_cls = req;
+        req->url_len = strlen(url);
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, count_value, req);
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_value, req);
         atomic_fetch_add(&s->inflight, 1);
         watch_phase(s, conn, WATCH_BODY);   /* the headers are in; a body may follow */
         return MHD_YES;

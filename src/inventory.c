@@ -717,6 +717,32 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
     return rc;
 }
 
+int inventory_seed(struct inventory *inv, long long stock, int *seeded,
+                   char *errstr, size_t errlen) {
+    struct inventory_keys k;
+    inventory_keys(inv, NULL, &k);
+    *seeded = 0;
+    redisContext *c = rpool_get(inv->pool, inv->pool_wait_ms, errstr, errlen);
+    if (!c) return INV_BACKEND;
+    redisAppendCommand(c, "SET %s %lld NX", k.stock, stock);
+    redisAppendCommand(c, "SET %s %lld NX", k.initial, stock);
+    redisReply *rep[2];
+    int rc = 0;
+    if (read_replies(c, rep, 2) < 0) {
+        snprintf(errstr, errlen, "seed: %.120s", c->errstr);
+        rc = INV_BACKEND;
+    } else {
+        if (rep[0]->type == REDIS_REPLY_ERROR) {
+            snprintf(errstr, errlen, "seed: %.120s", rep[0]->str);
+            rc = INV_BACKEND;
+        }
+        *seeded = rep[0]->type == REDIS_REPLY_STATUS;
+        free_replies(rep, 2);
+    }
+    rpool_put(inv->pool, c);
+    return rc;
+}
+
 static int cmp_ll(const void *a, const void *b) {
     long long x = *(const long long *)a, y = *(const long long *)b;
     return (x > y) - (x < y);

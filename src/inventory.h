@@ -153,6 +153,13 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
 int inventory_reset(struct inventory *inv, const char *item, long long stock,
                     char *errstr, size_t errlen);
 
+/* Sets the configured item's stock and initial stock to stock only where
+ * they do not exist yet (SET NX): a fresh Redis starts with the demo's 200,
+ * an existing stock is never touched. *seeded says whether it was set.
+ * Returns 0, or INV_BACKEND with errstr set. */
+int inventory_seed(struct inventory *inv, long long stock, int *seeded,
+                   char *errstr, size_t errlen);
+
 /* Reads the stock, the ledger and the probe's counts. */
 int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
                     char *errstr, size_t errlen);

@@ -159,8 +159,13 @@ int main(int argc, char **argv) {
     else
         fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
                 cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);
-    if (inventory_ping(&inv, err, sizeof(err)) != 0)
+    int seeded = 0;
+    if (inventory_ping(&inv, err, sizeof(err)) != 0 ||
+        inventory_seed(&inv, cfg.initial_stock, &seeded, err, sizeof(err)) != 0)
         fprintf(stderr, "inventoryd: warning: %s; sales answer 503 until Redis is back\n", err);
+    else if (seeded)
+        fprintf(stderr, "inventoryd: %s did not exist: seeded with inventory.initial-stock=%d\n",
+                cfg.stock_key, cfg.initial_stock);
 
     int sig = 0;
     sigwait(&stop, &sig);

@@ -398,6 +398,25 @@ START_TEST(test_redis_password_and_database_are_used_and_the_password_never_logg
 }
 END_TEST
 
+START_TEST(test_a_missing_stock_is_seeded_at_start_up_and_an_existing_one_kept) {
+    harness_redis_int(redis_port, "DEL inventory001 inventory001:initial");
+    const char *seven[] = {redis_set, "inventory.initial-stock=7", NULL};
+    const char *nine[] = {redis_set, "inventory.initial-stock=9", NULL};
+    int p1 = harness_free_port();
+    pid_t i1 = harness_inventoryd_start(p1, seven);
+    long long after_first = harness_redis_int(redis_port, "GET inventory001");
+    int p2 = harness_free_port();
+    pid_t i2 = harness_inventoryd_start(p2, nine);
+    long long after_second = harness_redis_int(redis_port, "GET inventory001");
+    long long initial = harness_redis_int(redis_port, "GET inventory001:initial");
+    harness_stop(i1);
+    harness_stop(i2);
+    ck_assert_int_eq(after_first, 7);
+    ck_assert_int_eq(after_second, 7);   /* never overwritten */
+    ck_assert_int_eq(initial, 7);
+}
+END_TEST
+
 static Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -410,6 +429,7 @@ static Suite *http_suite(void) {
     tcase_add_test(core, test_local_oversells_across_two_instances);
     tcase_add_test(core, test_a_sale_waiting_for_a_lock_does_not_stall_other_requests);
     tcase_add_test(core, test_three_hundred_keep_alive_connections_are_held_at_once);
+    tcase_add_test(core, test_a_missing_stock_is_seeded_at_start_up_and_an_existing_one_kept);
     suite_add_tcase(s, core);
     TCase *errors = tcase_create("Errors");
     tcase_add_checked_fixture(errors, setup, teardown);

@@ -43,16 +43,8 @@
 
 #include "config.h"
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "fuzz_config: %s:%d: check failed: %s\n  ",         \
-                    __FILE__, __LINE__, #cond);                                 \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-            abort();                                                            \
-        }                                                                       \
-    } while (0)
+#define FUZZ_NAME "fuzz_config"
+#include "fuzz_check.h"
 
 #define SECRET_KEY "redis.password"
 #define FILLER 'x'

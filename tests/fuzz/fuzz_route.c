@@ -38,16 +38,8 @@
 #include "reply.h"
 #include "route.h"
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "fuzz_route: %s:%d: check failed: %s\n  ",          \
-                    __FILE__, __LINE__, #cond);                                 \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-            abort();                                                            \
-        }                                                                       \
-    } while (0)
+#define FUZZ_NAME "fuzz_route"
+#include "fuzz_check.h"
 
 enum { F_METHOD, F_URL, F_CONTEXT, F_ITEM, F_WORD, F_NAME, F_SENTENCE, NFIELDS };
 

@@ -480,11 +480,7 @@ struct http_server *http_start(const struct config *cfg, struct inventory *inv,
         return NULL;
     }
     pthread_mutex_init(&s->watch_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->reaper_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mclock_cond_init(&s->reaper_cond);
     s->d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ITC | MHD_USE_ERROR_LOG,

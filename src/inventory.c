@@ -101,11 +101,7 @@ static void *heartbeat_main(void *arg) {
 
 static int heartbeat_start(struct inventory *inv, char *errstr, size_t errlen) {
     pthread_mutex_init(&inv->heartbeat_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&inv->heartbeat_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mclock_cond_init(&inv->heartbeat_cond);
     inv->heartbeat_opts = *rpool_options(inv->pool);
     inv->heartbeat_opts.on_connect = NULL;
     if (pthread_create(&inv->heartbeat, NULL, heartbeat_main, inv) != 0) {
@@ -588,11 +584,7 @@ static int sell_batched(struct inventory *inv, const struct lock_type *t,
                         const struct inventory_keys *k, const struct sale_faults *f,
                         struct sale_result *r) {
     struct batch_waiter w = {.r = r, .f = f, .queued_us = mclock_us()};
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mclock_cond_init(&w.cond);
 
     pthread_mutex_lock(&batch_mu);
     struct batch_queue *q = batch_queue_for(k);

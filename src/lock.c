@@ -176,11 +176,7 @@ static int gate_enter(struct lock *l) {
         return LOCK_OK;
     }
     struct gate_waiter w = {.granted = 0};
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mclock_cond_init(&w.cond);
     if (g->tail) g->tail->next = &w;
     else g->head = &w;
     g->tail = &w;

@@ -3,6 +3,7 @@
 #ifndef INVENTORYD_MCLOCK_H
 #define INVENTORYD_MCLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -15,6 +16,10 @@ static inline monotime_us mclock_us(void) {
 }
 
 static inline int64_t mclock_ms(void) { return mclock_us() / 1000; }
+
+/* Initialises c to wait on CLOCK_MONOTONIC, so every timed wait in the
+ * project takes a monotonic deadline. */
+void mclock_cond_init(pthread_cond_t *c);
 
 /* Sleeps ms milliseconds, resuming after signals. */
 void mclock_sleep_ms(int ms);

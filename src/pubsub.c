@@ -212,11 +212,7 @@ static struct pubsub_hub *hub_for(struct rpool *pool, char *errstr, size_t errle
         free(h);
         return NULL;
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->confirmed_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mclock_cond_init(&h->confirmed_cond);
     h->up = 1;   /* until its first connect says otherwise */
     if (pthread_create(&h->thread, NULL, subscriber_main, h) != 0) {
         snprintf(errstr, errlen, "cannot start a subscriber thread");
@@ -272,11 +268,7 @@ int pubsub_wait_begin(struct pubsub_waiter *w, struct rpool *pool, const char *c
         ch->next = h->channels;
         h->channels = ch;
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mclock_cond_init(&w->cond);
     w->ch = ch;
     struct pubsub_waiter **tail = &ch->waiters;
     while (*tail) tail = &(*tail)->next;

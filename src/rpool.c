@@ -62,11 +62,7 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
         return NULL;
     }
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->freed, &ca);
-    pthread_condattr_destroy(&ca);
+    mclock_cond_init(&p->freed);
     return p;
 }
 

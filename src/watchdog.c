@@ -125,11 +125,7 @@ static void *watchdog_main(void *arg) {
 void watchdog_watch(struct lock *l) {
     pthread_mutex_lock(&mu);
     if (!running) {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&changed, &ca);
-        pthread_condattr_destroy(&ca);
+        mclock_cond_init(&changed);
         pool = l->env->pool;
         stopping = 0;
         if (pthread_create(&thread, NULL, watchdog_main, NULL) == 0) running = 1;

@@ -19,6 +19,7 @@
 #endif
 
 #include "config.h"
+#include "addr.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -37,6 +38,8 @@ enum key_type {
     KEY_NAME,   /* a non-empty string of [a-z0-9-] */
     KEY_PATH,   /* a URL path starting with '/', stored without trailing '/' */
     KEY_CHOICE, /* one of the '|'-separated words in choices */
+    KEY_ADDRS,  /* host:port,... (addr.h), at most max entries; empty when min is 0 */
+    KEY_NAMES,  /* "all" or names [a-z0-9-] separated by commas */
 };
 
 struct config_key {
@@ -63,6 +66,10 @@ struct config_key {
     { n, KEY_PATH, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
 #define K_CHOICE(n, f, d, c) \
     { n, KEY_CHOICE, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, c }
+#define K_ADDRS(n, f, d, minn, maxn) \
+    { n, KEY_ADDRS, offsetof(struct config, f), FIELD_SIZE(f), minn, maxn, 0, d, NULL }
+#define K_NAMES(n, f, d) \
+    { n, KEY_NAMES, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
 
 static const struct config_key keys[] = {
     K_STR ("server.bind",                bind,                 "127.0.0.1", 1, 0),
@@ -78,7 +85,7 @@ static const struct config_key keys[] = {
     K_INT ("redis.database",             redis_database,       "0", 0, 1000000),
     K_INT ("redis.timeout",              redis_timeout_ms,     "2000", 1, 600000),
     K_INT ("redis.pool-size",            redis_pool_size,      "128", 1, 10000),
-    K_STR ("redis.sentinel.nodes",       sentinel_nodes,       "", 0, 0),
+    K_ADDRS("redis.sentinel.nodes",      sentinel_nodes,       "", 0, 16),
     K_STR ("redis.sentinel.master",      sentinel_master,      "mymaster", 1, 0),
 
     K_STR ("inventory.key",              stock_key,            "inventory001", 1, 0),
@@ -93,11 +100,15 @@ static const struct config_key keys[] = {
     K_INT ("lock.retry-max-depth",       lock_retry_depth,     "500", 1, 100000),
     K_CHOICE("lock.scope",               lock_scope,           "global", "global|item"),
     K_BOOL("lock.read-lock",             read_lock,            "false"),
+    K_NAMES("lock.allowed",              lock_allowed,         "all"),
     K_INT ("lock.sync-replicas",         lock_sync_replicas,   "0", 0, 1000),
 
-    K_STR ("redlock.nodes",              redlock_nodes,
-           "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 0),
+    K_ADDRS("redlock.nodes",             redlock_nodes,
+           "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 9),
     K_INT ("redlock.node-timeout-ms",    redlock_node_timeout_ms, "50", 1, 60000),
+
+    K_BOOL("history.enabled",            history_enabled,      "true"),
+    K_INT ("history.max-events",         history_max_events,   "10000", 1, 10000000),
 
     K_BOOL("faults.enabled",             faults_enabled,       "false"),
     K_INT ("faults.max-hold-ms",         faults_max_hold_ms,   "60000", 0, 3600000),
@@ -180,105 +191,169 @@ static int parse_bool(const char *s, int *out) {
     return -1;
 }
 
+/* ---- one checker per key type ---------------------------------------------
+ * Each checks value against k and stores it in field; on error it leaves
+ * field untouched, writes "ORIGIN: key: why" and returns CONFIG_ERR. */
+
+typedef int (*key_check)(const struct config_key *k, const char *value, char *field,
+                         const char *origin, char *errstr, size_t errlen);
+
+static int check_int(const struct config_key *k, const char *value, char *field,
+                     const char *origin, char *errstr, size_t errlen) {
+    long long v;
+    int rc = parse_int(value, &v);
+    if (rc < 0) {
+        set_err(errstr, errlen, "%s: %s: '%.*s' is not a whole number",
+                origin, k->name, ECHO_MAX, value);
+        return CONFIG_ERR;
+    }
+    if (rc > 0 || v < k->min || v > k->max) {
+        set_err(errstr, errlen, "%s: %s: %.*s is out of range (%lld..%lld)",
+                origin, k->name, ECHO_MAX, value, k->min, k->max);
+        return CONFIG_ERR;
+    }
+    *(int *)(void *)field = (int)v;
+    return CONFIG_OK;
+}
+
+static int check_bool(const struct config_key *k, const char *value, char *field,
+                      const char *origin, char *errstr, size_t errlen) {
+    int b;
+    if (parse_bool(value, &b) != 0) {
+        set_err(errstr, errlen,
+                "%s: %s: '%.*s' is not a boolean (use true/false, yes/no, on/off or 1/0)",
+                origin, k->name, ECHO_MAX, value);
+        return CONFIG_ERR;
+    }
+    *(int *)(void *)field = b;
+    return CONFIG_OK;
+}
+
+static int check_choice(const struct config_key *k, const char *value, char *field,
+                        const char *origin, char *errstr, size_t errlen) {
+    size_t wl = strlen(value);
+    const char *c = k->choices;
+    int found = 0;
+    while (*c && !found) {
+        size_t n = strcspn(c, "|");
+        found = n == wl && wl > 0 && strncmp(c, value, n) == 0;
+        c += n + (c[n] == '|');
+    }
+    if (!found) {
+        set_err(errstr, errlen, "%s: %s: '%.*s' is not one of %s",
+                origin, k->name, ECHO_MAX, value, k->choices);
+        return CONFIG_ERR;
+    }
+    memcpy(field, value, wl + 1);
+    return CONFIG_OK;
+}
+
+/* Stores len bytes of value when they fit. Values of secret keys are never
+ * repeated in a message. */
+static int store_string(const struct config_key *k, const char *value, size_t len, char *field,
+                        const char *origin, char *errstr, size_t errlen) {
+    if (len < (size_t)k->min) {
+        set_err(errstr, errlen, "%s: %s: must not be empty", origin, k->name);
+        return CONFIG_ERR;
+    }
+    if (len >= k->size) {
+        set_err(errstr, errlen, "%s: %s: value is too long (%zu characters, at most %zu)",
+                origin, k->name, len, k->size - 1);
+        return CONFIG_ERR;
+    }
+    memcpy(field, value, len);
+    field[len] = '\0';
+    return CONFIG_OK;
+}
+
+static int check_string(const struct config_key *k, const char *value, char *field,
+                        const char *origin, char *errstr, size_t errlen) {
+    return store_string(k, value, strlen(value), field, origin, errstr, errlen);
+}
+
+/* A name: [a-z0-9-]. */
+static int name_valid(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) return 0;
+    return 1;
+}
+
+static int check_name(const struct config_key *k, const char *value, char *field,
+                      const char *origin, char *errstr, size_t errlen) {
+    if (!name_valid(value, strlen(value))) {
+        set_err(errstr, errlen, "%s: %s: '%.*s' may contain only a-z, 0-9 and '-'",
+                origin, k->name, ECHO_MAX, value);
+        return CONFIG_ERR;
+    }
+    return check_string(k, value, field, origin, errstr, errlen);
+}
+
+/* "all", or names separated by commas (spaces around them forgiven). */
+static int check_names(const struct config_key *k, const char *value, char *field,
+                       const char *origin, char *errstr, size_t errlen) {
+    for (const char *p = value; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *w = p, *e = p + n;
+        while (w < e && (*w == ' ' || *w == '\t')) w++;
+        while (e > w && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if (e == w || !name_valid(w, (size_t)(e - w))) {
+            set_err(errstr, errlen, "%s: %s: '%.*s' is not a list of names (a-z, 0-9, '-') "
+                    "separated by commas", origin, k->name, ECHO_MAX, value);
+            return CONFIG_ERR;
+        }
+        p += n + (p[n] == ',');
+    }
+    return check_string(k, value, field, origin, errstr, errlen);
+}
+
+static int check_path(const struct config_key *k, const char *value, char *field,
+                      const char *origin, char *errstr, size_t errlen) {
+    size_t len = strlen(value);
+    if (len > 0 && value[0] != '/') {
+        set_err(errstr, errlen, "%s: %s: '%.*s' must start with '/'",
+                origin, k->name, ECHO_MAX, value);
+        return CONFIG_ERR;
+    }
+    for (const char *p = value; *p; p++) {
+        if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p) || *p == '?' || *p == '#') {
+            set_err(errstr, errlen, "%s: %s: '%.*s' may not contain spaces, '?' or '#'",
+                    origin, k->name, ECHO_MAX, value);
+            return CONFIG_ERR;
+        }
+    }
+    /* "/a/b/" and "/a/b" name the same prefix; "/" stays "/". */
+    while (len > 1 && value[len - 1] == '/') len--;
+    return store_string(k, value, len, field, origin, errstr, errlen);
+}
+
+/* host:port,... with at most k->max entries; empty when k->min is 0. */
+static int check_addrs(const struct config_key *k, const char *value, char *field,
+                       const char *origin, char *errstr, size_t errlen) {
+    if (value[0] != '\0' || k->min > 0) {
+        struct addr a[64];
+        char why[128];
+        int max = k->max < 64 ? (int)k->max : 64;
+        if (addr_list_parse(value, a, max, why, sizeof(why)) < 0) {
+            set_err(errstr, errlen, "%s: %s: %s", origin, k->name, why);
+            return CONFIG_ERR;
+        }
+    }
+    return check_string(k, value, field, origin, errstr, errlen);
+}
+
+static const key_check checks[] = {
+    [KEY_INT] = check_int,       [KEY_BOOL] = check_bool,   [KEY_STRING] = check_string,
+    [KEY_NAME] = check_name,     [KEY_PATH] = check_path,   [KEY_CHOICE] = check_choice,
+    [KEY_ADDRS] = check_addrs,   [KEY_NAMES] = check_names,
+};
+
 /* Checks value against k and stores it; on error leaves cfg untouched and
  * writes "ORIGIN: key: why". */
 static int apply_value(struct config *cfg, const struct config_key *k,
                        const char *value, const char *origin,
                        char *errstr, size_t errlen) {
     char *field = (char *)cfg + k->offset;
-    size_t len = strlen(value);
-
-    switch (k->type) {
-    case KEY_INT: {
-        long long v;
-        int rc = parse_int(value, &v);
-        if (rc < 0) {
-            set_err(errstr, errlen, "%s: %s: '%.*s' is not a whole number",
-                    origin, k->name, ECHO_MAX, value);
-            return CONFIG_ERR;
-        }
-        if (rc > 0 || v < k->min || v > k->max) {
-            set_err(errstr, errlen, "%s: %s: %.*s is out of range (%lld..%lld)",
-                    origin, k->name, ECHO_MAX, value, k->min, k->max);
-            return CONFIG_ERR;
-        }
-        *(int *)(void *)field = (int)v;
-        break;
-    }
-    case KEY_BOOL: {
-        int b;
-        if (parse_bool(value, &b) != 0) {
-            set_err(errstr, errlen,
-                    "%s: %s: '%.*s' is not a boolean (use true/false, yes/no, on/off or 1/0)",
-                    origin, k->name, ECHO_MAX, value);
-            return CONFIG_ERR;
-        }
-        *(int *)(void *)field = b;
-        break;
-    }
-    case KEY_CHOICE: {
-        size_t wl = strlen(value);
-        const char *c = k->choices;
-        int found = 0;
-        while (*c && !found) {
-            size_t n = strcspn(c, "|");
-            found = n == wl && wl > 0 && strncmp(c, value, n) == 0;
-            c += n + (c[n] == '|');
-        }
-        if (!found) {
-            set_err(errstr, errlen, "%s: %s: '%.*s' is not one of %s",
-                    origin, k->name, ECHO_MAX, value, k->choices);
-            return CONFIG_ERR;
-        }
-        memcpy(field, value, wl + 1);
-        break;
-    }
-    case KEY_STRING:
-    case KEY_NAME:
-    case KEY_PATH: {
-        /* Values of secret keys are never repeated in a message. */
-        if (len < (size_t)k->min) {
-            set_err(errstr, errlen, "%s: %s: must not be empty", origin, k->name);
-            return CONFIG_ERR;
-        }
-        if (k->type == KEY_NAME) {
-            for (const char *p = value; *p; p++) {
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-')) {
-                    set_err(errstr, errlen,
-                            "%s: %s: '%.*s' may contain only a-z, 0-9 and '-'",
-                            origin, k->name, ECHO_MAX, value);
-                    return CONFIG_ERR;
-                }
-            }
-        }
-        if (k->type == KEY_PATH) {
-            if (value[0] != '/') {
-                set_err(errstr, errlen, "%s: %s: '%.*s' must start with '/'",
-                        origin, k->name, ECHO_MAX, value);
-                return CONFIG_ERR;
-            }
-            for (const char *p = value; *p; p++) {
-                if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p) ||
-                    *p == '?' || *p == '#') {
-                    set_err(errstr, errlen,
-                            "%s: %s: '%.*s' may not contain spaces, '?' or '#'",
-                            origin, k->name, ECHO_MAX, value);
-                    return CONFIG_ERR;
-                }
-            }
-            /* "/a/b/" and "/a/b" name the same prefix; "/" stays "/". */
-            while (len > 1 && value[len - 1] == '/') len--;
-        }
-        if (len >= k->size) {
-            set_err(errstr, errlen, "%s: %s: value is too long (%zu characters, at most %zu)",
-                    origin, k->name, len, k->size - 1);
-            return CONFIG_ERR;
-        }
-        memcpy(field, value, len);
-        field[len] = '\0';
-        break;
-    }
-    }
+    if (checks[k->type](k, value, field, origin, errstr, errlen) != CONFIG_OK) return CONFIG_ERR;
     set_origin(cfg, k, origin);
     return CONFIG_OK;
 }
@@ -449,6 +524,90 @@ int config_set(struct config *cfg, const char *assignment,
         return CONFIG_ERR;
     }
     return config_apply(cfg, key, value, "--set", errstr, errlen);
+}
+
+static int name_known(const char *name, size_t n, const char *const *names) {
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && strncmp(names[i], name, n) == 0) return 1;
+    return 0;
+}
+
+/* Calls fn on each trimmed name of a comma list until it returns nonzero. */
+static int each_name(const char *list, int (*fn)(const char *w, size_t n, const void *arg),
+                     const void *arg) {
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *w = p, *e = p + n;
+        while (w < e && (*w == ' ' || *w == '\t')) w++;
+        while (e > w && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        int rc = fn(w, (size_t)(e - w), arg);
+        if (rc) return rc;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+static int unknown_name(const char *w, size_t n, const void *arg) {
+    return !(n == 3 && strncmp(w, "all", 3) == 0) && !name_known(w, n, arg);
+}
+
+struct match { const char *name; };
+
+static int same_name(const char *w, size_t n, const void *arg) {
+    const struct match *m = arg;
+    return (n == 3 && strncmp(w, "all", 3) == 0) ||
+           (strlen(m->name) == n && strncmp(w, m->name, n) == 0);
+}
+
+int config_allows(const struct config *cfg, const char *name) {
+    struct match m = {name};
+    return each_name(cfg->lock_allowed, same_name, &m);
+}
+
+/* The names, comma-separated, into buf. */
+static void join_names(const char *const *names, char *buf, size_t len) {
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int i = 0; names[i] && off < len; i++) {
+        int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", names[i]);
+        if (n < 0) break;
+        off += (size_t)n;
+    }
+}
+
+/* A stock key: 1 to 64 bytes of [A-Za-z0-9_:.-] (inventory_item_valid). */
+static int item_valid(const char *s) {
+    size_t n = strlen(s);
+    return n > 0 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789_:.-") == n;
+}
+
+int config_check(const struct config *cfg, const char *const *names,
+                 char *errstr, size_t errlen) {
+    char known[1024];
+    if (!item_valid(cfg->stock_key)) {
+        set_err(errstr, errlen, "%s: inventory.key: '%.*s' must be 1 to 64 characters of "
+                "A-Z, a-z, 0-9, '_', ':', '.' and '-'", config_origin(cfg, "inventory.key"),
+                ECHO_MAX, cfg->stock_key);
+        return CONFIG_ERR;
+    }
+    join_names(names, known, sizeof known);
+    if (!name_known(cfg->strategy, strlen(cfg->strategy), names)) {
+        set_err(errstr, errlen, "%s: lock.strategy: unknown strategy '%s' (known: %s)",
+                config_origin(cfg, "lock.strategy"), cfg->strategy, known);
+        return CONFIG_ERR;
+    }
+    if (each_name(cfg->lock_allowed, unknown_name, names)) {
+        set_err(errstr, errlen, "%s: lock.allowed: '%.*s' names an unknown strategy (known: %s)",
+                config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, known);
+        return CONFIG_ERR;
+    }
+    if (!config_allows(cfg, cfg->strategy)) {
+        set_err(errstr, errlen, "%s: lock.allowed: '%.*s' does not allow lock.strategy '%s'",
+                config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, cfg->strategy);
+        return CONFIG_ERR;
+    }
+    return CONFIG_OK;
 }
 
 const char *config_origin(const struct config *cfg, const char *key) {

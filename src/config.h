@@ -20,7 +20,7 @@
 #define CONFIG_ORIGIN_MAX 256
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 30
+#define CONFIG_KEY_COUNT 33
 
 struct config {
     /* server.* */
@@ -61,6 +61,12 @@ struct config {
                                    lock of a Redisson RReadWriteLock */
     int lock_sync_replicas;     /* lock.sync-replicas: WAIT for this many
                                    replicas after acquiring; default 0 = off */
+    char lock_allowed[512];     /* lock.allowed: the strategies that may sell,
+                                   comma-separated, or "all" (the default) */
+
+    /* history.* */
+    int history_enabled;        /* history.enabled, default true */
+    int history_max_events;     /* history.max-events, default 10000 */
 
     /* redlock.* */
     char redlock_nodes[512];    /* redlock.nodes, default 127.0.0.1:6381,... */
@@ -103,6 +109,15 @@ int config_set(struct config *cfg, const char *assignment,
  * with "ORIGIN: key: why" in errstr for a bad value or an unknown key. */
 int config_apply(struct config *cfg, const char *key, const char *value,
                  const char *origin, char *errstr, size_t errlen);
+
+/* Checks what no single key can: that inventory.key can name a stock key,
+ * that lock.strategy and every name in lock.allowed is one of names
+ * (NULL-terminated), and that lock.strategy is allowed. Returns CONFIG_OK, or CONFIG_ERR with "ORIGIN: key: why". */
+int config_check(const struct config *cfg, const char *const *names,
+                 char *errstr, size_t errlen);
+
+/* Whether strategy name may sell under lock.allowed. */
+int config_allows(const struct config *cfg, const char *name);
 
 /* Where key's current value came from: "FILE:LINE", "env NAME", "--set" or
  * "default". NULL for an unknown key. The string lives as long as cfg. */

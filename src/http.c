@@ -30,16 +30,19 @@
 #include "config.h"
 #include "http.h"
 #include "inventory.h"
+#include "log.h"
 #include "mclock.h"
 #include "metrics.h"
 #include "reply.h"
 #include "route.h"
+#include "strategy.h"
 
 #define CT_JSON "application/json; charset=utf-8"
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
 
 #define NESTED_MAX 16
+#define HISTORY_LIMIT_MAX 5000
 
 /* Requests this large get the service's own JSON 414/431. They must fit in
  * libmicrohttpd's per-connection memory (its default, 32 KB, kept for the
@@ -65,7 +68,7 @@ struct http_server {
     int reaper_running, reaper_stop;
     const struct config *cfg;
     struct inventory *inv;
-    const struct lock_type *default_type;
+    const struct strategy *default_strategy;
     int listen_fd;
     int quiesced;
     atomic_int inflight;
@@ -184,29 +187,73 @@ static int read_faults(struct http_server *s, struct MHD_Connection *conn, struc
     return 0;
 }
 
-static enum MHD_Result do_sale(struct http_server *s, struct MHD_Connection *conn,
-                               const struct route *rt, int text) {
-    const struct lock_type *t = rt->strategy[0] ? lock_type_find(rt->strategy) : s->default_type;
+/* One request being answered, as the handlers see it. */
+struct call {
+    struct http_server *s;
+    struct MHD_Connection *conn;
+    const char *method;
+    const struct route *rt;
+    struct request *req;
+    const char *item;          /* ?item=, checked; NULL: the configured one */
+    int text;                  /* the demo's text instead of JSON */
+};
+
+typedef enum MHD_Result (*handler)(const struct call *k);
+
+static enum MHD_Result do_sale(const struct call *k) {
+    struct http_server *s = k->s;
+    struct MHD_Connection *conn = k->conn;
+    const struct route *rt = k->rt;
+    int text = k->text;
+    const struct strategy *t = rt->strategy[0] ? strategy_find(rt->strategy) : s->default_strategy;
     if (!t) return answer(conn, 404, reply_unknown_strategy(rt->strategy, text),
                           text ? CT_TEXT : CT_JSON, NULL);
+    if (strcmp(k->method, "HEAD") == 0)   /* a HEAD changes nothing; its body is dropped */
+        return answer_error(conn, 200, "not_sold", "HEAD never sells: GET or POST does", text);
 
     struct sale_faults f;
     char why[192];
-    const char *item;
     int code = read_faults(s, conn, &f, why, sizeof(why));
     if (code) return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
-    if (query_item(conn, &item, why, sizeof(why)) < 0)
-        return answer_error(conn, 400, "bad_request", why, text);
 
     struct sale_result r;
-    inventory_sell(s->inv, t, item, &f, &r);
+    inventory_sell(s->inv, t, k->item, &f, &r);
     metrics_sale(t, &r);
+    if (r.status == INV_BACKEND)
+        log_limited("backend", "a sale by %s answered 503 backend_unavailable: %s", t->name, r.errstr);
     return answer(conn, reply_sale_http_status(r.status), reply_sale(&r, t->name, s->cfg->port, text),
                   text ? CT_TEXT : CT_JSON, NULL);
 }
 
-static enum MHD_Result do_reset(struct http_server *s, struct MHD_Connection *conn,
-                                struct request *req, int text) {
+/* GET /inventory/history?item=&since=&limit= */
+static enum MHD_Result do_history(const struct call *k) {
+    struct http_server *s = k->s;
+    struct MHD_Connection *conn = k->conn;
+    const char *item = k->item;
+    int text = k->text;
+    char why[192];
+    int limit = 100;
+    if (query_int(conn, "limit", 1, HISTORY_LIMIT_MAX, &limit, why, sizeof(why)) < 0)
+        return answer_error(conn, 400, "bad_request", why, text);
+    const char *since = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "since");
+    if (since && (strlen(since) > 40 || strspn(since, "0123456789-") != strlen(since)))
+        return answer_error(conn, 400, "bad_request",
+                            "since must be an event id such as 1700000000000-0, or 0", text);
+    struct history_event *ev = calloc((size_t)limit, sizeof(*ev));
+    if (!ev) return answer(conn, 500, NULL, CT_JSON, NULL);
+    int n = 0, rc = inventory_history(s->inv, item, since, limit, ev, &n, why, sizeof(why));
+    enum MHD_Result ret = rc ? answer_error(conn, 503, "backend_unavailable", why, text)
+                             : answer(conn, 200, reply_history(ev, n, text), text ? CT_TEXT : CT_JSON,
+                                      NULL);
+    free(ev);
+    return ret;
+}
+
+static enum MHD_Result do_reset(const struct call *k) {
+    struct http_server *s = k->s;
+    struct MHD_Connection *conn = k->conn;
+    struct request *req = k->req;
+    int text = k->text;
     static const char usage[] = "send a JSON body such as {\"stock\": 200}";
     char why[256];
     cJSON *doc = req->len ? cJSON_ParseWithLength(req->body, req->len) : NULL;
@@ -247,79 +294,98 @@ static enum MHD_Result answer_inventory_error(struct MHD_Connection *conn, int r
     return answer_error(conn, 503, "backend_unavailable", err, text);
 }
 
+static enum MHD_Result do_inventory(const struct call *k) {
+    struct sale_faults f;
+    char err[192];
+    long long stock;
+    int code = read_faults(k->s, k->conn, &f, err, sizeof(err));
+    if (code)
+        return answer_error(k->conn, code, code == 403 ? "faults_disabled" : "bad_request", err, k->text);
+    int rc = inventory_stock(k->s->inv, k->item, f.hold_ms, &stock, err, sizeof(err));
+    if (rc != 0) return answer_inventory_error(k->conn, rc, err, k->text);
+    return answer(k->conn, 200, reply_stock(stock, k->s->cfg->port, k->text),
+                  k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static enum MHD_Result do_audit(const struct call *k) {
+    struct audit a;
+    char err[192];
+    int rc = inventory_audit(k->s->inv, k->item, &a, err, sizeof(err));
+    if (rc != 0) return answer_inventory_error(k->conn, rc, err, k->text);
+    return answer(k->conn, 200, reply_audit(&a, k->text), k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static enum MHD_Result do_strategies(const struct call *k) {
+    return answer(k->conn, 200, reply_strategies(k->s->default_strategy->name, k->text),
+                  k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static enum MHD_Result do_healthz(const struct call *k) {
+    char err[192];
+    if (inventory_ping(k->s->inv, err, sizeof(err)) != 0)
+        return answer_error(k->conn, 503, "backend_unavailable", err, k->text);
+    return answer_error(k->conn, 200, "ok", "ok: Redis answers", k->text);
+}
+
+static enum MHD_Result do_metrics(const struct call *k) {
+    return answer(k->conn, 200, metrics_render(), CT_PROM, NULL);
+}
+
+/* The handler of each route; the routes reading ?item= are marked. */
+static const struct {
+    handler fn;
+    int reads_item;
+} handlers[] = {
+    [ROUTE_SALE] = {do_sale, 1},          [ROUTE_INVENTORY] = {do_inventory, 1},
+    [ROUTE_RESET] = {do_reset, 0},        [ROUTE_AUDIT] = {do_audit, 1},
+    [ROUTE_STRATEGIES] = {do_strategies, 0}, [ROUTE_HEALTHZ] = {do_healthz, 0},
+    [ROUTE_METRICS] = {do_metrics, 0},    [ROUTE_HISTORY] = {do_history, 1},
+};
+
+/* Answers what is refused before any route runs: oversized URL or headers,
+ * no route, a method the route does not take, an oversized body. Returns 1
+ * with *ret set when it answered. */
+static int refuse(struct http_server *s, struct MHD_Connection *conn, const char *url,
+                  const char *method, const struct request *req, const struct route *rt, int text,
+                  enum MHD_Result *ret) {
+    char why[256];
+    if (req->url_len > URL_MAX) {
+        snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len, URL_MAX);
+        *ret = answer_error(conn, 414, "uri_too_long", why, text);
+    } else if (req->header_bytes > HEADERS_MAX) {
+        snprintf(why, sizeof(why), "the headers are %zu bytes; at most %d are accepted",
+                 req->header_bytes, HEADERS_MAX);
+        *ret = answer_error(conn, 431, "headers_too_large", why, text);
+    } else if (rt->id == ROUTE_NOT_FOUND) {
+        snprintf(why, sizeof(why), "no route for %.16s %.160s; GET /strategies lists the sale endpoints",
+                 method, url);
+        *ret = answer_error(conn, 404, "not_found", why, text);
+    } else if (!rt->method_allowed) {
+        snprintf(why, sizeof(why), "%.16s is not allowed here; use %s", method, rt->allow);
+        *ret = answer(conn, 405, reply_error("method_not_allowed", why, text),
+                      text ? CT_TEXT : CT_JSON, rt->allow);
+    } else if (req->too_large) {
+        snprintf(why, sizeof(why), "the body is larger than server.max-body-bytes (%d bytes)",
+                 s->cfg->max_body_bytes);
+        *ret = answer_error(conn, 413, "payload_too_large", why, text);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn,
                                 const char *url, const char *method, struct request *req) {
     int text = wants_text(conn);
-    if (req->url_len > URL_MAX) {
-        char why[128];
-        snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len, URL_MAX);
-        return answer_error(conn, 414, "uri_too_long", why, text);
-    }
-    if (req->header_bytes > HEADERS_MAX) {
-        char why[128];
-        snprintf(why, sizeof(why), "the headers are %zu bytes; at most %d are accepted",
-                 req->header_bytes, HEADERS_MAX);
-        return answer_error(conn, 431, "headers_too_large", why, text);
-    }
     struct route rt;
     route_match(method, url, s->cfg->context_path, &rt);
-    if (rt.id == ROUTE_NOT_FOUND) {
-        char why[256];
-        snprintf(why, sizeof(why), "no route for %.16s %.160s; GET /strategies lists the sale endpoints",
-                 method, url);
-        return answer_error(conn, 404, "not_found", why, text);
-    }
-    if (!rt.method_allowed) {
-        char why[128];
-        snprintf(why, sizeof(why), "%.16s is not allowed here; use %s", method, rt.allow);
-        return answer(conn, 405, reply_error("method_not_allowed", why, text),
-                      text ? CT_TEXT : CT_JSON, rt.allow);
-    }
-    if (req->too_large) {
-        char why[128];
-        snprintf(why, sizeof(why), "the body is larger than server.max-body-bytes (%d bytes)",
-                 s->cfg->max_body_bytes);
-        return answer_error(conn, 413, "payload_too_large", why, text);
-    }
-
+    enum MHD_Result ret;
+    if (refuse(s, conn, url, method, req, &rt, text, &ret)) return ret;
+    struct call k = {s, conn, method, &rt, req, NULL, text};
     char err[192];
-    long long stock;
-    struct audit a;
-    int rc;
-    const char *item = NULL;
-    if ((rt.id == ROUTE_INVENTORY || rt.id == ROUTE_AUDIT) &&
-        query_item(conn, &item, err, sizeof(err)) < 0)
+    if (handlers[rt.id].reads_item && query_item(conn, &k.item, err, sizeof(err)) < 0)
         return answer_error(conn, 400, "bad_request", err, text);
-    switch (rt.id) {
-    case ROUTE_SALE:
-        return do_sale(s, conn, &rt, text);
-    case ROUTE_RESET:
-        return do_reset(s, conn, req, text);
-    case ROUTE_INVENTORY: {
-        struct sale_faults f;
-        int code = read_faults(s, conn, &f, err, sizeof(err));
-        if (code) return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", err, text);
-        if ((rc = inventory_stock(s->inv, item, f.hold_ms, &stock, err, sizeof(err))) != 0)
-            return answer_inventory_error(conn, rc, err, text);
-        return answer(conn, 200, reply_stock(stock, s->cfg->port, text), text ? CT_TEXT : CT_JSON, NULL);
-    }
-    case ROUTE_AUDIT:
-        if ((rc = inventory_audit(s->inv, item, &a, err, sizeof(err))) != 0)
-            return answer_inventory_error(conn, rc, err, text);
-        return answer(conn, 200, reply_audit(&a, text), text ? CT_TEXT : CT_JSON, NULL);
-    case ROUTE_STRATEGIES:
-        return answer(conn, 200, reply_strategies(s->default_type->name, text),
-                      text ? CT_TEXT : CT_JSON, NULL);
-    case ROUTE_HEALTHZ:
-        if (inventory_ping(s->inv, err, sizeof(err)) != 0)
-            return answer_error(conn, 503, "backend_unavailable", err, text);
-        return answer_error(conn, 200, "ok", "ok: Redis answers", text);
-    case ROUTE_METRICS:
-        return answer(conn, 200, metrics_render(), CT_PROM, NULL);
-    case ROUTE_NOT_FOUND:
-        break;
-    }
-    return answer_error(conn, 500, "internal_error", "unhandled route", text);
+    return handlers[rt.id].fn(&k);
 }
 
 /* Moves conn's watch to phase, from now. */
@@ -376,9 +442,7 @@ static void *reaper_main(void *arg) {
                 w->since_us = INT64_MAX / 2;   /* once */
             }
         }
-        int64_t until = now + 250000;
-        struct timespec ts = {until / 1000000, (long)(until % 1000000) * 1000};
-        pthread_cond_timedwait(&s->reaper_cond, &s->watch_mu, &ts);
+        mclock_cond_wait_until(&s->reaper_cond, &s->watch_mu, now + 250000);
     }
     pthread_mutex_unlock(&s->watch_mu);
     return NULL;
@@ -434,6 +498,35 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     atomic_fetch_sub(&s->inflight, 1);
 }
 
+static int hex_digit(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes the path and each query argument in place, as
+ * libmicrohttpd's own unescaper does, except that "%00" stays as it is: a
+ * decoded NUL would cut the string short and make "/inventory/sale/%00x"
+ * the default sale. Left undecoded, it is a byte sequence no route or item
+ * name can contain, so such a request gets 404 or 400 and sells nothing. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s) {
+    (void)cls;
+    (void)conn;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi = r[0] == '%' ? hex_digit(r[1]) : -1, lo = hi >= 0 ? hex_digit(r[2]) : -1;
+        if (lo >= 0 && (hi || lo)) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 /* Opens the listening socket ourselves, so that "port in use" is reported
  * as such rather than as a bare start failure. */
 static int listen_on(const char *bind_addr, int port, char *errstr, size_t errlen) {
@@ -461,7 +554,7 @@ static int listen_on(const char *bind_addr, int port, char *errstr, size_t errle
 
 struct http_server *http_start(const struct config *cfg, struct inventory *inv,
                                char *errstr, size_t errlen) {
-    const struct lock_type *def = lock_type_find(cfg->strategy);
+    const struct strategy *def = strategy_find(cfg->strategy);
     if (!def) {
         snprintf(errstr, errlen, "lock.strategy: unknown strategy '%s'", cfg->strategy);
         return NULL;
@@ -473,7 +566,7 @@ struct http_server *http_start(const struct config *cfg, struct inventory *inv,
     }
     s->cfg = cfg;
     s->inv = inv;
-    s->default_type = def;
+    s->default_strategy = def;
     s->listen_fd = listen_on(cfg->bind, cfg->port, errstr, errlen);
     if (s->listen_fd < 0) {
         free(s);
@@ -491,6 +584,7 @@ struct http_server *http_start(const struct config *cfg, struct inventory *inv,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_END);
     if (!s->d) {
         snprintf(errstr, errlen, "libmicrohttpd could not start on %s:%d", cfg->bind, cfg->port);

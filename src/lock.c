@@ -1,88 +1,91 @@
-/* lock.c -- the lock core: registry, owner ids, and the acquire/release
- * bookkeeping shared by every strategy (see lock.h). */
+/* lock.c -- the lock core: handles, the gate, leases, lost replies and the
+ * holder's pipeline (see lock.h and lock_int.h).
+ *
+ * Threads: a handle is used by one thread at a time; the core's shared
+ * parts (gates, pub/sub, watchdog, Redlock masters) are thread safe. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdlib.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <unistd.h>
 #include <uuid/uuid.h>
-#include "lock.h"
+#include "lock_int.h"
 #include "mclock.h"
 #include "pubsub.h"
+#include "redlock.h"
 #include "rpool.h"
 #include "script.h"
 #include "watchdog.h"
 
-extern const struct lock_type lock_type_none;
-extern const struct lock_type lock_type_local;
-extern const struct lock_type lock_type_setnx_retry;
-extern const struct lock_type lock_type_setnx_spin;
-extern const struct lock_type lock_type_expiring;
-extern const struct lock_type lock_type_owner_check;
-extern const struct lock_type lock_type_owner_lua;
-extern const struct lock_type lock_type_reentrant;
-extern const struct lock_type lock_type_watchdog;
-extern const struct lock_type lock_type_redisson;
-extern const struct lock_type lock_type_redlock;
-extern const struct lock_type lock_type_fenced;
-extern const struct lock_type lock_type_batched;
-extern const struct lock_type lock_type_atomic;
+/* ---- the core ------------------------------------------------------------- */
 
-/* In ladder order: the flaw of each step is fixed by a later one. */
-const struct lock_type *const lock_types[] = {
-    &lock_type_none,
-    &lock_type_local,
-    &lock_type_setnx_retry,
-    &lock_type_setnx_spin,
-    &lock_type_expiring,
-    &lock_type_owner_check,
-    &lock_type_owner_lua,
-    &lock_type_reentrant,
-    &lock_type_watchdog,
-    &lock_type_redisson,
-    &lock_type_redlock,
-    &lock_type_fenced,
-    &lock_type_batched,
-    &lock_type_atomic,
-    NULL,
-};
-
-const struct lock_type *lock_type_find(const char *name) {
-    for (int i = 0; lock_types[i]; i++)
-        if (strcmp(lock_types[i]->name, name) == 0) return lock_types[i];
-    return NULL;
-}
-
-const struct lock_type *lock_type_writer(const struct lock_type *t) {
-    return t == &lock_type_redisson || t == &lock_type_batched ? &lock_type_rw_write : t;
-}
-
-int lock_type_index(const struct lock_type *t) {
-    for (int i = 0; lock_types[i]; i++)
-        if (lock_types[i] == t) return i;
-    return -1;
-}
-
-int lock_type_count(void) {
-    int n = 0;
-    while (lock_types[n]) n++;
-    return n;
-}
-
-void lock_type_names(char *buf, size_t len) {
-    size_t off = 0;
-    if (len) buf[0] = '\0';
-    for (int i = 0; lock_types[i] && off < len; i++) {
-        int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", lock_types[i]->name);
-        if (n < 0) break;
-        off += (size_t)n;
+struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr, size_t errlen) {
+    struct lock_core *core = calloc(1, sizeof(*core));
+    if (!core) {
+        snprintf(errstr, errlen, "out of memory");
+        return NULL;
     }
+    core->pool = o->pool;
+    core->pool_wait_ms = o->pool_wait_ms > 0 ? o->pool_wait_ms : 1;
+    core->ttl_ms = o->ttl_ms;
+    core->wait_ms = o->wait_ms;
+    core->spin_sleep_ms = o->spin_sleep_ms;
+    core->retry_depth = o->retry_depth;
+    core->sync_replicas = o->sync_replicas;
+    if (o->redlock_nodes && o->redlock_nodes[0]) {
+        core->redlock = redlock_create(o->redlock_nodes, o->redlock_password,
+                                       o->redlock_node_timeout_ms, o->ttl_ms,
+                                       o->redlock_pool_size, errstr, errlen);
+        if (!core->redlock) {
+            free(core);
+            return NULL;
+        }
+    }
+    core->pubsub = pubsub_create();
+    core->gates = waitq_create();
+    core->watchdog = core->pubsub && core->gates ? watchdog_create(core) : NULL;
+    if (!core->watchdog) {
+        snprintf(errstr, errlen, "out of memory, or no thread for the watchdog");
+        lock_core_shutdown(core);
+        return NULL;
+    }
+    return core;
 }
+
+void lock_core_shutdown(struct lock_core *core) {
+    if (!core) return;
+    watchdog_free(core->watchdog);
+    pubsub_free(core->pubsub);
+    waitq_free(core->gates);
+    redlock_free(core->redlock);
+    free(core);
+}
+
+const struct redlock *lock_core_redlock(const struct lock_core *core) {
+    return core->redlock;
+}
+
+const char *lock_vote_word(int outcome) {
+    static const char *const words[] = {"restarted", "error", "busy", "yes"};
+    return outcome >= LOCK_VOTE_RESTARTED && outcome <= LOCK_VOTE_YES ? words[outcome + 2] : "?";
+}
+
+const char *lock_type_name(const struct lock_type *t) { return t->name; }
+const char *lock_type_family(const struct lock_type *t) { return t->family; }
+
+int lock_lease_ms(const struct lock *l) { return l->core->ttl_ms; }
+
+int64_t lock_margin_us(int ttl_ms) {
+    return ((int64_t)ttl_ms / 100 + 2) * 1000;
+}
+
+/* ---- handles ---------------------------------------------------------------- */
 
 static pthread_once_t process_id_once = PTHREAD_ONCE_INIT;
 static char process_id[33];
+static atomic_ullong handle_seq;
 
 static void process_id_make(void) {
     uuid_t u;
@@ -90,195 +93,230 @@ static void process_id_make(void) {
     for (int i = 0; i < 16; i++) snprintf(process_id + 2 * i, 3, "%02x", u[i]);
 }
 
-void lock_owner_id(char *buf, size_t len) {
-    pthread_once(&process_id_once, process_id_make);
-    snprintf(buf, len, "%s:%ld", process_id, (long)gettid());
-}
-
-void lock_init(struct lock *l, const struct lock_type *t,
-               const struct lock_env *env, redisContext *c, const char *key) {
-    memset(l, 0, sizeof(*l));
+struct lock *lock_new(struct lock_core *core, const struct lock_type *t, const char *key) {
+    size_t head = (sizeof(struct lock) + 15) & ~(size_t)15;
+    struct lock *l = calloc(1, head + t->priv_size);
+    if (!l) return NULL;
     l->type = t;
-    l->env = env;
-    l->c = c;
+    l->core = core;
+    l->priv = t->priv_size ? (char *)l + head : NULL;
     snprintf(l->key, sizeof(l->key), "%s", key);
-    lock_owner_id(l->owner, sizeof(l->owner));
+    pthread_once(&process_id_once, process_id_make);
+    snprintf(l->owner, sizeof(l->owner), "%s:%llu", process_id,
+             (unsigned long long)atomic_fetch_add(&handle_seq, 1) + 1);
+    return l;
 }
 
-static struct timeval ms_timeval(int ms) {
-    return (struct timeval){ms / 1000, (ms % 1000) * 1000};
+static void replies_clear(struct lock *l) {
+    for (int i = 0; i < l->nreplies; i++) freeReplyObject(l->replies[i]);
+    memset(l->replies, 0, sizeof(l->replies));
+    l->nreplies = 0;
 }
 
-/* Redisson's synced-replicas check (see lock_acquire). */
-static void lock_wait_replicas(struct lock *l) {
-    const struct lock_env *e = l->env;
-    if (e->sync_replicas <= 0 || !l->c || !(l->type->flags & LOCK_F_REDIS) ||
-        (l->type->flags & LOCK_F_MULTI))
-        return;
-    int timeout_ms = e->pool ? rpool_options(e->pool)->timeout_ms : 0;
-    if (timeout_ms < 1) timeout_ms = 1;   /* WAIT n 0 would block for ever */
-    l->replicas_wanted = e->sync_replicas;
-    l->replicas_acked = 0;
-    /* The socket must outlast WAIT's own timeout, or its read would time out
-     * just as the answer is due and the connection would be lost with it. */
-    redisSetTimeout(l->c, ms_timeval(timeout_ms + 1000));
-    redisReply *r = redisCommand(l->c, "WAIT %d %d", e->sync_replicas, timeout_ms);
-    if (r && r->type == REDIS_REPLY_INTEGER) l->replicas_acked = (int)r->integer;
-    else lock_fail(l, r, "WAIT");
-    freeReplyObject(r);
-    if (!l->c->err) redisSetTimeout(l->c, ms_timeval(timeout_ms));
+static void cleanups_clear(struct lock *l) {
+    for (int i = 0; i < l->ncleanup; i++) redisFreeCommand(l->cleanup[i]);
+    l->ncleanup = 0;
 }
 
-/* ---- the gate: a FIFO per lock key in front of gated locks ------------------
- *
- * A gate has at most one owner, the thread that may contend in Redis, and a
- * queue of waiters in arrival order, each on its own stack. Leaving hands
- * the gate to the oldest waiter. A waiter whose deadline passes unlinks
- * itself, so the line never waits on someone who left. Gates are made on
- * first use and kept (a handful of lock names); all under gates_mu. */
-
-struct gate_waiter {
-    pthread_cond_t cond;
-    int granted;
-    struct gate_waiter *next;
-};
-
-struct gate {
-    char key[192];
-    int owned;
-    struct gate_waiter *head, *tail;
-    struct gate *next;
-};
-
-static pthread_mutex_t gates_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct gate *gates;
-
-static struct gate *gate_for(const char *key) {
-    for (struct gate *g = gates; g; g = g->next)
-        if (strcmp(g->key, key) == 0) return g;
-    struct gate *g = calloc(1, sizeof(*g));
-    if (!g) return NULL;
-    snprintf(g->key, sizeof(g->key), "%s", key);
-    g->next = gates;
-    gates = g;
-    return g;
+void lock_destroy(struct lock *l) {
+    replies_clear(l);
+    cleanups_clear(l);
+    free(l);
 }
 
-/* Waits for l's turn at its key's gate until l->deadline_us. LOCK_OK or
- * LOCK_BUSY. Out of memory lets the caller through ungated. */
-static int gate_enter(struct lock *l) {
-    pthread_mutex_lock(&gates_mu);
-    struct gate *g = gate_for(l->key);
-    if (!g || !g->owned) {
-        if (g) g->owned = 1;
-        l->gated = g != NULL;
-        pthread_mutex_unlock(&gates_mu);
-        return LOCK_OK;
+const char *lock_errstr(const struct lock *l) { return l->errstr; }
+
+void lock_set_release_delay(struct lock *l, int ms) { l->release_delay_ms = ms; }
+
+/* ---- connections ---------------------------------------------------------- */
+
+void lock_park(struct lock *l) {
+    /* A holder waiting for a nested hold keeps its connection, as do
+     * pipelined replies still due. */
+    if (!l->c || l->holds > 0 || l->npending > 0) return;
+    rpool_put(l->core->pool, l->c);
+    l->c = NULL;
+}
+
+static void conn_drop(struct lock *l) {
+    if (!l->c) return;
+    rpool_drop(l->core->pool, l->c);
+    l->c = NULL;
+    l->npending = 0;   /* their replies are lost with it */
+}
+
+int lock_try_conn(struct lock *l) {
+    if (l->c && !l->c->err) return LOCK_OK;
+    conn_drop(l);
+    int64_t left_ms = (l->deadline_us - mclock_us()) / 1000;
+    int wait = left_ms < l->core->pool_wait_ms ? (int)(left_ms > 0 ? left_ms : 0) : l->core->pool_wait_ms;
+    int rc = rpool_get(l->core->pool, wait, &l->c, l->errstr, sizeof(l->errstr));
+    return rc == RPOOL_OK ? LOCK_OK : rc == RPOOL_BUSY ? LOCK_BUSY : LOCK_ERR;
+}
+
+redisContext *lock_conn(struct lock *l) {
+    if (l->c && l->c->err) {
+        snprintf(l->errstr, sizeof(l->errstr), "the connection failed: %.100s", l->c->errstr);
+        return NULL;
     }
-    struct gate_waiter w = {.granted = 0};
-    mclock_cond_init(&w.cond);
-    if (g->tail) g->tail->next = &w;
-    else g->head = &w;
-    g->tail = &w;
-    struct timespec ts = {l->deadline_us / 1000000, (long)(l->deadline_us % 1000000) * 1000};
-    while (!w.granted)
-        if (pthread_cond_timedwait(&w.cond, &gates_mu, &ts) == ETIMEDOUT) break;
-    if (!w.granted) {
-        struct gate_waiter *prev = NULL;
-        for (struct gate_waiter *x = g->head; x; prev = x, x = x->next) {
-            if (x == &w) {
-                if (prev) prev->next = w.next;
-                else g->head = w.next;
-                if (g->tail == &w) g->tail = prev;
-                break;
-            }
-        }
+    if (l->c) return l->c;
+    int rc = rpool_get(l->core->pool, l->core->pool_wait_ms, &l->c, l->errstr, sizeof(l->errstr));
+    return rc == RPOOL_OK ? l->c : NULL;
+}
+
+/* ---- the holder's pipeline ---------------------------------------------------- */
+
+int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
+    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
+    if (redisAppendCommandArgv(l->c, argc, argv, argvlen) != REDIS_OK) return -1;
+    l->npending++;
+    return 0;
+}
+
+int lock_append_script(struct lock *l, const char *name, int numkeys, int argc,
+                       const char **argv, const size_t *argvlen) {
+    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
+    if (script_append(l->c, name, numkeys, argc, argv, argvlen) != REDIS_OK) return -1;
+    l->npending++;
+    return 0;
+}
+
+int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
+    if (l->ncleanup == LOCK_CLEANUP_MAX) return -1;
+    char *cmd = NULL;
+    long long n = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    if (n < 0) return -1;
+    l->cleanup[l->ncleanup] = cmd;
+    l->cleanup_len[l->ncleanup++] = (size_t)n;
+    return 0;
+}
+
+const redisReply *lock_reply(const struct lock *l, int i) {
+    return i >= 0 && i < l->nreplies ? l->replies[i] : NULL;
+}
+
+/* Appends the cleanups to c. Returns how many. */
+static int cleanups_append(struct lock *l, redisContext *c) {
+    for (int i = 0; i < l->ncleanup; i++)
+        redisAppendFormattedCommand(c, l->cleanup[i], l->cleanup_len[i]);
+    return l->ncleanup;
+}
+
+/* Reads the holder's pending replies into l->replies, then ncleanup
+ * cleanup replies. -1 when the connection failed (l->unknown set). */
+static int pipeline_read(struct lock *l, int ncleanup) {
+    while (l->npending > 0) {
+        void *r = NULL;
+        if (redisGetReply(l->c, &r) != REDIS_OK) return l->unknown = 1, -1;
+        l->replies[l->nreplies++] = r;
+        l->npending--;
     }
-    l->gated = w.granted;
-    pthread_mutex_unlock(&gates_mu);
-    pthread_cond_destroy(&w.cond);
-    if (!w.granted) snprintf(l->errstr, sizeof(l->errstr), "queued in this process");
-    return w.granted ? LOCK_OK : LOCK_BUSY;
-}
-
-static void gate_leave(struct lock *l) {
-    if (!l->gated) return;
-    l->gated = 0;
-    pthread_mutex_lock(&gates_mu);
-    struct gate *g = gate_for(l->key);
-    struct gate_waiter *next = g ? g->head : NULL;
-    if (next) {
-        g->head = next->next;
-        if (!g->head) g->tail = NULL;
-        next->granted = 1;   /* the gate passes on, still owned */
-        pthread_cond_signal(&next->cond);
-    } else if (g) {
-        g->owned = 0;
+    for (int i = 0; i < ncleanup; i++) {
+        void *r = NULL;
+        if (redisGetReply(l->c, &r) != REDIS_OK) return l->unknown = 1, -1;
+        freeReplyObject(r);
     }
-    pthread_mutex_unlock(&gates_mu);
+    return 0;
 }
 
-static void gates_free(void) {
-    pthread_mutex_lock(&gates_mu);
-    while (gates) {
-        struct gate *next = gates->next;
-        free(gates);
-        gates = next;
+/* Sends what the holder appended, and the cleanups when with_cleanups, and
+ * reads their replies. 0, or -1 when they were lost (l->unknown set). */
+static int pipeline_flush(struct lock *l, int with_cleanups) {
+    if (l->npending == 0 && (!with_cleanups || l->ncleanup == 0)) return 0;
+    if (!lock_conn(l)) return -1;
+    int ncleanup = with_cleanups ? cleanups_append(l, l->c) : 0;
+    l->sent_us = mclock_us();
+    if (pipeline_read(l, ncleanup) < 0) {
+        lock_fail(l, NULL, "pipeline");
+        return -1;
     }
-    pthread_mutex_unlock(&gates_mu);
+    if (ncleanup) cleanups_clear(l);
+    return 0;
 }
 
-int lock_acquire(struct lock *l) {
-    monotime_us start = mclock_us();
-    l->deadline_us = start + (monotime_us)l->env->wait_ms * 1000;
-    l->errstr[0] = '\0';
-    int gate = (l->type->flags & LOCK_F_GATED) && l->holds == 0;
-    int rc = gate ? gate_enter(l) : LOCK_OK;
-    if (rc == LOCK_OK) rc = l->type->acquire ? l->type->acquire(l) : LOCK_OK;
-    if (rc != LOCK_OK && gate) gate_leave(l);
-    if (rc == LOCK_OK && l->holds++ == 0) {
-        l->acquired_us = mclock_us();
-        lock_wait_replicas(l);
-    }
-    l->wait_us += mclock_us() - start;
-    return rc;
+int lock_flush(struct lock *l) {
+    return pipeline_flush(l, l->holds == 0);
 }
 
-int lock_release(struct lock *l) {
-    if (l->holds == 0) return LOCK_OK;
-    l->holds--;
-    int rc = l->type->release ? l->type->release(l) : LOCK_OK;
-    if (l->holds == 0) gate_leave(l);
-    return rc;
-}
-
-void lock_forget(struct lock *l) {
-    if (l->holds == 0) return;
-    l->holds = 0;
-    watchdog_unwatch(l);
-    gate_leave(l);
-}
-
-int lock_renew(struct lock *l) {
-    if (l->holds == 0 || !l->type->renew) return LOCK_OK;
-    return l->type->renew(l);
-}
+/* ---- commands for the types ---------------------------------------------------- */
 
 int lock_fail(struct lock *l, const redisReply *reply, const char *what) {
     if (reply && reply->type == REDIS_REPLY_ERROR)
         snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, reply->str);
     else if (l->c && l->c->err)
         snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, l->c->errstr);
-    else
+    else if (!l->errstr[0])
         snprintf(l->errstr, sizeof(l->errstr), "%s: unexpected reply", what);
     return LOCK_ERR;
 }
 
+/* Sends what is appended to l->c (the holder's pipeline and, on the last
+ * release, its cleanups), then reads those replies and the command's own.
+ * NULL with l->unknown set on a lost reply. */
+static redisReply *command_finish(struct lock *l, int ncleanup, const char *what) {
+    l->sent_us = mclock_us();
+    void *r = NULL;
+    if (pipeline_read(l, ncleanup) < 0 || redisGetReply(l->c, &r) != REDIS_OK) {
+        l->unknown = 1;
+        lock_fail(l, NULL, what);
+        return NULL;
+    }
+    if (ncleanup) cleanups_clear(l);
+    return r;
+}
+
+/* Cleanups ride with the command that ends the last hold. */
+static int cleanups_due(const struct lock *l) {
+    return l->holds == 0 && l->ncleanup > 0;
+}
+
+redisReply *lock_command(struct lock *l, const char *fmt, ...) {
+    if (!lock_conn(l)) return NULL;
+    int ncleanup = cleanups_due(l) ? cleanups_append(l, l->c) : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int ok = redisvAppendCommand(l->c, fmt, ap) == REDIS_OK;
+    va_end(ap);
+    if (!ok) {
+        snprintf(l->errstr, sizeof(l->errstr), "out of memory");
+        return NULL;
+    }
+    return command_finish(l, ncleanup, fmt);
+}
+
+redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
+                        const char **argv) {
+    if (!lock_conn(l)) return NULL;
+    int ncleanup = cleanups_due(l) ? cleanups_append(l, l->c) : 0;
+    if (script_append(l->c, name, numkeys, argc, argv, NULL) != REDIS_OK) {
+        snprintf(l->errstr, sizeof(l->errstr), "%s: cannot build the command", name);
+        return NULL;
+    }
+    redisReply *r = command_finish(l, ncleanup, name);
+    if (script_missing(r)) {
+        /* It did not run (SCRIPT FLUSH): loaded, and run once more. */
+        freeReplyObject(r);
+        char err[128];
+        r = script_run(l->c, name, numkeys, argc, argv, NULL, err, sizeof(err));
+        if (!r) {
+            l->unknown = 1;
+            snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", name, err);
+        }
+    }
+    return r;
+}
+
+redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name,
+                             int numkeys, int argc, const char **argv) {
+    return script_run(c, name, numkeys, argc, argv, NULL, k->errstr, sizeof(k->errstr));
+}
+
 int lock_backoff(struct lock *l) {
+    lock_park(l);
     monotime_us now = mclock_us();
     if (now >= l->deadline_us) return -1;
     int64_t left_ms = (l->deadline_us - now + 999) / 1000;
-    int ms = l->env->spin_sleep_ms;
+    int ms = l->core->spin_sleep_ms;
     if (left_ms < ms) ms = (int)left_ms;
     mclock_sleep_ms(ms);
     return 0;
@@ -292,16 +330,16 @@ int lock_poll(struct lock *l, int (*try_once)(struct lock *)) {
     }
 }
 
-int lock_is_lost(const struct lock *l) {
-    return atomic_load(&l->lost) != 0;
+void lock_release_pause(struct lock *l) {
+    mclock_sleep_ms(l->release_delay_ms);
 }
 
 int lock_set_nx(struct lock *l, int ttl_ms) {
+    int rc = lock_try_conn(l);
+    if (rc != LOCK_OK) return rc;
     l->attempts++;
-    redisReply *r = ttl_ms > 0
-        ? redisCommand(l->c, "SET %s %s NX PX %d", l->key, l->owner, ttl_ms)
-        : redisCommand(l->c, "SET %s %s NX", l->key, l->owner);
-    int rc;
+    redisReply *r = ttl_ms > 0 ? lock_command(l, "SET %s %s NX PX %d", l->key, l->owner, ttl_ms)
+                               : lock_command(l, "SET %s %s NX", l->key, l->owner);
     if (!r || r->type == REDIS_REPLY_ERROR) rc = lock_fail(l, r, "SET NX");
     else rc = r->type == REDIS_REPLY_STATUS ? LOCK_OK : LOCK_BUSY;
     freeReplyObject(r);
@@ -309,7 +347,7 @@ int lock_set_nx(struct lock *l, int ttl_ms) {
 }
 
 int lock_del(struct lock *l) {
-    redisReply *r = redisCommand(l->c, "DEL %s", l->key);
+    redisReply *r = lock_command(l, "DEL %s", l->key);
     int rc;
     if (!r || r->type != REDIS_REPLY_INTEGER) rc = lock_fail(l, r, "DEL");
     else rc = r->integer == 1 ? LOCK_OK : LOCK_LOST;
@@ -317,16 +355,227 @@ int lock_del(struct lock *l) {
     return rc;
 }
 
-redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
-                        const char **argv) {
-    char err[128];
-    redisReply *r = script_run(l->c, name, numkeys, argc, argv, NULL, err, sizeof(err));
-    if (!r) snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", name, err);
-    return r;
+int lock_del_owned(struct lock *l) {
+    const char *argv[] = {l->key, l->owner};
+    redisReply *r = lock_script(l, "unlock-owner", 1, 2, argv);
+    int rc = !r || r->type != REDIS_REPLY_INTEGER ? lock_fail(l, r, "unlock-owner")
+             : r->integer == 1 ? LOCK_OK : LOCK_LOST;
+    freeReplyObject(r);
+    return rc;
 }
 
-void lock_core_shutdown(void) {
-    watchdog_shutdown();
-    pubsub_shutdown();
-    gates_free();
+int lock_string_abandon(struct lock *l, struct lock_link *k) {
+    redisContext *c = k->get(k, l->core->pool);
+    if (!c) return LOCK_ERR;
+    const char *argv[] = {l->key, l->owner};
+    redisReply *r = lock_link_script(k, c, "unlock-owner", 1, 2, argv);
+    int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
+    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
+    freeReplyObject(r);
+    k->put(k, l->core->pool, c);
+    return rc;
+}
+
+/* ---- giving up after a lost reply ------------------------------------------------ */
+
+int lock_compensate(struct lock *l, struct lock_link *k) {
+    if (l->ncleanup > 0) {
+        redisContext *c = k->get(k, l->core->pool);
+        if (!c) return LOCK_ERR;
+        int n = cleanups_append(l, c), ok = 1;
+        for (int i = 0; i < n; i++) {
+            void *r = NULL;
+            if (redisGetReply(c, &r) != REDIS_OK) ok = 0;
+            freeReplyObject(r);
+            if (!ok) break;
+        }
+        k->put(k, l->core->pool, c);
+        if (!ok) {
+            snprintf(k->errstr, sizeof(k->errstr), "cleanup: %.100s", c->errstr);
+            return LOCK_ERR;
+        }
+        cleanups_clear(l);
+    }
+    return l->type->abandon ? l->type->abandon(l, k) : LOCK_OK;
+}
+
+static redisContext *fresh_get(struct lock_link *k, struct rpool *pool) {
+    struct lock *l = k->ctx;
+    redisContext *c = NULL;
+    if (rpool_get(pool, l->core->pool_wait_ms, &c, k->errstr, sizeof(k->errstr)) != RPOOL_OK)
+        return NULL;
+    return c;
+}
+
+static void fresh_put(struct lock_link *k, struct rpool *pool, redisContext *c) {
+    (void)k;
+    rpool_put(pool, c);
+}
+
+static void gate_leave(struct lock *l) {
+    if (!l->gated) return;
+    l->gated = 0;
+    waitq_leave(l->core->gates, &l->gate);
+}
+
+/* Every hold of l ends in this process; in Redis they are given up by a
+ * release checked against the owner, on a fresh connection, after the
+ * holder's cleanups. If that fails too, the watchdog retries it once the
+ * handle is freed. */
+static void give_up(struct lock *l) {
+    if (l->holds > 0 && (l->type->flags & LOCK_T_WATCHED)) watchdog_unwatch(l->core->watchdog, l);
+    conn_drop(l);
+    int rc;
+    if (!l->type->abandon) {
+        /* Nothing of it in Redis: the cleanups, then each hold, locally. */
+        struct lock_link k = {.get = fresh_get, .put = fresh_put, .ctx = l};
+        rc = lock_compensate(l, &k);
+        while (l->holds > 0) {
+            l->holds--;
+            l->type->release(l);
+        }
+    } else {
+        struct lock_link k = {.get = fresh_get, .put = fresh_put, .ctx = l};
+        rc = lock_compensate(l, &k);
+        if (rc != LOCK_OK) snprintf(l->errstr + strlen(l->errstr),
+                                    sizeof(l->errstr) - strlen(l->errstr), "; then %.60s", k.errstr);
+        l->holds = 0;
+    }
+    l->orphaned = rc != LOCK_OK;
+    l->unknown = 0;
+    gate_leave(l);
+}
+
+/* ---- acquire, release, check ---------------------------------------------------- */
+
+/* Redisson's synced-replicas check (see lock_acquire). */
+static void wait_replicas(struct lock *l) {
+    struct lock_core *core = l->core;
+    if (core->sync_replicas <= 0 || !l->c || l->c->err || !(l->type->flags & LOCK_T_REDIS)) return;
+    int timeout_ms = rpool_options(core->pool)->timeout_ms;
+    if (timeout_ms < 1) timeout_ms = 1;   /* WAIT n 0 would block for ever */
+    l->replicas_wanted = core->sync_replicas;
+    l->replicas_acked = 0;
+    /* The socket must outlast WAIT's own timeout, or its read would time out
+     * just as the answer is due and the connection would be lost with it. */
+    struct timeval longer = {(timeout_ms + 1000) / 1000, ((timeout_ms + 1000) % 1000) * 1000};
+    struct timeval normal = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisSetTimeout(l->c, longer);
+    redisReply *r = redisCommand(l->c, "WAIT %d %d", core->sync_replicas, timeout_ms);
+    if (r && r->type == REDIS_REPLY_INTEGER) l->replicas_acked = (int)r->integer;
+    freeReplyObject(r);
+    if (!l->c->err) redisSetTimeout(l->c, normal);
+}
+
+static int gate_enter(struct lock *l) {
+    int st = waitq_enter(l->core->gates, l->key, &l->gate, l, l->deadline_us);
+    if (st == WAITQ_OWNER) {
+        l->gated = 1;
+        return LOCK_OK;
+    }
+    if (st == WAITQ_NOMEM) return LOCK_OK;   /* out of memory: through, ungated */
+    snprintf(l->errstr, sizeof(l->errstr), "queued in this process");
+    return LOCK_BUSY;
+}
+
+int lock_acquire(struct lock *l) {
+    monotime_us start = mclock_us();
+    l->deadline_us = start + (monotime_us)l->core->wait_ms * 1000;
+    l->errstr[0] = '\0';
+    l->unknown = 0;
+    int outer = l->holds == 0;
+    int rc = outer && (l->type->flags & LOCK_T_GATED) ? gate_enter(l) : LOCK_OK;
+    if (rc == LOCK_OK) rc = l->type->acquire(l);
+    if (rc != LOCK_OK && l->unknown) {
+        give_up(l);   /* it may have been granted: give it up, checked */
+    } else if (rc != LOCK_OK && outer) {
+        gate_leave(l);
+        lock_park(l);
+    }
+    if (rc == LOCK_OK) {
+        int flags = l->type->flags;
+        if (flags & LOCK_T_LEASED)
+            atomic_store(&l->lease_until_us, l->sent_us + (int64_t)lock_lease_ms(l) * 1000 -
+                                                 lock_margin_us(lock_lease_ms(l)));
+        if (l->holds++ == 0) {
+            l->acquired_us = mclock_us();
+            l->granted_wall_us = mclock_wall_us();
+            wait_replicas(l);
+            if (flags & LOCK_T_WATCHED) watchdog_watch(l->core->watchdog, l);
+        }
+    }
+    l->wait_us += mclock_us() - start;
+    return rc;
+}
+
+int lock_release(struct lock *l) {
+    l->errstr[0] = '\0';
+    if (l->holds == 0) return lock_flush(l) == 0 ? LOCK_OK : LOCK_ERR;
+    if (l->c && l->c->err) {
+        give_up(l);   /* the holder's connection died: what it sent is unknown */
+        return LOCK_ERR;
+    }
+    if ((l->release_delay_ms > 0 || !(l->type->flags & LOCK_T_REDIS)) &&
+        pipeline_flush(l, l->holds == 1) < 0) {
+        /* Sent now, not with a release that comes later or elsewhere. */
+        give_up(l);
+        return LOCK_ERR;
+    }
+    if (l->holds == 1 && (l->type->flags & LOCK_T_WATCHED)) watchdog_unwatch(l->core->watchdog, l);
+    l->holds--;
+    int rc = l->type->release(l);
+    if (rc == LOCK_ERR) {
+        l->holds++;
+        give_up(l);
+        return LOCK_ERR;
+    }
+    if (l->holds == 0) gate_leave(l);
+    return rc;
+}
+
+int lock_holds(const struct lock *l) { return l->holds; }
+
+const struct lock_type *lock_type_of(const struct lock *l) { return l->type; }
+
+int lock_check(struct lock *l) {
+    if (l->holds == 0 || atomic_load(&l->lost)) return LOCK_LOST;
+    if ((l->type->flags & LOCK_T_CHECKED) && lock_lease_passed(l)) {
+        snprintf(l->errstr, sizeof(l->errstr), "the lease ran out before the commit");
+        return LOCK_LOST;
+    }
+    return LOCK_OK;
+}
+
+int lock_lease_passed(const struct lock *l) {
+    int64_t until = atomic_load(&((struct lock *)l)->lease_until_us);
+    return until > 0 && mclock_us() >= until;
+}
+
+void lock_free(struct lock *l) {
+    if (!l) return;
+    while (l->holds > 0) lock_release(l);
+    if (pipeline_flush(l, 1) < 0) give_up(l);
+    if (l->c) rpool_put(l->core->pool, l->c);   /* dropped if it failed */
+    l->c = NULL;
+    if (l->orphaned) {
+        watchdog_adopt(l->core->watchdog, l);   /* frees it when done */
+        return;
+    }
+    lock_destroy(l);
+}
+
+void lock_report(const struct lock *l, struct lock_report *r) {
+    memset(r, 0, sizeof(*r));
+    snprintf(r->owner, sizeof(r->owner), "%s", l->owner);
+    r->holds = l->holds;
+    r->attempts = l->attempts;
+    r->wait_us = l->wait_us;
+    r->hold_us = l->acquired_us ? mclock_us() - l->acquired_us : 0;
+    r->granted_wall_us = l->granted_wall_us;
+    int64_t until = atomic_load(&((struct lock *)l)->lease_until_us);
+    r->lease_wall_us = until ? mclock_wall_us() + (until - mclock_us()) : 0;
+    r->renewals = atomic_load(&((struct lock *)l)->renewals);
+    r->replicas_wanted = l->replicas_wanted;
+    r->replicas_acked = l->replicas_acked;
+    if (l->type->report) l->type->report(l, r);
 }

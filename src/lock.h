@@ -1,219 +1,229 @@
-/* lock.h -- the lock core: one contract, one table of functions per strategy.
+/* lock.h -- the lock core: lock types behind one contract, and the handles
+ * that hold them.
  *
  * DESIGN
- * Each strategy is one file (lock_<name>.c) that fills one
- * `const struct lock_type`, the way Redis's socket.c fills CT_Socket. The
- * registry, lock_types[], is a fixed array built at compile time; it is never
- * changed at run time, so it may be read from any thread.
+ * A lock type (one file each, lock_<name>.c, filling one
+ * `const struct lock_type`, the way Redis's socket.c fills CT_Socket) only
+ * acquires, releases, renews and reports. Everything the types share is done
+ * here, once: the FIFO gate in front of a lock, the lease and its deadline,
+ * renewal by the watchdog, the owner id, the connection a holder uses, and
+ * what to do when a reply is lost. The core knows nothing of inventory: a
+ * lock guards a named key.
  *
- * A sale makes one `struct lock` handle on its stack with lock_init(), calls
- * lock_acquire(), does its work, and calls lock_release(). The handle is not
- * thread safe: it belongs to the thread that runs the sale, like the
- * redisContext it borrows. Calling lock_acquire() again on a held handle is a
- * nested acquire by the same owner: reentrant strategies count it, the others
- * block on themselves until the wait limit (that is their flaw).
+ * The core (struct lock_core) is made once by lock_core_init() and owns: the
+ * binding to the Redis pool the single-master locks live on, the Redlock
+ * masters, the pub/sub hubs that wake waiters, the gates, and the watchdog
+ * thread with connections of its own. lock_core_shutdown() stops and frees
+ * all of it.
  *
- * The owner id follows the demo: 32 hex digits of a uuid made once per
- * process, ":" and the thread id, so two threads of one process are two
- * owners and a nested acquire on one thread is the same owner.
+ * A holder makes one handle per sale (lock_new), acquires it (again for a
+ * nested hold: re-entry is through the handle, whose owner id is its own,
+ * "<32 hex of this process's uuid>:<handle number>"), does its work, and
+ * frees it (lock_free releases whatever is still held). A handle belongs to
+ * one thread at a time: not thread safe.
  *
- * This file knows nothing of inventory: a strategy guards a named key. */
+ * Connections. A handle takes a pooled connection only to use it: for a try,
+ * and from a successful acquire to its release (lock_conn lends it to the
+ * holder for its own commands). While it waits (in the gate, between polls,
+ * for an unlock message) it holds none. Background work (renewal, retries)
+ * runs on the watchdog's own connections, never on pooled ones.
+ *
+ * Leases. A lease is dated from when the command that granted or renewed it
+ * was SENT, not from when its reply came: lease deadline = send time + TTL -
+ * (TTL/100 + 2 ms). lock_check() says whether the holder may still commit:
+ * not when a renewal found the lock gone, nor, for the types that enforce
+ * it, once the deadline has passed.
+ *
+ * Lost replies. A command whose reply was lost (a time-out, a dropped
+ * connection) is taken to have run. After such a loss on acquire or release
+ * the core gives up every hold of the handle's owner with a release checked
+ * against the owner, on a fresh connection, preceded by the holder's
+ * cleanup commands (lock_cleanup); if that too fails, the watchdog thread
+ * retries it until it succeeds or the lock's lease is over. An acquire is
+ * never re-sent blindly.
+ *
+ * Pipelining. Commands the holder appends (lock_append) and its cleanup
+ * commands go out in the same write as the release, ahead of it, so a sale's
+ * write, its probe exit and its history event cost no round trip of their
+ * own; their replies are read back with lock_reply(). */
 #ifndef INVENTORYD_LOCK_H
 #define INVENTORYD_LOCK_H
 
-#include <stdatomic.h>
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <hiredis/hiredis.h>
 
 struct rpool;
 struct redlock;
+struct lock;
+struct lock_core;
+struct lock_type;
 
-/* Results of acquire, release and renew. Busy is not broken: HTTP answers
- * the first with 503 lock_timeout and the second with 503
- * backend_unavailable. */
+/* Results. Busy is not broken: HTTP answers the first with 503
+ * lock_timeout and the last with 503 backend_unavailable. */
 #define LOCK_OK 0
 #define LOCK_BUSY 1     /* still held by someone else when the wait ran out */
-#define LOCK_LOST 2     /* release or renew found the lock no longer ours */
-#define LOCK_ERR -1     /* Redis failed or answered nonsense; see errstr */
-
-/* lock_type.flags */
-#define LOCK_F_NONE 0
-#define LOCK_F_ATOMIC 1   /* no lock at all: the caller must do its work as
-                             one server-side script (the `atomic` strategy) */
-#define LOCK_F_REDIS 2    /* the lock lives in Redis and needs lock->c */
-#define LOCK_F_FENCED 4   /* acquire sets lock->token; the caller's write must
-                             be refused when a newer token was issued */
-#define LOCK_F_MULTI 8    /* the lock lives on several independent masters
-                             (Redlock); renew() uses connections of its own */
-#define LOCK_F_BATCH 16   /* the caller may serve every sale queued in its
-                             process under one hold (the batched strategy) */
-#define LOCK_F_GATED 32   /* threads of one process queue FIFO in front of
-                             the lock, so only one of them contends in Redis */
+#define LOCK_LOST 2     /* the lock is no longer ours (expired, taken, renewal failed) */
+#define LOCK_ERR -1     /* Redis failed or answered nonsense; see lock_errstr() */
 
 #define LOCK_MAX_NODES 9
 
-/* One master's answer to the last acquire round (Redlock). */
-struct lock_vote {
-    int node;                  /* index in the configured masters */
-    int outcome;               /* LOCK_VOTE_* */
-    int us;                    /* round-trip time seen for it */
-};
+/* A master's answer in the last acquire round (Redlock). */
 #define LOCK_VOTE_YES 1        /* granted (or re-entered) */
 #define LOCK_VOTE_BUSY 0       /* held by another owner */
 #define LOCK_VOTE_ERROR -1     /* unreachable, timed out or failed */
 #define LOCK_VOTE_RESTARTED -2 /* restarted within the TTL: no vote yet */
 
-/* Settings shared by every handle; filled at start-up, read-only after. */
-struct lock_env {
-    struct rpool *pool;  /* for background work (renewal, pub/sub) */
-    struct redlock *redlock;  /* the independent masters, or NULL */
-    int ttl_ms;          /* lock.ttl-ms: expiry of lock keys */
-    int wait_ms;         /* lock.wait-ms: longest acquire wait; 0 = one try */
-    int spin_sleep_ms;   /* lock.spin-sleep-ms: sleep between polls */
-    int retry_depth;     /* lock.retry-max-depth: setnx-retry's recursion cap */
-    int sync_replicas;   /* lock.sync-replicas: WAIT for this many replicas
-                            after a LOCK_F_REDIS acquire; 0 = off */
+/* "yes", "busy", "error", "restarted"; "?" for anything else. */
+const char *lock_vote_word(int outcome);
+
+struct lock_core_options {
+    struct rpool *pool;          /* where single-master locks live; borrowed */
+    int pool_wait_ms;            /* longest wait for a pooled connection (redis.timeout) */
+    const char *redlock_nodes;   /* "host:port,..." of the Redlock masters; NULL or "": none */
+    const char *redlock_password;
+    int redlock_node_timeout_ms;
+    int redlock_pool_size;
+    int ttl_ms;                  /* lock.ttl-ms: the lease */
+    int wait_ms;                 /* lock.wait-ms: longest acquire wait; 0 = one try */
+    int spin_sleep_ms;           /* lock.spin-sleep-ms: sleep between polls */
+    int retry_depth;             /* lock.retry-max-depth: setnx-retry's recursion cap */
+    int sync_replicas;           /* lock.sync-replicas: WAIT after a single-master acquire */
 };
 
-struct lock;
+/* Makes the core: connects to nothing yet, starts the watchdog thread.
+ * NULL with errstr set ("redlock.nodes: 'x' is not host:port", "out of
+ * memory"). */
+struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr, size_t errlen);
 
-struct lock_type {
-    const char *name;          /* URL segment, e.g. "owner-lua" */
-    const char *description;   /* the step it reproduces, one line */
-    const char *flaw;          /* the flaw it can show, one line */
-    int flags;                 /* LOCK_F_* */
-    /* Takes the lock for l->owner, polling or waiting until l->deadline_us
-     * (monotonic). Counts every try in l->attempts. Returns LOCK_OK,
-     * LOCK_BUSY or LOCK_ERR (with l->errstr). */
-    int (*acquire)(struct lock *l);
-    /* Gives back one hold. Returns LOCK_OK, LOCK_LOST when the lock was
-     * no longer ours, or LOCK_ERR. */
-    int (*release)(struct lock *l);
-    /* Extends the expiry of a held lock; NULL where there is none to extend. */
-    int (*renew)(struct lock *l);
-};
+/* Stops the watchdog (after one last try of any pending compensation) and
+ * the subscribers, frees the Redlock masters and the core. Every handle must
+ * have been freed. Accepts NULL. Call before freeing the pool. */
+void lock_core_shutdown(struct lock_core *core);
 
-struct lock {
-    const struct lock_type *type;
-    const struct lock_env *env;
-    redisContext *c;           /* the sale's connection, borrowed, or NULL */
-    char key[192];             /* lock name in Redis */
-    char owner[64];            /* "<32 hex>:<thread id>" */
-    int64_t deadline_us;       /* set by lock_acquire from env->wait_ms */
-    int release_delay_ms;      /* fault: pause between check and delete */
+/* The Redlock masters (for metrics), or NULL when none are configured. */
+const struct redlock *lock_core_redlock(const struct lock_core *core);
 
-    /* What the last acquires did, reported in the sale answer. */
-    int attempts;              /* tries sent to Redis (or mutex tries) */
-    int64_t wait_us;           /* total time spent in acquire */
-    int depth;                 /* setnx-retry: deepest recursion reached */
-    int holds;                 /* acquires not yet released */
-    int gated;                 /* it holds its place at the head of the gate */
-    int64_t acquired_us;       /* when the outermost hold began */
-    long long token;           /* fencing token, when the strategy gives one */
-    int nvotes;                /* Redlock: the last round's votes */
-    struct lock_vote votes[LOCK_MAX_NODES];
-    int replicas_wanted;       /* lock.sync-replicas, once WAIT was sent */
-    int replicas_acked;        /* replicas WAIT saw acknowledge the acquire */
+/* The lock types. */
+extern const struct lock_type lock_type_none;        /* no lock at all */
+extern const struct lock_type lock_type_local;       /* a pthread mutex in this process */
+extern const struct lock_type lock_type_setnx_retry; /* SETNX, retried by recursion */
+extern const struct lock_type lock_type_setnx_spin;  /* SETNX in a loop */
+extern const struct lock_type lock_type_expiring;    /* SET NX PX, released by DEL */
+extern const struct lock_type lock_type_owner_check; /* released by GET, then DEL */
+extern const struct lock_type lock_type_owner_lua;   /* released by compare-and-delete */
+extern const struct lock_type lock_type_reentrant;   /* Redisson's hash lock, not renewed */
+extern const struct lock_type lock_type_watchdog;    /* the hash lock, renewed while held */
+extern const struct lock_type lock_type_redisson;    /* renewed, waiters woken by pub/sub */
+extern const struct lock_type lock_type_redlock;     /* the hash lock on a quorum of masters */
+extern const struct lock_type lock_type_fenced;      /* SET NX PX and a fencing token */
+extern const struct lock_type lock_type_rw_read;     /* Redisson's RReadWriteLock, read half */
+extern const struct lock_type lock_type_rw_write;    /* and write half, renewed while held */
 
-    /* Written by the watchdog thread while the lock is watched. */
-    atomic_int lost;           /* a renewal found the lock gone: do not commit */
-    atomic_int renewals;       /* renewals that succeeded */
-    struct lock *wd_next;      /* watchdog list link, guarded by its mutex */
-    int64_t wd_due_us;         /* next renewal */
-    int64_t wd_renewed_us;     /* last successful renewal (or acquire) */
+/* The type's name ("redisson") and family: types of one family exclude each
+ * other on one key; two families on one stock do not ("string", "hash",
+ * "rw", "redlock", "local", "none"). */
+const char *lock_type_name(const struct lock_type *t);
+const char *lock_type_family(const struct lock_type *t);
 
-    char errstr[128];
-};
+/* A new handle of type t guarding key, with an owner id of its own. NULL
+ * when out of memory. */
+struct lock *lock_new(struct lock_core *core, const struct lock_type *t, const char *key);
 
-/* The registry: every strategy, in ladder order, NULL-terminated. */
-extern const struct lock_type *const lock_types[];
+/* Releases whatever l still holds (see lock_release), gives back its
+ * connection and frees it. Accepts NULL. */
+void lock_free(struct lock *l);
 
-/* The two halves of Redisson's RReadWriteLock (lock_rwlock.c). They are not
- * sale strategies and are not in lock_types[]. */
-extern const struct lock_type lock_type_rw_read;
-extern const struct lock_type lock_type_rw_write;
-
-/* The lock a sale by t takes when readers take the read lock: the write
- * lock for the redisson strategy, t itself for every other. */
-const struct lock_type *lock_type_writer(const struct lock_type *t);
-
-/* The strategy called name, or NULL. */
-const struct lock_type *lock_type_find(const char *name);
-
-/* The position of t in lock_types[] (for per-strategy metrics), or -1. */
-int lock_type_index(const struct lock_type *t);
-
-/* Number of strategies in lock_types[]. */
-int lock_type_count(void);
-
-/* Writes the names of every strategy, comma-separated, into buf. */
-void lock_type_names(char *buf, size_t len);
-
-/* This thread's owner id, "<32 hex>:<tid>", into buf (at least 64 bytes). */
-void lock_owner_id(char *buf, size_t len);
-
-/* Prepares a handle guarding `key` with connection c (may be NULL for
- * strategies without LOCK_F_REDIS). Never fails. */
-void lock_init(struct lock *l, const struct lock_type *t,
-               const struct lock_env *env, redisContext *c, const char *key);
-
-/* Acquires, waiting at most env->wait_ms. Adds to l->attempts and l->wait_us.
- * Returns LOCK_OK, LOCK_BUSY or LOCK_ERR.
- * With env->sync_replicas > 0, the outermost acquire of a LOCK_F_REDIS
- * strategy (not Redlock) is followed by `WAIT sync_replicas timeout` on l->c,
- * timeout being the pool's (redis.timeout), as Redisson checks synced
- * replicas: l->replicas_wanted and l->replicas_acked say how it went, and
- * the time counts in l->wait_us. A shortfall, or a failed WAIT (l->c->err
- * then tells), is reported there and does not undo the acquire: LOCK_OK is
- * returned and the lock is held. */
+/* Acquires, waiting at most lock.wait-ms from now. Returns LOCK_OK,
+ * LOCK_BUSY (with the reason in lock_errstr), or LOCK_ERR. After LOCK_ERR
+ * nothing is held: if the outcome of what was sent is unknown, the core has
+ * already given it up (see above). With sync_replicas > 0, the outermost
+ * acquire of a single-master type is followed by WAIT; a shortfall is
+ * reported (lock_report) and does not undo the acquire. */
 int lock_acquire(struct lock *l);
 
-/* Releases one hold. Returns LOCK_OK, LOCK_LOST or LOCK_ERR. Releasing a
- * handle that holds nothing returns LOCK_OK and sends nothing. */
+/* Releases one hold. Commands appended by the holder, and its cleanup
+ * commands, are sent first, in the same write when the lock lives on the
+ * holder's connection. Returns LOCK_OK, LOCK_LOST (the lock was no longer
+ * ours), or LOCK_ERR (after which every hold is given up, as above).
+ * Releasing a handle that holds nothing sends only what was appended. */
 int lock_release(struct lock *l);
 
-/* Renews a held lock; LOCK_OK where the strategy has nothing to renew. */
-int lock_renew(struct lock *l);
+/* The type of l. */
+const struct lock_type *lock_type_of(const struct lock *l);
 
-/* Drops every hold of l in this process only (the gate, the watchdog),
- * without a word to Redis: for a release that cannot be sent. The lock in
- * Redis then ends with its lease. */
-void lock_forget(struct lock *l);
+/* Holds not yet released. */
+int lock_holds(const struct lock *l);
 
-/* True when the lock is known to be lost (a renewal failed, or the watchdog
- * saw it expire): the caller must not commit work done under it. */
-int lock_is_lost(const struct lock *l);
+/* Whether the holder may commit now: LOCK_OK, or LOCK_LOST when the lock
+ * is not held, a renewal found it gone, or (for types that enforce their
+ * lease) the lease deadline has passed. */
+int lock_check(struct lock *l);
 
-/* Helpers for strategy files. */
+/* True when the lease deadline of a held lease has passed (whatever the
+ * type enforces); 0 for locks without a lease. */
+int lock_lease_passed(const struct lock *l);
 
-/* Sets l->errstr from c->errstr, or from a reply of type error, and returns
- * LOCK_ERR. Either reply or c may be NULL. */
-int lock_fail(struct lock *l, const redisReply *reply, const char *what);
+/* The holder's connection to the core's Redis: the handle's own, taken
+ * from the pool when it has none. NULL with lock_errstr set when no
+ * connection could be had. The holder may pipeline on it, and must not keep
+ * it past lock_free. If a command on it fails, the connection is dropped
+ * and the holds are given up on a fresh one at release. */
+redisContext *lock_conn(struct lock *l);
 
-/* Sleeps spin_sleep_ms, or less when the deadline is nearer. Returns 0 if
- * the deadline has not passed yet (try again), -1 if it has. */
-int lock_backoff(struct lock *l);
+/* Appends a command to the holder's connection, to be sent with the next
+ * release (or lock_flush). Its reply is lock_reply(l, i), i counting from 0
+ * in append order. Returns 0, or -1 (no connection, out of room: at most 8).
+ * Never resent: a lost reply leaves lock_reply NULL. */
+int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen);
 
-/* Calls try_once until it returns something other than LOCK_BUSY, sleeping
- * with lock_backoff() in between: the demo's spin. Returns LOCK_BUSY once the
- * deadline has passed. */
-int lock_poll(struct lock *l, int (*try_once)(struct lock *));
+/* As lock_append, for an embedded script run by EVALSHA. */
+int lock_append_script(struct lock *l, const char *name, int numkeys, int argc,
+                       const char **argv, const size_t *argvlen);
 
-/* One SET key owner NX [PX ttl] (ttl_ms 0: no expiry, the demo's SETNX).
- * Counts an attempt. Returns LOCK_OK, LOCK_BUSY or LOCK_ERR. */
-int lock_set_nx(struct lock *l, int ttl_ms);
+/* Registers an idempotent command that must reach the core's Redis before
+ * the lock is given up (the probe's exit): sent ahead of the release, and
+ * again ahead of any compensating release. At most 4. Returns 0 or -1. */
+int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argvlen);
 
-/* DEL key, unconditionally (the early steps' release). LOCK_OK when a key was
- * deleted, LOCK_LOST when there was none, LOCK_ERR. */
-int lock_del(struct lock *l);
+/* Sends what was appended, without releasing; 0, or -1 when the replies
+ * were lost. */
+int lock_flush(struct lock *l);
 
-/* Runs an embedded script on l->c; NULL with l->errstr set on I/O error. */
-redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
-                        const char **argv);
+/* The reply to appended command i, once sent (NULL if lost or not sent).
+ * Owned by the handle. */
+const redisReply *lock_reply(const struct lock *l, int i);
 
-/* Stops the background threads of the lock core (watchdog, subscriber) and
- * frees what they hold. Call before freeing the pool given in lock_env. */
-void lock_core_shutdown(void);
+/* Fault injection: sleep ms between the release's ownership check and its
+ * delete (or before a one-step release). */
+void lock_set_release_delay(struct lock *l, int ms);
+
+/* Why the last call failed. */
+const char *lock_errstr(const struct lock *l);
+
+/* What a handle did, for the sale's answer, the metrics and the history. */
+struct lock_report {
+    char owner[64];
+    int holds;                 /* acquires not yet released */
+    int attempts;              /* tries sent to Redis (or mutex tries) */
+    int64_t wait_us;           /* total time spent acquiring */
+    int64_t hold_us;           /* since the outermost acquire (0 if never held) */
+    int64_t granted_wall_us;   /* wall clock when the outermost acquire returned */
+    int64_t lease_wall_us;     /* wall clock of the lease deadline; 0: no lease */
+    int renewals;              /* successful renewals */
+    int depth;                 /* setnx-retry: deepest recursion reached */
+    long long token;           /* fencing token, 0 if none */
+    int replicas_wanted;       /* lock.sync-replicas, when WAIT was sent */
+    int replicas_acked;
+    int quorum;                /* Redlock: votes needed; 0 otherwise */
+    int nvotes;
+    struct {
+        char node[64];
+        int outcome;           /* LOCK_VOTE_* */
+        int us;                /* round trip seen for it */
+    } votes[LOCK_MAX_NODES];
+};
+
+void lock_report(const struct lock *l, struct lock_report *r);
 
 #endif

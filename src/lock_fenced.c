@@ -1,27 +1,32 @@
 /* lock_fenced.c -- a lock that hands out a fencing token: SET NX PX and an
- * INCR of <lock>:fence in one script (src/lua/fenced-lock.lua). The caller
- * writes through a script that refuses any token older than the newest
- * issued (src/lua/fenced-sale.lua), so a holder that was paused past its TTL
- * while another owner took the lock has its write refused, not applied. */
+ * INCR of <lock>:fence in one script (src/lua/fenced-lock.lua). The writer
+ * goes through a script that refuses any token older than the newest issued
+ * (src/lua/fenced-sale.lua), so a holder that was paused past its TTL while
+ * another owner took the lock has its write refused, not applied. The
+ * release is owner-lua's compare-and-delete. The lease is not enforced at
+ * commit: the fence does that job, even for a pause after the check. */
 #include <stdio.h>
-#include "lock.h"
+#include "lock_int.h"
 
-/* The release is owner-lua's compare-and-delete. */
-int lock_owner_lua_release(struct lock *l);
+struct fenced_state {
+    long long token;
+};
 
 static int fenced_once(struct lock *l) {
+    struct fenced_state *st = l->priv;
+    int rc = lock_try_conn(l);
+    if (rc != LOCK_OK) return rc;
     char fence[224], ttl[24];
     snprintf(fence, sizeof(fence), "%s:fence", l->key);
-    snprintf(ttl, sizeof(ttl), "%d", l->env->ttl_ms);
+    snprintf(ttl, sizeof(ttl), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, fence, l->owner, ttl};
     l->attempts++;
     redisReply *r = lock_script(l, "fenced-lock", 2, 4, argv);
     if (!r) return LOCK_ERR;
-    int rc;
     if (r->type != REDIS_REPLY_INTEGER) {
         rc = lock_fail(l, r, "fenced-lock");
     } else if (r->integer > 0) {
-        l->token = r->integer;
+        st->token = r->integer;
         rc = LOCK_OK;
     } else {
         rc = LOCK_BUSY;
@@ -34,12 +39,23 @@ static int fenced_acquire(struct lock *l) {
     return lock_poll(l, fenced_once);
 }
 
+static int fenced_release(struct lock *l) {
+    lock_release_pause(l);
+    return lock_del_owned(l);
+}
+
+static void fenced_report(const struct lock *l, struct lock_report *r) {
+    const struct fenced_state *st = l->priv;
+    r->token = st->token;
+}
+
 const struct lock_type lock_type_fenced = {
     .name = "fenced",
-    .description = "SET NX PX plus a fencing token from INCR; the stock write refuses older tokens",
-    .flaw = "none for correctness: a stale holder's write is refused (409 stale_token), not applied",
-    .flags = LOCK_F_REDIS | LOCK_F_FENCED,
+    .family = "redis",
+    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
+    .priv_size = sizeof(struct fenced_state),
     .acquire = fenced_acquire,
-    .release = lock_owner_lua_release,
-    .renew = NULL,
+    .release = fenced_release,
+    .abandon = lock_string_abandon,
+    .report = fenced_report,
 };

@@ -1,16 +1,18 @@
-/* lock_hash.c -- Redisson's hash lock scripts, shared by the hash strategies
+/* lock_hash.c -- Redisson's hash lock scripts, shared by the hash types
  * (see lock_hash.h). */
 #include <stdio.h>
 #include "lock_hash.h"
 #include "mclock.h"
 #include "pubsub.h"
+#include "rpool.h"
 
 int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int argc,
                          const char **argv, int64_t *pttl_ms) {
+    int rc = lock_try_conn(l);
+    if (rc != LOCK_OK) return rc;
     l->attempts++;
     redisReply *r = lock_script(l, script, numkeys, argc, argv);
     if (!r) return LOCK_ERR;
-    int rc;
     if (r->type == REDIS_REPLY_NIL) {
         rc = LOCK_OK;
     } else if (r->type == REDIS_REPLY_INTEGER) {
@@ -25,7 +27,7 @@ int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int ar
 
 int lock_hash_try(struct lock *l, int64_t *pttl_ms) {
     char lease[24];
-    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
+    snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, lease, l->owner};
     return lock_hash_script_try(l, "hash-lock", 1, 3, argv, pttl_ms);
 }
@@ -38,20 +40,16 @@ int lock_hash_poll(struct lock *l) {
     return lock_poll(l, hash_once);
 }
 
-void lock_hash_channel_of(const char *key, char *buf, size_t len) {
+void lock_hash_channel(const char *key, char *buf, size_t len) {
     snprintf(buf, len, "redisson_lock__channel:{%s}", key);
-}
-
-void lock_hash_channel(const struct lock *l, char *buf, size_t len) {
-    lock_hash_channel_of(l->key, buf, len);
 }
 
 int lock_hash_unlock(struct lock *l) {
     char channel[256], lease[24];
-    lock_hash_channel(l, channel, sizeof(channel));
-    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
+    lock_hash_channel(l->key, channel, sizeof(channel));
+    snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, channel, "0", lease, l->owner};
-    mclock_sleep_ms(l->release_delay_ms);
+    lock_release_pause(l);
     redisReply *r = lock_script(l, "hash-unlock", 2, 5, argv);
     if (!r) return LOCK_ERR;
     int rc = r->type == REDIS_REPLY_NIL ? LOCK_LOST
@@ -60,24 +58,58 @@ int lock_hash_unlock(struct lock *l) {
     return rc;
 }
 
+int lock_hash_renew(struct lock *l, struct lock_link *k) {
+    redisContext *c = k->get(k, l->core->pool);
+    if (!c) return LOCK_ERR;
+    char lease[24];
+    snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
+    const char *argv[] = {l->key, lease, l->owner};
+    redisReply *r = lock_link_script(k, c, "hash-renew", 1, 3, argv);
+    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR : r->integer == 1 ? LOCK_OK : LOCK_LOST;
+    freeReplyObject(r);
+    k->put(k, l->core->pool, c);
+    return rc;
+}
+
+int lock_hash_abandon(struct lock *l, struct lock_link *k) {
+    redisContext *c = k->get(k, l->core->pool);
+    if (!c) return LOCK_ERR;
+    char channel[256];
+    lock_hash_channel(l->key, channel, sizeof(channel));
+    const char *argv[] = {l->key, channel, l->owner, "0"};
+    redisReply *r = lock_link_script(k, c, "hash-abandon", 2, 4, argv);
+    int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
+    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
+    freeReplyObject(r);
+    k->put(k, l->core->pool, c);
+    return rc;
+}
+
 int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
-                   const char *channel) {
+                   const char *channel, int max_sleep_ms) {
     int64_t pttl = -1;
     int rc = try_once(l, &pttl);
     if (rc != LOCK_BUSY || mclock_us() >= l->deadline_us) return rc;
     char err[128];
     struct pubsub_waiter w;
-    int subscribed = pubsub_wait_begin(&w, l->env->pool, channel, l->deadline_us,
-                                       err, sizeof(err)) == 0;
+    lock_park(l);
+    int subscribed = pubsub_wait_begin(l->core->pubsub, &w, l->core->pool, channel,
+                                       l->deadline_us, err, sizeof(err)) == 0;
     /* Subscribed first, then tried again: an unlock between the first try
      * and the subscription is not missed. */
     while ((rc = try_once(l, &pttl)) == LOCK_BUSY) {
         int64_t now = mclock_us();
         if (now >= l->deadline_us) break;
-        int64_t until = pttl > 0 ? now + pttl * 1000 : now + 1000;
+        if (!subscribed) {
+            if (lock_backoff(l) < 0) break;
+            continue;
+        }
+        int64_t sleep_ms = pttl > 0 ? pttl : 1000;
+        if (max_sleep_ms > 0 && sleep_ms > max_sleep_ms) sleep_ms = max_sleep_ms;
+        int64_t until = now + sleep_ms * 1000;
         if (until > l->deadline_us) until = l->deadline_us;
-        if (subscribed) pubsub_wait(&w, until);
-        else if (lock_backoff(l) < 0) break;
+        lock_park(l);
+        pubsub_wait(&w, until);
     }
     if (subscribed) pubsub_wait_end(&w);
     return rc;

@@ -1,15 +1,15 @@
 /* lock_hash.h -- Redisson's hash lock, shared by the reentrant, watchdog and
- * redisson strategies: a hash at the lock key whose field is the owner id and
- * whose value is the hold count, with a PEXPIRE lease in ms. Private to the
- * lock core. */
+ * redisson types (and the renewal of the read-write lock's writer): a hash
+ * at the lock key whose field is the owner id and whose value is the hold
+ * count, with a PEXPIRE lease in ms. Private to the lock core. */
 #ifndef INVENTORYD_LOCK_HASH_H
 #define INVENTORYD_LOCK_HASH_H
 
 #include <stdint.h>
-#include "lock.h"
+#include "lock_int.h"
 
 /* One try of hash-lock.lua. Counts an attempt. Returns LOCK_OK (first hold
- * or reentry), LOCK_BUSY with the holder's remaining lease in *pttl_ms
+ * or re-entry), LOCK_BUSY with the holder's remaining lease in *pttl_ms
  * (-1 when it has none), or LOCK_ERR. */
 int lock_hash_try(struct lock *l, int64_t *pttl_ms);
 
@@ -18,24 +18,30 @@ int lock_hash_try(struct lock *l, int64_t *pttl_ms);
 int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int argc,
                          const char **argv, int64_t *pttl_ms);
 
-/* hash-try in a loop with lock.spin-sleep-ms sleeps (reentrant, watchdog). */
+/* lock_hash_try in a loop with lock.spin-sleep-ms sleeps (reentrant, watchdog). */
 int lock_hash_poll(struct lock *l);
 
 /* One release through hash-unlock.lua, which publishes the unlock message
  * when the last hold goes. LOCK_OK, LOCK_LOST (not held by us) or LOCK_ERR. */
 int lock_hash_unlock(struct lock *l);
 
+/* hash-renew.lua on the link: LOCK_OK, LOCK_LOST (gone), LOCK_ERR. */
+int lock_hash_renew(struct lock *l, struct lock_link *k);
+
+/* hash-abandon.lua on the link: the owner's field gone, the key deleted and
+ * the unlock message published when it was ours. LOCK_OK or LOCK_ERR. */
+int lock_hash_abandon(struct lock *l, struct lock_link *k);
+
 /* Redisson's waiting: try; when busy, subscribe to channel through the
- * process's one subscriber, try again, then sleep until an unlock message
- * or the holder's remaining lease (PTTL), whichever comes first, and repeat
- * until l->deadline_us. try_once is lock_hash_try or a script of the same
- * contract. Falls back on lock.spin-sleep-ms polling if the subscription
- * cannot be made. */
+ * core's subscriber for the core's Redis, try again, then sleep (holding no
+ * connection) until an unlock message or the holder's remaining lease
+ * (PTTL, at most max_sleep_ms when that is above 0), whichever comes first,
+ * and repeat until l->deadline_us. Falls back on lock.spin-sleep-ms polling
+ * if the subscription cannot be made. */
 int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
-                   const char *channel);
+                   const char *channel, int max_sleep_ms);
 
 /* The unlock channel of a lock key: redisson_lock__channel:{key}. */
-void lock_hash_channel(const struct lock *l, char *buf, size_t len);
-void lock_hash_channel_of(const char *key, char *buf, size_t len);
+void lock_hash_channel(const char *key, char *buf, size_t len);
 
 #endif

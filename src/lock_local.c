@@ -8,7 +8,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
-#include "lock.h"
+#include "lock_int.h"
+#include "mclock.h"
 
 static pthread_mutex_t local_mutex;
 static pthread_once_t local_once = PTHREAD_ONCE_INIT;
@@ -23,10 +24,7 @@ static void local_make(void) {
 
 static int local_acquire(struct lock *l) {
     pthread_once(&local_once, local_make);
-    struct timespec deadline = {
-        .tv_sec = l->deadline_us / 1000000,
-        .tv_nsec = (long)(l->deadline_us % 1000000) * 1000,
-    };
+    struct timespec deadline = mclock_timespec(l->deadline_us);
     l->attempts++;
     int rc = pthread_mutex_clocklock(&local_mutex, CLOCK_MONOTONIC, &deadline);
     if (rc == 0) return LOCK_OK;
@@ -43,10 +41,8 @@ static int local_release(struct lock *l) {
 
 const struct lock_type lock_type_local = {
     .name = "local",
-    .description = "in-process lock: one pthread mutex per instance",
-    .flaw = "safe on one instance, oversells across two behind nginx",
-    .flags = LOCK_F_NONE,
+    .family = "local",
+    .flags = 0,
     .acquire = local_acquire,
     .release = local_release,
-    .renew = NULL,
 };

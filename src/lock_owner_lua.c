@@ -2,35 +2,26 @@
  * (src/lua/unlock-owner.lua), so it can never delete another owner's lock.
  * But the value is a plain string: a nested acquire by the same owner finds
  * the key taken and waits for itself until lock.wait-ms runs out. */
-#include "lock.h"
-#include "mclock.h"
+#include "lock_int.h"
 
 static int owner_lua_once(struct lock *l) {
-    return lock_set_nx(l, l->env->ttl_ms);
+    return lock_set_nx(l, lock_lease_ms(l));
 }
 
 static int owner_lua_acquire(struct lock *l) {
     return lock_poll(l, owner_lua_once);
 }
 
-/* Compare-and-delete; shared with the fenced strategy. */
-int lock_owner_lua_release(struct lock *l) {
-    mclock_sleep_ms(l->release_delay_ms);
-    const char *argv[] = {l->key, l->owner};
-    redisReply *r = lock_script(l, "unlock-owner", 1, 2, argv);
-    if (!r) return LOCK_ERR;
-    int rc = r->type != REDIS_REPLY_INTEGER ? lock_fail(l, r, "unlock-owner")
-             : r->integer == 1 ? LOCK_OK : LOCK_LOST;
-    freeReplyObject(r);
-    return rc;
+static int owner_lua_release(struct lock *l) {
+    lock_release_pause(l);
+    return lock_del_owned(l);
 }
 
 const struct lock_type lock_type_owner_lua = {
     .name = "owner-lua",
-    .description = "SET NX PX; release by compare-and-delete in one Lua script",
-    .flaw = "not reentrant: a nested acquire by the same owner blocks on itself",
-    .flags = LOCK_F_REDIS,
+    .family = "redis",
+    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
     .acquire = owner_lua_acquire,
-    .release = lock_owner_lua_release,
-    .renew = NULL,
+    .release = owner_lua_release,
+    .abandon = lock_string_abandon,
 };

@@ -2,18 +2,21 @@
  * the lock key with field mode = read|write and one field per holder (the
  * writer's field is "<owner>:write"), plus one key per read hold,
  * {<lock key>}:<owner>:rwlock_timeout:<n>, carrying that read's lease.
- * Readers share; a writer excludes readers and other writers. Waiters sleep
- * on redisson_rwlock:{<lock key>} like the redisson strategy.
+ * Readers share; a writer excludes readers and other writers; a lock of
+ * another kind on the key counts as a writer. Waiters sleep on
+ * redisson_rwlock:{<lock key>} like the redisson type; the writer's unlock
+ * publishes Redisson's "1", which wakes every waiting reader.
  *
- * These two types are not sale strategies (not in lock_types[]): with
- * lock.read-lock=true, GET /inventory takes the read lock and sales by the
- * redisson strategy take the write lock of the same name. The write lock is
- * renewed by the watchdog; a read hold lives for one lease (lock.ttl-ms). */
+ * With lock.read-lock=true, GET /inventory takes the read lock and sales
+ * of the strategies whose table names it take the write lock of the same
+ * name. The write lock is renewed by the watchdog; a read hold lives for
+ * one lease. */
 #include <stdio.h>
 #include <string.h>
-#include "lock.h"
 #include "lock_hash.h"
-#include "watchdog.h"
+
+/* Holders of other kinds of lock publish nothing here: poll them this often. */
+#define RW_POLL_MS 100
 
 static void rw_channel(const struct lock *l, char *buf, size_t len) {
     snprintf(buf, len, "redisson_rwlock:{%s}", l->key);
@@ -27,7 +30,7 @@ static void rw_timeout_prefix(const struct lock *l, char *buf, size_t len) {
 static int read_try(struct lock *l, int64_t *pttl_ms) {
     char prefix[320], lease[24], writer[80];
     rw_timeout_prefix(l, prefix, sizeof(prefix));
-    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
+    snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     snprintf(writer, sizeof(writer), "%s:write", l->owner);
     const char *argv[] = {l->key, prefix, lease, l->owner, writer};
     return lock_hash_script_try(l, "rw-read-lock", 2, 5, argv, pttl_ms);
@@ -36,7 +39,7 @@ static int read_try(struct lock *l, int64_t *pttl_ms) {
 static int read_acquire(struct lock *l) {
     char channel[256];
     rw_channel(l, channel, sizeof(channel));
-    return lock_hash_wait(l, read_try, channel);
+    return lock_hash_wait(l, read_try, channel, RW_POLL_MS);
 }
 
 /* nil: not ours; 0 or 1: released. */
@@ -54,12 +57,34 @@ static int read_release(struct lock *l) {
     rw_timeout_prefix(l, prefix, sizeof(prefix));
     snprintf(keyprefix, sizeof(keyprefix), "{%s}", l->key);
     const char *argv[] = {l->key, channel, prefix, keyprefix, "0", l->owner};
+    lock_release_pause(l);
     return rw_release_reply(l, lock_script(l, "rw-read-unlock", 4, 6, argv), "rw-read-unlock");
+}
+
+/* Runs an abandon script on a link. */
+static int rw_abandon(struct lock *l, struct lock_link *k, const char *script, int numkeys,
+                      int argc, const char **argv) {
+    redisContext *c = k->get(k, l->core->pool);
+    if (!c) return LOCK_ERR;
+    redisReply *r = lock_link_script(k, c, script, numkeys, argc, argv);
+    int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
+    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
+    freeReplyObject(r);
+    k->put(k, l->core->pool, c);
+    return rc;
+}
+
+static int read_abandon(struct lock *l, struct lock_link *k) {
+    char channel[256], prefix[320];
+    rw_channel(l, channel, sizeof(channel));
+    rw_timeout_prefix(l, prefix, sizeof(prefix));
+    const char *argv[] = {l->key, channel, prefix, l->owner, "0"};
+    return rw_abandon(l, k, "rw-read-abandon", 3, 5, argv);
 }
 
 static int write_try(struct lock *l, int64_t *pttl_ms) {
     char lease[24];
-    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
+    snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, lease, l->owner};
     return lock_hash_script_try(l, "rw-write-lock", 1, 3, argv, pttl_ms);
 }
@@ -72,36 +97,40 @@ static int write_acquire(struct lock *l) {
         snprintf(l->owner + n, sizeof(l->owner) - n, ":write");
     char channel[256];
     rw_channel(l, channel, sizeof(channel));
-    int rc = lock_hash_wait(l, write_try, channel);
-    if (rc == LOCK_OK && l->holds == 0) watchdog_watch(l);
-    return rc;
+    return lock_hash_wait(l, write_try, channel, RW_POLL_MS);
 }
 
 static int write_release(struct lock *l) {
-    if (l->holds == 0) watchdog_unwatch(l);
     char channel[256], lease[24];
     rw_channel(l, channel, sizeof(channel));
-    snprintf(lease, sizeof(lease), "%d", l->env->ttl_ms);
-    const char *argv[] = {l->key, channel, "0", lease, l->owner};
+    snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
+    const char *argv[] = {l->key, channel, "1", lease, l->owner};
+    lock_release_pause(l);
     return rw_release_reply(l, lock_script(l, "rw-write-unlock", 2, 5, argv), "rw-write-unlock");
+}
+
+static int write_abandon(struct lock *l, struct lock_link *k) {
+    char channel[256];
+    rw_channel(l, channel, sizeof(channel));
+    const char *argv[] = {l->key, channel, l->owner, "1"};
+    return rw_abandon(l, k, "rw-write-abandon", 2, 4, argv);
 }
 
 const struct lock_type lock_type_rw_read = {
     .name = "rw-read",
-    .description = "the read lock of a Redisson RReadWriteLock",
-    .flaw = "a read hold is not renewed: it lasts one lease",
-    .flags = LOCK_F_REDIS,
+    .family = "redis",
+    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
     .acquire = read_acquire,
     .release = read_release,
-    .renew = NULL,
+    .abandon = read_abandon,
 };
 
 const struct lock_type lock_type_rw_write = {
     .name = "rw-write",
-    .description = "the write lock of a Redisson RReadWriteLock, renewed by the watchdog",
-    .flaw = "one Redis master, as redisson",
-    .flags = LOCK_F_REDIS,
+    .family = "redis",
+    .flags = LOCK_T_REDIS | LOCK_T_LEASED | LOCK_T_WATCHED | LOCK_T_CHECKED | LOCK_T_GATED,
     .acquire = write_acquire,
     .release = write_release,
-    .renew = NULL,
+    .renew = lock_hash_renew,
+    .abandon = write_abandon,
 };

@@ -1,7 +1,7 @@
 /* lock_setnx_spin.c -- SETNX without expiry in a loop with 20 ms sleeps:
  * the recursion of setnx-retry becomes a spin. Nothing ever expires the key,
  * so a holder that dies leaves the lock held forever. */
-#include "lock.h"
+#include "lock_int.h"
 
 static int setnx_once(struct lock *l) {
     return lock_set_nx(l, 0);
@@ -13,10 +13,9 @@ static int setnx_spin_acquire(struct lock *l) {
 
 const struct lock_type lock_type_setnx_spin = {
     .name = "setnx-spin",
-    .description = "SETNX without expiry, spinning with lock.spin-sleep-ms sleeps",
-    .flaw = "a holder that dies leaves the lock forever: every later sale times out",
-    .flags = LOCK_F_REDIS,
+    .family = "redis",
+    .flags = LOCK_T_REDIS,
     .acquire = setnx_spin_acquire,
     .release = lock_del,
-    .renew = NULL,
+    .abandon = lock_string_abandon,
 };

@@ -15,9 +15,10 @@
 #include "http.h"
 #include "inventory.h"
 #include "lock.h"
+#include "log.h"
 #include "metrics.h"
-#include "rpool.h"
-#include "sentinel.h"
+#include "service.h"
+#include "strategy.h"
 
 #define EXIT_CONFIG 2
 #define EXIT_LISTEN 3
@@ -39,77 +40,82 @@ static void print_warnings(const char *w) {
     if (w[0]) fputs(w, stderr);
 }
 
-int main(int argc, char **argv) {
-    const char *config_path = NULL;
-    int list = 0, check = 0;
+/* The command line's options, but the --set assignments. */
+struct options {
+    const char *config_path;
+    int list, check, help;
+};
+
+/* Reads the options. Returns 0, or EXIT_CONFIG naming the bad one. */
+static int parse_options(int argc, char **argv, struct options *o) {
+    memset(o, 0, sizeof(*o));
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            config_path = argv[++i];
+            o->config_path = argv[++i];
         } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-            i++;   /* applied below, after the file and the environment */
+            i++;   /* applied after the file and the environment */
         } else if (strcmp(argv[i], "--list-strategies") == 0) {
-            list = 1;
+            o->list = 1;
         } else if (strcmp(argv[i], "--check-config") == 0) {
-            check = 1;
+            o->check = 1;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
+            o->help = 1;
         } else {
             fprintf(stderr, "inventoryd: unknown or incomplete option '%s'\n", argv[i]);
             usage(stderr);
             return EXIT_CONFIG;
         }
     }
-    if (list) {
-        for (int i = 0; lock_types[i]; i++) printf("%s\n", lock_types[i]->name);
+    return 0;
+}
+
+/* Fills cfg: defaults, the file, the environment, each --set, then the
+ * checks across keys. Returns 0, or EXIT_CONFIG after saying why. */
+static int load_config(struct config *cfg, const char *path, int argc, char **argv) {
+    char err[512], warnings[4096];
+    config_defaults(cfg);
+    if (!path && access("config/inventoryd.properties", R_OK) == 0)
+        path = "config/inventoryd.properties";
+    int rc = CONFIG_OK;
+    if (path) {
+        rc = config_load_file(cfg, path, err, sizeof(err), warnings, sizeof(warnings));
+        print_warnings(warnings);
+    }
+    if (rc == CONFIG_OK) {
+        rc = config_load_env(cfg, environ, err, sizeof(err), warnings, sizeof(warnings));
+        print_warnings(warnings);
+    }
+    for (int i = 1; i < argc && rc == CONFIG_OK; i++) {
+        if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) rc = config_set(cfg, argv[++i], err, sizeof(err));
+        else if (strcmp(argv[i], "--config") == 0) i++;
+    }
+    if (rc == CONFIG_OK) {
+        const char *names[64];
+        int n = 0;
+        for (; strategies[n].name && n < 63; n++) names[n] = strategies[n].name;
+        names[n] = NULL;
+        rc = config_check(cfg, names, err, sizeof(err));
+    }
+    if (rc == CONFIG_OK) return 0;
+    fprintf(stderr, "inventoryd: %s\n", err);
+    return EXIT_CONFIG;
+}
+
+int main(int argc, char **argv) {
+    struct options o;
+    if (parse_options(argc, argv, &o) != 0) return EXIT_CONFIG;
+    if (o.help) {
+        usage(stdout);
         return 0;
     }
-
+    if (o.list) {
+        for (int i = 0; strategies[i].name; i++) printf("%s\n", strategies[i].name);
+        return 0;
+    }
     static struct config cfg;
-    char err[512], warnings[4096];
-    config_defaults(&cfg);
-    if (!config_path && access("config/inventoryd.properties", R_OK) == 0)
-        config_path = "config/inventoryd.properties";
-    if (config_path) {
-        int rc = config_load_file(&cfg, config_path, err, sizeof(err), warnings, sizeof(warnings));
-        print_warnings(warnings);
-        if (rc != CONFIG_OK) {
-            fprintf(stderr, "inventoryd: %s\n", err);
-            return EXIT_CONFIG;
-        }
-    }
-    int rc = config_load_env(&cfg, environ, err, sizeof(err), warnings, sizeof(warnings));
-    print_warnings(warnings);
-    if (rc != CONFIG_OK) {
-        fprintf(stderr, "inventoryd: %s\n", err);
-        return EXIT_CONFIG;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-            if (config_set(&cfg, argv[++i], err, sizeof(err)) != CONFIG_OK) {
-                fprintf(stderr, "inventoryd: %s\n", err);
-                return EXIT_CONFIG;
-            }
-        } else if (strcmp(argv[i], "--config") == 0) {
-            i++;
-        }
-    }
-    if (!lock_type_find(cfg.strategy)) {
-        char names[512];
-        lock_type_names(names, sizeof(names));
-        fprintf(stderr, "inventoryd: %s: lock.strategy: unknown strategy '%s' (known: %s)\n",
-                config_origin(&cfg, "lock.strategy"), cfg.strategy, names);
-        return EXIT_CONFIG;
-    }
-    if (cfg.sentinel_nodes[0]) {
-        struct sentinel_node nodes[SENTINEL_MAX];
-        if (sentinel_parse(cfg.sentinel_nodes, nodes, SENTINEL_MAX, err, sizeof(err)) < 0) {
-            fprintf(stderr, "inventoryd: %s: redis.sentinel.nodes: %s\n",
-                    config_origin(&cfg, "redis.sentinel.nodes"), err);
-            return EXIT_CONFIG;
-        }
-    }
-    if (check) {
+    char err[512];
+    if (load_config(&cfg, o.config_path, argc, argv) != 0) return EXIT_CONFIG;
+    if (o.check) {
         char dump[8192];
         config_dump(&cfg, dump, sizeof(dump));
         fputs(dump, stdout);
@@ -125,31 +131,17 @@ int main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct rpool_options po = {
-        .host = cfg.redis_host, .port = cfg.redis_port, .password = cfg.redis_password,
-        .sentinels = cfg.sentinel_nodes, .master_name = cfg.sentinel_master,
-        .database = cfg.redis_database, .timeout_ms = cfg.redis_timeout_ms,
-        .size = cfg.redis_pool_size,
-    };
-    struct rpool *pool = rpool_create(&po);
-    static struct inventory inv;
-    if (!pool || inventory_init(&inv, &cfg, pool, err, sizeof(err)) != 0) {
-        /* The message names its key; say where that key's value came from. */
-        char key[64] = "";
-        sscanf(err, "%63[a-z.-]:", key);
-        const char *origin = pool ? config_origin(&cfg, key) : NULL;
-        fprintf(stderr, "inventoryd: %s%s%s\n", origin ? origin : "", origin ? ": " : "",
-                pool ? err : "out of memory");
-        inventory_free(&inv);
-        rpool_free(pool);
-        return pool ? EXIT_CONFIG : 1;
+    log_enable(1);
+    static struct service svc;
+    if (service_open(&svc, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "inventoryd: %s\n", err);
+        return EXIT_CONFIG;
     }
-    metrics_set_redlock(inv.redlock);
-    struct http_server *srv = http_start(&cfg, &inv, err, sizeof(err));
+    metrics_set_redlock(lock_core_redlock(svc.core));
+    struct http_server *srv = http_start(&cfg, svc.inv, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "inventoryd: %s\n", err);
-        inventory_free(&inv);
-        rpool_free(pool);
+        service_close(&svc);
         return EXIT_LISTEN;
     }
     if (cfg.sentinel_nodes[0])
@@ -160,8 +152,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
                 cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);
     int seeded = 0;
-    if (inventory_ping(&inv, err, sizeof(err)) != 0 ||
-        inventory_seed(&inv, cfg.initial_stock, &seeded, err, sizeof(err)) != 0)
+    if (inventory_ping(svc.inv, err, sizeof(err)) != 0 ||
+        inventory_seed(svc.inv, cfg.initial_stock, &seeded, err, sizeof(err)) != 0)
         fprintf(stderr, "inventoryd: warning: %s; sales answer 503 until Redis is back\n", err);
     else if (seeded)
         fprintf(stderr, "inventoryd: %s did not exist: seeded with inventory.initial-stock=%d\n",
@@ -171,10 +163,7 @@ int main(int argc, char **argv) {
     sigwait(&stop, &sig);
     fprintf(stderr, "inventoryd: %s: finishing requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     http_stop(srv);
-    lock_core_shutdown();
-    inventory_free(&inv);
-    inventory_batches_free();
-    rpool_free(pool);
+    service_close(&svc);
     fprintf(stderr, "inventoryd: stopped\n");
     return 0;
 }

@@ -1,4 +1,4 @@
-/* mclock.c -- monotonic sleeps. */
+/* mclock.c -- monotonic sleeps and waits. */
 #include <errno.h>
 #include <time.h>
 #include "mclock.h"
@@ -16,4 +16,9 @@ void mclock_cond_init(pthread_cond_t *c) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(c, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+int mclock_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *mu, monotime_us deadline_us) {
+    struct timespec ts = mclock_timespec(deadline_us);
+    return pthread_cond_timedwait(c, mu, &ts);
 }

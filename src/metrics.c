@@ -1,6 +1,6 @@
 /* metrics.c -- per-strategy counters and histograms (see metrics.h).
  *
- * One static row per strategy in lock_types[] (at most METRICS_MAX), updated
+ * One static row per strategy in strategies[] (at most METRICS_MAX), updated
  * with relaxed atomics from the connection threads; metrics_render() reads
  * them without stopping writers, so a scrape is a near-instant snapshot. */
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "metrics.h"
 #include "redlock.h"
+#include "strategy.h"
 
 #define METRICS_MAX 32
 
@@ -26,7 +27,7 @@ struct histogram {
 };
 
 struct strategy_row {
-    atomic_llong by_status[8];      /* indexed by INV_* */
+    atomic_llong by_status[INV_STATUS_COUNT];  /* indexed by INV_* */
     atomic_llong attempts;
     atomic_llong renewals;
     atomic_llong released_lost;     /* releases that found the lock not ours */
@@ -52,17 +53,17 @@ static void observe(struct histogram *h, long long ms) {
     atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
 }
 
-void metrics_sale(const struct lock_type *t, const struct sale_result *r) {
-    int i = lock_type_index(t);
+void metrics_sale(const struct strategy *t, const struct sale_result *r) {
+    int i = strategy_index(t);
     if (i < 0 || i >= METRICS_MAX) return;
     struct strategy_row *row = &rows[i];
-    if (r->status >= 0 && r->status < 8)
+    if (r->status >= 0 && r->status < INV_STATUS_COUNT)
         atomic_fetch_add_explicit(&row->by_status[r->status], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&row->attempts, r->attempts, memory_order_relaxed);
-    atomic_fetch_add_explicit(&row->renewals, r->renewals, memory_order_relaxed);
+    atomic_fetch_add_explicit(&row->attempts, r->lock.attempts, memory_order_relaxed);
+    atomic_fetch_add_explicit(&row->renewals, r->lock.renewals, memory_order_relaxed);
     atomic_fetch_add_explicit(&row->released_lost, r->lost, memory_order_relaxed);
     atomic_fetch_add_explicit(&row->violations, r->violation, memory_order_relaxed);
-    if (r->replicas_wanted > 0 && r->replicas_acked < r->replicas_wanted)
+    if (r->lock.replicas_wanted > 0 && r->lock.replicas_acked < r->lock.replicas_wanted)
         atomic_fetch_add_explicit(&row->replica_shortfalls, 1, memory_order_relaxed);
     observe(&row->wait, r->wait_ms);
     if (r->status == INV_SOLD || r->status == INV_SOLD_OUT) observe(&row->hold, r->hold_ms);
@@ -105,9 +106,9 @@ static long long load(atomic_llong *v) { return atomic_load_explicit(v, memory_o
 
 static void put_histogram(struct out *o, const char *name, const char *help) {
     put(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-    for (int i = 0; lock_types[i] && i < METRICS_MAX; i++) {
+    for (int i = 0; strategies[i].name && i < METRICS_MAX; i++) {
         struct histogram *h = strcmp(name, "inventoryd_lock_wait_ms") == 0 ? &rows[i].wait : &rows[i].hold;
-        const char *s = lock_types[i]->name;
+        const char *s = strategies[i].name;
         long long cum = 0;
         for (int b = 0; b < NBUCKETS; b++) {
             cum += load(&h->buckets[b]);
@@ -131,11 +132,12 @@ char *metrics_render(void) {
         {INV_STALE_TOKEN, "inventoryd_stale_tokens_total", "Writes refused for a stale fencing token."},
         {INV_LOCK_LOST, "inventoryd_lost_locks_total", "Sales refused because the lock was lost."},
         {INV_BAD_DATA, "inventoryd_bad_stock_total", "Sales refused because the stock in Redis is not a number."},
+        {INV_NOT_ALLOWED, "inventoryd_not_allowed_total", "Sales refused because lock.allowed does not name the strategy."},
     };
     for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
         put(&o, "# HELP %s %s\n# TYPE %s counter\n", counters[c].name, counters[c].help, counters[c].name);
-        for (int i = 0; lock_types[i] && i < METRICS_MAX; i++)
-            put(&o, "%s{strategy=\"%s\"} %lld\n", counters[c].name, lock_types[i]->name,
+        for (int i = 0; strategies[i].name && i < METRICS_MAX; i++)
+            put(&o, "%s{strategy=\"%s\"} %lld\n", counters[c].name, strategies[i].name,
                 load(&rows[i].by_status[counters[c].status]));
     }
     static const struct { size_t offset; const char *name, *help; } sums[] = {
@@ -152,8 +154,8 @@ char *metrics_render(void) {
     };
     for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++) {
         put(&o, "# HELP %s %s\n# TYPE %s counter\n", sums[k].name, sums[k].help, sums[k].name);
-        for (int i = 0; lock_types[i] && i < METRICS_MAX; i++)
-            put(&o, "%s{strategy=\"%s\"} %lld\n", sums[k].name, lock_types[i]->name,
+        for (int i = 0; strategies[i].name && i < METRICS_MAX; i++)
+            put(&o, "%s{strategy=\"%s\"} %lld\n", sums[k].name, strategies[i].name,
                 load((atomic_llong *)((char *)&rows[i] + sums[k].offset)));
     }
     put_histogram(&o, "inventoryd_lock_wait_ms", "Time spent acquiring the lock, in ms.");
@@ -163,11 +165,12 @@ char *metrics_render(void) {
                 "# TYPE inventoryd_redlock_votes_total counter\n");
         for (int i = 0; i < redlock_nodes(redlock_nodes_seen); i++) {
             long long n[4];
-            static const char *const outcome[] = {"yes", "busy", "error", "restarted"};
+            static const int outcome[] = {LOCK_VOTE_YES, LOCK_VOTE_BUSY, LOCK_VOTE_ERROR,
+                                          LOCK_VOTE_RESTARTED};
             redlock_node_counts(redlock_nodes_seen, i, &n[0], &n[1], &n[2], &n[3]);
             for (int k = 0; k < 4; k++)
                 put(&o, "inventoryd_redlock_votes_total{node=\"%s\",outcome=\"%s\"} %lld\n",
-                    redlock_node_name(redlock_nodes_seen, i), outcome[k], n[k]);
+                    redlock_node_name(redlock_nodes_seen, i), lock_vote_word(outcome[k]), n[k]);
         }
     }
     put(&o, "# HELP inventoryd_http_requests_total HTTP requests answered, by status class.\n"

@@ -1,14 +1,16 @@
 /* metrics.h -- per-strategy counters and histograms, rendered as Prometheus
  * text. Counters are C11 atomics: any thread may add to them without a lock.
- * The set of strategies is fixed (lock_types[]), so the tables are static. */
+ * The set of strategies is fixed (strategies[]), so the tables are static. */
 #ifndef INVENTORYD_METRICS_H
 #define INVENTORYD_METRICS_H
 
 #include <stdint.h>
 #include "inventory.h"
 
+struct strategy;
+
 /* Records one finished sale by strategy t. */
-void metrics_sale(const struct lock_type *t, const struct sale_result *r);
+void metrics_sale(const struct strategy *t, const struct sale_result *r);
 
 struct redlock;
 

@@ -1,28 +1,28 @@
-/* pubsub.c -- one subscriber connection per process (see pubsub.h).
+/* pubsub.c -- one subscriber connection per Redis server (see pubsub.h).
  *
  * DESIGN
- * The subscriber thread owns `sub`, a hiredis context in subscribe mode, and
- * polls it together with a self-pipe. Waiter threads never touch `sub`: to
- * subscribe to a new channel they add it to `channels` and write a byte to
- * the pipe; the thread sends the SUBSCRIBE. Replies are parsed by the thread:
- * a "subscribe" confirmation marks the channel confirmed and wakes the
- * threads waiting for it in pubsub_wait_begin(); a "message" sets
- * `signalled` on the oldest waiter of that channel not yet signalled.
+ * A hub stands for one pool's server: a thread that owns `sub`, a hiredis
+ * context in subscribe mode, and polls it together with a self-pipe. Waiter
+ * threads never touch `sub`: to subscribe they add their channel to the
+ * hub's list and write a byte to the pipe, and the thread sends SUBSCRIBE.
+ * Replies are parsed by the thread: "subscribe" marks the channel confirmed
+ * and wakes the threads waiting for that; "message" wakes the channel's
+ * oldest waiter not yet woken ("0") or all of them (anything else, as
+ * Redisson's READ_UNLOCK_MESSAGE "1"); "unsubscribe" frees a channel that
+ * still has no waiter, or subscribes it again for the ones that came.
  *
- * Channels stay subscribed once used: the service uses a handful of lock
- * names, and an UNSUBSCRIBE racing a new waiter would cost a lost wake-up.
+ * A channel whose last waiter left is unsubscribed once it has been idle
+ * for IDLE_US (at once when a hub holds more than CHANNELS_MAX), so the
+ * channels of a client's items do not pile up. A waiter that arrives while
+ * its channel is being unsubscribed waits for it to be subscribed again.
  *
- * There is one hub (a subscriber thread and its connection) per pool: one
- * for the service's Redis, and one per Redlock master. Hubs are made on
- * first use and live until pubsub_shutdown().
- *
- * Everything is guarded by `mu`, except each hub's `sub`, which only its
- * thread uses. Threads: waiter threads and one subscriber thread per hub. */
+ * Everything is guarded by ps->mu, except each hub's `sub`, which only its
+ * thread uses; the mutex is never held across a connect, a write or a read.
+ * Threads: waiter threads and one subscriber thread per hub. */
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +31,10 @@
 #include "pubsub.h"
 #include "rpool.h"
 
+#define IDLE_US 2000000
+#define CHANNELS_MAX 1024
+#define DOWN_RETRY_MS 200
+
 struct pubsub_hub;
 
 struct pubsub_channel {
@@ -38,29 +42,35 @@ struct pubsub_channel {
     char *name;
     int sent;                         /* SUBSCRIBE written on this connection */
     int confirmed;                    /* and acknowledged */
+    int leaving;                      /* UNSUBSCRIBE written, not yet acknowledged */
+    int64_t idle_since_us;            /* when its last waiter left */
     struct pubsub_waiter *waiters;    /* oldest first */
     struct pubsub_channel *next;
 };
 
 struct pubsub_hub {
+    struct pubsub *ps;
     const struct rpool *pool;         /* the pool this hub stands for */
-    struct rpool_options opts;
-    char host[256], password[256];
+    struct rpool_options opts;        /* its strings are the pool's own */
     pthread_cond_t confirmed_cond;
     struct pubsub_channel *channels;
+    int nchannels;
     int wake_pipe[2];
     pthread_t thread;
-    int up;                           /* its connection is subscribed-capable */
+    int up;                           /* its connection is up (or not tried yet) */
     struct pubsub_hub *next;
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct pubsub_hub *hubs;
-static int stopping;
-static atomic_llong messages_total;
+struct pubsub {
+    pthread_mutex_t mu;
+    struct pubsub_hub *hubs;
+    int stopping;
+};
 
-static struct timespec to_timespec(int64_t us) {
-    return (struct timespec){us / 1000000, (long)(us % 1000000) * 1000};
+struct pubsub *pubsub_create(void) {
+    struct pubsub *ps = calloc(1, sizeof(*ps));
+    if (ps) pthread_mutex_init(&ps->mu, NULL);
+    return ps;
 }
 
 static void poke(struct pubsub_hub *h) {
@@ -74,25 +84,44 @@ static struct pubsub_channel *find_channel(struct pubsub_hub *h, const char *nam
     return NULL;
 }
 
-/* Signals the oldest waiter of ch not signalled yet. Called with mu held. */
-static void wake_one(struct pubsub_channel *ch) {
-    for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) {
-        if (!w->signalled) {
-            w->signalled = 1;
-            pthread_cond_signal(&w->cond);
-            return;
+static void channel_free(struct pubsub_hub *h, struct pubsub_channel *ch) {
+    for (struct pubsub_channel **p = &h->channels; *p; p = &(*p)->next) {
+        if (*p == ch) {
+            *p = ch->next;
+            break;
         }
+    }
+    h->nchannels--;
+    free(ch->name);
+    free(ch);
+}
+
+static void wake(struct pubsub_waiter *w) {
+    w->signalled = 1;
+    pthread_cond_signal(&w->cond);
+}
+
+/* Wakes the oldest waiter of ch not woken yet, or every one. Called with mu
+ * held. */
+static void wake_waiters(struct pubsub_channel *ch, int all) {
+    for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) {
+        if (w->signalled) continue;
+        wake(w);
+        if (!all) return;
     }
 }
 
-/* Connection lost: every waiter re-tries. Called with mu held. */
-static void wake_all_and_reset(struct pubsub_hub *h) {
-    for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next) {
-        ch->sent = ch->confirmed = 0;
-        for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) {
-            w->signalled = 1;
-            pthread_cond_signal(&w->cond);
-        }
+/* The connection is gone: every channel must be subscribed anew, those
+ * without waiters are dropped, and every waiter re-tries. Called with mu
+ * held. */
+static void reset_channels(struct pubsub_hub *h) {
+    struct pubsub_channel *ch = h->channels;
+    while (ch) {
+        struct pubsub_channel *next = ch->next;
+        ch->sent = ch->confirmed = ch->leaving = 0;
+        if (!ch->waiters) channel_free(h, ch);
+        else wake_waiters(ch, 1);
+        ch = next;
     }
     pthread_cond_broadcast(&h->confirmed_cond);
 }
@@ -105,108 +134,128 @@ static void handle(struct pubsub_hub *h, redisReply *r) {
     struct pubsub_channel *ch = find_channel(h, r->element[1]->str, r->element[1]->len);
     if (!ch) return;
     if (strcmp(kind, "subscribe") == 0) {
-        ch->confirmed = 1;
+        if (!ch->leaving) ch->confirmed = 1;
         pthread_cond_broadcast(&h->confirmed_cond);
+    } else if (strcmp(kind, "unsubscribe") == 0) {
+        ch->leaving = ch->sent = ch->confirmed = 0;
+        if (!ch->waiters) channel_free(h, ch);   /* else subscribed again for them */
     } else if (strcmp(kind, "message") == 0) {
-        atomic_fetch_add(&messages_total, 1);
-        wake_one(ch);
+        const redisReply *m = r->element[2];
+        int one = m->type == REDIS_REPLY_STRING && m->len == 1 && m->str[0] == '0';
+        wake_waiters(ch, !one);
     }
 }
 
-/* Sends SUBSCRIBE for every channel with waiters not sent on this
- * connection. Called with mu held. Returns -1 on a write error. */
-static int send_subscribes(struct pubsub_hub *h, redisContext *sub) {
-    int any = 0;
+/* Appends SUBSCRIBE for every channel with waiters not sent on this
+ * connection and UNSUBSCRIBE for idle ones to sub's output buffer (memory
+ * only: the thread writes it after dropping mu). Called with mu held. */
+static void queue_changes(struct pubsub_hub *h, redisContext *sub) {
+    int64_t now = mclock_us();
     for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next) {
-        if (!ch->sent && ch->waiters) {
+        if (ch->waiters && !ch->sent) {
             redisAppendCommand(sub, "SUBSCRIBE %s", ch->name);
             ch->sent = 1;
-            any = 1;
+        } else if (!ch->waiters && ch->confirmed && !ch->leaving &&
+                   (now - ch->idle_since_us >= IDLE_US || h->nchannels > CHANNELS_MAX)) {
+            redisAppendCommand(sub, "UNSUBSCRIBE %s", ch->name);
+            ch->leaving = 1;
+            ch->confirmed = 0;
         }
     }
-    int done = !any;
+}
+
+/* Writes sub's output buffer. -1 on error. */
+static int flush(redisContext *sub) {
+    int done = 0;
     while (!done)
         if (redisBufferWrite(sub, &done) != REDIS_OK) return -1;
     return 0;
 }
 
+/* Handles every reply sub has read. Called with mu held. -1 on error. */
+static int handle_replies(struct pubsub_hub *h, redisContext *sub) {
+    void *reply = NULL;
+    int rc;
+    while ((rc = redisGetReplyFromReader(sub, &reply)) == REDIS_OK && reply) {
+        handle(h, reply);
+        freeReplyObject(reply);
+        reply = NULL;
+    }
+    return rc == REDIS_OK ? 0 : -1;
+}
+
+/* Connects the hub; called with mu held, which it drops while dialing. */
+static redisContext *hub_connect(struct pubsub_hub *h) {
+    struct pubsub *ps = h->ps;
+    pthread_mutex_unlock(&ps->mu);
+    char err[128];
+    redisContext *c = rpool_connect(&h->opts, err, sizeof(err));
+    pthread_mutex_lock(&ps->mu);
+    if (c) {
+        h->up = 1;
+        for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next)
+            ch->sent = ch->confirmed = ch->leaving = 0;
+        return c;
+    }
+    h->up = 0;
+    reset_channels(h);
+    pthread_mutex_unlock(&ps->mu);
+    struct pollfd p = {.fd = h->wake_pipe[0], .events = POLLIN};
+    poll(&p, 1, DOWN_RETRY_MS);
+    pthread_mutex_lock(&ps->mu);
+    return NULL;
+}
+
 static void *subscriber_main(void *arg) {
     struct pubsub_hub *h = arg;
+    struct pubsub *ps = h->ps;
     redisContext *sub = NULL;
-    pthread_mutex_lock(&mu);
-    while (!stopping) {
-        if (!sub) {
-            pthread_mutex_unlock(&mu);
-            char err[128];
-            redisContext *c = rpool_connect(&h->opts, err, sizeof(err));
-            pthread_mutex_lock(&mu);
-            if (!c) {
-                h->up = 0;
-                wake_all_and_reset(h);
-                pthread_mutex_unlock(&mu);
-                struct pollfd p = {.fd = h->wake_pipe[0], .events = POLLIN};
-                poll(&p, 1, 200);
-                pthread_mutex_lock(&mu);
-                continue;
-            }
-            sub = c;
-            h->up = 1;
-            for (struct pubsub_channel *ch = h->channels; ch; ch = ch->next) ch->sent = ch->confirmed = 0;
-        }
-        int failed = send_subscribes(h, sub) < 0;
-        pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&ps->mu);
+    while (!ps->stopping) {
+        if (!sub && !(sub = hub_connect(h))) continue;
+        queue_changes(h, sub);
+        pthread_mutex_unlock(&ps->mu);
 
+        /* The socket is this thread's alone: written and read unlocked. */
+        int failed = flush(sub) < 0;
         struct pollfd p[2] = {{.fd = sub->fd, .events = POLLIN}, {.fd = h->wake_pipe[0], .events = POLLIN}};
-        if (!failed) poll(p, 2, 1000);
+        if (!failed) poll(p, 2, 500);
         char drain[64];
         if (p[1].revents & POLLIN)
             while (read(h->wake_pipe[0], drain, sizeof(drain)) > 0) {}
+        if (!failed && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+            failed = redisBufferRead(sub) != REDIS_OK;
 
-        pthread_mutex_lock(&mu);
-        if (!failed && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            if (redisBufferRead(sub) != REDIS_OK) {
-                failed = 1;
-            } else {
-                void *reply = NULL;
-                int rc;
-                while ((rc = redisGetReplyFromReader(sub, &reply)) == REDIS_OK && reply) {
-                    handle(h, reply);
-                    freeReplyObject(reply);
-                    reply = NULL;
-                }
-                if (rc != REDIS_OK) failed = 1;
-            }
-        }
+        pthread_mutex_lock(&ps->mu);
+        if (!failed) failed = handle_replies(h, sub) < 0;
         if (failed) {
             redisFree(sub);
             sub = NULL;
             h->up = 0;
-            wake_all_and_reset(h);
+            reset_channels(h);
         }
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&ps->mu);
     redisFree(sub);
     return NULL;
 }
 
 /* The hub of pool, started on first use. Called with mu held. NULL with
  * errstr set when it cannot be started. */
-static struct pubsub_hub *hub_for(struct rpool *pool, char *errstr, size_t errlen) {
-    for (struct pubsub_hub *h = hubs; h; h = h->next)
+static struct pubsub_hub *hub_for(struct pubsub *ps, struct rpool *pool, char *errstr,
+                                  size_t errlen) {
+    for (struct pubsub_hub *h = ps->hubs; h; h = h->next)
         if (h->pool == pool) return h;
     struct pubsub_hub *h = calloc(1, sizeof(*h));
     if (!h) {
         snprintf(errstr, errlen, "out of memory");
         return NULL;
     }
-    const struct rpool_options *o = rpool_options(pool);
+    h->ps = ps;
     h->pool = pool;
-    h->opts = *o;
-    h->opts.on_connect = NULL;   /* the subscriber is not a pooled connection */
-    snprintf(h->host, sizeof(h->host), "%s", o->host);
-    snprintf(h->password, sizeof(h->password), "%s", o->password ? o->password : "");
-    h->opts.host = h->host;
-    h->opts.password = h->password;
+    h->opts = *rpool_options(pool);
+    h->opts.on_connect = NULL;     /* the subscriber is not a pooled connection */
+    h->opts.load_scripts = 0;
     if (pipe2(h->wake_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
         snprintf(errstr, errlen, "pipe: %s", strerror(errno));
         free(h);
@@ -222,17 +271,17 @@ static struct pubsub_hub *hub_for(struct rpool *pool, char *errstr, size_t errle
         free(h);
         return NULL;
     }
-    h->next = hubs;
-    hubs = h;
+    h->next = ps->hubs;
+    ps->hubs = h;
     return h;
 }
 
-int pubsub_up(struct rpool *pool) {
-    pthread_mutex_lock(&mu);
+int pubsub_up(struct pubsub *ps, struct rpool *pool) {
+    pthread_mutex_lock(&ps->mu);
     int up = 1;
-    for (struct pubsub_hub *h = hubs; h; h = h->next)
+    for (struct pubsub_hub *h = ps->hubs; h; h = h->next)
         if (h->pool == pool) up = h->up;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&ps->mu);
     return up;
 }
 
@@ -243,103 +292,122 @@ static void unlink_waiter(struct pubsub_waiter *w) {
             break;
         }
     }
+    if (!w->ch->waiters) w->ch->idle_since_us = mclock_us();
 }
 
-int pubsub_wait_begin(struct pubsub_waiter *w, struct rpool *pool, const char *channel,
-                      int64_t deadline_us, char *errstr, size_t errlen) {
-    memset(w, 0, sizeof(*w));
-    pthread_mutex_lock(&mu);
-    struct pubsub_hub *h = stopping ? NULL : hub_for(pool, errstr, errlen);
-    if (!h) {
-        if (stopping) snprintf(errstr, errlen, "shutting down");
-        pthread_mutex_unlock(&mu);
-        return -1;
+/* The channel called name on h, made when missing. Called with mu held. */
+static struct pubsub_channel *channel_get(struct pubsub_hub *h, const char *name) {
+    struct pubsub_channel *ch = find_channel(h, name, strlen(name));
+    if (ch) return ch;
+    ch = calloc(1, sizeof(*ch));
+    if (!ch || !(ch->name = strdup(name))) {
+        free(ch);
+        return NULL;
     }
-    struct pubsub_channel *ch = find_channel(h, channel, strlen(channel));
+    ch->hub = h;
+    ch->next = h->channels;
+    h->channels = ch;
+    h->nchannels++;
+    return ch;
+}
+
+int pubsub_wait_begin(struct pubsub *ps, struct pubsub_waiter *w, struct rpool *pool,
+                      const char *channel, int64_t deadline_us, char *errstr, size_t errlen) {
+    memset(w, 0, sizeof(*w));
+    w->ps = ps;
+    pthread_mutex_lock(&ps->mu);
+    struct pubsub_hub *h = ps->stopping ? NULL : hub_for(ps, pool, errstr, errlen);
+    struct pubsub_channel *ch = h ? channel_get(h, channel) : NULL;
     if (!ch) {
-        ch = calloc(1, sizeof(*ch));
-        if (!ch || !(ch->name = strdup(channel))) {
-            free(ch);
-            pthread_mutex_unlock(&mu);
-            snprintf(errstr, errlen, "out of memory");
-            return -1;
-        }
-        ch->hub = h;
-        ch->next = h->channels;
-        h->channels = ch;
+        if (ps->stopping) snprintf(errstr, errlen, "shutting down");
+        else if (h) snprintf(errstr, errlen, "out of memory");
+        pthread_mutex_unlock(&ps->mu);
+        return -1;
     }
     mclock_cond_init(&w->cond);
     w->ch = ch;
     struct pubsub_waiter **tail = &ch->waiters;
     while (*tail) tail = &(*tail)->next;
     *tail = w;
-    if (!ch->sent) poke(h);
-    struct timespec ts = to_timespec(deadline_us);
+    if (!ch->sent || ch->leaving) poke(h);
     /* A failed connect broadcasts with h->up cleared: no confirmation can
      * come then, and the caller falls back on polling at once. */
-    while (!ch->confirmed && !stopping && h->up)
-        if (pthread_cond_timedwait(&h->confirmed_cond, &mu, &ts) == ETIMEDOUT) break;
+    while (!ch->confirmed && !ps->stopping && h->up)
+        if (mclock_cond_wait_until(&h->confirmed_cond, &ps->mu, deadline_us) == ETIMEDOUT) break;
     if (!ch->confirmed) {
         unlink_waiter(w);
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&ps->mu);
         pthread_cond_destroy(&w->cond);
         snprintf(errstr, errlen, h->up ? "SUBSCRIBE %.100s not confirmed in time"
                                        : "SUBSCRIBE %.100s: the subscriber cannot connect", channel);
         return -1;
     }
-    /* A wake-up already set (a reconnect, or an unlock just after the
-     * confirmation) only costs the caller one more try. */
-    pthread_mutex_unlock(&mu);
+    /* A wake-up already set (an unlock just after the confirmation) only
+     * costs the caller one more try. */
+    pthread_mutex_unlock(&ps->mu);
     return 0;
 }
 
 int pubsub_wait(struct pubsub_waiter *w, int64_t until_us) {
-    struct timespec ts = to_timespec(until_us);
-    pthread_mutex_lock(&mu);
-    while (!w->signalled)
-        if (pthread_cond_timedwait(&w->cond, &mu, &ts) == ETIMEDOUT) break;
-    int woken = w->signalled;
+    struct pubsub *ps = w->ps;
+    struct pubsub_hub *h = w->ch->hub;
+    pthread_mutex_lock(&ps->mu);
+    int retry = 0;
+    if (!w->ch->confirmed) {
+        /* Subscribed anew after a reconnect: sleeping before that could
+         * miss an unlock, so wait for it, then have the caller re-try. */
+        if (!w->ch->sent) poke(h);
+        int64_t until = until_us;
+        if (!h->up && mclock_us() + DOWN_RETRY_MS * 1000 < until) until = mclock_us() + DOWN_RETRY_MS * 1000;
+        while (!w->ch->confirmed && !ps->stopping)
+            if (mclock_cond_wait_until(&h->confirmed_cond, &ps->mu, until) == ETIMEDOUT) break;
+        retry = w->ch->confirmed || until < until_us;
+    } else {
+        while (!w->signalled)
+            if (mclock_cond_wait_until(&w->cond, &ps->mu, until_us) == ETIMEDOUT) break;
+        retry = w->signalled;
+    }
     w->signalled = 0;
-    pthread_mutex_unlock(&mu);
-    return woken;
+    pthread_mutex_unlock(&ps->mu);
+    return retry;
 }
 
 void pubsub_wait_end(struct pubsub_waiter *w) {
-    pthread_mutex_lock(&mu);
+    struct pubsub *ps = w->ps;
+    pthread_mutex_lock(&ps->mu);
     unlink_waiter(w);
     /* A wake-up this waiter did not use goes to the next one. */
-    if (w->signalled) wake_one(w->ch);
-    pthread_mutex_unlock(&mu);
+    if (w->signalled) wake_waiters(w->ch, 0);
+    pthread_mutex_unlock(&ps->mu);
     pthread_cond_destroy(&w->cond);
 }
 
-long long pubsub_messages(void) {
-    return atomic_load(&messages_total);
+int pubsub_channels(struct pubsub *ps) {
+    pthread_mutex_lock(&ps->mu);
+    int n = 0;
+    for (struct pubsub_hub *h = ps->hubs; h; h = h->next) n += h->nchannels;
+    pthread_mutex_unlock(&ps->mu);
+    return n;
 }
 
-void pubsub_shutdown(void) {
-    pthread_mutex_lock(&mu);
-    stopping = 1;
-    for (struct pubsub_hub *h = hubs; h; h = h->next) poke(h);
-    struct pubsub_hub *list = hubs;
-    hubs = NULL;
-    pthread_mutex_unlock(&mu);
+void pubsub_free(struct pubsub *ps) {
+    if (!ps) return;
+    pthread_mutex_lock(&ps->mu);
+    ps->stopping = 1;
+    for (struct pubsub_hub *h = ps->hubs; h; h = h->next) poke(h);
+    struct pubsub_hub *list = ps->hubs;
+    ps->hubs = NULL;
+    pthread_mutex_unlock(&ps->mu);
     while (list) {
         struct pubsub_hub *h = list;
         list = h->next;
         pthread_join(h->thread, NULL);
-        while (h->channels) {
-            struct pubsub_channel *next = h->channels->next;
-            free(h->channels->name);
-            free(h->channels);
-            h->channels = next;
-        }
+        while (h->channels) channel_free(h, h->channels);
         close(h->wake_pipe[0]);
         close(h->wake_pipe[1]);
         pthread_cond_destroy(&h->confirmed_cond);
         free(h);
     }
-    pthread_mutex_lock(&mu);
-    stopping = 0;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_destroy(&ps->mu);
+    free(ps);
 }

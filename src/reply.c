@@ -7,6 +7,7 @@
 #include <string.h>
 #include "lock.h"
 #include "reply.h"
+#include "strategy.h"
 
 int reply_sale_http_status(int s) {
     switch (s) {
@@ -15,6 +16,7 @@ int reply_sale_http_status(int s) {
     case INV_STALE_TOKEN:
     case INV_LOCK_LOST: return 409;
     case INV_BAD_DATA: return 409;
+    case INV_NOT_ALLOWED: return 403;
     default: return 503;
     }
 }
@@ -27,6 +29,7 @@ const char *reply_sale_status_word(int s) {
     case INV_STALE_TOKEN: return "stale_token";
     case INV_LOCK_LOST: return "lock_lost";
     case INV_BAD_DATA: return "bad_stock";
+    case INV_NOT_ALLOWED: return "strategy_not_allowed";
     default: return "backend_unavailable";
     }
 }
@@ -68,28 +71,30 @@ char *reply_sale(const struct sale_result *r, const char *strategy, int port, in
     }
     cJSON_AddStringToObject(o, "strategy", strategy);
     cJSON_AddNumberToObject(o, "port", port);
+    const struct lock_report *lr = &r->lock;
     cJSON *lk = cJSON_AddObjectToObject(o, "lock");
-    cJSON_AddNumberToObject(lk, "attempts", r->attempts);
+    cJSON_AddNumberToObject(lk, "attempts", lr->attempts);
     cJSON_AddNumberToObject(lk, "wait_ms", (double)r->wait_ms);
     if (r->status == INV_SOLD || r->status == INV_SOLD_OUT)
         cJSON_AddNumberToObject(lk, "hold_ms", (double)r->hold_ms);
-    if (r->depth) cJSON_AddNumberToObject(lk, "depth", r->depth);
+    if (lr->depth) cJSON_AddNumberToObject(lk, "depth", lr->depth);
     if (r->batch > 1) cJSON_AddNumberToObject(lk, "batch", r->batch);
-    if (r->token) cJSON_AddNumberToObject(lk, "token", (double)r->token);
-    if (r->replicas_wanted > 0) {
+    if (lr->token) cJSON_AddNumberToObject(lk, "token", (double)lr->token);
+    if (lr->renewals) cJSON_AddNumberToObject(lk, "renewals", lr->renewals);
+    if (r->late) cJSON_AddTrueToObject(lk, "late");
+    if (lr->replicas_wanted > 0) {
         cJSON *rep = cJSON_AddObjectToObject(lk, "replicas");
-        cJSON_AddNumberToObject(rep, "wanted", r->replicas_wanted);
-        cJSON_AddNumberToObject(rep, "acked", r->replicas_acked);
+        cJSON_AddNumberToObject(rep, "wanted", lr->replicas_wanted);
+        cJSON_AddNumberToObject(rep, "acked", lr->replicas_acked);
     }
-    if (r->quorum) {
-        static const char *const words[] = {"restarted", "error", "busy", "yes"};
-        cJSON_AddNumberToObject(lk, "quorum", r->quorum);
+    if (lr->quorum) {
+        cJSON_AddNumberToObject(lk, "quorum", lr->quorum);
         cJSON *votes = cJSON_AddArrayToObject(lk, "votes");
-        for (int i = 0; i < r->nvotes; i++) {
+        for (int i = 0; i < lr->nvotes; i++) {
             cJSON *v = cJSON_CreateObject();
-            cJSON_AddStringToObject(v, "node", r->votes[i].node);
-            cJSON_AddStringToObject(v, "vote", words[r->votes[i].outcome + 2]);
-            cJSON_AddNumberToObject(v, "ms", r->votes[i].us / 1000.0);
+            cJSON_AddStringToObject(v, "node", lr->votes[i].node);
+            cJSON_AddStringToObject(v, "vote", lock_vote_word(lr->votes[i].outcome));
+            cJSON_AddNumberToObject(v, "ms", lr->votes[i].us / 1000.0);
             cJSON_AddItemToArray(votes, v);
         }
     }
@@ -106,7 +111,7 @@ char *reply_error(const char *word, const char *sentence, int text) {
 
 char *reply_unknown_strategy(const char *name, int text) {
     char names[1024];
-    lock_type_names(names, sizeof(names));
+    strategy_names(names, sizeof(names));
     if (text) return format("unknown strategy '%s'; known strategies: %s", name, names);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "status", "unknown_strategy");
@@ -114,8 +119,8 @@ char *reply_unknown_strategy(const char *name, int text) {
     cJSON_AddStringToObject(o, "error", sentence ? sentence : "unknown strategy");
     free(sentence);
     cJSON *list = cJSON_AddArrayToObject(o, "strategies");
-    for (int i = 0; lock_types[i]; i++)
-        cJSON_AddItemToArray(list, cJSON_CreateString(lock_types[i]->name));
+    for (int i = 0; strategies[i].name; i++)
+        cJSON_AddItemToArray(list, cJSON_CreateString(strategies[i].name));
     return render(o);
 }
 
@@ -127,12 +132,29 @@ char *reply_stock(long long stock, int port, int text) {
     return render(o);
 }
 
+/* The audit's warning when the stock was sold under more than one lock
+ * family since its reset, into buf; "" when there is none. */
+static void audit_warning(const struct audit *a, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (a->nfamilies < 2) return;
+    size_t off = (size_t)snprintf(buf, len, "this stock was sold under %d lock families since its "
+                                  "reset (", a->nfamilies);
+    for (int i = 0; i < a->nfamilies && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", a->families[i]);
+    if (off < len)
+        snprintf(buf + off, len - off, "): they do not exclude each other, so the audit cannot "
+                 "vouch for any of them; set lock.allowed to rule mixing out");
+}
+
 char *reply_audit(const struct audit *a, int text) {
+    char warning[512];
+    audit_warning(a, warning, sizeof(warning));
     if (text)
         return format("stock: %lld\ninitial: %lld\nsold: %lld\nsold_twice: %lld\n"
-                      "oversold_units: %lld\noversold: %s\nviolations: %lld\n",
+                      "oversold_units: %lld\noversold: %s\nviolations: %lld\n%s%s%s",
                       a->stock, a->initial, a->sold, a->sold_twice, a->oversold_units,
-                      a->oversold ? "yes" : "no", a->violations);
+                      a->oversold ? "yes" : "no", a->violations, warning[0] ? "warning: " : "",
+                      warning, warning[0] ? "\n" : "");
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "stock", (double)a->stock);
     cJSON_AddNumberToObject(o, "initial", (double)a->initial);
@@ -141,6 +163,50 @@ char *reply_audit(const struct audit *a, int text) {
     cJSON_AddNumberToObject(o, "oversold_units", (double)a->oversold_units);
     cJSON_AddBoolToObject(o, "oversold", a->oversold);
     cJSON_AddNumberToObject(o, "violations", (double)a->violations);
+    cJSON *fam = cJSON_AddArrayToObject(o, "families");
+    for (int i = 0; i < a->nfamilies; i++) cJSON_AddItemToArray(fam, cJSON_CreateString(a->families[i]));
+    cJSON *w = cJSON_AddArrayToObject(o, "warnings");
+    if (warning[0]) cJSON_AddItemToArray(w, cJSON_CreateString(warning));
+    return render(o);
+}
+
+char *reply_history(const struct history_event *ev, int n, int text) {
+    if (text) {
+        size_t cap = 256 + (size_t)n * 256, off = 0;
+        char *s = malloc(cap);
+        if (!s) return NULL;
+        s[0] = '\0';
+        for (int i = 0; i < n && off < cap; i++) {
+            const struct history_event *e = &ev[i];
+            off += (size_t)snprintf(s + off, cap - off, "%s %s:%d %s %s unit=%lld granted_us=%lld "
+                                    "released_us=%lld late=%d\n", e->id, e->instance, e->port,
+                                    e->strategy, e->outcome, e->unit, (long long)e->granted_us,
+                                    (long long)e->released_us, e->late);
+        }
+        return s;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *list = cJSON_AddArrayToObject(o, "events");
+    for (int i = 0; i < n; i++) {
+        const struct history_event *e = &ev[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "id", e->id);
+        cJSON_AddStringToObject(x, "instance", e->instance);
+        cJSON_AddNumberToObject(x, "port", e->port);
+        cJSON_AddStringToObject(x, "owner", e->owner);
+        cJSON_AddStringToObject(x, "strategy", e->strategy);
+        cJSON_AddStringToObject(x, "outcome", e->outcome);
+        cJSON_AddStringToObject(x, "order", e->order);
+        cJSON_AddNumberToObject(x, "granted_us", (double)e->granted_us);
+        cJSON_AddNumberToObject(x, "released_us", (double)e->released_us);
+        if (e->lease_us) cJSON_AddNumberToObject(x, "lease_us", (double)e->lease_us);
+        if (e->unit) cJSON_AddNumberToObject(x, "unit", (double)e->unit);
+        cJSON_AddNumberToObject(x, "stock_read", (double)e->stock_read);
+        if (e->token) cJSON_AddNumberToObject(x, "token", (double)e->token);
+        cJSON_AddBoolToObject(x, "late", e->late);
+        cJSON_AddItemToArray(list, x);
+    }
+    cJSON_AddStringToObject(o, "next", n ? ev[n - 1].id : "");
     return render(o);
 }
 
@@ -150,8 +216,8 @@ char *reply_strategies(const char *default_strategy, int text) {
         char *s = malloc(cap);
         if (!s) return NULL;
         s[0] = '\0';
-        for (int i = 0; lock_types[i]; i++) {
-            const struct lock_type *t = lock_types[i];
+        for (int i = 0; strategies[i].name; i++) {
+            const struct strategy *t = &strategies[i];
             int n;
             while ((n = snprintf(s + off, cap - off, "%s%s\t%s\tflaw: %s\n", t->name,
                                  strcmp(t->name, default_strategy) == 0 ? " (default)" : "",
@@ -170,13 +236,16 @@ char *reply_strategies(const char *default_strategy, int text) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "default", default_strategy);
     cJSON *list = cJSON_AddArrayToObject(o, "strategies");
-    for (int i = 0; lock_types[i]; i++) {
+    for (int i = 0; strategies[i].name; i++) {
+        const struct strategy *t = &strategies[i];
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "name", lock_types[i]->name);
-        cJSON_AddStringToObject(e, "description", lock_types[i]->description);
-        cJSON_AddStringToObject(e, "flaw", lock_types[i]->flaw);
+        cJSON_AddStringToObject(e, "name", t->name);
+        cJSON_AddStringToObject(e, "description", t->description);
+        cJSON_AddStringToObject(e, "flaw", t->flaw);
+        cJSON_AddStringToObject(e, "lock", lock_type_name(t->lock));
+        cJSON_AddStringToObject(e, "family", lock_type_family(t->lock));
         char path[64];
-        snprintf(path, sizeof(path), "/inventory/sale/%s", lock_types[i]->name);
+        snprintf(path, sizeof(path), "/inventory/sale/%s", t->name);
         cJSON_AddStringToObject(e, "path", path);
         cJSON_AddItemToArray(list, e);
     }

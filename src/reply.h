@@ -8,11 +8,13 @@
 #include "inventory.h"
 
 /* The HTTP status for a sale result: 200 sold/sold_out, 503 lock_timeout
- * and backend_unavailable, 409 stale_token, lock_lost and bad_stock. */
+ * and backend_unavailable, 409 stale_token, lock_lost and bad_stock, 403
+ * strategy_not_allowed. */
 int reply_sale_http_status(int inv_status);
 
 /* The status word for a sale result: "sold", "sold_out", "lock_timeout",
- * "backend_unavailable", "stale_token", "lock_lost", "bad_stock". */
+ * "backend_unavailable", "stale_token", "lock_lost", "bad_stock",
+ * "strategy_not_allowed". */
 const char *reply_sale_status_word(int inv_status);
 
 /* A sale answer. JSON:
@@ -33,8 +35,14 @@ char *reply_unknown_strategy(const char *name, int text);
 /* {"stock":N,"port":P} or "库存: N\t服务端口号:P". */
 char *reply_stock(long long stock, int port, int text);
 
-/* The audit as JSON (text: one "key: value" per line). */
+/* The audit as JSON (text: one "key: value" per line), with "families"
+ * and "warnings" (a sentence when the stock was sold under more than one
+ * lock family since its reset). */
 char *reply_audit(const struct audit *a, int text);
+
+/* The history events, oldest first, as {"events":[...],"next":ID} (text:
+ * one line each). */
+char *reply_history(const struct history_event *ev, int n, int text);
 
 /* Every strategy with its description and flaw, and the default one. */
 char *reply_strategies(const char *default_strategy, int text);

@@ -17,6 +17,7 @@ static const struct fixed_route fixed_routes[] = {
     {"/strategies", ROUTE_STRATEGIES, "GET"},
     {"/healthz", ROUTE_HEALTHZ, "GET"},
     {"/metrics", ROUTE_METRICS, "GET"},
+    {"/inventory/history", ROUTE_HISTORY, "GET"},
     {"/inventory/saleByRedisson", ROUTE_SALE, "GET, POST"},
     {"/inventory/saleByRedlock", ROUTE_SALE, "GET, POST"},
 };

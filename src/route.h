@@ -12,6 +12,7 @@ enum route_id {
     ROUTE_STRATEGIES,    /* GET /strategies */
     ROUTE_HEALTHZ,       /* GET /healthz */
     ROUTE_METRICS,       /* GET /metrics */
+    ROUTE_HISTORY,       /* GET /inventory/history */
 };
 
 struct route {

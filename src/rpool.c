@@ -20,7 +20,9 @@
 #include <sys/time.h>
 #include "mclock.h"
 #include "rpool.h"
+#include "script.h"
 #include "sentinel.h"
+#include "addr.h"
 
 struct rpool {
     struct rpool_options opt;
@@ -148,6 +150,10 @@ static redisContext *rpool_dial(const struct rpool_options *opt, const char *hos
             return NULL;
         }
     }
+    if (opt->load_scripts && script_load_all(c, errstr, errlen) < 0) {
+        redisFree(c);
+        return NULL;
+    }
     if (opt->on_connect) {
         opt->on_connect(c, opt->on_connect_arg);
         if (c->err) {
@@ -164,10 +170,10 @@ static redisContext *rpool_dial(const struct rpool_options *opt, const char *hos
  * every address dialed already. */
 static redisContext *rpool_dial_sentinels(const struct rpool_options *opt,
                                           char *errstr, size_t errlen) {
-    struct sentinel_node s[SENTINEL_MAX];
+    struct addr s[SENTINEL_MAX];
     char why[160] = "", tried[512] = "";
     const char *master = opt->master_name && opt->master_name[0] ? opt->master_name : "mymaster";
-    int n = sentinel_parse(opt->sentinels, s, SENTINEL_MAX, why, sizeof(why));
+    int n = addr_list_parse(opt->sentinels, s, SENTINEL_MAX, why, sizeof(why));
     if (n < 0) {
         snprintf(errstr, errlen, "redis.sentinel.nodes: %s", why);
         return NULL;
@@ -246,10 +252,10 @@ static void rpool_refresh(struct rpool *p) {
     pthread_mutex_unlock(&p->lock);
     if (!due) return;
 
-    struct sentinel_node s[SENTINEL_MAX];
+    struct addr s[SENTINEL_MAX];
     char host[256], err[128];
     int port = 0, found = 0;
-    int n = sentinel_parse(p->sentinels, s, SENTINEL_MAX, err, sizeof(err));
+    int n = addr_list_parse(p->sentinels, s, SENTINEL_MAX, err, sizeof(err));
     for (int i = 0; i < n && !found; i++)
         found = sentinel_ask(&s[i], p->master_name, p->opt.timeout_ms, host, sizeof(host),
                              &port, err, sizeof(err)) == 0;
@@ -267,16 +273,9 @@ static int rpool_stale(redisContext *c) {
     return c->err || poll(&pfd, 1, 0) != 0;
 }
 
-redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errlen) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-
+int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, size_t errlen) {
+    *out = NULL;
+    monotime_us deadline = mclock_us() + (monotime_us)(wait_ms > 0 ? wait_ms : 0) * 1000;
     if (p->sentinels[0]) rpool_refresh(p);
     pthread_mutex_lock(&p->lock);
     for (;;) {
@@ -284,18 +283,19 @@ redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errle
             redisContext *c = p->idle[--p->nidle];
             if (!rpool_stale(c) && !rpool_outdated(p, c)) {
                 pthread_mutex_unlock(&p->lock);
-                return c;
+                *out = c;
+                return RPOOL_OK;
             }
             p->live--;
             redisFree(c);
         }
         if (p->live < p->opt.size) break;
-        if (pthread_cond_timedwait(&p->freed, &p->lock, &deadline) == ETIMEDOUT &&
+        if (mclock_cond_wait_until(&p->freed, &p->lock, deadline) == ETIMEDOUT &&
             p->nidle == 0 && p->live >= p->opt.size) {
             pthread_mutex_unlock(&p->lock);
             snprintf(errstr, errlen, "all %d Redis connections busy for %d ms",
                      p->opt.size, wait_ms);
-            return NULL;
+            return RPOOL_BUSY;
         }
     }
     p->live++;   /* reserve the slot, then connect without the lock */
@@ -310,7 +310,8 @@ redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errle
         pthread_cond_signal(&p->freed);
     }
     pthread_mutex_unlock(&p->lock);
-    return c;
+    *out = c;
+    return c ? RPOOL_OK : RPOOL_ERR;
 }
 
 void rpool_put(struct rpool *p, redisContext *c) {

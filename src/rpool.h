@@ -8,7 +8,9 @@
  * recovers by itself once Redis is back.
  *
  * Contexts are made lazily, up to `size`. Every new context has connect and
- * command timeouts of timeout_ms, and runs AUTH and SELECT when configured.
+ * command timeouts of timeout_ms, and runs AUTH and SELECT when configured,
+ * then loads the embedded Lua scripts when load_scripts is set (so that a
+ * pipelined EVALSHA finds them, even right after a Redis restart).
  * An idle context whose socket became readable (the server closed it, e.g.
  * on restart) is discarded at rpool_get() time, before any command is sent
  * on it, so no command is ever written to a connection known to be dead.
@@ -43,6 +45,7 @@ struct rpool_options {
     int database;           /* SELECT when not 0 */
     int timeout_ms;         /* connect and command timeout */
     int size;               /* most contexts alive at once */
+    int load_scripts;       /* SCRIPT LOAD every embedded script on connect */
     /* Called on every new connection after AUTH and SELECT, in the thread
      * that made it (e.g. to read INFO server); may be NULL. Must not keep c. */
     void (*on_connect)(redisContext *c, void *arg);
@@ -58,10 +61,18 @@ struct rpool *rpool_create(const struct rpool_options *opt);
  * been put back or dropped first. Accepts NULL. */
 void rpool_free(struct rpool *p);
 
-/* Hands out a connected context, waiting at most wait_ms for one to be free
- * when all `size` are in use. On failure NULL is returned, errstr says why
- * ("connect 127.0.0.1:6379: Connection refused", "pool exhausted"). */
-redisContext *rpool_get(struct rpool *p, int wait_ms, char *errstr, size_t errlen);
+/* What rpool_get returns. Busy is not broken: a caller waiting for a lock
+ * may wait on, one facing an outage should give up. */
+#define RPOOL_OK 0
+#define RPOOL_BUSY 1    /* all `size` contexts stayed in use for wait_ms */
+#define RPOOL_ERR -1    /* no context could be made: the server is unreachable */
+
+/* Hands out a connected context in *out, waiting at most wait_ms for one to
+ * be free when all `size` are in use. Returns RPOOL_OK, or RPOOL_BUSY or
+ * RPOOL_ERR with *out NULL and errstr saying why ("all 128 Redis
+ * connections busy for 2000 ms", "connect 127.0.0.1:6379: Connection
+ * refused"). */
+int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, size_t errlen);
 
 /* Gives c back for reuse. If c->err is set, or (with sentinels) the master
  * has moved since c was dialed, it is dropped instead. Accepts NULL. */

@@ -1,11 +1,13 @@
 /* script.h -- Lua scripts embedded at build time from src/lua/NAME.lua, run by
  * EVALSHA with a fallback on NOSCRIPT.
  *
- * The SHA1 of each script is learnt from SCRIPT LOAD the first time the
- * script runs in this process and cached; the cache is guarded by a mutex and
- * may be used from any thread. A NOSCRIPT reply (the server restarted or ran
- * SCRIPT FLUSH) means the script did not run, so loading it and running it
- * again is safe: that is the only retry done here. */
+ * Each script's SHA1 is computed at build time from its bytes, so EVALSHA
+ * needs no round trip to learn it. rpool loads every script on every new
+ * connection (script_load_all), so a pipelined EVALSHA finds it even right
+ * after a Redis restart. A NOSCRIPT reply (someone ran SCRIPT FLUSH) means
+ * the script did not run, so loading it (SCRIPT LOAD) and running it again
+ * is safe: that is the only retry done here. Everything here is thread safe: the table is
+ * constant. */
 #ifndef INVENTORYD_SCRIPT_H
 #define INVENTORYD_SCRIPT_H
 
@@ -15,28 +17,36 @@
 struct script_source {
     const char *name;   /* file name without .lua, e.g. "atomic-sale" */
     const char *body;
+    const char *sha;    /* 40 hex digits */
 };
 
-/* The generated table, terminated by {NULL, NULL}. */
+/* The generated table, terminated by {NULL, NULL, NULL}. */
 extern const struct script_source script_sources[];
 
-/* The body of the named script, or NULL. */
-const char *script_body(const char *name);
+/* The named script, or NULL. */
+const struct script_source *script_find(const char *name);
 
-/* Runs the named script with numkeys keys followed by its args, as argv.
- * Returns the reply (to be freed with freeReplyObject), which may be a
- * REDIS_REPLY_ERROR from the script itself; or NULL when the connection
- * failed (c->err is set and c must be discarded) or the script is unknown
- * (errstr says which). */
+/* Runs the named script with numkeys keys followed by its args, as argv
+ * (argvlen NULL: C strings). Returns the reply (free it with
+ * freeReplyObject), which may be a REDIS_REPLY_ERROR from the script
+ * itself; or NULL when the connection failed (c->err is set and c must be
+ * discarded) or the script is unknown (errstr says which). */
 redisReply *script_run(redisContext *c, const char *name, int numkeys,
                        int argc, const char **argv, const size_t *argvlen,
                        char *errstr, size_t errlen);
 
-/* The SHA1 of the named script into sha (41 bytes), loading it with SCRIPT
- * LOAD on c when this process has not learnt it yet. For callers that
- * pipeline EVALSHA themselves; a NOSCRIPT reply from another server is then
- * theirs to handle (script_run does it). Returns 0, or -1 with errstr set
- * (c->err set when the connection failed). */
-int script_sha(redisContext *c, const char *name, char sha[41], char *errstr, size_t errlen);
+/* Appends EVALSHA of the named script to c's output buffer without sending
+ * it, for a caller that pipelines. REDIS_OK, or REDIS_ERR (unknown script
+ * or out of memory). A NOSCRIPT reply to it is the caller's to handle. */
+int script_append(redisContext *c, const char *name, int numkeys, int argc,
+                  const char **argv, const size_t *argvlen);
+
+/* True when r is the NOSCRIPT error: the script did not run. */
+int script_missing(const redisReply *r);
+
+/* Loads every embedded script on c with SCRIPT LOAD, pipelined (one round
+ * trip). Returns 0, or -1 with errstr set (c->err set if the connection
+ * failed). */
+int script_load_all(redisContext *c, char *errstr, size_t errlen);
 
 #endif

@@ -10,45 +10,7 @@
 #include <sys/time.h>
 #include "sentinel.h"
 
-int sentinel_parse(const char *nodes, struct sentinel_node *out, int max,
-                   char *errstr, size_t errlen) {
-    int n = 0;
-    const char *p = nodes ? nodes : "";
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        char item[300];
-        snprintf(item, sizeof(item), "%.*s", (int)(len < sizeof(item) - 1 ? len : sizeof(item) - 1), p);
-        /* Spaces around an entry are forgiven: "a:1, b:2". */
-        char *s = item, *e = item + strlen(item);
-        while (*s == ' ' || *s == '\t') s++;
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';
-        char *colon = strrchr(s, ':');
-        char *end = NULL;
-        long port = colon ? strtol(colon + 1, &end, 10) : 0;
-        if (!colon || colon == s || !end || end == colon + 1 || *end || port < 1 ||
-            port > 65535 || (size_t)(colon - s) >= sizeof(out[0].host)) {
-            snprintf(errstr, errlen, "'%.60s' is not host:port", s);
-            return -1;
-        }
-        if (n == max) {
-            snprintf(errstr, errlen, "more than %d sentinels", max);
-            return -1;
-        }
-        memcpy(out[n].host, s, (size_t)(colon - s));
-        out[n].host[colon - s] = '\0';
-        out[n].port = (int)port;
-        n++;
-        p += len;
-        if (*p == ',') p++;
-    }
-    if (n == 0) {
-        snprintf(errstr, errlen, "no sentinel given");
-        return -1;
-    }
-    return n;
-}
-
-int sentinel_ask(const struct sentinel_node *s, const char *master, int timeout_ms,
+int sentinel_ask(const struct addr *s, const char *master, int timeout_ms,
                  char *host, size_t hostlen, int *port, char *errstr, size_t errlen) {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);

@@ -1,6 +1,7 @@
 /* sentinel.h -- asking Redis Sentinel where a master is.
  *
- * The sentinels are written "host:port,host:port,..." (redis.sentinel.nodes).
+ * The sentinels are written "host:port,host:port,..." (redis.sentinel.nodes,
+ * parsed by addr_list_parse, at most SENTINEL_MAX).
  * They are reached without AUTH: redis.password is the master's, not theirs.
  * Nothing here keeps state between calls: every function is thread safe. */
 #ifndef INVENTORYD_SENTINEL_H
@@ -8,24 +9,15 @@
 
 #include <stddef.h>
 
+#include "addr.h"
+
 #define SENTINEL_MAX 16
-
-struct sentinel_node {
-    char host[256];
-    int port;
-};
-
-/* Parses nodes into out[] (room for max). Returns how many sentinels it
- * names (at least 1), or -1 with errstr set ("'x' is not host:port",
- * "more than 16 sentinels", "no sentinel given"). */
-int sentinel_parse(const char *nodes, struct sentinel_node *out, int max,
-                   char *errstr, size_t errlen);
 
 /* Asks one sentinel `SENTINEL get-master-addr-by-name master`, with connect
  * and command timeouts of timeout_ms. Returns 0 with host and *port set, or
  * -1 with errstr saying why ("Connection refused", "does not know master
  * 'x'"), never naming the sentinel (the caller lists the ones it tried). */
-int sentinel_ask(const struct sentinel_node *s, const char *master, int timeout_ms,
+int sentinel_ask(const struct addr *s, const char *master, int timeout_ms,
                  char *host, size_t hostlen, int *port, char *errstr, size_t errlen);
 
 #endif

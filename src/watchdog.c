@@ -1,172 +1,260 @@
-/* watchdog.c -- one renewal thread for every watched lock (see watchdog.h).
+/* watchdog.c -- one background thread per lock core (see watchdog.h).
  *
  * DESIGN
- * `watched` is a singly linked list of lock handles (through wd_next), kept
- * under `mu`. The thread sleeps on `changed` until the earliest wd_due_us,
- * then renews every due lock on a connection borrowed from the pool, still
- * under `mu`: watchdog_unwatch() therefore waits for a round
- * in flight to end, and once it returns the thread never touches that handle
- * again (it lives on a sale thread's stack). A round is bounded by
- * redis.timeout, and happens only every TTL/3.
+ * `watched` and `orphans` are singly linked lists of handles (through
+ * wd_next), kept under `mu`. The thread picks what is due under `mu`,
+ * marks each watched one busy, and drops `mu` for the network round trips:
+ * no mutex is ever held across I/O. It then takes `mu` again to record the
+ * outcomes. watchdog_unwatch() waits (on `idle`) for a renewal of its handle
+ * in flight to end, so once it returns the thread never touches that handle
+ * again (it lives with its sale).
  *
- * Threads: the sale threads (watch/unwatch) and the watchdog thread. */
+ * The thread's connections (links[], one per pool it has needed) are its
+ * own: made with the pool's options, never borrowed from it, so a busy pool
+ * cannot starve a renewal. Only the thread touches them.
+ *
+ * Threads: the sale threads (watch, unwatch, adopt) and the watchdog thread. */
+#include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "lock_int.h"
 #include "mclock.h"
 #include "rpool.h"
-#include "script.h"
 #include "watchdog.h"
 
 #define ROUND_MAX 256
+#define LINKS_MAX (LOCK_MAX_NODES + 1)
+#define ORPHAN_RETRY_MS 250
+#define ORPHANS_MAX 4096
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t changed;
-static pthread_t thread;
-static int running, stopping;
-static struct lock *watched;
-static struct rpool *pool;
-static atomic_llong renewals_total;
+struct wd_link {
+    struct rpool *pool;
+    redisContext *c;
+};
 
-/* The lease a renewal resets, and how often it is renewed: TTL/3. */
+struct watchdog {
+    struct lock_core *core;
+    pthread_mutex_t mu;
+    pthread_cond_t changed;     /* a lock was watched or adopted, or stop */
+    pthread_cond_t idle;        /* a round ended */
+    pthread_t thread;
+    int stopping;
+    struct lock *watched;
+    struct lock *orphans;
+    int norphans;
+    struct wd_link links[LINKS_MAX];   /* the thread's own */
+    int nlinks;
+};
+
+/* ---- the thread's connections ------------------------------------------- */
+
+static redisContext *link_get(struct lock_link *k, struct rpool *pool) {
+    struct watchdog *wd = k->ctx;
+    struct wd_link *ln = NULL;
+    for (int i = 0; i < wd->nlinks && !ln; i++)
+        if (wd->links[i].pool == pool) ln = &wd->links[i];
+    if (!ln) {
+        if (wd->nlinks == LINKS_MAX) {
+            snprintf(k->errstr, sizeof(k->errstr), "too many Redis servers to renew on");
+            return NULL;
+        }
+        ln = &wd->links[wd->nlinks++];
+        ln->pool = pool;
+    }
+    if (!ln->c) ln->c = rpool_connect(rpool_options(pool), k->errstr, sizeof(k->errstr));
+    return ln->c;
+}
+
+static void link_put(struct lock_link *k, struct rpool *pool, redisContext *c) {
+    struct watchdog *wd = k->ctx;
+    if (!c || !c->err) return;
+    for (int i = 0; i < wd->nlinks; i++) {
+        if (wd->links[i].pool == pool && wd->links[i].c == c) {
+            redisFree(c);
+            wd->links[i].c = NULL;   /* redialed on next use */
+        }
+    }
+}
+
+/* ---- renewal ------------------------------------------------------------ */
+
 static int64_t period_us(const struct lock *l) {
-    int64_t p = (int64_t)l->env->ttl_ms * 1000 / 3;
+    int64_t p = (int64_t)lock_lease_ms(l) * 1000 / 3;
     return p > 1000 ? p : 1000;
 }
 
-static void mark_lost(struct lock *l) {
-    atomic_store(&l->lost, 1);
-}
-
-/* Records the outcome of one renewal of l at now. */
-static void renewed(struct lock *l, int ok, int64_t now) {
-    if (ok) {
+/* Records the outcome rc of renewing l, sent at sent_us. Called with mu held. */
+static void renewed(struct lock *l, int rc, int64_t sent_us) {
+    int64_t now = mclock_us();
+    if (rc == LOCK_OK) {
+        atomic_store(&l->lease_until_us,
+                     sent_us + (int64_t)lock_lease_ms(l) * 1000 - lock_margin_us(lock_lease_ms(l)));
         atomic_fetch_add(&l->renewals, 1);
-        atomic_fetch_add(&renewals_total, 1);
-        l->wd_renewed_us = now;
-        l->wd_due_us = now + period_us(l);
-    } else {
-        mark_lost(l);       /* gone, or another owner's: stop */
+        l->wd_due_us = sent_us + period_us(l);
+    } else if (rc == LOCK_LOST || now >= atomic_load(&l->lease_until_us)) {
+        atomic_store(&l->lost, 1);     /* gone, or its lease ran out unrenewed */
         l->wd_due_us = INT64_MAX;
+    } else {
+        l->wd_due_us = now + period_us(l) / 4;   /* not reached: soon again */
     }
 }
 
-/* Renews the due locks in due[]. Called with mu held. A lock on several
- * masters renews itself through its type (it needs a quorum of them). */
-static void renew_round(struct lock **due, int n) {
-    int single = 0;
+static void run_round(struct watchdog *wd, struct lock **due, int n, struct lock **orph, int m) {
+    struct lock_link k = {.get = link_get, .put = link_put, .ctx = wd};
+    int rc[ROUND_MAX], orc[ROUND_MAX];
+    int64_t sent[ROUND_MAX];
     for (int i = 0; i < n; i++) {
-        if (due[i]->type->flags & LOCK_F_MULTI)
-            renewed(due[i], due[i]->type->renew(due[i]) == LOCK_OK, mclock_us());
-        else
-            due[single++] = due[i];
+        sent[i] = mclock_us();
+        rc[i] = due[i]->type->renew(due[i], &k);
     }
-    n = single;
-    if (n == 0) return;
-    char err[128];
-    redisContext *c = rpool_get(pool, 1000, err, sizeof(err));
-    redisReply *rep[ROUND_MAX] = {0};
-    int got = 0;
-    if (c) {
-        char lease[n][24];
-        for (int i = 0; i < n; i++) {
-            snprintf(lease[i], sizeof(lease[i]), "%d", due[i]->env->ttl_ms);
-            const char *argv[] = {due[i]->key, lease[i], due[i]->owner};
-            /* One by one through script_run, which handles NOSCRIPT; a round
-             * is small (one lock per name is held at a time). */
-            rep[i] = script_run(c, "hash-renew", 1, 3, argv, NULL, err, sizeof(err));
-            if (!rep[i]) break;
-            got++;
-        }
+    for (int i = 0; i < m; i++) orc[i] = lock_compensate(orph[i], &k);
+
+    pthread_mutex_lock(&wd->mu);
+    for (int i = 0; i < n; i++) {
+        renewed(due[i], rc[i], sent[i]);
+        due[i]->wd_busy = 0;
     }
     int64_t now = mclock_us();
-    for (int i = 0; i < n; i++) {
-        struct lock *l = due[i];
-        if (i < got && rep[i]->type == REDIS_REPLY_INTEGER) {
-            renewed(l, rep[i]->integer == 1, now);
+    for (int i = 0; i < m; i++) {
+        struct lock *l = orph[i];
+        l->wd_busy = 0;
+        if (orc[i] == LOCK_OK || now >= l->wd_giveup_us || wd->stopping) {
+            for (struct lock **p = &wd->orphans; *p; p = &(*p)->wd_next)
+                if (*p == l) {
+                    *p = l->wd_next;
+                    break;
+                }
+            wd->norphans--;
+            lock_destroy(l);
         } else {
-            /* Not reached: try again soon, until the lease set by the last
-             * renewal has run out. */
-            if (now - l->wd_renewed_us >= (int64_t)l->env->ttl_ms * 1000) {
-                mark_lost(l);
-                l->wd_due_us = INT64_MAX;
-            } else {
-                l->wd_due_us = now + period_us(l) / 4;
-            }
+            l->wd_due_us = now + ORPHAN_RETRY_MS * 1000;
         }
     }
-    for (int i = 0; i < got; i++) freeReplyObject(rep[i]);
-    if (c) rpool_put(pool, c);   /* dropped by rpool_put if it failed */
+    pthread_cond_broadcast(&wd->idle);
+}
+
+/* Collects what is due into due[] and orph[], marking each busy; returns
+ * the earliest later due time. Called with mu held. */
+static int64_t collect(struct watchdog *wd, struct lock **due, int *n, struct lock **orph, int *m) {
+    int64_t now = mclock_us(), next = now + 1000000;
+    *n = *m = 0;
+    for (struct lock *l = wd->watched; l; l = l->wd_next) {
+        if (l->wd_due_us <= now && *n < ROUND_MAX) {
+            l->wd_busy = 1;
+            due[(*n)++] = l;
+        } else if (l->wd_due_us < next) {
+            next = l->wd_due_us;
+        }
+    }
+    for (struct lock *l = wd->orphans; l; l = l->wd_next) {
+        if ((l->wd_due_us <= now || wd->stopping) && *m < ROUND_MAX) {
+            l->wd_busy = 1;
+            orph[(*m)++] = l;
+        } else if (l->wd_due_us < next) {
+            next = l->wd_due_us;
+        }
+    }
+    return next;
 }
 
 static void *watchdog_main(void *arg) {
-    (void)arg;
-    pthread_mutex_lock(&mu);
-    while (!stopping) {
-        int64_t now = mclock_us(), next = now + 1000000;
-        struct lock *due[ROUND_MAX];
-        int n = 0;
-        for (struct lock *l = watched; l; l = l->wd_next) {
-            if (l->wd_due_us <= now && n < ROUND_MAX) due[n++] = l;
-            else if (l->wd_due_us < next) next = l->wd_due_us;
-        }
-        if (n > 0) {
-            renew_round(due, n);
+    struct watchdog *wd = arg;
+    struct lock *due[ROUND_MAX], *orph[ROUND_MAX];
+    pthread_mutex_lock(&wd->mu);
+    for (;;) {
+        int n, m;
+        int64_t next = collect(wd, due, &n, orph, &m);
+        if (n > 0 || m > 0) {
+            pthread_mutex_unlock(&wd->mu);
+            run_round(wd, due, n, orph, m);   /* takes mu back */
             continue;
         }
-        struct timespec ts = {next / 1000000, (long)(next % 1000000) * 1000};
-        pthread_cond_timedwait(&changed, &mu, &ts);
+        if (wd->stopping) break;
+        mclock_cond_wait_until(&wd->changed, &wd->mu, next);
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&wd->mu);
     return NULL;
 }
 
-void watchdog_watch(struct lock *l) {
-    pthread_mutex_lock(&mu);
-    if (!running) {
-        mclock_cond_init(&changed);
-        pool = l->env->pool;
-        stopping = 0;
-        if (pthread_create(&thread, NULL, watchdog_main, NULL) == 0) running = 1;
+struct watchdog *watchdog_create(struct lock_core *core) {
+    struct watchdog *wd = calloc(1, sizeof(*wd));
+    if (!wd) return NULL;
+    wd->core = core;
+    pthread_mutex_init(&wd->mu, NULL);
+    mclock_cond_init(&wd->changed);
+    mclock_cond_init(&wd->idle);
+    if (pthread_create(&wd->thread, NULL, watchdog_main, wd) != 0) {
+        pthread_cond_destroy(&wd->changed);
+        pthread_cond_destroy(&wd->idle);
+        pthread_mutex_destroy(&wd->mu);
+        free(wd);
+        return NULL;
     }
-    l->wd_renewed_us = mclock_us();
-    l->wd_due_us = l->wd_renewed_us + period_us(l);
-    l->wd_next = watched;
-    watched = l;
-    pthread_cond_signal(&changed);
-    pthread_mutex_unlock(&mu);
+    return wd;
 }
 
-void watchdog_unwatch(struct lock *l) {
-    pthread_mutex_lock(&mu);
-    for (struct lock **p = &watched; *p; p = &(*p)->wd_next) {
+void watchdog_watch(struct watchdog *wd, struct lock *l) {
+    pthread_mutex_lock(&wd->mu);
+    l->wd_due_us = mclock_us() + period_us(l);
+    l->wd_busy = 0;
+    l->wd_next = wd->watched;
+    wd->watched = l;
+    pthread_cond_signal(&wd->changed);
+    pthread_mutex_unlock(&wd->mu);
+}
+
+void watchdog_unwatch(struct watchdog *wd, struct lock *l) {
+    pthread_mutex_lock(&wd->mu);
+    for (struct lock **p = &wd->watched; *p; p = &(*p)->wd_next) {
         if (*p == l) {
             *p = l->wd_next;
             break;
         }
     }
     l->wd_next = NULL;
-    pthread_mutex_unlock(&mu);
+    while (l->wd_busy) pthread_cond_wait(&wd->idle, &wd->mu);
+    pthread_mutex_unlock(&wd->mu);
 }
 
-long long watchdog_renewals(void) {
-    return atomic_load(&renewals_total);
-}
-
-void watchdog_shutdown(void) {
-    pthread_mutex_lock(&mu);
-    if (!running) {
-        pthread_mutex_unlock(&mu);
+void watchdog_adopt(struct watchdog *wd, struct lock *l) {
+    pthread_mutex_lock(&wd->mu);
+    if (wd->norphans >= ORPHANS_MAX) {
+        /* Past the bound the lease alone will free it. */
+        pthread_mutex_unlock(&wd->mu);
+        lock_destroy(l);
         return;
     }
-    stopping = 1;
-    pthread_cond_signal(&changed);
-    pthread_mutex_unlock(&mu);
-    pthread_join(thread, NULL);
-    pthread_mutex_lock(&mu);
-    running = 0;
-    watched = NULL;
-    pthread_cond_destroy(&changed);
-    pthread_mutex_unlock(&mu);
+    int64_t now = mclock_us(), lease = atomic_load(&l->lease_until_us);
+    /* A lock without a lease (setnx) is retried for a minute at most. */
+    l->wd_giveup_us = lease ? lease + lock_margin_us(lock_lease_ms(l)) : now + 60000000;
+    l->wd_due_us = now + ORPHAN_RETRY_MS * 1000;
+    l->wd_busy = 0;
+    l->wd_next = wd->orphans;
+    wd->orphans = l;
+    wd->norphans++;
+    pthread_cond_signal(&wd->changed);
+    pthread_mutex_unlock(&wd->mu);
+}
+
+int watchdog_orphans(struct watchdog *wd) {
+    pthread_mutex_lock(&wd->mu);
+    int n = wd->norphans;
+    pthread_mutex_unlock(&wd->mu);
+    return n;
+}
+
+void watchdog_free(struct watchdog *wd) {
+    if (!wd) return;
+    pthread_mutex_lock(&wd->mu);
+    wd->stopping = 1;
+    pthread_cond_signal(&wd->changed);
+    pthread_mutex_unlock(&wd->mu);
+    pthread_join(wd->thread, NULL);
+    for (int i = 0; i < wd->nlinks; i++) redisFree(wd->links[i].c);
+    pthread_cond_destroy(&wd->changed);
+    pthread_cond_destroy(&wd->idle);
+    pthread_mutex_destroy(&wd->mu);
+    free(wd);
 }

@@ -1,14 +1,42 @@
+#!lua
 -- fenced-sale.lua: the stock write of the fenced strategy. The write is
 -- applied only if the caller's token is still the newest one issued, so a
 -- holder that lost its lock (paused past its TTL while another owner took
--- it) cannot write what it read before.
--- KEYS[1] stock key, KEYS[2] ledger list, KEYS[3] fencing counter
--- ARGV[1] token, ARGV[2] new stock, ARGV[3] ledger entry
--- Returns 1 when written, or an error STALE naming both tokens.
-local newest = tonumber(redis.call('GET', KEYS[3]) or '0')
+-- it) cannot write what it read before. All or nothing, as sale-write.lua:
+-- key types are checked first.
+-- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] fencing counter,
+-- KEYS[4] families set, KEYS[5] history stream
+-- ARGV[1] token, ARGV[2] new stock, ARGV[3] ledger entry "unit|order|port",
+-- ARGV[4] lock family, ARGV[5] history cap (0: no history),
+-- ARGV[6 ..] history fields and values
+-- Returns 1 when written, or an error STALE naming both tokens (the refusal
+-- is recorded in the history), or BADKEY.
+local function is(key, ...)
+  local kind = redis.call('type', key)['ok']
+  for _, k in ipairs({...}) do
+    if kind == k then return true end
+  end
+  return false
+end
+local cap = tonumber(ARGV[5])
+if not is(KEYS[1], 'string') or not is(KEYS[2], 'none', 'list') or
+   not is(KEYS[4], 'none', 'set') or (cap > 0 and not is(KEYS[5], 'none', 'stream')) then
+  return redis.error_reply('BADKEY a key of ' .. KEYS[1] .. ' has the wrong type')
+end
+local unit, order = string.match(ARGV[3], '^([^|]*)|([^|]*)|')
+local newest = tonumber(redis.call('get', KEYS[3]) or '0')
 if tonumber(ARGV[1]) < newest then
+  if cap > 0 then
+    redis.call('xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', 'stale_token', 'unit', unit,
+               'order', order, unpack(ARGV, 6))
+  end
   return redis.error_reply('STALE token ' .. ARGV[1] .. ' is older than token ' .. newest)
 end
-redis.call('SET', KEYS[1], ARGV[2])
-redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('set', KEYS[1], ARGV[2])
+redis.call('rpush', KEYS[2], ARGV[3])
+redis.call('sadd', KEYS[4], ARGV[4])
+if cap > 0 then
+  redis.call('xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', 'sold', 'unit', unit,
+             'order', order, unpack(ARGV, 6))
+end
 return 1

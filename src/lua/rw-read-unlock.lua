@@ -4,12 +4,14 @@
 -- KEYS[1] lock key, KEYS[2] channel redisson_rwlock:{<lock key>}
 -- KEYS[3] this reader's timeout prefix, KEYS[4] key prefix {<lock key>}
 -- ARGV[1] unlock message (0), ARGV[2] owner id
--- Returns nil when the caller holds no read, 0 when others still hold it,
--- 1 when the lock was deleted.
+-- Returns nil when the caller holds no read (or the lock is gone), 0 when
+-- others still hold it, 1 when the lock was deleted.
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
+  -- Gone (expired, or lost in a failover). Redisson wakes the waiters and
+  -- answers 1; the waking is kept, but nil tells the caller it was not ours.
   redis.call('publish', KEYS[2], ARGV[1])
-  return 1
+  return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return nil

@@ -1,0 +1,74 @@
+/* inventory_int.h -- the inside of the inventory service, shared by its
+ * files (inventory.c, sale.c, batch.c, probe.c). Not for callers: they use
+ * inventory.h. */
+#ifndef INVENTORYD_INVENTORY_INT_H
+#define INVENTORYD_INVENTORY_INT_H
+
+#include <hiredis/hiredis.h>
+#include "inventory.h"
+
+struct probe;
+struct waitq;
+
+struct inventory {
+    const struct config *cfg;
+    struct rpool *pool;
+    struct lock_core *core;
+    struct probe *probe;         /* NULL with inventory.probe=false */
+    struct waitq *batches;       /* the batched strategy's queues */
+    int port;                    /* this instance's port, written to the ledger */
+    int pool_wait_ms;            /* longest wait for a free connection */
+    int lock_per_item;           /* lock.scope=item */
+    int read_lock;               /* lock.read-lock: reads take the read lock */
+    int history_max;             /* history.max-events, 0 when history.enabled=false */
+    char stock_key[INVENTORY_ITEM_MAX + 1];   /* the default item */
+    char lock_name[128];
+    char instance[16];           /* 8 hex digits naming this process */
+};
+
+/* The Redis keys of one item (a stock key). */
+struct item_keys {
+    char stock[INVENTORY_ITEM_MAX + 1];
+    char ledger[INVENTORY_ITEM_MAX + 16];
+    char initial[INVENTORY_ITEM_MAX + 16];
+    char holders[INVENTORY_ITEM_MAX + 16];
+    char violations[INVENTORY_ITEM_MAX + 16];
+    char families[INVENTORY_ITEM_MAX + 16];
+    char history[INVENTORY_ITEM_MAX + 16];
+    char lock[128 + INVENTORY_ITEM_MAX + 4];
+};
+
+/* The keys of item (NULL: the configured inventory.key). The lock is
+ * lock.name, or lock.name:item when lock.scope=item. */
+void inventory_keys(const struct inventory *inv, const char *item, struct item_keys *k);
+
+/* ---- sale.c --------------------------------------------------------------- */
+
+/* How a strategy's sale writes (strategy.h names one per strategy). */
+struct sale_way {
+    const char *name;
+    /* Sells one unit of k's item with strategy s; fills r. */
+    void (*sell)(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                 const struct sale_faults *f, struct sale_result *r);
+};
+
+/* The write of the critical section: appends it to the lock's pipeline. */
+struct sale_section;
+typedef int (*sale_commit)(struct sale_section *sec);
+
+/* Takes s's lock for the n sales in rs[] (faults f, rs[0]'s), runs the
+ * critical section for all of them with commit as the write, releases, and
+ * fills every result. */
+void sale_locked(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                 const struct sale_faults *f, struct sale_result **rs, int n, sale_commit commit);
+
+/* The plain write (sale-write.lua), also the batched strategy's. */
+int sale_commit_plain(struct sale_section *sec);
+
+/* Sets the same failure on every result; returns the status. */
+int sale_fail_all(struct sale_result **rs, int n, int status, const char *errstr);
+
+/* Fills r for a backend failure; returns INV_BACKEND. */
+int sale_backend(struct sale_result *r, const char *what, const char *why);
+
+#endif

@@ -1,0 +1,186 @@
+/* lock_int.h -- the inside of the lock core, for the files that implement
+ * lock types (lock_<name>.c, lock_hash.c, redlock.c) and for the watchdog.
+ * Not for callers of the core: they use lock.h.
+ *
+ * A type fills `struct lock_type`. Its acquire, release and report run on
+ * the handle's thread and talk to Redis through the helpers below, which use
+ * the handle's connection and keep the core's bookkeeping (attempts, send
+ * times, lost replies, the holder's pipelined commands). Its renew and
+ * abandon may run on the watchdog thread: they get their connections from
+ * the struct lock_link they are given, and must not touch the handle's own
+ * connection. */
+#ifndef INVENTORYD_LOCK_INT_H
+#define INVENTORYD_LOCK_INT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "lock.h"
+#include "waitq.h"
+
+struct pubsub;
+struct watchdog;
+
+/* struct lock_type.flags */
+#define LOCK_T_REDIS 1     /* the lock lives on the core's Redis, on the handle's connection */
+#define LOCK_T_GATED 2     /* threads of one process queue FIFO in front of it (the gate) */
+#define LOCK_T_WATCHED 4   /* renewed by the watchdog while held (needs renew) */
+#define LOCK_T_LEASED 8    /* it expires: the lease is dated from the granting send */
+#define LOCK_T_CHECKED 16  /* the holder may not commit past its lease deadline */
+
+/* The connections a background operation (renew, abandon) may use: on the
+ * watchdog thread its own, on a handle's thread fresh pooled ones. */
+struct lock_link {
+    /* A connection to pool's server, or NULL with errstr set. */
+    redisContext *(*get)(struct lock_link *k, struct rpool *pool);
+    /* Done with c (dropped when c->err is set). */
+    void (*put)(struct lock_link *k, struct rpool *pool, redisContext *c);
+    void *ctx;
+    char errstr[128];
+};
+
+struct lock_type {
+    const char *name;
+    const char *family;        /* see lock_type_family() */
+    int flags;                 /* LOCK_T_* */
+    size_t priv_size;          /* bytes of per-handle state, zeroed, at l->priv */
+    /* Takes the lock for l->owner, trying until l->deadline_us (monotonic).
+     * Counts every try in l->attempts. Returns LOCK_OK (first hold or
+     * re-entry), LOCK_BUSY, or LOCK_ERR (l->errstr; l->unknown set when
+     * something was sent whose reply was lost). */
+    int (*acquire)(struct lock *l);
+    /* Gives back one hold: LOCK_OK, LOCK_LOST (not ours any more), LOCK_ERR. */
+    int (*release)(struct lock *l);
+    /* Resets the lease of a held lock (LOCK_T_WATCHED): LOCK_OK, LOCK_LOST
+     * (it is gone), LOCK_ERR (not reached; try again). Watchdog thread. */
+    int (*renew)(struct lock *l, struct lock_link *k);
+    /* Gives up every hold of l->owner, checked against the owner, after an
+     * unknown outcome: LOCK_OK (done, or nothing was ours), LOCK_ERR (not
+     * reached; the core retries). NULL for types with nothing in Redis:
+     * the core then calls release once per hold. Any thread. */
+    int (*abandon)(struct lock *l, struct lock_link *k);
+    /* Adds the type's own figures (token, depth, votes); may be NULL. */
+    void (*report)(const struct lock *l, struct lock_report *r);
+};
+
+struct lock_core {
+    struct rpool *pool;
+    int pool_wait_ms;
+    struct redlock *redlock;
+    struct pubsub *pubsub;
+    struct watchdog *watchdog;
+    struct waitq *gates;
+    int ttl_ms, wait_ms, spin_sleep_ms, retry_depth, sync_replicas;
+};
+
+#define LOCK_PIPE_MAX 8
+#define LOCK_CLEANUP_MAX 4
+
+struct lock {
+    const struct lock_type *type;
+    struct lock_core *core;
+    void *priv;                  /* type->priv_size bytes */
+    char key[192];
+    char owner[64];
+    redisContext *c;             /* the handle's connection, or NULL */
+    int64_t deadline_us;         /* of the acquire in progress */
+    int release_delay_ms;        /* fault: see lock_set_release_delay */
+    int holds;
+    int unknown;                 /* the last command's reply was lost */
+    int orphaned;                /* its holds could not be given up: the watchdog retries */
+    int64_t sent_us;             /* when the last command was sent */
+
+    struct waitq_node gate;      /* its place in the gate */
+    int gated;                   /* it holds the gate */
+
+    int64_t acquired_us;         /* when the outermost acquire returned */
+    int64_t granted_wall_us;
+    atomic_llong lease_until_us; /* 0: no lease; written by the watchdog too */
+    atomic_int lost;             /* a renewal found the lock gone */
+    atomic_int renewals;
+
+    /* The watchdog's, under its mutex. */
+    struct lock *wd_next;
+    int64_t wd_due_us;
+    int wd_busy;                 /* a renewal of it is in flight */
+    int64_t wd_giveup_us;        /* orphaned: stop retrying after this */
+
+    /* The holder's pipeline (lock_append) and cleanups (lock_cleanup). */
+    int npending;                /* appended, reply not read yet */
+    int nreplies;
+    redisReply *replies[LOCK_PIPE_MAX];
+    int ncleanup;
+    char *cleanup[LOCK_CLEANUP_MAX];      /* formatted commands */
+    size_t cleanup_len[LOCK_CLEANUP_MAX];
+
+    int attempts;
+    int64_t wait_us;
+    int replicas_wanted, replicas_acked;
+    char errstr[128];
+};
+
+/* ---- helpers for lock types, on the handle's thread ---------------------- */
+
+/* Makes sure l->c is a live connection for a try. LOCK_OK; LOCK_BUSY when
+ * the pool stayed busy (the try may be repeated until the deadline);
+ * LOCK_ERR when Redis cannot be reached (l->errstr). */
+int lock_try_conn(struct lock *l);
+
+/* Runs a command on l->c (taken if needed), after whatever the holder has
+ * pipelined. NULL on failure with l->errstr set, and l->unknown set when
+ * the command was sent but its reply lost. */
+redisReply *lock_command(struct lock *l, const char *fmt, ...);
+
+/* Runs an embedded script on l->c the same way. */
+redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
+                        const char **argv);
+
+/* Sets l->errstr from reply (an error reply) or l->c; returns LOCK_ERR.
+ * Either may be NULL. */
+int lock_fail(struct lock *l, const redisReply *reply, const char *what);
+
+/* Gives l->c back to the pool: a waiter holds no connection. */
+void lock_park(struct lock *l);
+
+/* Parks, then sleeps spin_sleep_ms or until the deadline. 0 when there is
+ * time left for another try, -1 once the deadline has passed. */
+int lock_backoff(struct lock *l);
+
+/* Calls try_once until it returns something other than LOCK_BUSY, with
+ * lock_backoff() between tries. LOCK_BUSY once the deadline has passed. */
+int lock_poll(struct lock *l, int (*try_once)(struct lock *));
+
+/* Sleeps the release-delay fault. */
+void lock_release_pause(struct lock *l);
+
+/* One SET key owner NX [PX ttl] (ttl_ms 0: no expiry). Counts an attempt.
+ * LOCK_OK, LOCK_BUSY or LOCK_ERR. */
+int lock_set_nx(struct lock *l, int ttl_ms);
+
+/* DEL key, unconditionally. LOCK_OK when a key was deleted, LOCK_LOST when
+ * there was none, LOCK_ERR. */
+int lock_del(struct lock *l);
+
+/* Compare-and-delete of a string lock (unlock-owner.lua) on l->c: LOCK_OK,
+ * LOCK_LOST (not ours), LOCK_ERR. */
+int lock_del_owned(struct lock *l);
+
+/* The abandon of every string lock: compare-and-delete on a link. */
+int lock_string_abandon(struct lock *l, struct lock_link *k);
+
+/* Runs an embedded script on c (any thread); NULL with errstr set. */
+redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name,
+                             int numkeys, int argc, const char **argv);
+
+/* The lease in ms, and its safety margin: TTL/100 + 2 ms. */
+int lock_lease_ms(const struct lock *l);
+int64_t lock_margin_us(int ttl_ms);
+
+/* ---- for the watchdog ------------------------------------------------------ */
+
+/* Sends l's cleanup commands, then abandons it, on k. LOCK_OK or LOCK_ERR. */
+int lock_compensate(struct lock *l, struct lock_link *k);
+
+/* Frees a handle whose holds are given up (the watchdog's orphans). */
+void lock_destroy(struct lock *l);
+
+#endif

@@ -1,0 +1,103 @@
+/* probe.c -- the mutual-exclusion probe and its heartbeat (see probe.h).
+ *
+ * Threads: sale threads call probe_enter (no shared state but the alive
+ * key's name); one heartbeat thread per probe owns its connection. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "inventory_int.h"
+#include "lock.h"
+#include "mclock.h"
+#include "probe.h"
+#include "rpool.h"
+#include "script.h"
+
+#define HEARTBEAT_MS 250
+#define ALIVE_MS 1000
+
+struct probe {
+    char alive_key[INVENTORY_ITEM_MAX + 32];
+    struct rpool_options opts;   /* the heartbeat's own connection */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int stop;
+};
+
+static void *heartbeat_main(void *arg) {
+    struct probe *p = arg;
+    redisContext *c = NULL;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        pthread_mutex_unlock(&p->mu);
+        char err[128];
+        if (!c) c = rpool_connect(&p->opts, err, sizeof(err));
+        if (c) {
+            freeReplyObject(redisCommand(c, "SET %s 1 PX %d", p->alive_key, ALIVE_MS));
+            if (c->err) {
+                redisFree(c);
+                c = NULL;
+            }
+        }
+        pthread_mutex_lock(&p->mu);
+        int64_t until = mclock_us() + HEARTBEAT_MS * 1000;
+        while (!p->stop && mclock_cond_wait_until(&p->cond, &p->mu, until) != ETIMEDOUT) {}
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (c) {
+        freeReplyObject(redisCommand(c, "DEL %s", p->alive_key));   /* gone: no holder left */
+        redisFree(c);
+    }
+    return NULL;
+}
+
+struct probe *probe_create(struct rpool *pool, const char *alive_key, char *errstr, size_t errlen) {
+    struct probe *p = calloc(1, sizeof(*p));
+    if (!p) {
+        snprintf(errstr, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(p->alive_key, sizeof(p->alive_key), "%s", alive_key);
+    p->opts = *rpool_options(pool);
+    p->opts.on_connect = NULL;
+    p->opts.load_scripts = 0;
+    pthread_mutex_init(&p->mu, NULL);
+    mclock_cond_init(&p->cond);
+    if (pthread_create(&p->thread, NULL, heartbeat_main, p) != 0) {
+        snprintf(errstr, errlen, "cannot start the probe's heartbeat thread");
+        pthread_cond_destroy(&p->cond);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void probe_free(struct probe *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+int probe_enter(struct probe *p, struct lock *l, redisContext *c, const struct item_keys *k,
+                const char *order) {
+    const char *exit_argv[] = {"HDEL", k->holders, order};
+    if (lock_cleanup(l, 3, exit_argv, NULL) < 0) return -1;
+    const char *argv[] = {k->holders, k->violations, order, p->alive_key};
+    return script_append(c, "probe-enter", 2, 4, argv, NULL) == REDIS_OK ? 0 : -1;
+}
+
+redisReply *probe_enter_again(struct probe *p, redisContext *c, const struct item_keys *k,
+                              const char *order) {
+    const char *argv[] = {k->holders, k->violations, order, p->alive_key};
+    char err[128];
+    return script_run(c, "probe-enter", 2, 4, argv, NULL, err, sizeof(err));
+}

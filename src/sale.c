@@ -1,0 +1,398 @@
+/* sale.c -- the sale path: take the strategy's lock, run the demo's
+ * critical section (read, check, write) with the probe around it, write,
+ * release (see inventory_int.h and sale.h).
+ *
+ * DESIGN
+ * A locked sale costs two round trips besides its acquire: the probe's entry
+ * pipelined with GET stock; then the write (one all-or-nothing script that
+ * also records the lock family and the history event), the probe's exit and
+ * the release, in one write. Before the write, the lock is asked whether
+ * the holder may still commit (lock_check): a lock whose renewal failed, or
+ * whose enforced lease has run out, sells nothing and answers lock_lost.
+ * For the holds that write nothing (sold out, lock lost, bad stock), the
+ * history event goes instead of the write.
+ *
+ * Nothing here is ever re-sent after an I/O error: a write whose reply was
+ * lost may have been applied, so the sale answers backend_unavailable, and
+ * the lock core gives the lock up on a fresh connection.
+ *
+ * Threads: any sale thread; nothing is shared but the atomic order
+ * counter. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "config.h"
+#include "inventory_int.h"
+#include "lock.h"
+#include "mclock.h"
+#include "probe.h"
+#include "rpool.h"
+#include "sale.h"
+#include "script.h"
+#include "strategy.h"
+
+#define HISTORY_ARGS 20
+
+/* One critical section, for n sales at once (n is 1 but for batched). */
+struct sale_section {
+    struct inventory *inv;
+    const struct strategy *s;
+    const struct item_keys *k;
+    struct lock *l;
+    struct sale_result **rs;
+    int n;
+    long long stock;              /* the stock read */
+    long long sold;               /* units written */
+    char (*entries)[128];         /* ledger entries "unit|order|port" */
+    int commit_reply;             /* index of the write's reply in the pipeline, or -1 */
+    int late;                     /* the lease had passed at commit */
+    /* The history fields shared by the section's events. */
+    const char *hist[HISTORY_ARGS];
+    int nhist;
+    char bufs[8][32];
+};
+
+int sale_backend(struct sale_result *r, const char *what, const char *why) {
+    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%.32s: %.150s)", what, why);
+    return r->status = INV_BACKEND;
+}
+
+int sale_fail_all(struct sale_result **rs, int n, int status, const char *errstr) {
+    for (int i = 0; i < n; i++) {
+        rs[i]->status = status;
+        if (rs[i] != rs[0] || errstr != rs[0]->errstr)
+            snprintf(rs[i]->errstr, sizeof(rs[i]->errstr), "%s", errstr);
+    }
+    return status;
+}
+
+/* Reads a Redis string reply as a whole number. 0 on success. */
+static int parse_ll(const redisReply *r, long long *out) {
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *out = r->integer;
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_STRING || r->len == 0) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(r->str, &end, 10);
+    if (errno || *end != '\0') return -1;
+    *out = v;
+    return 0;
+}
+
+/* ---- the history event ---------------------------------------------------- */
+
+/* Fills sec->hist with the fields its events share. */
+static void history_fields(struct sale_section *sec) {
+    struct lock_report rep;
+    lock_report(sec->l, &rep);
+    struct sale_result *r = sec->rs[0];
+    int64_t released = mclock_wall_us();
+    snprintf(sec->bufs[0], sizeof(sec->bufs[0]), "%d", sec->inv->port);
+    snprintf(sec->bufs[1], sizeof(sec->bufs[1]), "%" PRId64, rep.granted_wall_us);
+    snprintf(sec->bufs[2], sizeof(sec->bufs[2]), "%" PRId64, released);
+    snprintf(sec->bufs[3], sizeof(sec->bufs[3]), "%" PRId64, rep.lease_wall_us);
+    snprintf(sec->bufs[4], sizeof(sec->bufs[4]), "%lld", sec->stock);
+    snprintf(sec->bufs[5], sizeof(sec->bufs[5]), "%lld", rep.token);
+    snprintf(sec->bufs[6], sizeof(sec->bufs[6]), "%d", sec->late);
+    snprintf(r->lock.owner, sizeof(r->lock.owner), "%s", rep.owner);
+    const char *h[HISTORY_ARGS] = {
+        "instance", sec->inv->instance, "port", sec->bufs[0], "owner", r->lock.owner,
+        "strategy", sec->s->name, "granted_us", sec->bufs[1], "released_us", sec->bufs[2],
+        "lease_us", sec->bufs[3], "stock_read", sec->bufs[4], "token", sec->bufs[5],
+        "late", sec->bufs[6],
+    };
+    memcpy(sec->hist, h, sizeof(h));
+    sec->nhist = HISTORY_ARGS;
+}
+
+/* Appends the event of a hold that wrote nothing (outcome). */
+static void history_nothing(struct sale_section *sec, const char *outcome) {
+    if (sec->inv->history_max <= 0) return;
+    char cap[16];
+    snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
+    const char *argv[8 + HISTORY_ARGS] = {"XADD", sec->k->history, "MAXLEN", "~", cap, "*",
+                                          "outcome", outcome};
+    memcpy(argv + 8, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    lock_append(sec->l, 8 + sec->nhist, argv, NULL);
+}
+
+/* ---- writes --------------------------------------------------------------- */
+
+int sale_commit_plain(struct sale_section *sec) {
+    int n = (int)sec->sold, argc = 0;
+    const char **argv = malloc(sizeof(*argv) * (size_t)(8 + n + HISTORY_ARGS));
+    if (!argv) return -1;
+    char stock[24], cap[16], count[16];
+    snprintf(stock, sizeof(stock), "%lld", sec->stock - sec->sold);
+    snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
+    snprintf(count, sizeof(count), "%d", n);
+    const struct item_keys *k = sec->k;
+    const char *head[] = {k->stock, k->ledger, k->families, k->history, stock,
+                          lock_type_family(lock_type_of(sec->l)), cap, count};
+    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) argv[argc++] = head[i];
+    for (int i = 0; i < n; i++) argv[argc++] = sec->entries[i];
+    for (int i = 0; i < sec->nhist; i++) argv[argc++] = sec->hist[i];
+    int rc = lock_append_script(sec->l, "sale-write", 4, argc, argv, NULL);
+    free(argv);
+    return rc;
+}
+
+static int commit_fenced(struct sale_section *sec) {
+    struct lock_report rep;
+    lock_report(sec->l, &rep);
+    char fence[224], token[24], stock[24], cap[16];
+    snprintf(fence, sizeof(fence), "%s:fence", sec->k->lock);
+    snprintf(token, sizeof(token), "%lld", rep.token);
+    snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
+    snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
+    const struct item_keys *k = sec->k;
+    const char *argv[10 + HISTORY_ARGS] = {k->stock, k->ledger, fence, k->families, k->history,
+                                           token, stock, sec->entries[0],
+                                           lock_type_family(lock_type_of(sec->l)), cap};
+    memcpy(argv + 10, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    return lock_append_script(sec->l, "fenced-sale", 5, 10 + sec->nhist, argv, NULL);
+}
+
+/* ---- the critical section ------------------------------------------------- */
+
+/* Reads the probe's entry (when sent) and the stock. Returns 0, or the
+ * status of a failure set in rs[0]. */
+static int section_read(struct sale_section *sec, redisContext *c, int probed) {
+    struct sale_result *r = sec->rs[0];
+    redisReply *rep[2] = {NULL, NULL};
+    for (int i = 0; i < probed + 1; i++) {
+        if (redisGetReply(c, (void **)&rep[i]) != REDIS_OK) {
+            freeReplyObject(rep[0]);
+            return sale_backend(r, "GET stock", c->errstr);
+        }
+    }
+    if (probed && script_missing(rep[0])) {
+        freeReplyObject(rep[0]);
+        rep[0] = probe_enter_again(sec->inv->probe, c, sec->k, r->order);
+        if (!rep[0]) {
+            freeReplyObject(rep[1]);
+            return sale_backend(r, "probe", c->errstr);
+        }
+    }
+    int violation = probed && rep[0]->type == REDIS_REPLY_INTEGER && rep[0]->integer > 1;
+    for (int i = 0; i < sec->n; i++) sec->rs[i]->violation = violation;
+    redisReply *st = rep[probed];
+    int rc = 0;
+    if (st->type == REDIS_REPLY_ERROR) {
+        rc = sale_backend(r, "GET stock", st->str);
+    } else if (st->type == REDIS_REPLY_NIL) {
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "stock key %s does not exist; POST /inventory/reset first", sec->k->stock);
+        rc = r->status = INV_BAD_DATA;
+    } else if (parse_ll(st, &sec->stock) < 0) {
+        snprintf(r->errstr, sizeof(r->errstr), "stock key %.60s holds '%.40s', not a whole number",
+                 sec->k->stock, st->str);
+        rc = r->status = INV_BAD_DATA;
+    }
+    freeReplyObject(rep[0]);
+    if (probed) freeReplyObject(rep[1]);
+    return rc;
+}
+
+/* Appends the write of the units sold, or the history event of a hold that
+ * sells nothing (its outcome rc). Returns rc, or INV_BACKEND. */
+static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
+    struct sale_result *r = sec->rs[0];
+    if (sec->sold > 0 && !(sec->entries = malloc((size_t)sec->sold * sizeof(*sec->entries)))) {
+        sec->sold = 0;
+        return sale_backend(r, "write", "out of memory");
+    }
+    for (long long i = 0; i < sec->sold; i++)
+        snprintf(sec->entries[i], sizeof(sec->entries[i]), "%lld|%s|%d", sec->stock - i,
+                 sec->rs[i]->order, sec->inv->port);
+    if (sec->sold > 0) {
+        sec->commit_reply = commit(sec) == 0 ? 0 : -1;
+        return sec->commit_reply < 0 ? sale_backend(r, "write", "cannot build the write") : rc;
+    }
+    history_nothing(sec, rc == INV_LOCK_LOST ? "lock_lost" : rc == INV_BAD_DATA ? "bad_stock"
+                                                                                : "sold_out");
+    return rc;
+}
+
+/* The demo's critical section, run while the lock is held: read, check,
+ * write, for n sales at once: one GET, then units stock, stock-1, ... go to
+ * the first min(n, stock) sales in one write; the others are sold out. The
+ * write is only appended: it goes out with the release. */
+static void section_run(struct sale_section *sec, const struct sale_faults *f, sale_commit commit) {
+    struct sale_result *r = sec->rs[0];
+    struct inventory *inv = sec->inv;
+    redisContext *c = lock_conn(sec->l);
+    if (!c) {
+        sale_backend(r, "connection", lock_errstr(sec->l));
+        sale_fail_all(sec->rs, sec->n, r->status, r->errstr);
+        return;
+    }
+    int probed = inv->probe && probe_enter(inv->probe, sec->l, c, sec->k, r->order) == 0;
+    redisAppendCommand(c, "GET %s", sec->k->stock);
+    int rc = section_read(sec, c, probed);
+    mclock_sleep_ms(f->hold_ms);
+    if (rc == INV_BACKEND) {
+        sale_fail_all(sec->rs, sec->n, rc, r->errstr);
+        return;   /* the connection failed: the release gives the lock up */
+    }
+    sec->sold = rc || sec->stock <= 0 ? 0 : (sec->stock < sec->n ? sec->stock : sec->n);
+    if (sec->sold > 0 && lock_check(sec->l) != LOCK_OK) {
+        snprintf(r->errstr, sizeof(r->errstr), "the lock %.100s was lost before the write (%.80s); "
+                 "nothing was sold", sec->k->lock, lock_errstr(sec->l)[0] ? lock_errstr(sec->l)
+                 : "a renewal found it gone");
+        rc = r->status = INV_LOCK_LOST;
+        sec->sold = 0;
+    }
+    sec->late = lock_lease_passed(sec->l);
+    history_fields(sec);
+    rc = section_write(sec, commit, rc);
+    if (rc) sale_fail_all(sec->rs, sec->n, rc, r->errstr);
+}
+
+/* Reads the write's reply, once released, and fills the results. */
+static void section_finish(struct sale_section *sec) {
+    struct sale_result *r = sec->rs[0];
+    if (sec->commit_reply < 0) {
+        for (int i = 0; i < sec->n; i++) {   /* nothing to sell: stock <= 0 */
+            sec->rs[i]->status = INV_SOLD_OUT;
+            sec->rs[i]->remaining = sec->stock;
+        }
+        return;
+    }
+    const redisReply *w = lock_reply(sec->l, sec->commit_reply);
+    int rc = INV_SOLD;
+    if (!w) {
+        rc = sale_backend(r, "write", "its reply was lost; it may have been applied, and is "
+                          "never sent twice");
+    } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "STALE", 5) == 0) {
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "write refused: fencing %.120s; this holder lost the lock", w->str + 6);
+        rc = r->status = INV_STALE_TOKEN;
+    } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "BADKEY", 6) == 0) {
+        snprintf(r->errstr, sizeof(r->errstr), "nothing was written: %.200s", w->str + 7);
+        rc = r->status = INV_BAD_DATA;
+    } else if (w->type != REDIS_REPLY_INTEGER) {
+        rc = sale_backend(r, "write", w->type == REDIS_REPLY_ERROR ? w->str : "unexpected reply");
+    }
+    if (rc != INV_SOLD) {
+        sale_fail_all(sec->rs, sec->n, rc, r->errstr);
+        return;
+    }
+    for (int i = 0; i < sec->n; i++) {
+        struct sale_result *x = sec->rs[i];
+        if (i < sec->sold) {
+            x->status = INV_SOLD;
+            x->unit = sec->stock - i;
+            x->remaining = sec->stock - i - 1;
+        } else {
+            x->status = INV_SOLD_OUT;
+            x->remaining = sec->stock - sec->sold;
+        }
+    }
+}
+
+void sale_locked(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                 const struct sale_faults *f, struct sale_result **rs, int n, sale_commit commit) {
+    struct sale_result *r = rs[0];
+    const struct lock_type *t = inv->read_lock && s->rw_lock ? s->rw_lock : s->lock;
+    struct lock *l = lock_new(inv->core, t, k->lock);
+    if (!l) {
+        sale_backend(r, "lock", "out of memory");
+        sale_fail_all(rs, n, INV_BACKEND, r->errstr);
+        return;
+    }
+    lock_set_release_delay(l, f->release_delay_ms);
+    int rc = lock_acquire(l);
+    for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(l);
+    struct sale_section sec = {.inv = inv, .s = s, .k = k, .l = l, .rs = rs, .n = n,
+                               .commit_reply = -1};
+    if (rc == LOCK_OK) {
+        if (f->crash) _exit(86);   /* fault: die holding the lock */
+        for (int i = 0; i < n; i++) rs[i]->status = INV_SOLD;
+        section_run(&sec, f, commit);
+    } else if (rc == LOCK_BUSY) {
+        struct lock_report rep;
+        lock_report(l, &rep);
+        snprintf(r->errstr, sizeof(r->errstr), "lock %.80s still busy after waiting %d ms "
+                 "(%d attempts%s%.60s)", k->lock, inv->cfg->lock_wait_ms, rep.attempts,
+                 lock_errstr(l)[0] ? "; " : "", lock_errstr(l));
+        sale_fail_all(rs, n, INV_LOCK_TIMEOUT, r->errstr);
+    } else {
+        sale_backend(r, "lock", lock_errstr(l));
+        sale_fail_all(rs, n, INV_BACKEND, r->errstr);
+    }
+    int lost = 0;
+    while (lock_holds(l) > 0) lost |= lock_release(l) == LOCK_LOST;
+    if (rc == LOCK_OK && r->status == INV_SOLD) section_finish(&sec);
+    free(sec.entries);
+    struct lock_report rep;
+    lock_report(l, &rep);
+    for (int i = 0; i < n; i++) {
+        rs[i]->lock = rep;
+        rs[i]->lost = lost;
+        rs[i]->late = sec.late;
+        rs[i]->batch = n;
+        rs[i]->wait_ms = rep.wait_us / 1000;
+        rs[i]->hold_ms = rc == LOCK_OK ? rep.hold_us / 1000 : 0;
+    }
+    lock_free(l);
+}
+
+/* ---- the ways ------------------------------------------------------------- */
+
+static void plain_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                       const struct sale_faults *f, struct sale_result *r) {
+    struct sale_result *rs[1] = {r};
+    sale_locked(inv, s, k, f, rs, 1, sale_commit_plain);
+}
+
+static void fenced_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                        const struct sale_faults *f, struct sale_result *r) {
+    struct sale_result *rs[1] = {r};
+    sale_locked(inv, s, k, f, rs, 1, commit_fenced);
+}
+
+/* The lock-free sale: atomic-sale.lua, no critical section, no probe. */
+static void atomic_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                        const struct sale_faults *f, struct sale_result *r) {
+    (void)f;
+    redisContext *c = NULL;
+    char err[160], port[16];
+    r->lock.attempts = 1;
+    if (rpool_get(inv->pool, inv->pool_wait_ms, &c, err, sizeof(err)) != RPOOL_OK) {
+        sale_backend(r, "connection", err);
+        return;
+    }
+    snprintf(port, sizeof(port), "%d", inv->port);
+    const char *argv[] = {k->stock, k->ledger, k->families, r->order, port,
+                          lock_type_family(s->lock)};
+    redisReply *rep = script_run(c, "atomic-sale", 3, 6, argv, NULL, err, sizeof(err));
+    rpool_put(inv->pool, c);   /* dropped if it failed */
+    if (!rep) {
+        sale_backend(r, "atomic-sale", err);
+    } else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BADSTOCK", 8) == 0) {
+        snprintf(r->errstr, sizeof(r->errstr), "%s", rep->str + 9);
+        r->status = INV_BAD_DATA;
+    } else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BADKEY", 6) == 0) {
+        snprintf(r->errstr, sizeof(r->errstr), "nothing was written: %.200s", rep->str + 7);
+        r->status = INV_BAD_DATA;
+    } else if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 &&
+               rep->element[0]->type == REDIS_REPLY_INTEGER) {
+        r->remaining = rep->element[1]->integer;
+        r->status = rep->element[0]->integer == 1 && rep->elements == 3 ? INV_SOLD : INV_SOLD_OUT;
+        if (r->status == INV_SOLD) r->unit = rep->element[2]->integer;
+    } else {
+        sale_backend(r, "atomic-sale", rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+    }
+    freeReplyObject(rep);
+}
+
+const struct sale_way sale_plain = {"plain", plain_sell};
+const struct sale_way sale_fenced = {"fenced", fenced_sell};
+const struct sale_way sale_atomic = {"atomic", atomic_sell};

@@ -1,0 +1,16 @@
+/* sale.h -- the ways a sale writes, for the strategy table: plain (GET,
+ * then the stock and the ledger entry in one all-or-nothing script),
+ * fenced (the same, refused for a stale fencing token), batched (one hold
+ * sells for every sale queued in the process), atomic (no lock: one script
+ * checks and decrements). Their work is in sale.c and batch.c. */
+#ifndef INVENTORYD_SALE_H
+#define INVENTORYD_SALE_H
+
+struct sale_way;
+
+extern const struct sale_way sale_plain;
+extern const struct sale_way sale_fenced;
+extern const struct sale_way sale_batched;
+extern const struct sale_way sale_atomic;
+
+#endif

@@ -170,7 +170,10 @@ declare -A R          # R[strategy|clients|run|key] = value from --format kv
 declare -A RC         # RC[strategy|clients|run] = exit status
 bench_status=0       # the exit status: 1 once a run failed (lib.sh's failed keeps $work)
 started=$(date +%s)
+# lockbench's lock.ttl-ms (BENCH_ARGS may set it): a master votes once up that long.
+bench_ttl_ms=$(sed -n 's/.*--ttl-ms[ =]\([0-9]*\).*/\1/p' <<<"${BENCH_ARGS:-}")
 for s in $strategies; do
+    [ "$s" = redlock ] && wait_voting "${bench_ttl_ms:-10000}" $(tr , " " <<<"${redlock_spec//127.0.0.1:/}")
     for c in $clients_list; do
         for r in $(seq 1 "$runs"); do
             # In the background, so that a signal reaches the trap at once

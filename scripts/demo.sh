@@ -211,6 +211,8 @@ if [ "$need_redlock" -eq 1 ]; then
     sets+=(--set redlock.nodes="$nodes")
 fi
 
+# The instances' lock.ttl-ms: a Redlock master votes once up that long.
+ttl_ms=$("$inventoryd" "${sets[@]}" --check-config | sed -n 's/^lock.ttl-ms=//p')
 for p in "$port1" "$port2"; do
     start "inventoryd $p" "$run/inventoryd-$p.log" \
         "$inventoryd" "${sets[@]}" --set server.port="$p"
@@ -309,6 +311,7 @@ echo "demo: $n strategies, $requests sales each from $clients clients, stock $st
 for s in "${strategies[@]}"; do
     i=$((i + 1))
     echo "[$i/$n] $s ..."
+    [ "$s" = redlock ] && wait_voting "$ttl_ms" "${redlock_ports[@]}"
     code=$(curl -s -o "$run/reset-$s.json" -w '%{http_code}' --max-time 10 -X POST \
         -H 'Content-Type: application/json' -d "{\"stock\":$stock}" "$base/inventory/reset")
     [ "$code" = 200 ] || fail "$s: POST /inventory/reset answered $code: $(cat "$run/reset-$s.json" 2>/dev/null)"

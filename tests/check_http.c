@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
+#include "strategy.h"
 #include "lock.h"
 #include "mclock.h"
 
@@ -135,10 +136,10 @@ START_TEST(test_strategies_healthz_and_metrics_answer) {
     ck_assert_int_eq(harness_http(inst_port, "GET", "/strategies", NULL, NULL, &r), 200);
     cJSON *j = json(&r);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "strategies");
-    ck_assert_int_eq(cJSON_GetArraySize(list), lock_type_count());
-    for (int i = 0; lock_types[i]; i++) {
+    ck_assert_int_eq(cJSON_GetArraySize(list), strategy_count());
+    for (int i = 0; strategies[i].name; i++) {
         const cJSON *e = cJSON_GetArrayItem(list, i);
-        ck_assert_str_eq(str(e, "name"), lock_types[i]->name);
+        ck_assert_str_eq(str(e, "name"), strategies[i].name);
         ck_assert_int_gt(strlen(str(e, "flaw")), 0);
     }
     cJSON_Delete(j);
@@ -219,7 +220,7 @@ START_TEST(test_an_unknown_strategy_is_404_and_lists_the_known_ones) {
     cJSON *j = json(&r);
     ck_assert_str_eq(str(j, "status"), "unknown_strategy");
     ck_assert_ptr_nonnull(strstr(str(j, "error"), "zookeeper"));
-    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "strategies")), lock_type_count());
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "strategies")), strategy_count());
     cJSON_Delete(j);
 }
 END_TEST

@@ -9,13 +9,13 @@
 #include "harness.h"
 #include "inventory.h"
 #include "mclock.h"
-#include "rpool.h"
+#include "service.h"
+#include "strategy.h"
 
 static pid_t redis_pid;
 static int redis_port;
 static struct config cfg;
-static struct rpool *pool;
-static struct inventory inv;
+static struct service svc;
 
 static void setup(void) {
     redis_pid = harness_redis_start(0, &redis_port);
@@ -23,42 +23,46 @@ static void setup(void) {
     config_defaults(&cfg);
     cfg.redis_port = redis_port;
     cfg.redis_timeout_ms = 500;
+    cfg.redis_pool_size = 16;
     cfg.lock_wait_ms = 2000;
+    /* A master votes once it has been up for the TTL: keep it short. */
+    cfg.lock_ttl_ms = 1000;
     /* Redlock on one master, the test's Redis: quorum 1. */
     snprintf(cfg.redlock_nodes, sizeof(cfg.redlock_nodes), "127.0.0.1:%d", redis_port);
-    struct rpool_options po = {.host = "127.0.0.1", .port = redis_port, .timeout_ms = 500, .size = 16};
-    pool = rpool_create(&po);
     char err[256];
-    ck_assert_int_eq(inventory_init(&inv, &cfg, pool, err, sizeof(err)), 0);
-    ck_assert_int_eq(inventory_reset(&inv, NULL, 200, err, sizeof(err)), 0);
+    ck_assert_int_eq(service_open(&svc, &cfg, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(svc.inv, NULL, 200, err, sizeof(err)), 0);
 }
 
 static void teardown(void) {
-    lock_core_shutdown();
-    inventory_free(&inv);
-    inventory_batches_free();
-    rpool_free(pool);
+    service_close(&svc);
     harness_stop(redis_pid);
 }
 
-static const struct lock_type *type(const char *name) {
-    const struct lock_type *t = lock_type_find(name);
+static const struct strategy *type(const char *name) {
+    const struct strategy *t = strategy_find(name);
     ck_assert_ptr_nonnull(t);
     return t;
+}
+
+/* Waits until the Redlock master (the test's Redis) may vote: up for the
+ * TTL (the restart rule). */
+static void redlock_ready(void) {
+    ck_assert_int_eq(harness_redis_wait_uptime(redis_port, (cfg.lock_ttl_ms + 999) / 1000), 0);
 }
 
 static struct audit audit_now(void) {
     struct audit a;
     char err[256];
-    ck_assert_int_eq(inventory_audit(&inv, NULL, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_audit(svc.inv, NULL, &a, err, sizeof(err)), 0);
     return a;
 }
 
 START_TEST(test_a_reset_sets_the_stock_and_clears_the_ledger) {
     struct sale_result r;
-    inventory_sell(&inv, type("atomic"), NULL, NULL, &r);
+    inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r);
     char err[256];
-    ck_assert_int_eq(inventory_reset(&inv, NULL, 7, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(svc.inv, NULL, 7, err, sizeof(err)), 0);
     struct audit a = audit_now();
     ck_assert_int_eq(a.stock, 7);
     ck_assert_int_eq(a.initial, 7);
@@ -71,10 +75,10 @@ START_TEST(test_a_sale_sells_the_unit_equal_to_the_stock_and_records_it) {
     const char *names[] = {"atomic", "none", "local"};
     for (int i = 0; i < 3; i++) {
         struct sale_result r;
-        ck_assert_int_eq(inventory_sell(&inv, type(names[i]), NULL, NULL, &r), INV_SOLD);
+        ck_assert_int_eq(inventory_sell(svc.inv, type(names[i]), NULL, NULL, &r), INV_SOLD);
         ck_assert_int_eq(r.unit, 200 - i);
         ck_assert_int_eq(r.remaining, 199 - i);
-        ck_assert_int_ge(r.attempts, names[i][0] == 'n' ? 0 : 1);
+        ck_assert_int_ge(r.lock.attempts, names[i][0] == 'n' ? 0 : 1);
     }
     struct audit a = audit_now();
     ck_assert_int_eq(a.stock, 197);
@@ -86,11 +90,13 @@ END_TEST
 
 START_TEST(test_every_strategy_answers_sold_out_once_the_stock_is_gone) {
     char err[256];
-    for (int i = 0; lock_types[i]; i++) {
-        ck_assert_int_eq(inventory_reset(&inv, NULL, 1, err, sizeof(err)), 0);
+    redlock_ready();
+    for (int i = 0; strategies[i].name; i++) {
+        ck_assert_int_eq(inventory_reset(svc.inv, NULL, 1, err, sizeof(err)), 0);
         struct sale_result r;
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_SOLD);
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_SOLD_OUT);
+        int rc = inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r);
+        ck_assert_msg(rc == INV_SOLD, "%s: status %d: %s", strategies[i].name, rc, r.errstr);
+        ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_SOLD_OUT);
         ck_assert_int_eq(r.remaining, 0);
         struct audit a = audit_now();
         ck_assert_int_eq(a.stock, 0);
@@ -110,7 +116,7 @@ static void *run_sale(void *arg) {
     struct slow_sale *s = arg;
     mclock_sleep_ms(s->delay_ms);
     struct sale_faults f = {.hold_ms = s->hold_ms};
-    inventory_sell(&inv, lock_type_find(s->strategy), NULL, &f, &s->r);
+    inventory_sell(svc.inv, strategy_find(s->strategy), NULL, &f, &s->r);
     return NULL;
 }
 
@@ -156,16 +162,17 @@ START_TEST(test_local_serialises_two_sales_in_one_process) {
 END_TEST
 
 START_TEST(test_a_stock_that_is_not_a_number_is_refused_without_a_write) {
+    redlock_ready();
     harness_redis_int(redis_port, "SET inventory001 abc");
-    for (int i = 0; lock_types[i]; i++) {
+    for (int i = 0; strategies[i].name; i++) {
         struct sale_result r;
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_BAD_DATA);
+        ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_BAD_DATA);
         ck_assert_ptr_nonnull(strstr(r.errstr, "inventory001"));
     }
     harness_redis_int(redis_port, "DEL inventory001");
     struct sale_result r;
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_BAD_DATA);
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_BAD_DATA);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("local"), NULL, NULL, &r), INV_BAD_DATA);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r), INV_BAD_DATA);
     ck_assert_ptr_nonnull(strstr(r.errstr, "does not exist"));
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
@@ -174,58 +181,59 @@ END_TEST
 
 START_TEST(test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_timeout) {
     struct sale_result r;
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("local"), NULL, NULL, &r), INV_SOLD);
     harness_stop(redis_pid);
     redis_pid = 0;
-    for (int i = 0; lock_types[i]; i++) {
+    for (int i = 0; strategies[i].name; i++) {
         int64_t t0 = mclock_ms();
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_BACKEND);
+        ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_BACKEND);
         ck_assert_int_lt(mclock_ms() - t0, cfg.redis_timeout_ms + 500);
         ck_assert_ptr_nonnull(strstr(r.errstr, "Redis is unavailable"));
     }
     long long stock;
     char err[256];
-    ck_assert_int_eq(inventory_stock(&inv, NULL, 0, &stock, err, sizeof(err)), INV_BACKEND);
-    ck_assert_int_eq(inventory_ping(&inv, err, sizeof(err)), INV_BACKEND);
+    ck_assert_int_eq(inventory_stock(svc.inv, NULL, 0, &stock, err, sizeof(err)), INV_BACKEND);
+    ck_assert_int_eq(inventory_ping(svc.inv, err, sizeof(err)), INV_BACKEND);
 }
 END_TEST
 
 START_TEST(test_sales_resume_by_themselves_once_redis_is_back) {
     struct sale_result r;
     /* Fill the pool with idle connections, then restart Redis under them. */
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
     harness_stop(redis_pid);
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_BACKEND);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r), INV_BACKEND);
     redis_pid = harness_redis_start(redis_port, NULL);
     ck_assert_int_gt(redis_pid, 0);
     char err[256];
-    ck_assert_int_eq(inventory_reset(&inv, NULL, 100, err, sizeof(err)), 0);
-    for (int i = 0; lock_types[i]; i++)
-        ck_assert_int_eq(inventory_sell(&inv, lock_types[i], NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_reset(svc.inv, NULL, 100, err, sizeof(err)), 0);
+    redlock_ready();   /* the restarted master votes once up for the TTL */
+    for (int i = 0; strategies[i].name; i++)
+        ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_SOLD);
 }
 END_TEST
 
 START_TEST(test_an_idle_connection_closed_by_a_restart_is_not_reused) {
     struct sale_result r;
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("local"), NULL, NULL, &r), INV_SOLD);
     harness_stop(redis_pid);
     redis_pid = harness_redis_start(redis_port, NULL);
     ck_assert_int_gt(redis_pid, 0);
     harness_redis_int(redis_port, "SET inventory001 3");
     /* The pooled connection saw EOF: the first sale after the restart must
      * not fail on it. */
-    ck_assert_int_eq(inventory_sell(&inv, type("local"), NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("local"), NULL, NULL, &r), INV_SOLD);
     ck_assert_int_eq(r.unit, 3);
 }
 END_TEST
 
 START_TEST(test_a_script_flushed_from_redis_is_loaded_again) {
     struct sale_result r;
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
     long long loads = harness_redis_calls(redis_port, "script|load");
     harness_redis_int(redis_port, "SCRIPT FLUSH");
     /* EVALSHA answers NOSCRIPT; the script is loaded and run once. */
-    ck_assert_int_eq(inventory_sell(&inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
+    ck_assert_int_eq(inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r), INV_SOLD);
     ck_assert_int_eq(r.unit, 199);
     ck_assert_int_eq(harness_redis_calls(redis_port, "script|load"), loads + 1);
     struct audit a = audit_now();
@@ -244,7 +252,7 @@ static void *sell_many(void *arg) {
     struct batch_run *b = arg;
     for (;;) {
         struct sale_result r;
-        int rc = inventory_sell(&inv, lock_type_find("batched"), NULL, NULL, &r);
+        int rc = inventory_sell(svc.inv, strategy_find("batched"), NULL, NULL, &r);
         if (rc != INV_SOLD) break;
         if (b->sales < 64) b->units[b->sales] = r.unit;
         b->sales++;
@@ -255,7 +263,7 @@ static void *sell_many(void *arg) {
 
 START_TEST(test_batched_sells_each_unit_once_to_its_own_sale_under_shared_holds) {
     char err[256];
-    ck_assert_int_eq(inventory_reset(&inv, NULL, 150, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(svc.inv, NULL, 150, err, sizeof(err)), 0);
     enum { T = 24 };
     struct batch_run runs[T];
     pthread_t th[T];
@@ -293,15 +301,15 @@ static void *sell_item(void *arg) {
     struct item_run *b = arg;
     for (int i = 0; i < 40; i++) {
         struct sale_result r;
-        if (inventory_sell(&inv, lock_type_find("batched"), b->item, NULL, &r) == INV_SOLD) b->sold++;
+        if (inventory_sell(svc.inv, strategy_find("batched"), b->item, NULL, &r) == INV_SOLD) b->sold++;
     }
     return NULL;
 }
 
 START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
     char err[256];
-    ck_assert_int_eq(inventory_reset(&inv, "inventory001", 50, err, sizeof(err)), 0);
-    ck_assert_int_eq(inventory_reset(&inv, "inventory002", 30, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(svc.inv, "inventory001", 50, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_reset(svc.inv, "inventory002", 30, err, sizeof(err)), 0);
     enum { T = 12 };
     struct item_run runs[T];
     pthread_t th[T];
@@ -317,7 +325,7 @@ START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
     ck_assert_int_eq(sold[0], 50);   /* every sale came out of its own item */
     ck_assert_int_eq(sold[1], 30);
     struct audit a;
-    ck_assert_int_eq(inventory_audit(&inv, "inventory002", &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(inventory_audit(svc.inv, "inventory002", &a, err, sizeof(err)), 0);
     ck_assert_int_eq(a.sold, 30);
     ck_assert_int_eq(a.sold_twice, 0);
 }

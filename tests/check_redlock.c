@@ -35,8 +35,16 @@ static void teardown(void) {
     harness_stop(redis_pid);
 }
 
-/* Two instances on the test's Redis and masters. */
+/* Waits until masters 0..2 may vote: up for the TTL (the restart rule). */
+static void masters_ready(int ttl_ms) {
+    for (int i = 0; i < 3; i++)
+        if (master_pid[i] > 0)
+            ck_assert_int_eq(harness_redis_wait_uptime(master_port[i], (ttl_ms + 999) / 1000), 0);
+}
+
+/* Two instances on the test's Redis and masters, once the masters may vote. */
 static void start_pair(int ttl_ms, int wait_ms, const char *masters) {
+    masters_ready(ttl_ms);
     const char *sets[] = {masters ? masters : nodes, "redlock.node-timeout-ms=50", NULL};
     ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
                                         &b_pid, &b_port), 0);
@@ -112,7 +120,7 @@ static long long load_both(void (*during)(void)) {
 }
 
 START_TEST(test_all_three_masters_up_sell_exactly_the_stock) {
-    start_pair(10000, 20000, NULL);
+    start_pair(3000, 20000, NULL);
     long long sold = load_both(NULL);
     ck_assert_int_eq(sold, 200);
     ck_assert_int_eq(audit("sold"), 200);
@@ -159,7 +167,7 @@ START_TEST(test_a_master_killed_mid_load_oversells_nothing_and_waits_out_its_res
 END_TEST
 
 START_TEST(test_two_masters_down_answer_503_at_once_and_sales_resume_when_back) {
-    start_pair(10000, 2000, NULL);
+    start_pair(3000, 2000, NULL);
     for (int i = 1; i < 3; i++) {
         harness_stop(master_pid[i]);
         master_pid[i] = 0;
@@ -176,6 +184,7 @@ START_TEST(test_two_masters_down_answer_503_at_once_and_sales_resume_when_back) 
         master_pid[i] = harness_redis_start(master_port[i], NULL);
         ck_assert_int_gt(master_pid[i], 0);
     }
+    masters_ready(3000);   /* back, and up for the TTL: they vote again */
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     ck_assert_int_eq(audit("stock"), 199);
@@ -183,7 +192,7 @@ START_TEST(test_two_masters_down_answer_503_at_once_and_sales_resume_when_back) 
 END_TEST
 
 START_TEST(test_a_paused_master_costs_no_more_than_the_node_timeout) {
-    start_pair(10000, 2000, NULL);
+    start_pair(3000, 2000, NULL);
     struct httpc_response r;
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     redisReply *p = harness_redis(master_port[0], "CLIENT PAUSE 3000 ALL");
@@ -281,8 +290,9 @@ START_TEST(test_redlock_keeps_exclusion_through_the_same_failover) {
     snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
     snprintf(nodes_b, sizeof(nodes_b), "redlock.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
              replica_port, master_port[1], master_port[2]);
-    const char *sa[] = {rp, nodes, "lock.ttl-ms=10000", "lock.wait-ms=3000", "faults.enabled=true", NULL};
-    const char *sb[] = {rp, nodes_b, "lock.ttl-ms=10000", "lock.wait-ms=3000", "faults.enabled=true", NULL};
+    const char *sa[] = {rp, nodes, "lock.ttl-ms=3000", "lock.wait-ms=3000", "faults.enabled=true", NULL};
+    const char *sb[] = {rp, nodes_b, "lock.ttl-ms=3000", "lock.wait-ms=3000", "faults.enabled=true", NULL};
+    masters_ready(3000);
     struct httpc_response r;
     a_port = harness_free_port();
     a_pid = harness_inventoryd_start(a_port, sa);

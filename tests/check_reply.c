@@ -10,6 +10,7 @@
 
 #include "lock.h"
 #include "reply.h"
+#include "strategy.h"
 
 /* The parsed answer of the current test, deleted by the fixture. */
 static cJSON *doc;
@@ -61,7 +62,7 @@ static void assert_text(char *body, const char *want) {
 
 static int nlock_types(void) {
     int n = 0;
-    while (lock_types[n]) n++;
+    while (strategies[n].name) n++;
     return n;
 }
 
@@ -72,7 +73,7 @@ static struct sale_result sold(void) {
     r.remaining = 7;
     r.unit = 8;
     snprintf(r.order, sizeof r.order, "%s", "0a1b2c3d-000042");
-    r.attempts = 3;
+    r.lock.attempts = 3;
     r.wait_ms = 41;
     r.hold_ms = 2;
     return r;
@@ -82,7 +83,7 @@ static struct sale_result failed(int status, const char *errstr) {
     struct sale_result r;
     memset(&r, 0, sizeof r);
     r.status = status;
-    r.attempts = 12;
+    r.lock.attempts = 12;
     r.wait_ms = 500;
     snprintf(r.errstr, sizeof r.errstr, "%s", errstr);
     return r;
@@ -121,8 +122,8 @@ END_TEST
 
 START_TEST(test_a_fenced_or_retried_sale_reports_its_token_and_depth_in_lock) {
     struct sale_result r = sold();
-    r.token = 1234567;
-    r.depth = 5;
+    r.lock.token = 1234567;
+    r.lock.depth = 5;
     cJSON *o = parse(reply_sale(&r, "fenced", 3786, 0));
     const cJSON *lk = field(o, "lock");
     ck_assert_int_eq((long long)num(lk, "token"), 1234567);
@@ -135,7 +136,7 @@ START_TEST(test_a_sold_out_sale_says_sold_out_with_its_strategy_and_port) {
     memset(&r, 0, sizeof r);
     r.status = INV_SOLD_OUT;
     r.remaining = 0;
-    r.attempts = 1;
+    r.lock.attempts = 1;
     cJSON *o = parse(reply_sale(&r, "atomic", 3786, 0));
     ck_assert_str_eq(str(o, "status"), "sold_out");
     ck_assert_str_eq(str(o, "strategy"), "atomic");
@@ -252,17 +253,17 @@ END_TEST
 START_TEST(test_the_strategies_list_every_registered_lock_type_and_the_default) {
     int n = nlock_types();
     ck_assert_int_gt(n, 0);
-    cJSON *o = parse(reply_strategies(lock_types[0]->name, 0));
-    ck_assert_str_eq(str(o, "default"), lock_types[0]->name);
+    cJSON *o = parse(reply_strategies(strategies[0].name, 0));
+    ck_assert_str_eq(str(o, "default"), strategies[0].name);
     const cJSON *list = field(o, "strategies");
     ck_assert(cJSON_IsArray(list));
     ck_assert_int_eq(cJSON_GetArraySize(list), n);
     for (int i = 0; i < n; i++) {
         const cJSON *e = cJSON_GetArrayItem(list, i);
         ck_assert(cJSON_IsObject(e));
-        ck_assert_str_eq(str(e, "name"), lock_types[i]->name);
-        ck_assert_str_eq(str(e, "description"), lock_types[i]->description);
-        ck_assert_str_eq(str(e, "flaw"), lock_types[i]->flaw);
+        ck_assert_str_eq(str(e, "name"), strategies[i].name);
+        ck_assert_str_eq(str(e, "description"), strategies[i].description);
+        ck_assert_str_eq(str(e, "flaw"), strategies[i].flaw);
         ck_assert_int_gt((int)strlen(str(e, "description")), 0);
         ck_assert_int_gt((int)strlen(str(e, "flaw")), 0);
     }
@@ -270,7 +271,7 @@ START_TEST(test_the_strategies_list_every_registered_lock_type_and_the_default) 
 END_TEST
 
 START_TEST(test_the_strategies_default_is_the_one_given) {
-    const char *last = lock_types[nlock_types() - 1]->name;
+    const char *last = strategies[nlock_types() - 1].name;
     cJSON *o = parse(reply_strategies(last, 0));
     ck_assert_str_eq(str(o, "default"), last);
 }
@@ -278,14 +279,14 @@ END_TEST
 
 START_TEST(test_the_strategies_as_text_name_each_one_and_mark_the_default) {
     int n = nlock_types();
-    const char *def = lock_types[n - 1]->name;
+    const char *def = strategies[n - 1].name;
     char *t = reply_strategies(def, 1);
     char want[256];
     ck_assert_ptr_nonnull(t);
     for (int i = 0; i < n; i++) {
-        ck_assert_ptr_nonnull(strstr(t, lock_types[i]->name));
-        ck_assert_ptr_nonnull(strstr(t, lock_types[i]->description));
-        ck_assert_ptr_nonnull(strstr(t, lock_types[i]->flaw));
+        ck_assert_ptr_nonnull(strstr(t, strategies[i].name));
+        ck_assert_ptr_nonnull(strstr(t, strategies[i].description));
+        ck_assert_ptr_nonnull(strstr(t, strategies[i].flaw));
     }
     snprintf(want, sizeof want, "%s (default)", def);
     ck_assert_ptr_nonnull(strstr(t, want));
@@ -330,15 +331,15 @@ START_TEST(test_an_unknown_strategy_is_named_and_every_known_one_listed) {
     const char *sentence = str(o, "error");
     ck_assert_ptr_nonnull(strstr(sentence, "no-such-lock"));
     for (int i = 0; i < n; i++)
-        ck_assert_msg(strstr(sentence, lock_types[i]->name) != NULL,
-                      "\"%s\" not in \"%s\"", lock_types[i]->name, sentence);
+        ck_assert_msg(strstr(sentence, strategies[i].name) != NULL,
+                      "\"%s\" not in \"%s\"", strategies[i].name, sentence);
     const cJSON *list = field(o, "strategies");
     ck_assert(cJSON_IsArray(list));
     ck_assert_int_eq(cJSON_GetArraySize(list), n);
     for (int i = 0; i < n; i++) {
         const cJSON *e = cJSON_GetArrayItem(list, i);
         ck_assert(cJSON_IsString(e));
-        ck_assert_str_eq(cJSON_GetStringValue(e), lock_types[i]->name);
+        ck_assert_str_eq(cJSON_GetStringValue(e), strategies[i].name);
     }
 }
 END_TEST
@@ -347,9 +348,9 @@ START_TEST(test_an_unknown_strategy_as_text_names_it_and_every_known_one) {
     char *t = reply_unknown_strategy("zookeeper", 1);
     ck_assert_ptr_nonnull(t);
     ck_assert_ptr_nonnull(strstr(t, "zookeeper"));
-    for (int i = 0; lock_types[i]; i++)
-        ck_assert_msg(strstr(t, lock_types[i]->name) != NULL, "\"%s\" not in \"%s\"",
-                      lock_types[i]->name, t);
+    for (int i = 0; strategies[i].name; i++)
+        ck_assert_msg(strstr(t, strategies[i].name) != NULL, "\"%s\" not in \"%s\"",
+                      strategies[i].name, t);
     free(t);
 }
 END_TEST

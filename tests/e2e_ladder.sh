@@ -125,6 +125,7 @@ log "$requests sales from $clients clients per strategy, stock $stock, lock.wait
 for s in "${exact[@]}"; do
     t=$SECONDS
     round=
+    [ "$s" = redlock ] && wait_voting "$ttl_ms" $(tr , '\n' <<<"$nodes" | sed 's/.*://')
     reset_stock "$s"
     run_load "$s"
     audit "$s"

@@ -62,7 +62,8 @@ pid_t harness_redis_start(int port, int *port_out) {
     char p[16];
     snprintf(p, sizeof(p), "%d", port);
     char *argv[] = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", NULL};
+                    "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+                    "--enable-debug-command", "yes", NULL};
     pid_t pid = spawn(argv, 1);
     if (pid < 0) return -1;
     int64_t deadline = mclock_ms() + 5000;
@@ -177,6 +178,19 @@ redisReply *harness_redis(int port, const char *fmt, ...) {
     va_end(ap);
     redisFree(c);
     return r;
+}
+
+int harness_redis_wait_uptime(int port, int seconds) {
+    int64_t deadline = mclock_ms() + (int64_t)seconds * 1000 + 3000;
+    while (mclock_ms() < deadline) {
+        redisReply *r = harness_redis(port, "INFO server");
+        const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "uptime_in_seconds:") : NULL;
+        long long up = p ? strtoll(p + 18, NULL, 10) : -1;
+        freeReplyObject(r);
+        if (up >= seconds) return 0;
+        mclock_sleep_ms(50);
+    }
+    return -1;
 }
 
 long long harness_redis_calls(int port, const char *cmd) {

@@ -56,6 +56,10 @@ long long harness_redis_int(int port, const char *fmt, ...);
  * with freeReplyObject), or NULL. */
 redisReply *harness_redis(int port, const char *fmt, ...);
 
+/* Waits until the Redis at port has been up for at least seconds (its
+ * INFO uptime_in_seconds), at most seconds + 3 s. 0, or -1 on timeout. */
+int harness_redis_wait_uptime(int port, int seconds);
+
 /* The calls= count of one command in INFO commandstats ("evalsha"), or of
  * every command when cmd is NULL; -1 on error. */
 long long harness_redis_calls(int port, const char *cmd);

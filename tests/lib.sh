@@ -227,6 +227,25 @@ start_redis() {
     done
 }
 
+# wait_voting TTL_MS PORT...: waits until every Redis on PORT has been up for
+# TTL_MS (rounded up to whole seconds, INFO uptime_in_seconds): a Redlock
+# master votes only then (the restart rule; see src/redlock.c). Says so when
+# it has to wait.
+wait_voting() {
+    local ttl_ms=$1 s=$(( ($1 + 999) / 1000 )) p up said=0
+    shift
+    for p in "$@"; do
+        while :; do
+            up=$(redis-cli -p "$p" INFO server 2>/dev/null | tr -d '\r' | sed -n 's/^uptime_in_seconds://p')
+            [ -n "$up" ] || fail "Redlock master on $p does not answer INFO"
+            [ "$up" -ge "$s" ] && break
+            [ "$said" = 1 ] || log "waiting for the Redlock masters to be up for lock.ttl-ms ($ttl_ms ms): a younger master gets no vote"
+            said=1
+            sleep 0.2
+        done
+    done
+}
+
 # start_instance PORT [ARG...]: $inventoryd on 127.0.0.1:PORT using the Redis
 # on $redis_port, ARGs appended, run in $work (log inventoryd-PORT.log); sets
 # inst_pid, adds it to pids; does not wait.

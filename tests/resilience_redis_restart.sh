@@ -23,8 +23,8 @@
 #   5. 50 clients sell 200 units in rounds for 2 s (stock 10^6): only sold,
 #      no lock_timeout, backend_unavailable, other answer or transport error;
 #      the audit: oversold false, sold_twice 0, violations 0, ledger = sold;
-#   6. SCAN the whole keyspace: inventory001, :sold, :initial, :violations
-#      are data; :holders must be empty or absent; every other key
+#   6. SCAN the whole keyspace: inventory001, :sold, :initial, :violations,
+#      :families and the capped :history are data; :holders must be empty or absent; every other key
 #      (RedisDistributedLock in particular) must have a TTL (PTTL > 0);
 #      the findings are printed;
 #   7. reset to 200 and three sales sell units 200, 199, 198.
@@ -41,7 +41,7 @@ take_binaries "$@"
 strategies=${RESILIENCE_STRATEGIES:-owner-lua redisson watchdog}
 clients=${RESILIENCE_CLIENTS:-50}
 requests=${RESILIENCE_REQUESTS:-1500}
-data_keys=" inventory001 inventory001:sold inventory001:initial inventory001:violations inventory001:holders "
+data_keys=" inventory001 inventory001:sold inventory001:initial inventory001:violations inventory001:holders inventory001:families inventory001:history "
 
 require_tools redis-server redis-cli curl jq
 clear_env '^INVENTORYD_'

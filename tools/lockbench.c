@@ -3,9 +3,10 @@
  * (inventory_sell), with no HTTP in between, and the run is measured.
  *
  * DESIGN
- * One struct config (config_defaults() plus the options), one rpool of
- * C + 8 connections (128 at least, the default), one struct inventory, as
- * the daemon makes them.
+ * One struct config (config_defaults() plus the options), and the service
+ * made from it by service_open() exactly as the daemon makes it: one rpool
+ * of C + 8 connections (128 at least, the default), the lock core, the
+ * inventory; service_close() tears them down.
  * The stock is reset, then every client thread waits at a barrier and loops
  * inventory_sell() until it answers sold_out. Nothing is retried by hand: a
  * give-up (lock_timeout) or a backend error is counted and the thread simply
@@ -45,19 +46,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "config.h"
 #include "inventory.h"
 #include "lock.h"
 #include "mclock.h"
 #include "rpool.h"
+#include "service.h"
 #include "stats.h"
+#include "strategy.h"
 
 #define EXIT_AUDIT 1       /* oversold or sold twice */
 #define EXIT_USAGE 2       /* bad options, or nothing could be set up */
 #define EXIT_INCOMPLETE 3  /* the stock was not sold out before --max-s */
 
 struct options {
-    const struct lock_type *type;
+    const struct strategy *type;
     int clients;
     long long stock;
     char redis_host[256];
@@ -89,7 +93,7 @@ struct client {
     char first_error[200];          /* the first backend or other answer */
 };
 
-static struct inventory inv;
+static struct service svc;
 static const struct options *opt;
 static pthread_barrier_t start_line;
 static monotime_us deadline_us;
@@ -121,9 +125,9 @@ static void *client_run(void *arg) {
             atomic_store(&stop_all, 1);
             break;
         }
-        int st = inventory_sell(&inv, opt->type, NULL, NULL, &r);
+        int st = inventory_sell(svc.inv, opt->type, NULL, NULL, &r);
         monotime_us t1 = mclock_us();
-        struct sample sm = { t0, t1 - t0, r.wait_ms, r.attempts };
+        struct sample sm = { t0, t1 - t0, r.wait_ms, r.lock.attempts };
         if (!c->oom && sample_add(c, &sm) < 0)
             c->oom = 1;
         if (st == INV_SOLD_OUT)
@@ -176,22 +180,6 @@ static long long commandstats_total(const char *host, int port, char *errstr, si
     return total;
 }
 
-/* Splits "host:port" (the last ':' separates). 0, or -1 when malformed. */
-static int parse_hostport(const char *s, char *host, size_t hostlen, int *port) {
-    const char *colon = strrchr(s, ':');
-    if (colon == NULL || colon == s || (size_t)(colon - s) >= hostlen)
-        return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || *end != '\0' || v < 1 || v > 65535)
-        return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = '\0';
-    *port = (int)v;
-    return 0;
-}
-
 /* Sums INFO commandstats over the main Redis and, when multi is set, every
  * master of the redlock spec. *main_out and *nodes_out get the parts. */
 static int commands_now(int multi, long long *main_out, long long *nodes_out,
@@ -203,17 +191,15 @@ static int commands_now(int multi, long long *main_out, long long *nodes_out,
     *nodes_out = 0;
     if (!multi)
         return 0;
-    char spec[sizeof(opt->redlock)];
-    snprintf(spec, sizeof(spec), "%s", opt->redlock);
-    char *save = NULL;
-    for (char *item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        char host[256];
-        int port;
-        if (parse_hostport(item, host, sizeof(host), &port) < 0) {
-            snprintf(errstr, errlen, "--redlock: '%.60s' is not host:port", item);
-            return -1;
-        }
-        long long n = commandstats_total(host, port, errstr, errlen);
+    struct addr a[LOCK_MAX_NODES];
+    char why[128];
+    int nodes = addr_list_parse(opt->redlock, a, LOCK_MAX_NODES, why, sizeof(why));
+    if (nodes < 0) {
+        snprintf(errstr, errlen, "--redlock: %s", why);
+        return -1;
+    }
+    for (int i = 0; i < nodes; i++) {
+        long long n = commandstats_total(a[i].host, a[i].port, errstr, errlen);
         if (n < 0)
             return -1;
         *nodes_out += n;
@@ -224,7 +210,7 @@ static int commands_now(int multi, long long *main_out, long long *nodes_out,
 
 static void usage(FILE *f) {
     char names[512];
-    lock_type_names(names, sizeof(names));
+    strategy_names(names, sizeof(names));
     fprintf(f,
         "usage: lockbench --strategy S [options]\n"
         "  --strategy S        one of: %s\n"
@@ -279,7 +265,7 @@ int main(int argc, char **argv) {
     while ((ch = getopt_long(argc, argv, "s:c:n:r:R:t:w:T:m:f:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
-            if ((o.type = lock_type_find(optarg)) == NULL)
+            if ((o.type = strategy_find(optarg)) == NULL)
                 goto bad;
             break;
         case 'c':
@@ -292,10 +278,15 @@ int main(int argc, char **argv) {
                 goto bad;
             o.stock = v;
             break;
-        case 'r':
-            if (parse_hostport(optarg, o.redis_host, sizeof(o.redis_host), &o.redis_port) != 0)
+        case 'r': {
+            struct addr a;
+            char why[128];
+            if (addr_parse(optarg, strlen(optarg), &a, why, sizeof(why)) != 0)
                 goto bad;
+            snprintf(o.redis_host, sizeof(o.redis_host), "%s", a.host);
+            o.redis_port = a.port;
             break;
+        }
         case 'R':
             if (strlen(optarg) >= sizeof(o.redlock))
                 goto bad;
@@ -360,25 +351,18 @@ bad:
     cfg.probe = 1;
     snprintf(cfg.strategy, sizeof(cfg.strategy), "%s", o.type->name);
 
-    struct rpool_options po = {
-        .host = cfg.redis_host, .port = cfg.redis_port, .password = cfg.redis_password,
-        .database = cfg.redis_database, .timeout_ms = cfg.redis_timeout_ms,
-        .size = cfg.redis_pool_size,
-    };
     char err[256];
-    struct rpool *pool = rpool_create(&po);
-    if (pool == NULL || inventory_init(&inv, &cfg, pool, err, sizeof(err)) != 0) {
-        fprintf(stderr, "lockbench: %s\n", pool ? err : "out of memory");
-        inventory_free(&inv);
-        rpool_free(pool);
+    if (service_open(&svc, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "lockbench: %s\n", err);
         return EXIT_USAGE;
     }
     int status = EXIT_USAGE;
     struct client *cl = NULL;
     int barrier_ready = 0;
-    int multi = (o.type->flags & LOCK_F_MULTI) != 0;
+    /* The Redlock masters' commands count only when the lock lives there. */
+    int multi = strcmp(lock_type_family(o.type->lock), "redlock") == 0;
 
-    if (inventory_reset(&inv, NULL, o.stock, err, sizeof(err)) != 0) {
+    if (inventory_reset(svc.inv, NULL, o.stock, err, sizeof(err)) != 0) {
         fprintf(stderr, "lockbench: %s\n", err);
         goto out;
     }
@@ -484,7 +468,7 @@ bad:
     double tries_per_sale = sold > 0 ? (double)attempts / (double)sold : 0.0;
 
     struct audit a;
-    int audited = inventory_audit(&inv, NULL, &a, err, sizeof(err)) == 0;
+    int audited = inventory_audit(svc.inv, NULL, &a, err, sizeof(err)) == 0;
     if (!audited) {
         fprintf(stderr, "lockbench: audit: %s\n", err);
         memset(&a, 0, sizeof(a));
@@ -539,8 +523,6 @@ out:
     if (barrier_ready)
         pthread_barrier_destroy(&start_line);
     free(cl);
-    lock_core_shutdown();
-    inventory_free(&inv);
-    rpool_free(pool);
+    service_close(&svc);
     return status;
 }

@@ -35,6 +35,7 @@
 
 #include "inventory.h"
 #include "lock.h"
+#include "strategy.h"
 #include "reply.h"
 #include "route.h"
 
@@ -91,6 +92,7 @@ static struct expect model(const char *url, const char *context) {
         {"/strategies", ROUTE_STRATEGIES, "GET", ""},
         {"/healthz", ROUTE_HEALTHZ, "GET", ""},
         {"/metrics", ROUTE_METRICS, "GET", ""},
+        {"/inventory/history", ROUTE_HISTORY, "GET", ""},
     };
     struct expect e = {ROUTE_NOT_FOUND, "", "", 0};
     size_t n = trimmed(url);
@@ -152,7 +154,7 @@ static void check_route(const char *method, const char *url, const char *context
     enum route_id id = route_match(method, url, context, &r);
 
     CHECK(id == r.id, "returned %d, out->id %d", id, r.id);
-    CHECK(r.id >= ROUTE_NOT_FOUND && r.id <= ROUTE_METRICS, "id %d out of range", r.id);
+    CHECK(r.id >= ROUTE_NOT_FOUND && r.id <= ROUTE_HISTORY, "id %d out of range", r.id);
     CHECK(r.allow != NULL, "allow is NULL");
     CHECK(memchr(r.strategy, '\0', sizeof r.strategy) != NULL, "strategy not terminated");
     size_t sl = strlen(r.strategy);
@@ -251,7 +253,7 @@ static void check_reply_error(const char *word, const char *sentence) {
 static void check_reply_unknown_strategy(const char *name) {
     static char names[1024];
     static const char lead[] = "unknown strategy '";
-    if (names[0] == '\0') lock_type_names(names, sizeof names);
+    if (names[0] == '\0') strategy_names(names, sizeof names);
 
     char *body = reply_unknown_strategy(name, 0);
     cJSON *o = parse_object(body, "reply_unknown_strategy");
@@ -263,12 +265,12 @@ static void check_reply_unknown_strategy(const char *name) {
           e[sizeof lead - 1 + nl] == '\'' && strstr(e, names) != NULL,
           "error '%.300s' does not name '%.100s' and the known ones", e, name);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "strategies");
-    CHECK(cJSON_IsArray(list) && cJSON_GetArraySize(list) == lock_type_count(),
-          "strategies is not an array of %d names", lock_type_count());
-    for (int i = 0; i < lock_type_count(); i++) {
+    CHECK(cJSON_IsArray(list) && cJSON_GetArraySize(list) == strategy_count(),
+          "strategies is not an array of %d names", strategy_count());
+    for (int i = 0; i < strategy_count(); i++) {
         const cJSON *v = cJSON_GetArrayItem(list, i);
-        CHECK(cJSON_IsString(v) && strcmp(v->valuestring, lock_types[i]->name) == 0,
-              "strategies[%d] is not %s", i, lock_types[i]->name);
+        CHECK(cJSON_IsString(v) && strcmp(v->valuestring, strategies[i].name) == 0,
+              "strategies[%d] is not %s", i, strategies[i].name);
     }
     cJSON_Delete(o);
     free(body);
@@ -286,8 +288,8 @@ static void check_reply_strategies(const char *def) {
     const char *d = json_string(o, "default");
     CHECK(d != NULL && strcmp(d, def) == 0, "default is not '%.100s'", def);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "strategies");
-    CHECK(cJSON_IsArray(list) && cJSON_GetArraySize(list) == lock_type_count(),
-          "strategies is not an array of %d", lock_type_count());
+    CHECK(cJSON_IsArray(list) && cJSON_GetArraySize(list) == strategy_count(),
+          "strategies is not an array of %d", strategy_count());
     cJSON_Delete(o);
     free(body);
 
@@ -295,8 +297,8 @@ static void check_reply_strategies(const char *def) {
     CHECK(body != NULL, "text reply_strategies returned NULL");
     int lines = 0, marked = 0;
     for (const char *p = body; *p; p++) lines += *p == '\n';
-    for (int i = 0; lock_types[i]; i++) marked += strcmp(lock_types[i]->name, def) == 0;
-    CHECK(lines == lock_type_count(), "text reply_strategies has %d lines", lines);
+    for (int i = 0; strategies[i].name; i++) marked += strcmp(strategies[i].name, def) == 0;
+    CHECK(lines == strategy_count(), "text reply_strategies has %d lines", lines);
     CHECK((strstr(body, " (default)") != NULL) == (marked > 0),
           "text reply_strategies marks a default wrongly for '%.100s'", def);
     free(body);

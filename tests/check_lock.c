@@ -1,0 +1,344 @@
+/* check_lock.c -- the lock core's contract, type by type, against one real
+ * redis-server: two handles on two threads, no HTTP and no inventory.
+ *
+ * Each lock type promises (lock.h, lock_int.h): a second owner is busy
+ * while the first holds, and gives up when its wait runs out; it gets the
+ * lock once the first lets go; re-entry through the handle counts for the
+ * reentrant types and blocks on itself for the others; a lease runs out for
+ * the leased types, and the release then says lost; the watched types are
+ * renewed while held, and a lock that is gone is reported lost; releasing a
+ * lost lock never deletes its next owner's (except for the DEL releases,
+ * whose flaw that is); and a lost reply leaves no hold behind. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "lock.h"
+#include "mclock.h"
+#include "rpool.h"
+
+#define TTL_MS 600
+#define WAIT_MS 300
+#define KEY "check-lock"
+
+static pid_t redis_pid;
+static int redis_port;
+static struct rpool *pool;
+static struct lock_core *core;
+
+/* What each type promises, as the tests below read it. */
+struct contract {
+    const struct lock_type *type;
+    int reentrant;        /* a nested acquire through the handle counts */
+    int leased;           /* its key expires after the TTL */
+    int watched;          /* renewed while held */
+    int checked_release;  /* its release never deletes another owner's lock */
+};
+
+static const struct contract contracts[] = {
+    {&lock_type_setnx_retry, 0, 0, 0, 0},
+    {&lock_type_setnx_spin, 0, 0, 0, 0},
+    {&lock_type_expiring, 0, 1, 0, 0},
+    {&lock_type_owner_check, 0, 1, 0, 1},
+    {&lock_type_owner_lua, 0, 1, 0, 1},
+    {&lock_type_reentrant, 1, 1, 0, 1},
+    {&lock_type_watchdog, 1, 1, 1, 1},
+    {&lock_type_redisson, 1, 1, 1, 1},
+    {&lock_type_redlock, 1, 1, 1, 1},
+    {&lock_type_fenced, 0, 1, 0, 1},
+    {&lock_type_rw_write, 1, 1, 1, 1},
+};
+#define NCONTRACTS ((int)(sizeof(contracts) / sizeof(contracts[0])))
+
+static void core_start(int pool_size, int timeout_ms) {
+    struct rpool_options po = {.host = "127.0.0.1", .port = redis_port, .timeout_ms = timeout_ms,
+                               .size = pool_size, .load_scripts = 1};
+    pool = rpool_create(&po);
+    ck_assert_ptr_nonnull(pool);
+    char nodes[64], err[256];
+    /* Redlock over one master, the test's Redis: a quorum of 1. */
+    snprintf(nodes, sizeof(nodes), "127.0.0.1:%d", redis_port);
+    struct lock_core_options lo = {
+        .pool = pool, .pool_wait_ms = timeout_ms, .redlock_nodes = nodes,
+        .redlock_node_timeout_ms = 200, .redlock_pool_size = 4, .ttl_ms = TTL_MS,
+        .wait_ms = WAIT_MS, .spin_sleep_ms = 10, .retry_depth = 1000,
+    };
+    core = lock_core_init(&lo, err, sizeof(err));
+    ck_assert_msg(core != NULL, "lock_core_init: %s", err);
+}
+
+static void setup(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    /* The Redlock master votes once it has been up for the TTL. */
+    ck_assert_int_eq(harness_redis_wait_uptime(redis_port, 1), 0);
+    core_start(8, 1000);
+}
+
+static void teardown(void) {
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    harness_stop(redis_pid);
+}
+
+/* An acquire on its own thread, by a handle of its own. */
+struct other {
+    const struct lock_type *type;
+    int delay_ms;
+    int hold_ms;          /* after a successful acquire, hold this long */
+    int rc;               /* of the acquire */
+    int release_rc;
+    int64_t took_ms;      /* the acquire */
+    pthread_t thread;
+};
+
+static void *other_main(void *arg) {
+    struct other *o = arg;
+    mclock_sleep_ms(o->delay_ms);
+    struct lock *l = lock_new(core, o->type, KEY);
+    int64_t t0 = mclock_ms();
+    o->rc = lock_acquire(l);
+    o->took_ms = mclock_ms() - t0;
+    if (o->rc == LOCK_OK) {
+        mclock_sleep_ms(o->hold_ms);
+        o->release_rc = lock_release(l);
+    }
+    lock_free(l);
+    return NULL;
+}
+
+static void other_start(struct other *o, const struct lock_type *t, int delay_ms, int hold_ms) {
+    *o = (struct other){.type = t, .delay_ms = delay_ms, .hold_ms = hold_ms};
+    pthread_create(&o->thread, NULL, other_main, o);
+}
+
+static void other_join(struct other *o) {
+    pthread_join(o->thread, NULL);
+}
+
+static int key_exists(void) {
+    return (int)harness_redis_int(redis_port, "EXISTS " KEY);
+}
+
+/* ---- Contract ------------------------------------------------------------ */
+
+START_TEST(test_a_second_owner_is_busy_until_its_wait_runs_out_then_gets_the_lock_once_freed) {
+    for (int i = 0; i < NCONTRACTS; i++) {
+        const struct contract *c = &contracts[i];
+        struct lock *a = lock_new(core, c->type, KEY);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        struct other b;
+        other_start(&b, c->type, 0, 0);
+        other_join(&b);
+        ck_assert_msg(b.rc == LOCK_BUSY, "%s: the second owner got %d", lock_type_name(c->type), b.rc);
+        ck_assert_msg(b.took_ms >= WAIT_MS - 20 && b.took_ms < WAIT_MS + 250,
+                      "%s: gave up after %lld ms", lock_type_name(c->type), (long long)b.took_ms);
+        other_start(&b, c->type, 0, 0);
+        mclock_sleep_ms(50);
+        ck_assert_int_eq(lock_release(a), LOCK_OK);
+        other_join(&b);
+        ck_assert_msg(b.rc == LOCK_OK, "%s: not acquired once freed (%d)", lock_type_name(c->type), b.rc);
+        ck_assert_int_eq(b.release_rc, LOCK_OK);
+        ck_assert_msg(key_exists() == 0, "%s: key left behind", lock_type_name(c->type));
+        lock_free(a);
+    }
+}
+END_TEST
+
+START_TEST(test_reentry_counts_for_reentrant_types_and_blocks_the_others_on_themselves) {
+    for (int i = 0; i < NCONTRACTS; i++) {
+        const struct contract *c = &contracts[i];
+        struct lock *a = lock_new(core, c->type, KEY);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        int rc = lock_acquire(a);
+        if (c->reentrant) {
+            ck_assert_msg(rc == LOCK_OK, "%s: re-entry refused (%d)", lock_type_name(c->type), rc);
+            ck_assert_int_eq(lock_holds(a), 2);
+            ck_assert_int_eq(lock_release(a), LOCK_OK);
+            ck_assert_msg(key_exists() == 1, "%s: one release freed two holds", lock_type_name(c->type));
+        } else {
+            ck_assert_msg(rc == LOCK_BUSY, "%s: re-entry gave %d", lock_type_name(c->type), rc);
+            ck_assert_int_eq(lock_holds(a), 1);
+        }
+        ck_assert_int_eq(lock_release(a), LOCK_OK);
+        ck_assert_msg(key_exists() == 0, "%s: key left behind", lock_type_name(c->type));
+        lock_free(a);
+    }
+}
+END_TEST
+
+START_TEST(test_a_lease_runs_out_unless_watched_and_the_release_then_says_lost) {
+    for (int i = 0; i < NCONTRACTS; i++) {
+        const struct contract *c = &contracts[i];
+        struct lock *a = lock_new(core, c->type, KEY);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        mclock_sleep_ms(TTL_MS * 2);
+        const char *name = lock_type_name(c->type);
+        if (c->watched) {
+            ck_assert_msg(key_exists() == 1, "%s: not renewed", name);
+            ck_assert_int_eq(lock_check(a), LOCK_OK);
+            struct lock_report r;
+            lock_report(a, &r);
+            ck_assert_msg(r.renewals >= 3, "%s: %d renewals in two TTLs", name, r.renewals);
+            ck_assert_int_eq(lock_release(a), LOCK_OK);
+        } else if (c->leased) {
+            ck_assert_msg(key_exists() == 0, "%s: the key outlived its TTL", name);
+            ck_assert_msg(lock_lease_passed(a), "%s: the lease did not pass", name);
+            ck_assert_msg(lock_release(a) == LOCK_LOST, "%s: released a lock it lost", name);
+        } else {
+            ck_assert_msg(key_exists() == 1, "%s: a lock without a TTL expired", name);
+            ck_assert_int_eq(lock_release(a), LOCK_OK);
+        }
+        lock_free(a);
+        harness_redis_int(redis_port, "DEL " KEY);
+    }
+}
+END_TEST
+
+START_TEST(test_a_watched_lock_that_is_gone_is_reported_lost_and_not_committed) {
+    for (int i = 0; i < NCONTRACTS; i++) {
+        const struct contract *c = &contracts[i];
+        if (!c->watched) continue;
+        struct lock *a = lock_new(core, c->type, KEY);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        harness_redis_int(redis_port, "DEL " KEY);   /* e.g. lost in a failover */
+        mclock_sleep_ms(TTL_MS / 3 + 150);           /* the next renewal finds it gone */
+        ck_assert_msg(lock_check(a) == LOCK_LOST, "%s: a lock that is gone may commit",
+                      lock_type_name(c->type));
+        ck_assert_msg(lock_release(a) == LOCK_LOST, "%s: released a lock that was gone",
+                      lock_type_name(c->type));
+        lock_free(a);
+    }
+}
+END_TEST
+
+START_TEST(test_releasing_a_lost_lock_never_deletes_the_next_owners_but_for_a_bare_del) {
+    for (int i = 0; i < NCONTRACTS; i++) {
+        const struct contract *c = &contracts[i];
+        if (!c->leased || c->watched) continue;
+        struct lock *a = lock_new(core, c->type, KEY);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        mclock_sleep_ms(TTL_MS + 100);               /* A's lease ran out */
+        struct lock *b = lock_new(core, c->type, KEY);
+        ck_assert_int_eq(lock_acquire(b), LOCK_OK);  /* B owns it now */
+        int rc = lock_release(a);
+        const char *name = lock_type_name(c->type);
+        if (c->checked_release) {
+            ck_assert_msg(rc == LOCK_LOST, "%s: A's release gave %d", name, rc);
+            ck_assert_msg(key_exists() == 1, "%s: A deleted B's lock", name);
+            ck_assert_int_eq(lock_release(b), LOCK_OK);
+        } else {
+            ck_assert_msg(key_exists() == 0, "%s: the bare DEL spared B's lock", name);
+            ck_assert_int_eq(lock_release(b), LOCK_LOST);
+        }
+        lock_free(a);
+        lock_free(b);
+    }
+}
+END_TEST
+
+START_TEST(test_a_checked_lease_refuses_the_commit_once_renewals_cannot_reach_redis) {
+    struct lock *a = lock_new(core, &lock_type_watchdog, KEY);
+    ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+    ck_assert_int_eq(lock_check(a), LOCK_OK);
+    redisReply *p = harness_redis(redis_port, "CLIENT PAUSE %d ALL", TTL_MS * 2);
+    freeReplyObject(p);
+    mclock_sleep_ms(TTL_MS + 100);
+    ck_assert_int_eq(lock_check(a), LOCK_LOST);
+    ck_assert(lock_lease_passed(a));
+    lock_free(a);
+}
+END_TEST
+
+/* ---- Faults -------------------------------------------------------------- */
+
+/* Redis sleeps through the acquire's reply (DEBUG SLEEP), so the client
+ * times out not knowing whether it was granted; it was. */
+START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    core_start(8, 200);   /* replies are lost after 200 ms */
+    const struct lock_type *types[] = {&lock_type_owner_lua, &lock_type_redisson,
+                                       &lock_type_setnx_spin, &lock_type_fenced};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        /* The sleep is sent first; the acquire queues behind it. */
+        redisContext *c = redisConnect("127.0.0.1", redis_port);
+        ck_assert_int_eq(redisAppendCommand(c, "DEBUG SLEEP 0.35"), REDIS_OK);
+        int done = 0;
+        while (!done) redisBufferWrite(c, &done);
+        mclock_sleep_ms(20);
+        struct lock *a = lock_new(core, types[i], KEY);
+        int rc = lock_acquire(a);
+        const char *name = lock_type_name(types[i]);
+        ck_assert_msg(rc == LOCK_ERR, "%s: the acquire gave %d through a lost reply", name, rc);
+        ck_assert_int_eq(lock_holds(a), 0);
+        lock_free(a);
+        void *r = NULL;
+        redisGetReply(c, &r);
+        freeReplyObject(r);
+        redisFree(c);
+        /* The compensating release ran after the acquire: nobody holds it. */
+        ck_assert_msg(key_exists() == 0, "%s: an orphan hold was left", name);
+        struct lock *b = lock_new(core, types[i], KEY);
+        ck_assert_int_eq(lock_acquire(b), LOCK_OK);
+        ck_assert_int_eq(lock_release(b), LOCK_OK);
+        lock_free(b);
+    }
+}
+END_TEST
+
+START_TEST(test_waiters_hold_no_pooled_connection_and_the_watchdog_needs_none) {
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    core_start(2, 1000);   /* two connections for three sales */
+    struct lock *a = lock_new(core, &lock_type_redisson, KEY);
+    ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+    ck_assert_ptr_nonnull(lock_conn(a));   /* the holder keeps one */
+    struct other b, c;
+    other_start(&b, &lock_type_redisson, 0, 0);
+    other_start(&c, &lock_type_redisson, 50, 0);
+    /* Three TTLs: renewed all along on the watchdog's own connection. */
+    for (int t = 0; t < 6; t++) {
+        mclock_sleep_ms(TTL_MS / 2);
+        ck_assert_msg(harness_redis_int(redis_port, "PTTL " KEY) > 0, "not renewed at %d", t);
+    }
+    ck_assert_int_eq(lock_check(a), LOCK_OK);
+    other_join(&b);
+    other_join(&c);
+    ck_assert_int_eq(b.rc, LOCK_BUSY);   /* their wait (300 ms) ran out */
+    ck_assert_int_eq(c.rc, LOCK_BUSY);
+    ck_assert_int_eq(lock_release(a), LOCK_OK);
+    lock_free(a);
+}
+END_TEST
+
+Suite *lock_suite(void) {
+    Suite *s = suite_create("lock");
+    TCase *contract = tcase_create("Contract");
+    tcase_add_checked_fixture(contract, setup, teardown);
+    tcase_set_timeout(contract, 60);
+    tcase_add_test(contract, test_a_second_owner_is_busy_until_its_wait_runs_out_then_gets_the_lock_once_freed);
+    tcase_add_test(contract, test_reentry_counts_for_reentrant_types_and_blocks_the_others_on_themselves);
+    tcase_add_test(contract, test_a_lease_runs_out_unless_watched_and_the_release_then_says_lost);
+    tcase_add_test(contract, test_a_watched_lock_that_is_gone_is_reported_lost_and_not_committed);
+    tcase_add_test(contract, test_releasing_a_lost_lock_never_deletes_the_next_owners_but_for_a_bare_del);
+    tcase_add_test(contract, test_a_checked_lease_refuses_the_commit_once_renewals_cannot_reach_redis);
+    suite_add_tcase(s, contract);
+    TCase *faults = tcase_create("Faults");
+    tcase_add_checked_fixture(faults, setup, teardown);
+    tcase_set_timeout(faults, 60);
+    tcase_add_test(faults, test_a_lost_acquire_reply_leaves_no_hold_behind);
+    tcase_add_test(faults, test_waiters_hold_no_pooled_connection_and_the_watchdog_needs_none);
+    suite_add_tcase(s, faults);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(lock_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -58,12 +58,20 @@ static pid_t spawn(char *const argv[], int quiet) {
 }
 
 pid_t harness_redis_start(int port, int *port_out) {
+    return harness_redis_start_args(port, port_out, NULL);
+}
+
+pid_t harness_redis_start_args(int port, int *port_out, const char *const *args) {
     if (port == 0) port = harness_free_port();
     char p[16];
     snprintf(p, sizeof(p), "%d", port);
-    char *argv[] = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-                    "--enable-debug-command", "yes", NULL};
+    /* DEBUG (SLEEP, ...) is on: these servers are the tests' own. */
+    char *argv[48] = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
+                      "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+                      "--enable-debug-command", "yes", NULL};
+    int n = 15;
+    for (int i = 0; args && args[i] && n < 47; i++) argv[n++] = (char *)args[i];
+    argv[n] = NULL;
     pid_t pid = spawn(argv, 1);
     if (pid < 0) return -1;
     int64_t deadline = mclock_ms() + 5000;

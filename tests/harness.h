@@ -17,6 +17,10 @@ int harness_free_port(void);
  * port when not NULL. */
 pid_t harness_redis_start(int port, int *port_out);
 
+/* As harness_redis_start, with more redis-server arguments (NULL-terminated;
+ * may be NULL), e.g. {"--enable-debug-command", "yes", NULL} for DEBUG SLEEP. */
+pid_t harness_redis_start_args(int port, int *port_out, const char *const *args);
+
 /* Stops a process by pid (SIGTERM, then SIGKILL after 5 s) and reaps it. */
 void harness_stop(pid_t pid);
 

@@ -1,0 +1,961 @@
+/* check_safety.c -- the strategies the README calls safe stay safe under
+ * pressure, lost replies and pauses (issue 10). Each test pins one defect
+ * seen on main, by the recipe that showed it, and asserts what the service
+ * must do once fixed: no unit sold twice, no hold left behind by a lost
+ * reply, an audit that counts only real overlaps, per-item state that is
+ * bounded, and so on.
+ *
+ * Black box only: HTTP to real inventoryd processes, hiredis to real
+ * redis-servers (started with --enable-debug-command yes, so that DEBUG
+ * SLEEP can make replies late), signals to the processes. A lost reply is
+ * made by a DEBUG SLEEP longer than the instance's redis.timeout while a
+ * command of a sale is in flight. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+#include "mclock.h"
+
+#define LOCK_KEY "RedisDistributedLock"
+#define STOCK_KEY "inventory001"
+#define LEDGER_KEY "inventory001:sold"
+#define HOLDERS_KEY "inventory001:holders"
+
+static const char *const debug_redis[] = {"--enable-debug-command", "yes", NULL};
+
+static pid_t redis_pid, a_pid, b_pid, master_pid[3];
+static int redis_port, a_port, b_port, master_port[3];
+static char nodes[128];
+
+static void setup(void) {
+    redis_pid = harness_redis_start_args(0, &redis_port, debug_redis);
+    ck_assert_int_gt(redis_pid, 0);
+    a_pid = b_pid = 0;
+    for (int i = 0; i < 3; i++) master_pid[i] = 0;
+    nodes[0] = '\0';
+}
+
+/* As setup, plus three Redlock masters (debug commands on as well). */
+static void setup_masters(void) {
+    setup();
+    for (int i = 0; i < 3; i++) {
+        master_pid[i] = harness_redis_start_args(0, &master_port[i], debug_redis);
+        ck_assert_int_gt(master_pid[i], 0);
+    }
+    snprintf(nodes, sizeof(nodes), "redlock.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             master_port[0], master_port[1], master_port[2]);
+}
+
+static void teardown(void) {
+    if (a_pid) kill(a_pid, SIGCONT);
+    if (b_pid) kill(b_pid, SIGCONT);
+    harness_stop(a_pid);
+    harness_stop(b_pid);
+    for (int i = 0; i < 3; i++) harness_stop(master_pid[i]);
+    harness_stop(redis_pid);
+}
+
+/* Starts instances A and B (faults on, stock reset to 200) with this TTL and
+ * wait, and the extra assignments (NULL-terminated); the Redlock masters
+ * when the case started them. */
+static void start_pair(int ttl_ms, int wait_ms, ...) {
+    const char *sets[24];
+    int n = 0;
+    if (nodes[0]) sets[n++] = nodes;
+    va_list ap;
+    va_start(ap, wait_ms);
+    for (const char *s; n < 23 && (s = va_arg(ap, const char *)) != NULL;) sets[n++] = s;
+    va_end(ap);
+    sets[n] = NULL;
+    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
+                                        &b_pid, &b_port), 0);
+}
+
+static double audit(const char *field) {
+    double v = harness_audit(a_port, field);
+    ck_assert_msg(v > -1e9, "GET /inventory/audit failed");
+    return v;
+}
+
+/* Waits until `at` ms after t0. */
+static void at(int64_t t0, int ms) {
+    int64_t left = t0 + ms - mclock_ms();
+    if (left > 0) mclock_sleep_ms((int)left);
+}
+
+static void reset_stock(int port, int stock) {
+    struct httpc_response r;
+    char body[64];
+    snprintf(body, sizeof(body), "{\"stock\":%d}", stock);
+    ck_assert_int_eq(harness_http(port, "POST", "/inventory/reset", NULL, body, &r), 200);
+}
+
+/* The stock and the ledger's length, straight from Redis. */
+static long long stock_now(void) {
+    return harness_redis_int(redis_port, "GET " STOCK_KEY);
+}
+
+static long long ledger_len(void) {
+    return harness_redis_int(redis_port, "LLEN " LEDGER_KEY);
+}
+
+/* ---- helpers: a Redis made to sleep, keep-alive clients, raw HTTP -------- */
+
+struct redis_sleep {
+    int port;
+    int ms;
+    pthread_t thread;
+};
+
+static void *redis_sleep_main(void *arg) {
+    struct redis_sleep *s = arg;
+    redisReply *r = harness_redis(s->port, "DEBUG SLEEP %d.%03d", s->ms / 1000, s->ms % 1000);
+    freeReplyObject(r);
+    return NULL;
+}
+
+/* DEBUG SLEEP on the redis-server at port, from a thread of its own (the
+ * command blocks until the server wakes). Join with redis_sleep_join. */
+static void redis_sleep_start(struct redis_sleep *s, int port, int ms) {
+    s->port = port;
+    s->ms = ms;
+    pthread_create(&s->thread, NULL, redis_sleep_main, s);
+}
+
+static void redis_sleep_join(struct redis_sleep *s) {
+    pthread_join(s->thread, NULL);
+}
+
+/* One request on a keep-alive client of the caller's, on its own thread:
+ * sales on one keep-alive connection are served by one thread of the
+ * instance, as a JMeter thread's would be. */
+struct ka_bg {
+    struct httpc *h;
+    char path[256];
+    int status;
+    char body[1024];
+    int64_t sent_ms, took_ms;
+    pthread_t thread;
+};
+
+static void *ka_bg_main(void *arg) {
+    struct ka_bg *b = arg;
+    struct httpc_response r;
+    b->sent_ms = mclock_ms();
+    b->status = httpc_request(b->h, "GET", b->path, NULL, NULL, &r) == 0 ? r.status : 0;
+    b->took_ms = mclock_ms() - b->sent_ms;
+    snprintf(b->body, sizeof(b->body), "%s", b->status && r.body ? r.body : "");
+    return NULL;
+}
+
+static void ka_bg_start(struct ka_bg *b, struct httpc *h, const char *path) {
+    memset(b, 0, sizeof(*b));
+    b->h = h;
+    snprintf(b->path, sizeof(b->path), "%s", path);
+    pthread_create(&b->thread, NULL, ka_bg_main, b);
+}
+
+static void ka_bg_join(struct ka_bg *b) {
+    pthread_join(b->thread, NULL);
+}
+
+/* A keep-alive client selling path in a loop until stopped. */
+struct ka_loop {
+    int port;
+    char path[256];
+    atomic_int stop;
+    atomic_long sales;   /* answers received */
+    pthread_t thread;
+};
+
+static void *ka_loop_main(void *arg) {
+    struct ka_loop *k = arg;
+    struct httpc *h = httpc_create("127.0.0.1", k->port, 10000);
+    while (!atomic_load(&k->stop)) {
+        struct httpc_response r;
+        if (httpc_request(h, "GET", k->path, NULL, NULL, &r) == 0) atomic_fetch_add(&k->sales, 1);
+        else mclock_sleep_ms(5);
+    }
+    httpc_free(h);
+    return NULL;
+}
+
+static void ka_loop_start(struct ka_loop *k, int port, const char *path) {
+    memset(k, 0, sizeof(*k));
+    k->port = port;
+    snprintf(k->path, sizeof(k->path), "%s", path);
+    pthread_create(&k->thread, NULL, ka_loop_main, k);
+}
+
+static void ka_loop_stop(struct ka_loop *k) {
+    atomic_store(&k->stop, 1);
+    pthread_join(k->thread, NULL);
+}
+
+/* Sends request (raw bytes, len of them) on a fresh connection to port and
+ * reads until the server closes it (the request must say Connection:
+ * close) or 5 s pass. Returns the status of the answer, 0 if none. */
+static int raw_http(int port, const char *request, size_t len) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || write(fd, request, len) != (ssize_t)len) {
+        close(fd);
+        return 0;
+    }
+    char buf[4096];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0) got += (size_t)n;
+    buf[got] = '\0';
+    close(fd);
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1) status = 0;
+    return status;
+}
+
+/* VmRSS of pid in kB, or -1. */
+static long rss_kb(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
+/* Redisson's own lock and unlock scripts, as a Redisson client sends them. */
+static const char redisson_lock[] =
+    "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+static const char redisson_unlock[] =
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
+    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+#define CLIENT_OWNER "b983c153-7421-469a-addb-44fb92259a1b:1"
+
+/* ---- Pressure: the watchdog starved of connections ------------------------ */
+
+/* Issue 10, defect 1: instance A has two pooled connections. Sale A holds
+ * the lock 1000 ms (TTL 900, renewal due every 300 ms); 50 ms in, sale B on
+ * A waits for a lock with the second connection; sale C on instance B
+ * comes 100 ms in. The watchdog finds no connection, the lease runs out at
+ * 900, C takes the lock, and A commits at 1000 what it read at 0.
+ * For redisson B queues behind A, as in the issue's recipe. The watchdog
+ * strategy polls instead, and B would race C for the expired lock, so there
+ * B waits for another item's lock (lock.scope=item), which a Redisson
+ * client holds. */
+static void starved_watchdog(const char *strategy) {
+    int polls = strcmp(strategy, "watchdog") == 0;
+    char pa[96], pb[96], pc[96];
+    snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=1000", strategy);
+    snprintf(pb, sizeof(pb), "/inventory/sale/%s%s", strategy, polls ? "?item=inventory002" : "");
+    snprintf(pc, sizeof(pc), "/inventory/sale/%s?hold_ms=400", strategy);
+    if (polls) {
+        start_pair(900, 3000, "redis.pool-size=2", "lock.scope=item", NULL);
+        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s:inventory002 10000 %s", redisson_lock,
+                                      LOCK_KEY, CLIENT_OWNER);
+        ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+        freeReplyObject(r);
+    } else {
+        start_pair(900, 3000, "redis.pool-size=2", NULL);
+    }
+    struct harness_bg a, b, c;
+    harness_bg_start(&a, a_port, pa, 0);
+    harness_bg_start(&b, a_port, pb, 50);
+    harness_bg_start(&c, b_port, pc, 100);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    harness_bg_join(&c);
+    ck_assert_msg(audit("sold_twice") == 0,
+                  "%s sold a unit twice: A (%d) %s / C (%d) %s", strategy, a.status, a.body,
+                  c.status, c.body);
+    if (a.status == 409) ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
+    if (a.status == 200 && c.status == 200)
+        ck_assert_int_ne(harness_json_num(a.body, "unit"), harness_json_num(c.body, "unit"));
+    ck_assert_int_eq(audit("oversold_units"), 0);
+}
+
+START_TEST(test_redisson_sells_no_unit_twice_when_the_pool_is_exhausted_during_a_long_hold) {
+    starved_watchdog("redisson");
+}
+END_TEST
+
+START_TEST(test_watchdog_sells_no_unit_twice_when_the_pool_is_exhausted_during_a_long_hold) {
+    starved_watchdog("watchdog");
+}
+END_TEST
+
+/* ---- LostReplies: an acquire whose reply never came ---------------------- */
+
+/* Issue 10, defect 2. A Redisson client holds the lock for 500 ms; a sale on
+ * A (redis.timeout=300) waits for it on a keep-alive connection. At 350 ms
+ * Redis sleeps 600 ms: the sale's next try is sent at ~500, times out at
+ * ~800, and runs at 950, when the client's lease has run out, so it grants
+ * the lock to a sale that already answered 503. After the fix the instance
+ * sends a release checked against that owner on a fresh connection. */
+static void lost_acquire_reply(const char *strategy) {
+    start_pair(10000, 3000, "redis.timeout=300", NULL);
+    if (strcmp(strategy, "owner-lua") == 0) {
+        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " " CLIENT_OWNER " PX 500"), 0);
+    } else {
+        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 500 %s", redisson_lock, LOCK_KEY,
+                                      CLIENT_OWNER);
+        ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+        freeReplyObject(r);
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/inventory/sale/%s", strategy);
+    struct httpc *h = httpc_create("127.0.0.1", a_port, 10000);
+    struct ka_bg sale;
+    struct redis_sleep zz;
+    int64_t t0 = mclock_ms();
+    ka_bg_start(&sale, h, path);
+    at(t0, 350);
+    redis_sleep_start(&zz, redis_port, 600);
+    redis_sleep_join(&zz);
+    ka_bg_join(&sale);
+    /* Today it answers 503 backend_unavailable; a fixed one may also sell. */
+    ck_assert_msg(sale.status == 503 || sale.status == 200, "the sale answered %d %s", sale.status,
+                  sale.body);
+    /* The hold granted after the timeout must not outlive the sale. */
+    long long exists = 1;
+    for (int i = 0; i < 20 && (exists = harness_redis_int(redis_port, "EXISTS " LOCK_KEY)) != 0; i++)
+        mclock_sleep_ms(50);
+    long long pttl = harness_redis_int(redis_port, "PTTL " LOCK_KEY);
+    ck_assert_msg(exists == 0, "%s: a hold nobody releases is left in %s 1 s after the lost reply "
+                  "(PTTL %lld ms)", strategy, LOCK_KEY, pttl);
+
+    /* Another instance sells at once: nothing blocks it. */
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(b_port, "GET", path, NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+
+    /* And the thread that lost the reply sells and lets go as any other. */
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(httpc_request(h, "GET", path, NULL, NULL, &r), 0);
+        ck_assert_int_eq(r.status, 200);
+    }
+    httpc_free(h);
+    ck_assert_msg(harness_redis_int(redis_port, "EXISTS " LOCK_KEY) == 0,
+                  "%s: the lock is still held after every sale finished", strategy);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+
+START_TEST(test_redisson_a_lost_acquire_reply_leaves_no_hold_behind) {
+    lost_acquire_reply("redisson");
+}
+END_TEST
+
+START_TEST(test_owner_lua_a_lost_acquire_reply_leaves_no_hold_behind) {
+    lost_acquire_reply("owner-lua");
+}
+END_TEST
+
+/* ---- Probe: the audit counts only real overlaps -------------------------- */
+
+/* Issue 10, defect 3. One keep-alive client sells sequentially (the local
+ * strategy: an in-process mutex, so the probe's INCR-GET and SET-RPUSH-HDEL
+ * are the sale's only round trips), while Redis sleeps 450 ms at a time
+ * with redis.timeout=300: each sleep loses the reply of one sale's round
+ * trip. Nothing ever overlapped, so the audit must count no violation and
+ * no holder may be left in the probe's hash. */
+START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
+    start_pair(10000, 3000, "redis.timeout=300", NULL);
+    reset_stock(a_port, 100000);
+    struct ka_loop k;
+    ka_loop_start(&k, a_port, "/inventory/sale/local");
+    mclock_sleep_ms(200);
+    int sleeps = 0;
+    long long seen_violations = 0;
+    /* Until a lost reply has shown (a leaked entry counts the next sale as
+     * an overlap), at most 10 sleeps. */
+    while (sleeps < 10 && seen_violations == 0) {
+        struct redis_sleep zz;
+        redis_sleep_start(&zz, redis_port, 450);
+        redis_sleep_join(&zz);
+        sleeps++;
+        mclock_sleep_ms(250);
+        seen_violations = harness_redis_int(redis_port, "GET inventory001:violations");
+    }
+    ka_loop_stop(&k);
+    ck_assert_int_gt(atomic_load(&k.sales), 10);
+    /* A sequential run after it. */
+    struct httpc_response r;
+    for (int i = 0; i < 20; i++)
+        ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/local", NULL, NULL, &r), 200);
+    long long leaked = harness_redis_int(redis_port, "HLEN " HOLDERS_KEY);
+    double violations = audit("violations");
+    ck_assert_msg(violations == 0 && leaked == 0,
+                  "one sequential client, %d DEBUG SLEEPs longer than redis.timeout: the audit counts %.0f violations and "
+                  "%lld holder entries were never removed", sleeps, violations, leaked);
+}
+END_TEST
+
+/* ---- State: per-item state is bounded ------------------------------------ */
+
+/* Sales of distinct ?item= values, one per item, from CLIENTS keep-alive
+ * clients: item n is sold with strategies[n % count]. */
+struct item_run {
+    int port;
+    long to;
+    atomic_long next;
+    const char *const *strategies;
+    atomic_long answered, failed;
+};
+
+static void *item_run_main(void *arg) {
+    struct item_run *ir = arg;
+    struct httpc *h = httpc_create("127.0.0.1", ir->port, 10000);
+    int count = 0;
+    while (ir->strategies[count]) count++;
+    long n;
+    while ((n = atomic_fetch_add(&ir->next, 1)) < ir->to) {
+        char path[160];
+        struct httpc_response r;
+        snprintf(path, sizeof(path), "/inventory/sale/%s?item=it%ld", ir->strategies[n % count], n);
+        if (httpc_request(h, "GET", path, NULL, NULL, &r) == 0) atomic_fetch_add(&ir->answered, 1);
+        else atomic_fetch_add(&ir->failed, 1);
+    }
+    httpc_free(h);
+    return NULL;
+}
+
+static void item_run(struct item_run *ir, long from, long to) {
+    enum { CLIENTS = 6 };
+    atomic_store(&ir->next, from);
+    ir->to = to;
+    pthread_t t[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) pthread_create(&t[i], NULL, item_run_main, ir);
+    for (int i = 0; i < CLIENTS; i++) pthread_join(t[i], NULL);
+    ck_assert_int_eq(atomic_load(&ir->failed), 0);
+}
+
+/* Issue 10, defect 4: RSS of instance A after 2,000 distinct items (the
+ * warm-up: its threads, pool and arenas are all there by then) and after
+ * 50,000 more. No stock exists for any of them (every answer is bad_stock
+ * or lock_timeout): the state is made by the ?item= alone. The probe is
+ * off, for speed: it keeps no state in the process. */
+static void rss_over_distinct_items(struct item_run *ir) {
+    ir->port = a_port;
+    int64_t t0 = mclock_ms();
+    item_run(ir, 0, 2000);
+    mclock_sleep_ms(300);
+    long before = rss_kb(a_pid);
+    item_run(ir, 2000, 52000);
+    mclock_sleep_ms(300);
+    long after = rss_kb(a_pid);
+    ck_assert_int_gt(before, 0);
+    ck_assert_int_gt(after, 0);
+    ck_assert_msg(after - before < 2048,
+                  "RSS grew from %.1f MB to %.1f MB over 50,000 distinct items (%ld requests in %lld ms)",
+                  before / 1024.0, after / 1024.0, atomic_load(&ir->answered),
+                  (long long)(mclock_ms() - t0));
+    /* Still serving. */
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/batched", NULL, NULL, &r), 200);
+}
+
+/* With lock.scope=global, one lock for every item, but a batch queue per
+ * item (batched) was made all the same. */
+START_TEST(test_with_global_scope_rss_stays_flat_over_50000_distinct_items) {
+    start_pair(10000, 2000, "lock.scope=global", "inventory.probe=false", NULL);
+    static const char *const strategies[] = {"batched", NULL};
+    struct item_run ir = {.strategies = strategies};
+    rss_over_distinct_items(&ir);
+}
+END_TEST
+
+/* With lock.scope=item every item has its own lock: a gate (redisson), a
+ * batch queue (batched), and, for the items whose lock a Redisson client
+ * holds (every fourth: they are sold with redisson and wait 2 ms for
+ * lock_timeout), a pub/sub channel. */
+START_TEST(test_with_item_scope_rss_stays_flat_over_50000_distinct_items) {
+    start_pair(10000, 2, "lock.scope=item", "inventory.probe=false", NULL);
+    redisContext *c = redisConnect("127.0.0.1", redis_port);
+    ck_assert(c && !c->err);
+    for (long n = 3; n < 52000; n += 4)
+        redisAppendCommand(c, "HSET " LOCK_KEY ":it%ld %s 1", n, CLIENT_OWNER);
+    for (long n = 3; n < 52000; n += 4) {
+        void *v;
+        ck_assert_int_eq(redisGetReply(c, &v), REDIS_OK);
+        freeReplyObject(v);
+    }
+    redisFree(c);
+    static const char *const strategies[] = {"batched", "redisson", "batched", "redisson", NULL};
+    struct item_run ir = {.strategies = strategies};
+    rss_over_distinct_items(&ir);
+}
+END_TEST
+
+/* ---- Protocol: Redisson's messages and the recursion's stack ------------- */
+
+/* Issue 10, defect 5: three readers (GET /inventory, 400 ms each) wait
+ * behind a writer (a redisson sale holding 800 ms). Redisson's write unlock
+ * publishes the read-unlock message, which wakes every reader at once: all
+ * three finish about 400 ms after the writer, not one after another. */
+START_TEST(test_a_write_unlock_wakes_every_waiting_reader_at_once) {
+    start_pair(10000, 5000, "lock.read-lock=true", NULL);
+    struct harness_bg w, rd[3];
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&w, a_port, "/inventory/sale/redisson?hold_ms=800", 0);
+    for (int i = 0; i < 3; i++) harness_bg_start(&rd[i], i % 2 ? a_port : b_port, "/inventory?hold_ms=400", 200);
+    harness_bg_join(&w);
+    int64_t unlocked = mclock_ms();   /* the writer's answer: it has let go */
+    for (int i = 0; i < 3; i++) harness_bg_join(&rd[i]);
+    ck_assert_int_eq(w.status, 200);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(rd[i].status, 200);
+        ck_assert_int_eq(harness_json_num(rd[i].body, "stock"), 199);
+        int64_t done = rd[i].sent_ms + rd[i].took_ms;
+        ck_assert_msg(done - unlocked <= 400 + 300,
+                      "reader %d finished %lld ms after the writer let go (%lld ms after the start): "
+                      "it was not woken by the unlock", i, (long long)(done - unlocked),
+                      (long long)(done - t0));
+    }
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
+}
+END_TEST
+
+/* Issue 10, defect 6: the deepest recursion the config accepts, with no
+ * sleep between tries and the lock held elsewhere. The sale must fail
+ * cleanly as a lock timeout and the instance keep serving. (The RelWithDebInfo
+ * build turns the tail call into a loop; a Debug build overflows the
+ * 256 KB connection thread's stack.) */
+START_TEST(test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives) {
+    start_pair(10000, 30000, "lock.retry-max-depth=100000", "lock.spin-sleep-ms=0", NULL);
+    ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " someone-else"), 0);
+    struct httpc_response r;
+    int status = harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r);
+    int alive = waitpid(a_pid, NULL, WNOHANG) == 0;
+    if (!alive) a_pid = 0;
+    ck_assert_msg(alive, "the instance died during a setnx-retry sale at lock.retry-max-depth=100000");
+    ck_assert_int_eq(status, 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_int_eq(harness_http(a_port, "GET", "/healthz", NULL, NULL, &r), 200);
+    harness_redis_int(redis_port, "DEL " LOCK_KEY);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 200);
+    ck_assert_int_eq(stock_now(), 199);
+}
+END_TEST
+
+/* ---- Http: requests that must never sell --------------------------------- */
+
+/* Issue 10, defect 7. */
+START_TEST(test_a_head_request_never_sells) {
+    start_pair(10000, 2000, NULL);
+    static const char *const paths[] = {
+        "/inventory/sale/redisson", "/inventory/sale/atomic", "/inventory/sale",
+        "/inventory/saleByRedisson", "/redis/distributed/lock/inventory/sale", NULL};
+    for (int i = 0; paths[i]; i++) {
+        char req[256];
+        int n = snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                         paths[i]);
+        int status = raw_http(a_port, req, (size_t)n);
+        ck_assert_msg(status != 0, "HEAD %s: no answer", paths[i]);
+        ck_assert_msg(stock_now() == 200 && ledger_len() == 0,
+                      "HEAD %s (answered %d) sold: stock %lld, %lld ledger entries", paths[i], status,
+                      stock_now(), ledger_len());
+    }
+    ck_assert_int_eq(audit("sold"), 0);
+}
+END_TEST
+
+/* Issue 10, defect 8: a NUL cuts the path at the decoded byte, so
+ * /inventory/sale/%00%ff used to sell with the default strategy. */
+START_TEST(test_a_path_holding_a_nul_or_a_byte_no_route_has_answers_400_or_404_and_never_sells) {
+    start_pair(10000, 2000, NULL);
+    static const char *const paths[] = {
+        "/inventory/sale/%00%ff", "/inventory/sale/%00", "/inventory/sale%00",
+        "/inventory/sale/atomic%00", "/inventory/sale/redisson%00x", "/inventory/sale/%ff",
+        "/inventory/sale/atomic%ff", "/inventory/saleByRedisson%00", "/inventory%00/sale/atomic",
+        "/redis/distributed/lock/inventory/sale%00", NULL};
+    for (int i = 0; paths[i]; i++) {
+        char req[256];
+        int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                         paths[i]);
+        int status = raw_http(a_port, req, (size_t)n);
+        ck_assert_msg(stock_now() == 200 && ledger_len() == 0,
+                      "GET %s answered %d and sold: stock %lld", paths[i], status, stock_now());
+        ck_assert_msg(status == 400 || status == 404, "GET %s answered %d, not 400 or 404", paths[i],
+                      status);
+    }
+    /* The same bytes raw in the request line. */
+    static const char raw[] = "GET /inventory/sale/\0\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    int status = raw_http(a_port, raw, sizeof(raw) - 1);
+    ck_assert_msg(stock_now() == 200, "a raw NUL in the request line sold (answered %d)", status);
+    ck_assert_int_eq(audit("sold"), 0);
+}
+END_TEST
+
+/* ---- Suspected ------------------------------------------------------------- */
+
+/* The vote of master i in a sale answer: "yes", "busy", "error", "restarted". */
+static const char *vote_of(const char *body, int i, char word[16]) {
+    char key[64];
+    snprintf(key, sizeof(key), "\"node\":\"127.0.0.1:%d\",\"vote\":\"", master_port[i]);
+    const char *p = strstr(body, key);
+    word[0] = '\0';
+    if (p) sscanf(p + strlen(key), "%15[a-z]", word);
+    return word;
+}
+
+/* Suspected: the Redlock validity computed at acquire is dropped. TTL 900;
+ * master 1 sleeps 720 ms just as sale A's round goes out, so its vote comes
+ * at ~720 and A holds with ~170 ms of validity, while masters 0 and 2 let
+ * their copies expire at 900. The watchdog dates the lease from 720 and
+ * renews first at 1020. A commits at ~955: past its validity, so it must
+ * answer lock_lost and write nothing. Meanwhile sale B on the other
+ * instance takes masters 0 and 2 at ~900 and sells. */
+START_TEST(test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothing) {
+    start_pair(900, 3000, "redlock.node-timeout-ms=800", NULL);
+    struct httpc_response r;
+    /* Connections to the masters made before the test. */
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
+    reset_stock(a_port, 200);
+    struct redis_sleep zz;
+    struct harness_bg a, b;
+    int64_t t0 = mclock_ms();
+    redis_sleep_start(&zz, master_port[1], 720);
+    mclock_sleep_ms(10);
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=235", 0);
+    harness_bg_start(&b, b_port, "/inventory/sale/redlock", 100);
+    /* As soon as masters 0 and 2 have let A's copies expire, another
+     * Redlock client takes them: a quorum of its own, 200 ms. */
+    at(t0, 880);
+    int64_t other_at = -1;
+    while (other_at < 0 && mclock_ms() - t0 < 1000) {
+        if (harness_redis_int(master_port[0], "EXISTS " LOCK_KEY) == 0 &&
+            harness_redis_int(master_port[2], "EXISTS " LOCK_KEY) == 0) {
+            int granted = 0;
+            for (int i = 0; i < 3; i += 2) {
+                redisReply *r = harness_redis(master_port[i], "EVAL %s 1 %s 200 %s", redisson_lock,
+                                              LOCK_KEY, CLIENT_OWNER);
+                granted += r && r->type == REDIS_REPLY_NIL;
+                freeReplyObject(r);
+            }
+            if (granted == 2) other_at = mclock_ms() - t0;
+        }
+        if (other_at < 0) mclock_sleep_ms(3);
+    }
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    redis_sleep_join(&zz);
+    ck_assert_msg(a.status == 409,
+                  "A committed past the validity of its round (master 1 answered in %.0f ms of a "
+                  "900 ms TTL): A answered %d at %lld ms, while another client held masters 0 "
+                  "and 2 from %lld ms", harness_json_num(a.body, "lock.wait_ms"), a.status,
+                  (long long)(a.sent_ms + a.took_ms - t0), (long long)other_at);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
+/* Suspected: the restart rule trusts a master that restarted before this
+ * process first saw it. A holds the lock on masters 0 and 1 (2 is down);
+ * master 1 restarts empty and master 2 comes up. Instance B, which has
+ * never seen 1 or 2, must not count their votes while they have been up
+ * for less than the TTL: it must not sell while A is inside. */
+START_TEST(test_redlock_a_master_restarted_before_first_sight_gets_no_vote_until_up_a_ttl) {
+    for (int i = 0; i < 2; i++) {   /* masters 0 and 1 up for longer than a TTL */
+        for (int tries = 0; tries < 80; tries++) {
+            redisReply *info = harness_redis(master_port[i], "INFO server");
+            const char *p = info && info->type == REDIS_REPLY_STRING ? strstr(info->str, "uptime_in_seconds:") : NULL;
+            long up = p ? strtol(p + 18, NULL, 10) : 0;
+            freeReplyObject(info);
+            if (up >= 2) break;
+            mclock_sleep_ms(50);
+        }
+    }
+    harness_stop(master_pid[2]);
+    master_pid[2] = 0;
+    start_pair(1000, 500, NULL);
+    struct harness_bg a, b;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=2500", 0);
+    at(t0, 250);
+    ck_assert_int_eq(harness_redis_int(master_port[0], "EXISTS " LOCK_KEY), 1);
+    ck_assert_int_eq(harness_redis_int(master_port[1], "EXISTS " LOCK_KEY), 1);
+    kill(master_pid[1], SIGKILL);
+    waitpid(master_pid[1], NULL, 0);
+    master_pid[1] = harness_redis_start_args(master_port[1], NULL, debug_redis);
+    master_pid[2] = harness_redis_start_args(master_port[2], NULL, debug_redis);
+    ck_assert_int_gt(master_pid[1], 0);
+    ck_assert_int_gt(master_pid[2], 0);
+    at(t0, 450);
+    harness_bg_start(&b, b_port, "/inventory/sale/redlock", 0);
+    harness_bg_join(&b);
+    harness_bg_join(&a);
+    char v0[16], v1[16], v2[16];
+    ck_assert_msg(strcmp(vote_of(a.body, 0, v0), "yes") == 0 && strcmp(vote_of(a.body, 1, v1), "yes") == 0,
+                  "A did not get the lock from masters 0 and 1: %d %s", a.status, a.body);
+    ck_assert_msg(b.status != 200,
+                  "B sold while A held the lock: votes of B: master 0 %s, restarted master 1 %s, "
+                  "new master 2 %s", vote_of(b.body, 0, v0), vote_of(b.body, 1, v1), vote_of(b.body, 2, v2));
+    ck_assert_int_eq(audit("violations"), 0);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
+/* Suspected: pub/sub reconnect. A sale waits for a Redisson client's lock.
+ * The subscriber's connection is killed and Redis sleeps 300 ms in the same
+ * breath; 100 ms into the sleep the client unlocks. When Redis wakes, the
+ * waiter's retry (sent at the kill) runs first and finds the lock held, then
+ * the unlock publishes, then the new SUBSCRIBE comes in: a waiter that went
+ * back to sleep without waiting for that SUBSCRIBE's confirmation misses
+ * the message. It must be woken promptly, not at the PTTL or the wait's end. */
+START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reconnect) {
+    start_pair(30000, 3000, NULL);
+    redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, CLIENT_OWNER);
+    ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+    freeReplyObject(r);
+    struct harness_bg sale;
+    harness_bg_start(&sale, a_port, "/inventory/sale/redisson", 0);
+    mclock_sleep_ms(400);   /* subscribed and sleeping */
+    redisContext *killer = redisConnect("127.0.0.1", redis_port);
+    redisContext *client = redisConnect("127.0.0.1", redis_port);
+    ck_assert(killer && !killer->err && client && !client->err);
+    redisAppendCommand(killer, "CLIENT KILL TYPE pubsub");
+    redisAppendCommand(killer, "DEBUG SLEEP 0.3");
+    int done = 0;
+    while (!done) ck_assert_int_eq(redisBufferWrite(killer, &done), REDIS_OK);
+    mclock_sleep_ms(100);
+    r = redisCommand(client, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s", redisson_unlock,
+                     LOCK_KEY, LOCK_KEY, CLIENT_OWNER);
+    int64_t released = mclock_ms();
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    for (int i = 0; i < 2; i++) {
+        void *v = NULL;
+        ck_assert_int_eq(redisGetReply(killer, &v), REDIS_OK);
+        freeReplyObject(v);
+    }
+    redisFree(killer);
+    redisFree(client);
+    harness_bg_join(&sale);
+    int64_t woken_within = sale.sent_ms + sale.took_ms - released;
+    ck_assert_msg(sale.status == 200 && woken_within <= 500,
+                  "the waiter answered %d %lld ms after the unlock: the message was missed (%s)",
+                  sale.status, (long long)woken_within, sale.body);
+}
+END_TEST
+
+/* Suspected: POST /inventory/reset deleted the fence counter, so a fenced
+ * holder paused across a reset came back with a token as new as the next
+ * owner's. A is paused inside its sale past the TTL; the stock is reset;
+ * B sells; A resumes and must be refused. */
+START_TEST(test_fenced_a_paused_holder_is_refused_after_a_reset_the_counter_only_grows) {
+    start_pair(600, 3000, NULL);
+    struct harness_bg a, b;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&a, a_port, "/inventory/sale/fenced?hold_ms=400", 0);
+    at(t0, 150);
+    kill(a_pid, SIGSTOP);
+    long long fence_before = harness_redis_int(redis_port, "GET " LOCK_KEY ":fence");
+    at(t0, 900);
+    reset_stock(b_port, 200);
+    long long fence_after = harness_redis_int(redis_port, "GET " LOCK_KEY ":fence");
+    harness_bg_start(&b, b_port, "/inventory/sale/fenced", 0);
+    harness_bg_join(&b);
+    kill(a_pid, SIGCONT);
+    harness_bg_join(&a);
+    ck_assert_int_eq(b.status, 200);
+    ck_assert_msg(a.status == 409,
+                  "the paused holder (token %.0f) wrote after a reset and B's sale (token %.0f): %d %s",
+                  harness_json_num(a.body, "lock.token"), harness_json_num(b.body, "lock.token"),
+                  a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_msg(fence_after >= fence_before, "the reset took the fence counter from %lld to %lld",
+                  fence_before, fence_after);
+}
+END_TEST
+
+/* Suspected: the sale's write is SET then RPUSH, pipelined or in one Lua
+ * script, which Redis does not roll back either. With a ledger key of the
+ * wrong type RPUSH fails: the stock must be unchanged, by every strategy. */
+START_TEST(test_a_sale_whose_ledger_write_fails_leaves_the_stock_unchanged) {
+    start_pair(10000, 2000, NULL);
+    static const char *const strategies[] = {"redisson", "owner-lua", "fenced", "batched", "redlock",
+                                             "atomic", NULL};
+    char wrong[512] = "";
+    for (int i = 0; strategies[i]; i++) {
+        reset_stock(a_port, 200);
+        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LEDGER_KEY " not-a-list"), 0);
+        char path[64];
+        struct httpc_response r;
+        snprintf(path, sizeof(path), "/inventory/sale/%s", strategies[i]);
+        int status = harness_http(a_port, "GET", path, NULL, NULL, &r);
+        long long stock = stock_now();
+        ck_assert_msg(status != 200, "%s sold with a ledger that cannot be written: %s", strategies[i], r.body);
+        if (stock != 200)
+            snprintf(wrong + strlen(wrong), sizeof(wrong) - strlen(wrong), " %s (answered %d, stock %lld)",
+                     strategies[i], status, stock);
+    }
+    ck_assert_msg(wrong[0] == '\0', "the ledger write failed but the stock was decremented by:%s", wrong);
+}
+END_TEST
+
+/* Suspected: with lock.read-lock=true, strategy's lock and the read lock
+ * share a key, but the read lock took another strategy's hold for a free
+ * lock. A reader must wait for a sale in progress, and a sale for a reader. */
+static void read_lock_excludes(const char *strategy) {
+    start_pair(10000, 5000, "lock.read-lock=true", NULL);
+    char path[96];
+    snprintf(path, sizeof(path), "/inventory/sale/%s?hold_ms=800", strategy);
+    struct harness_bg w, rd;
+    harness_bg_start(&w, a_port, path, 0);
+    harness_bg_start(&rd, b_port, "/inventory", 200);
+    harness_bg_join(&w);
+    harness_bg_join(&rd);
+    ck_assert_int_eq(w.status, 200);
+    ck_assert_msg(rd.status == 200 && rd.took_ms >= 400 && harness_json_num(rd.body, "stock") == 199,
+                  "a reader did not wait for a %s sale in progress: %d after %lld ms, %s", strategy,
+                  rd.status, (long long)rd.took_ms, rd.body);
+
+    reset_stock(a_port, 200);
+    snprintf(path, sizeof(path), "/inventory/sale/%s", strategy);
+    struct harness_bg r2, w2;
+    harness_bg_start(&r2, b_port, "/inventory?hold_ms=800", 0);
+    harness_bg_start(&w2, a_port, path, 200);
+    harness_bg_join(&r2);
+    harness_bg_join(&w2);
+    ck_assert_int_eq(r2.status, 200);
+    ck_assert_int_eq(w2.status, 200);
+    ck_assert_msg(w2.took_ms >= 400, "a %s sale did not wait for a reader (%lld ms)", strategy,
+                  (long long)w2.took_ms);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+
+START_TEST(test_with_the_read_lock_a_watchdog_sale_and_a_reader_exclude_each_other) {
+    read_lock_excludes("watchdog");
+}
+END_TEST
+
+START_TEST(test_with_the_read_lock_an_owner_lua_sale_and_a_reader_exclude_each_other) {
+    read_lock_excludes("owner-lua");
+}
+END_TEST
+
+/* Suspected: lock families mixed on one stock do not exclude each other.
+ * lock.allowed names the strategies an instance may sell with. */
+START_TEST(test_a_strategy_not_in_lock_allowed_answers_an_error_and_sells_nothing) {
+    const char *sets[] = {nodes, "lock.allowed=redisson,atomic", NULL};
+    ck_assert_msg(harness_pair_start(redis_port, 10000, 2000, sets, &a_pid, &a_port, &b_pid, &b_port) == 0,
+                  "inventoryd does not start with --set lock.allowed=redisson,atomic");
+    struct httpc_response r;
+    int status = harness_http(a_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r);
+    ck_assert_msg(status >= 400 && status < 500 && stock_now() == 200 && ledger_len() == 0,
+                  "watchdog is not in lock.allowed=redisson,atomic but answered %d (%s); stock %lld",
+                  status, r.body, stock_now());
+    ck_assert_str_ne(harness_json_str(r.body, "error"), "");
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+}
+END_TEST
+
+/* The audit's "warnings": an array of sentences; -1 when absent. */
+static int audit_warnings(char *first, size_t len) {
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/audit", NULL, NULL, &r), 200);
+    cJSON *root = cJSON_Parse(r.body);
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "warnings");
+    int n = cJSON_IsArray(w) ? cJSON_GetArraySize(w) : -1;
+    first[0] = '\0';
+    if (n > 0 && cJSON_IsString(cJSON_GetArrayItem(w, 0)))
+        snprintf(first, len, "%s", cJSON_GetArrayItem(w, 0)->valuestring);
+    cJSON_Delete(root);
+    return n;
+}
+
+START_TEST(test_the_audit_warns_when_one_stock_was_sold_under_two_lock_families) {
+    start_pair(10000, 2000, NULL);
+    struct httpc_response r;
+    char first[256];
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r), 200);
+    ck_assert_int_le(audit_warnings(first, sizeof(first)), 0);   /* one family: nothing to say */
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
+    int n = audit_warnings(first, sizeof(first));
+    ck_assert_msg(n >= 1, "sold under watchdog and redlock since the reset, and the audit has %s",
+                  n < 0 ? "no \"warnings\" field" : "an empty \"warnings\" array");
+    ck_assert_str_ne(first, "");
+    reset_stock(a_port, 200);
+    ck_assert_int_le(audit_warnings(first, sizeof(first)), 0);   /* since its reset */
+}
+END_TEST
+
+static Suite *safety_suite(void) {
+    Suite *s = suite_create("safety");
+    struct {
+        const char *name;
+        void (*setup)(void);
+        int timeout;
+        const TTest *tests[8];
+    } cases[] = {
+        {"Pressure", setup, 60,
+         {test_redisson_sells_no_unit_twice_when_the_pool_is_exhausted_during_a_long_hold,
+          test_watchdog_sells_no_unit_twice_when_the_pool_is_exhausted_during_a_long_hold}},
+        {"LostReplies", setup, 60,
+         {test_redisson_a_lost_acquire_reply_leaves_no_hold_behind,
+          test_owner_lua_a_lost_acquire_reply_leaves_no_hold_behind}},
+        {"Probe", setup, 60, {test_lost_replies_leave_no_probe_entry_and_count_no_violation}},
+        {"State", setup, 240,
+         {test_with_global_scope_rss_stays_flat_over_50000_distinct_items,
+          test_with_item_scope_rss_stays_flat_over_50000_distinct_items}},
+        {"Protocol", setup, 90,
+         {test_a_write_unlock_wakes_every_waiting_reader_at_once,
+          test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives}},
+        {"Http", setup, 60,
+         {test_a_head_request_never_sells,
+          test_a_path_holding_a_nul_or_a_byte_no_route_has_answers_400_or_404_and_never_sells}},
+        {"Redlock", setup_masters, 60,
+         {test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothing,
+          test_redlock_a_master_restarted_before_first_sight_gets_no_vote_until_up_a_ttl}},
+        {"Suspected", setup_masters, 60,
+         {test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reconnect,
+          test_fenced_a_paused_holder_is_refused_after_a_reset_the_counter_only_grows,
+          test_a_sale_whose_ledger_write_fails_leaves_the_stock_unchanged,
+          test_with_the_read_lock_a_watchdog_sale_and_a_reader_exclude_each_other,
+          test_with_the_read_lock_an_owner_lua_sale_and_a_reader_exclude_each_other,
+          test_a_strategy_not_in_lock_allowed_answers_an_error_and_sells_nothing,
+          test_the_audit_warns_when_one_stock_was_sold_under_two_lock_families}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, cases[i].setup, teardown);
+        tcase_set_timeout(tc, cases[i].timeout);
+        for (int j = 0; j < 8 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(safety_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

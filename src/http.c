@@ -56,6 +56,7 @@ struct watch {
     int fd;
     enum watch_phase phase;
     int64_t since_us;
+    int line_cut;              /* the current request line holds a NUL byte */
     struct watch *prev, *next;
 };
 
@@ -75,6 +76,7 @@ struct http_server {
 };
 
 struct request {
+    int line_cut;              /* a NUL byte cut the request line short */
     char *body;
     size_t len;
     int too_large;
@@ -349,7 +351,9 @@ static int refuse(struct http_server *s, struct MHD_Connection *conn, const char
                   const char *method, const struct request *req, const struct route *rt, int text,
                   enum MHD_Result *ret) {
     char why[256];
-    if (req->url_len > URL_MAX) {
+    if (req->line_cut) {
+        *ret = answer_error(conn, 400, "bad_request", "the request line holds a NUL byte", text);
+    } else if (req->url_len > URL_MAX) {
         snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len, URL_MAX);
         *ret = answer_error(conn, 414, "uri_too_long", why, text);
     } else if (req->header_bytes > HEADERS_MAX) {
@@ -427,6 +431,20 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
 }
 
+/* Sees every request line as it arrives, before libmicrohttpd hands the
+ * URL on as a C string: a raw NUL byte in it would cut it short, and
+ * "GET /inventory/sale/<NUL>x" would become the default sale. libmicrohttpd
+ * (0.9.75) ends the URI at the space before the version, so that NUL is
+ * followed by "HTTP/"; any other byte there means the URI held a NUL of its
+ * own. The mark is read by the request's first callback. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+    (void)cls;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct watch *w = ci ? ci->socket_context : NULL;
+    if (w) w->line_cut = strncmp(uri + strlen(uri) + 1, "HTTP/", 5) != 0;
+    return NULL;
+}
+
 /* Every 250 ms: shuts down the sockets of connections idle or receiving a
  * body for longer than server.connection-timeout-s. libmicrohttpd then sees
  * the connection end and closes it in its own thread. */
@@ -460,6 +478,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req) return MHD_NO;
         *req_cls = req;
         req->url_len = strlen(url);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const struct watch *w = ci ? ci->socket_context : NULL;
+        req->line_cut = w && w->line_cut;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, count_value, req);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_value, req);
         atomic_fetch_add(&s->inflight, 1);
@@ -585,6 +607,7 @@ struct http_server *http_start(const struct config *cfg, struct inventory *inv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_END);
     if (!s->d) {
         snprintf(errstr, errlen, "libmicrohttpd could not start on %s:%d", cfg->bind, cfg->port);

@@ -21,7 +21,7 @@ take_binaries "$@"
 clients=${SAFETY_CLIENTS:-3000}
 requests=${SAFETY_REQUESTS:-6000}
 stock=200
-strategies=(redlock watchdog redisson owner-check)
+strategies=(watchdog redisson owner-check redlock)
 
 # On failure, what the instances and nginx logged (the Redis logs say nothing).
 on_fail() {
@@ -57,6 +57,8 @@ start_front
 
 failures=()
 for s in "${strategies[@]}"; do
+    # A Redlock master votes once up for lock.ttl-ms (10 s by default).
+    [ "$s" = redlock ] && wait_voting 10000 $(tr , '\n' <<<"$nodes" | sed 's/.*://')
     reset_stock "$s"
     load_kv "$s"
     log "$s: $load_out"

@@ -223,6 +223,7 @@ static void usage(FILE *f) {
         "  --node-timeout-ms MS redlock.node-timeout-ms (config default)\n"
         "  --max-s S           stop the clients after S seconds (300)\n"
         "  --format text|kv    human summary, or one key=value line (text)\n"
+        "  --set key=value     any inventoryd setting (history.enabled=false, ...); repeatable\n"
         "Every client loops sale after sale until the stock is sold out; give-ups\n"
         "and backend errors are counted, never retried by hand. Exit status: 0 when\n"
         "the audit passed, 1 when a unit was sold twice or oversold, 2 on bad usage\n"
@@ -233,6 +234,8 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     struct config cfg;
     config_defaults(&cfg);
+    const char *sets[32];
+    int nsets = 0;
     static struct options o;
     o.type = NULL;
     o.clients = 16;
@@ -257,12 +260,13 @@ int main(int argc, char **argv) {
         { "node-timeout-ms", required_argument, NULL, 'T' },
         { "max-s", required_argument, NULL, 'm' },
         { "format", required_argument, NULL, 'f' },
+        { "set", required_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
     long v;
-    while ((ch = getopt_long(argc, argv, "s:c:n:r:R:t:w:T:m:f:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:c:n:r:R:t:w:T:m:f:S:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
             if ((o.type = strategy_find(optarg)) == NULL)
@@ -312,6 +316,11 @@ int main(int argc, char **argv) {
                 goto bad;
             o.max_s = (int)v;
             break;
+        case 'S':
+            if (nsets == (int)(sizeof(sets) / sizeof(sets[0])))
+                goto bad;
+            sets[nsets++] = optarg;   /* applied over the other options, below */
+            break;
         case 'f':
             if (stats_parse_format(optarg, &o.kv) != 0)
                 goto bad;
@@ -352,6 +361,12 @@ bad:
     snprintf(cfg.strategy, sizeof(cfg.strategy), "%s", o.type->name);
 
     char err[256];
+    for (int i = 0; i < nsets; i++) {
+        if (config_set(&cfg, sets[i], err, sizeof(err)) != CONFIG_OK) {
+            fprintf(stderr, "lockbench: %s\n", err);
+            return EXIT_USAGE;
+        }
+    }
     if (service_open(&svc, &cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "lockbench: %s\n", err);
         return EXIT_USAGE;

@@ -1,7 +1,8 @@
 /* httpc.h -- a tiny blocking HTTP/1.1 client over one keep-alive TCP
- * connection, for the load driver and the tests. Not thread safe: one
- * struct httpc per thread. Speaks only what inventoryd answers:
- * Content-Length bodies (and Connection: close). */
+ * connection: the project's one HTTP client, used by the lab's runs
+ * (lab.c), the load driver (tools/loadgen.c) and the tests. Not thread
+ * safe: one struct httpc per thread. Speaks what inventoryd and nginx
+ * answer: Content-Length, chunked, or until close. */
 #ifndef INVENTORYD_HTTPC_H
 #define INVENTORYD_HTTPC_H
 

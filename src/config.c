@@ -110,6 +110,11 @@ static const struct config_key keys[] = {
     K_BOOL("history.enabled",            history_enabled,      "true"),
     K_INT ("history.max-events",         history_max_events,   "10000", 1, 10000000),
 
+    K_BOOL("lab.enabled",                lab_enabled,          "false"),
+    K_ADDRS("lab.target",                lab_target,           "", 0, 1),
+    K_ADDRS("lab.instances",             lab_instances,        "", 0, 2),
+    K_STR ("lab.results-dir",            lab_results_dir,      "results", 1, 0),
+
     K_BOOL("faults.enabled",             faults_enabled,       "false"),
     K_INT ("faults.max-hold-ms",         faults_max_hold_ms,   "60000", 0, 3600000),
 };

@@ -20,7 +20,7 @@
 #define CONFIG_ORIGIN_MAX 256
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 33
+#define CONFIG_KEY_COUNT 37
 
 struct config {
     /* server.* */
@@ -71,6 +71,18 @@ struct config {
     /* redlock.* */
     char redlock_nodes[512];    /* redlock.nodes, default 127.0.0.1:6381,... */
     int redlock_node_timeout_ms;/* redlock.node-timeout-ms, default 50 */
+
+    /* lab.* */
+    int lab_enabled;            /* lab.enabled, default false: POST /lab/runs and
+                                   the other lab endpoints exist only when true */
+    char lab_target[300];       /* lab.target: host:port a run's load goes to;
+                                   default empty = this instance */
+    char lab_instances[600];    /* lab.instances: the instances behind lab.target,
+                                   host:port,host:port; a scenario's sale A goes to
+                                   the first, B to the second; empty = lab.target */
+    char lab_results_dir[256];  /* lab.results-dir, default results: where
+                                   GET /lab/results/<name> reads demo.csv and
+                                   matrix.csv (relative to the working directory) */
 
     /* faults.* */
     int faults_enabled;         /* faults.enabled, default false */

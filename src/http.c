@@ -30,16 +30,22 @@
 #include "config.h"
 #include "http.h"
 #include "inventory.h"
+#include "lab.h"
 #include "log.h"
 #include "mclock.h"
 #include "metrics.h"
 #include "reply.h"
 #include "route.h"
 #include "strategy.h"
+#include "web.h"
 
 #define CT_JSON "application/json; charset=utf-8"
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
+#define CT_CSV "text/csv; charset=utf-8"
+
+/* The page loads nothing from elsewhere, and nothing inline. */
+#define LAB_CSP "default-src 'self'"
 
 #define NESTED_MAX 16
 #define HISTORY_LIMIT_MAX 5000
@@ -69,6 +75,7 @@ struct http_server {
     int reaper_running, reaper_stop;
     const struct config *cfg;
     struct inventory *inv;
+    struct lab *lab;           /* NULL: lab.enabled=false */
     const struct strategy *default_strategy;
     int listen_fd;
     int quiesced;
@@ -117,6 +124,22 @@ static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body,
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
     metrics_http(code);
+    return ret;
+}
+
+/* Queues one of the page's embedded files, with the page's security headers. */
+static enum MHD_Result answer_asset(struct MHD_Connection *conn, const struct web_asset *a) {
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(resp, "Content-Security-Policy", LAB_CSP);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    metrics_http(200);
     return ret;
 }
 
@@ -333,6 +356,139 @@ static enum MHD_Result do_metrics(const struct call *k) {
     return answer(k->conn, 200, metrics_render(), CT_PROM, NULL);
 }
 
+/* ---- the lab ---------------------------------------------------------------- */
+
+/* GET /: the page; GET /lab/<asset>: its script, style and icon. */
+static enum MHD_Result do_lab_page(const struct call *k) {
+    const struct web_asset *a = web_asset_find(k->rt->id == ROUTE_LAB_PAGE ? "index.html" : k->rt->arg);
+    if (!a) return answer_error(k->conn, 404, "not_found", "this file is not part of the page", 0);
+    return answer_asset(k->conn, a);
+}
+
+/* Reads JSON member key of doc as a whole number in [min, max] into *out
+ * (def when absent or null). 0, or -1 with a sentence in why. */
+static int json_whole(const cJSON *doc, const char *key, long long def, long long min,
+                      long long max, long long *out, char *why, size_t whylen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return 0;
+    }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (isnan(d) || d != floor(d) || d < (double)min || d > (double)max) {
+        snprintf(why, whylen, "\"%s\" must be a whole number from %lld to %lld", key, min, max);
+        return -1;
+    }
+    *out = (long long)d;
+    return 0;
+}
+
+/* Reads JSON member key of doc as a string of at most len-1 bytes into out
+ * ("" when absent or null). 0, or -1 with a sentence in why. */
+static int json_name(const cJSON *doc, const char *key, char *out, size_t len, char *why,
+                     size_t whylen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    out[0] = '\0';
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= len) {
+        snprintf(why, whylen, "\"%s\" must be a name of at most %zu characters", key, len - 1);
+        return -1;
+    }
+    snprintf(out, len, "%s", v->valuestring);
+    return 0;
+}
+
+/* POST /lab/runs {"strategy":..., "clients":..., "requests":..., "stock":..., "scenario":...} */
+static enum MHD_Result start_lab_run(const struct call *k) {
+    static const char usage[] = "send a JSON body such as {\"strategy\":\"owner-lua\", "
+                                "\"clients\":200, \"requests\":3000, \"stock\":200} or "
+                                "{\"strategy\":\"expiring\", \"scenario\":\"slow-holder\"}";
+    char why[512];
+    struct lab_request r;
+    memset(&r, 0, sizeof(r));
+    cJSON *doc = k->req->len ? cJSON_ParseWithLength(k->req->body, k->req->len) : NULL;
+    long long clients = 0, requests = 0, stock = 0;
+    int bad = 1;
+    if (!cJSON_IsObject(doc)) {
+        snprintf(why, sizeof(why), "the body is not a JSON object: %s", usage);
+    } else if (json_name(doc, "strategy", r.strategy, sizeof(r.strategy), why, sizeof(why)) < 0 ||
+               json_name(doc, "scenario", r.scenario, sizeof(r.scenario), why, sizeof(why)) < 0 ||
+               json_whole(doc, "clients", 200, 1, LAB_CLIENTS_MAX, &clients, why, sizeof(why)) < 0 ||
+               json_whole(doc, "requests", 3000, 1, LAB_REQUESTS_MAX, &requests, why, sizeof(why)) < 0 ||
+               json_whole(doc, "stock", 200, 0, LAB_STOCK_MAX, &stock, why, sizeof(why)) < 0) {
+        /* why says which */
+    } else if (!r.strategy[0]) {
+        snprintf(why, sizeof(why), "the body has no \"strategy\": %s", usage);
+    } else {
+        bad = 0;
+    }
+    cJSON_Delete(doc);
+    if (bad) return answer_error(k->conn, 400, "bad_request", why, 0);
+    r.clients = (int)clients;
+    r.requests = (int)requests;
+    r.stock = stock;
+    int id = 0, rc = lab_start(k->s->lab, &r, &id, why, sizeof(why));
+    if (rc == LAB_BAD) return answer_error(k->conn, 400, "bad_request", why, 0);
+    if (rc == LAB_BUSY) return answer_error(k->conn, 409, "run_in_progress", why, 0);
+    if (rc != LAB_OK) return answer_error(k->conn, 500, "internal_error", why, 0);
+    struct lab_run_view *v = malloc(sizeof(*v));
+    if (!v || lab_run(k->s->lab, id, v) != LAB_OK) {
+        free(v);
+        return answer(k->conn, 500, NULL, CT_JSON, NULL);
+    }
+    enum MHD_Result ret = answer(k->conn, 202, reply_lab_run(v), CT_JSON, NULL);
+    free(v);
+    return ret;
+}
+
+/* GET /lab/runs: the settings and the kept runs; POST: start one. */
+static enum MHD_Result do_lab_runs(const struct call *k) {
+    if (strcmp(k->method, "POST") == 0) return start_lab_run(k);
+    struct lab_info info;
+    lab_get_info(k->s->lab, &info);
+    struct lab_run_view *v = malloc(sizeof(*v) * LAB_RUNS_KEPT);
+    if (!v) return answer(k->conn, 500, NULL, CT_JSON, NULL);
+    int n = lab_runs(k->s->lab, v, LAB_RUNS_KEPT);
+    enum MHD_Result ret = answer(k->conn, 200, reply_lab_runs(v, n, &info), CT_JSON, NULL);
+    free(v);
+    return ret;
+}
+
+/* GET /lab/runs/{id} */
+static enum MHD_Result do_lab_run(const struct call *k) {
+    int id = atoi(k->rt->arg);
+    struct lab_run_view *v = malloc(sizeof(*v));
+    if (!v) return answer(k->conn, 500, NULL, CT_JSON, NULL);
+    enum MHD_Result ret;
+    if (lab_run(k->s->lab, id, v) == LAB_OK) {
+        ret = answer(k->conn, 200, reply_lab_run(v), CT_JSON, NULL);
+    } else {
+        char why[192];
+        snprintf(why, sizeof(why), "no run %d on this instance (it keeps its last %d runs; "
+                 "behind nginx, /lab/ must reach one instance)", id, LAB_RUNS_KEPT);
+        ret = answer_error(k->conn, 404, "not_found", why, 0);
+    }
+    free(v);
+    return ret;
+}
+
+static enum MHD_Result do_lab_scenarios(const struct call *k) {
+    struct lab_info info;
+    lab_get_info(k->s->lab, &info);
+    return answer(k->conn, 200, reply_lab_scenarios(info.ttl_ms, info.wait_ms), CT_JSON, NULL);
+}
+
+/* GET /lab/results/demo.csv, /lab/results/matrix.csv */
+static enum MHD_Result do_lab_result(const struct call *k) {
+    char *body, why[512];
+    size_t len;
+    int rc = lab_result_file(k->s->lab, k->rt->arg, &body, &len, why, sizeof(why));
+    if (rc == LAB_NOT_FOUND) return answer_error(k->conn, 404, "not_found", why, 0);
+    if (rc != LAB_OK) return answer_error(k->conn, 500, "internal_error", why, 0);
+    (void)len;
+    return answer(k->conn, 200, body, CT_CSV, NULL);
+}
+
 /* The handler of each route; the routes reading ?item= are marked. */
 static const struct {
     handler fn;
@@ -342,6 +498,9 @@ static const struct {
     [ROUTE_RESET] = {do_reset, 0},        [ROUTE_AUDIT] = {do_audit, 1},
     [ROUTE_STRATEGIES] = {do_strategies, 0}, [ROUTE_HEALTHZ] = {do_healthz, 0},
     [ROUTE_METRICS] = {do_metrics, 0},    [ROUTE_HISTORY] = {do_history, 1},
+    [ROUTE_LAB_PAGE] = {do_lab_page, 0},  [ROUTE_LAB_ASSET] = {do_lab_page, 0},
+    [ROUTE_LAB_RUNS] = {do_lab_runs, 0},  [ROUTE_LAB_RUN] = {do_lab_run, 0},
+    [ROUTE_LAB_SCENARIOS] = {do_lab_scenarios, 0}, [ROUTE_LAB_RESULT] = {do_lab_result, 0},
 };
 
 /* Answers what is refused before any route runs: oversized URL or headers,
@@ -383,6 +542,8 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
     int text = wants_text(conn);
     struct route rt;
     route_match(method, url, s->cfg->context_path, &rt);
+    if (route_needs_lab(rt.id) && !s->lab)   /* lab.enabled=false: no such path */
+        route_match(method, "", s->cfg->context_path, &rt);
     enum MHD_Result ret;
     if (refuse(s, conn, url, method, req, &rt, text, &ret)) return ret;
     struct call k = {s, conn, method, &rt, req, NULL, text};
@@ -575,7 +736,7 @@ static int listen_on(const char *bind_addr, int port, char *errstr, size_t errle
 }
 
 struct http_server *http_start(const struct config *cfg, struct inventory *inv,
-                               char *errstr, size_t errlen) {
+                               struct lab *lab, char *errstr, size_t errlen) {
     const struct strategy *def = strategy_find(cfg->strategy);
     if (!def) {
         snprintf(errstr, errlen, "lock.strategy: unknown strategy '%s'", cfg->strategy);
@@ -588,6 +749,7 @@ struct http_server *http_start(const struct config *cfg, struct inventory *inv,
     }
     s->cfg = cfg;
     s->inv = inv;
+    s->lab = lab;
     s->default_strategy = def;
     s->listen_fd = listen_on(cfg->bind, cfg->port, errstr, errlen);
     if (s->listen_fd < 0) {

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "http.h"
 #include "inventory.h"
+#include "lab.h"
 #include "lock.h"
 #include "log.h"
 #include "metrics.h"
@@ -138,9 +139,24 @@ int main(int argc, char **argv) {
         return EXIT_CONFIG;
     }
     metrics_set_redlock(lock_core_redlock(svc.core));
-    struct http_server *srv = http_start(&cfg, svc.inv, err, sizeof(err));
+    struct lab *lab = NULL;
+    if (cfg.lab_enabled) {
+        struct lab_options lo = {
+            .target = cfg.lab_target, .self_host = cfg.bind, .self_port = cfg.port,
+            .instances = cfg.lab_instances, .results_dir = cfg.lab_results_dir,
+            .ttl_ms = cfg.lock_ttl_ms, .wait_ms = cfg.lock_wait_ms,
+            .io_timeout_ms = cfg.lock_wait_ms + cfg.redis_timeout_ms * 3 + 5000,
+        };
+        if (!(lab = lab_create(&lo, err, sizeof(err)))) {
+            fprintf(stderr, "inventoryd: %s\n", err);
+            service_close(&svc);
+            return EXIT_CONFIG;
+        }
+    }
+    struct http_server *srv = http_start(&cfg, svc.inv, lab, err, sizeof(err));
     if (!srv) {
         fprintf(stderr, "inventoryd: %s\n", err);
+        lab_free(lab);
         service_close(&svc);
         return EXIT_LISTEN;
     }
@@ -151,6 +167,15 @@ int main(int argc, char **argv) {
     else
         fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
                 cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);
+    if (lab) {
+        struct lab_info li;
+        lab_get_info(lab, &li);
+        fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs on: they go to %s)\n",
+                cfg.bind, cfg.port, li.target);
+    } else {
+        fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs off: lab.enabled=false)\n",
+                cfg.bind, cfg.port);
+    }
     int seeded = 0;
     if (inventory_ping(svc.inv, err, sizeof(err)) != 0 ||
         inventory_seed(svc.inv, cfg.initial_stock, &seeded, err, sizeof(err)) != 0)
@@ -162,7 +187,9 @@ int main(int argc, char **argv) {
     int sig = 0;
     sigwait(&stop, &sig);
     fprintf(stderr, "inventoryd: %s: finishing requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    lab_stop(lab);      /* a lab run sends nothing more */
     http_stop(srv);
+    lab_free(lab);      /* no request can reach the lab now: join its threads */
     service_close(&svc);
     fprintf(stderr, "inventoryd: stopped\n");
     return 0;

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lab.h"
 #include "lock.h"
 #include "reply.h"
+#include "scenario.h"
 #include "strategy.h"
 
 int reply_sale_http_status(int s) {
@@ -248,6 +250,121 @@ char *reply_strategies(const char *default_strategy, int text) {
         snprintf(path, sizeof(path), "/inventory/sale/%s", t->name);
         cJSON_AddStringToObject(e, "path", path);
         cJSON_AddItemToArray(list, e);
+    }
+    return render(o);
+}
+
+/* ---- the lab ----------------------------------------------------------------- */
+
+/* body as parsed JSON when it is JSON, else as a string. */
+static cJSON *json_or_string(const char *body) {
+    cJSON *j = body[0] ? cJSON_Parse(body) : NULL;
+    return j ? j : cJSON_CreateString(body);
+}
+
+static cJSON *lab_run_object(const struct lab_run_view *v) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", v->id);
+    cJSON_AddStringToObject(o, "strategy", v->req.strategy);
+    if (v->req.scenario[0]) cJSON_AddStringToObject(o, "scenario", v->req.scenario);
+    else cJSON_AddNullToObject(o, "scenario");
+    cJSON_AddNumberToObject(o, "clients", v->req.clients);
+    cJSON_AddNumberToObject(o, "requests", v->req.requests);
+    cJSON_AddNumberToObject(o, "stock", (double)v->req.stock);
+    cJSON_AddStringToObject(o, "state", v->state);
+    cJSON_AddStringToObject(o, "phase", v->phase);
+    cJSON_AddStringToObject(o, "target", v->target);
+    cJSON_AddStringToObject(o, "error", v->error);
+    cJSON_AddNumberToObject(o, "started_us", (double)v->started_us);
+    cJSON_AddNumberToObject(o, "finished_us", (double)v->finished_us);
+    cJSON_AddNumberToObject(o, "elapsed_s", v->elapsed_s);
+    cJSON_AddNumberToObject(o, "done", (double)v->done);
+    for (int i = 0; i < LAB_OUTCOMES; i++)
+        cJSON_AddNumberToObject(o, lab_outcome_word((enum lab_outcome)i), (double)v->counts[i]);
+    cJSON_AddNumberToObject(o, "sales_per_s", v->sales_per_s);
+    cJSON_AddNumberToObject(o, "p50_ms", v->p50_ms);
+    cJSON_AddNumberToObject(o, "p99_ms", v->p99_ms);
+    cJSON_AddNumberToObject(o, "max_ms", v->max_ms);
+    cJSON_AddStringToObject(o, "first_error", v->first_error);
+    cJSON_AddStringToObject(o, "first_other", v->first_other);
+    cJSON_AddBoolToObject(o, "faults_refused", v->faults_refused);
+    cJSON *steps = cJSON_AddArrayToObject(o, "steps");
+    for (int i = 0; i < v->nsteps; i++) {
+        const struct lab_step *st = &v->steps[i];
+        cJSON *x = cJSON_CreateObject();
+        char label[2] = {st->label, 0}, role[2] = {st->role, 0};
+        cJSON_AddStringToObject(x, "label", label);
+        cJSON_AddStringToObject(x, "instance", role);
+        cJSON_AddStringToObject(x, "addr", st->addr);
+        cJSON_AddNumberToObject(x, "at_ms", st->at_ms);
+        cJSON_AddStringToObject(x, "query", st->query);
+        cJSON_AddNumberToObject(x, "sent_us", (double)st->sent_us);
+        cJSON_AddNumberToObject(x, "status", st->status);
+        cJSON_AddStringToObject(x, "word", st->word);
+        cJSON_AddNumberToObject(x, "took_ms", st->took_ms);
+        cJSON_AddItemToObject(x, "answer", json_or_string(st->body));
+        cJSON_AddItemToArray(steps, x);
+    }
+    if (v->audit[0]) cJSON_AddItemToObject(o, "audit", json_or_string(v->audit));
+    else cJSON_AddNullToObject(o, "audit");
+    return o;
+}
+
+char *reply_lab_run(const struct lab_run_view *v) {
+    return render(lab_run_object(v));
+}
+
+char *reply_lab_runs(const struct lab_run_view *v, int n, const struct lab_info *info) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "target", info->target);
+    cJSON *inst = cJSON_AddArrayToObject(o, "instances");
+    for (int i = 0; i < info->ninstances; i++)
+        cJSON_AddItemToArray(inst, cJSON_CreateString(info->instances[i]));
+    cJSON_AddNumberToObject(o, "ttl_ms", info->ttl_ms);
+    cJSON_AddNumberToObject(o, "wait_ms", info->wait_ms);
+    if (info->running) cJSON_AddNumberToObject(o, "running", info->running);
+    else cJSON_AddNullToObject(o, "running");
+    cJSON *b = cJSON_AddObjectToObject(o, "bounds");
+    cJSON_AddNumberToObject(b, "clients", LAB_CLIENTS_MAX);
+    cJSON_AddNumberToObject(b, "requests", LAB_REQUESTS_MAX);
+    cJSON_AddNumberToObject(b, "seconds", LAB_SECONDS_MAX);
+    cJSON *runs = cJSON_AddArrayToObject(o, "runs");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(runs, lab_run_object(&v[i]));
+    return render(o);
+}
+
+char *reply_lab_scenarios(int ttl_ms, int wait_ms) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "ttl_ms", ttl_ms);
+    cJSON_AddNumberToObject(o, "wait_ms", wait_ms);
+    cJSON *list = cJSON_AddArrayToObject(o, "scenarios");
+    for (int i = 0; scenarios[i].name; i++) {
+        const struct scenario *sc = &scenarios[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", sc->name);
+        cJSON_AddStringToObject(x, "title", sc->title);
+        cJSON_AddStringToObject(x, "what", sc->what);
+        cJSON_AddStringToObject(x, "look_for", sc->look_for);
+        cJSON *shows = cJSON_AddArrayToObject(x, "shows");
+        for (int k = 0; strategies[k].name; k++)
+            if (scenario_shows(sc, strategies[k].name))
+                cJSON_AddItemToArray(shows, cJSON_CreateString(strategies[k].name));
+        cJSON_AddStringToObject(x, "fixed_by", sc->fixed_by);
+        cJSON_AddNumberToObject(x, "length_ms", scenario_length_ms(sc, ttl_ms, wait_ms));
+        cJSON *steps = cJSON_AddArrayToObject(x, "steps");
+        for (int k = 0; k < sc->nsteps; k++) {
+            const struct scenario_step *st = &sc->steps[k];
+            cJSON *y = cJSON_CreateObject();
+            char label[2] = {st->label, 0};
+            cJSON_AddStringToObject(y, "label", label);
+            cJSON_AddStringToObject(y, "instance", st->role ? "B" : "A");
+            cJSON_AddNumberToObject(y, "at_ms", scenario_ms(st->at, ttl_ms));
+            cJSON_AddNumberToObject(y, "hold_ms", scenario_ms(st->hold, ttl_ms));
+            cJSON_AddNumberToObject(y, "release_delay_ms", scenario_ms(st->release_delay, ttl_ms));
+            cJSON_AddNumberToObject(y, "nested", st->nested);
+            cJSON_AddItemToArray(steps, y);
+        }
+        cJSON_AddItemToArray(list, x);
     }
     return render(o);
 }

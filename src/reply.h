@@ -47,4 +47,21 @@ char *reply_history(const struct history_event *ev, int n, int text);
 /* Every strategy with its description and flaw, and the default one. */
 char *reply_strategies(const char *default_strategy, int text);
 
+struct lab_run_view;
+struct lab_info;
+
+/* A lab run (lab.h), JSON only: its request, state and phase, the counts by
+ * outcome, elapsed_s, sales_per_s, p50_ms, p99_ms, max_ms, a scenario's
+ * "steps" with each answer, and the target's "audit" at the end (null
+ * until then). */
+char *reply_lab_run(const struct lab_run_view *v);
+
+/* The lab's settings ("target", "instances", "ttl_ms", "wait_ms",
+ * "running", "bounds") and the kept runs, newest first, as reply_lab_run. */
+char *reply_lab_runs(const struct lab_run_view *v, int n, const struct lab_info *info);
+
+/* Every scenario (scenario.h) with its sales' times in ms for lock.ttl-ms
+ * ttl_ms and lock.wait-ms wait_ms. */
+char *reply_lab_scenarios(int ttl_ms, int wait_ms);
+
 #endif

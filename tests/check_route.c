@@ -22,6 +22,7 @@ static void assert_not_found(const char *method, const char *url, const char *co
     ck_assert_int_eq(route_match(method, url, context, &r), ROUTE_NOT_FOUND);
     ck_assert_int_eq(r.id, ROUTE_NOT_FOUND);
     ck_assert_str_eq(r.strategy, "");
+    ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(r.method_allowed, 0);
     ck_assert_ptr_nonnull(r.allow);
     ck_assert_str_eq(r.allow, "");
@@ -173,7 +174,8 @@ END_TEST
 
 START_TEST(test_post_to_a_get_only_path_is_not_allowed) {
     const char *paths[] = {"/inventory", "/inventory/audit", "/strategies", "/healthz",
-                           "/metrics"};
+                           "/metrics", "/", "/lab/app.css", "/lab/runs/7", "/lab/scenarios",
+                           "/lab/results/matrix.csv"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         ck_assert_int_ne(match("POST", paths[i]), ROUTE_NOT_FOUND);
         ck_assert_int_eq(r.method_allowed, 0);
@@ -196,7 +198,9 @@ END_TEST
 START_TEST(test_head_is_allowed_wherever_get_is) {
     const char *paths[] = {"/inventory/sale", "/inventory/sale/local", "/inventory",
                            "/inventory/audit", "/strategies", "/healthz", "/metrics",
-                           "/inventory/saleByRedisson", "/inventory/saleByRedlock"};
+                           "/inventory/saleByRedisson", "/inventory/saleByRedlock", "/",
+                           "/lab/app.js", "/lab/runs", "/lab/runs/1", "/lab/scenarios",
+                           "/lab/results/demo.csv"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         ck_assert_int_ne(match("HEAD", paths[i]), ROUTE_NOT_FOUND);
         ck_assert_msg(r.method_allowed == 1, "HEAD %s not allowed", paths[i]);
@@ -240,11 +244,75 @@ START_TEST(test_several_trailing_slashes_are_ignored_too) {
 }
 END_TEST
 
+START_TEST(test_get_root_is_the_lab_page) {
+    ck_assert_int_eq(match("GET", "/"), ROUTE_LAB_PAGE);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_str_eq(r.arg, "");
+}
+END_TEST
+
+START_TEST(test_the_pages_script_style_and_icon_are_lab_assets_named_by_arg) {
+    const char *names[] = {"app.js", "app.css", "icon.svg"};
+    char url[64];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(url, sizeof url, "/lab/%s", names[i]);
+        ck_assert_int_eq(match("GET", url), ROUTE_LAB_ASSET);
+        ck_assert_str_eq(r.arg, names[i]);
+        ck_assert_int_eq(r.method_allowed, 1);
+        ck_assert_str_eq(r.allow, "GET");
+    }
+}
+END_TEST
+
+START_TEST(test_lab_runs_takes_get_and_post_and_a_run_is_get_by_its_id) {
+    ck_assert_int_eq(match("GET", "/lab/runs"), ROUTE_LAB_RUNS);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET, POST");
+    ck_assert_int_eq(match("POST", "/lab/runs/"), ROUTE_LAB_RUNS);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_int_eq(match("DELETE", "/lab/runs"), ROUTE_LAB_RUNS);
+    ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_int_eq(match("GET", "/lab/runs/42"), ROUTE_LAB_RUN);
+    ck_assert_str_eq(r.arg, "42");
+    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+}
+END_TEST
+
+START_TEST(test_lab_scenarios_and_the_two_result_files_are_their_routes) {
+    ck_assert_int_eq(match("GET", "/lab/scenarios"), ROUTE_LAB_SCENARIOS);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_int_eq(match("GET", "/lab/results/demo.csv"), ROUTE_LAB_RESULT);
+    ck_assert_str_eq(r.arg, "demo.csv");
+    ck_assert_int_eq(match("GET", "/lab/results/matrix.csv"), ROUTE_LAB_RESULT);
+    ck_assert_str_eq(r.arg, "matrix.csv");
+    ck_assert_str_eq(r.allow, "GET");
+}
+END_TEST
+
+START_TEST(test_only_the_run_endpoints_need_lab_enabled) {
+    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_RUNS), 1);
+    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_RUN), 1);
+    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_SCENARIOS), 1);
+    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_RESULT), 1);
+    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_PAGE), 0);
+    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_ASSET), 0);
+    ck_assert_int_eq(route_needs_lab(ROUTE_SALE), 0);
+    ck_assert_int_eq(route_needs_lab(ROUTE_NOT_FOUND), 0);
+}
+END_TEST
+
 START_TEST(test_a_match_overwrites_what_a_previous_match_left) {
     ck_assert_int_eq(match("GET", "/inventory/sale/watchdog"), ROUTE_SALE);
     ck_assert_int_eq(match("DELETE", "/inventory"), ROUTE_INVENTORY);
     ck_assert_str_eq(r.strategy, "");
     ck_assert_int_eq(r.method_allowed, 0);
+    ck_assert_int_eq(match("GET", "/lab/runs/9"), ROUTE_LAB_RUN);
+    ck_assert_int_eq(match("GET", "/inventory"), ROUTE_INVENTORY);
+    ck_assert_str_eq(r.arg, "");
     assert_not_found("GET", "/nope", CONTEXT);
 }
 END_TEST
@@ -308,10 +376,42 @@ START_TEST(test_an_empty_url_is_not_found) {
 }
 END_TEST
 
-START_TEST(test_the_root_path_is_not_found) {
-    assert_not_found("GET", "/", CONTEXT);
-    assert_not_found("GET", "//", CONTEXT);
-    assert_not_found("GET", "/", "/");
+START_TEST(test_the_root_path_is_the_lab_page_whatever_the_context_path) {
+    ck_assert_int_eq(match("GET", "/"), ROUTE_LAB_PAGE);
+    ck_assert_int_eq(match("GET", "//"), ROUTE_LAB_PAGE);
+    ck_assert_int_eq(route_match("GET", "/", "/", &r), ROUTE_LAB_PAGE);
+    ck_assert_int_eq(route_match("GET", "/", "", &r), ROUTE_LAB_PAGE);
+    ck_assert_str_eq(r.arg, "");
+}
+END_TEST
+
+START_TEST(test_a_lab_file_not_listed_is_not_found) {
+    const char *bad[] = {"/lab", "/lab/", "/lab/index.html", "/lab/app.jsx", "/lab/App.js",
+                         "/lab/app.js/x", "/lab/../lab/app.js", "/lab/%61pp.js", "/lab/web/app.js",
+                         "/lab/results", "/lab/results/", "/lab/results/demo.md",
+                         "/lab/results/demo.csv.bak", "/lab/results/../results/demo.csv",
+                         "/lab/results/..%2fdemo.csv", "/lab/results/DEMO.csv",
+                         "/lab/results/run/demo.csv", "/lab/results//demo.csv",
+                         "/lab/results/demo.csv/x", "/labx/runs", "/lab/run", "/lab/runsx"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_not_found("GET", bad[i], CONTEXT);
+}
+END_TEST
+
+START_TEST(test_a_run_id_is_one_to_nine_digits) {
+    ck_assert_int_eq(match("GET", "/lab/runs/123456789"), ROUTE_LAB_RUN);
+    ck_assert_str_eq(r.arg, "123456789");
+    const char *bad[] = {"/lab/runs/1234567890", "/lab/runs/-1", "/lab/runs/1a", "/lab/runs/a",
+                         "/lab/runs/1/", "/lab/runs/1/x", "/lab/runs//1", "/lab/runs/+1",
+                         "/lab/runs/ 1", "/lab/runs/0x1", "/lab/runs/1.0"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (strcmp(bad[i], "/lab/runs/1/") == 0) {   /* a trailing slash is ignored */
+            ck_assert_int_eq(match("GET", bad[i]), ROUTE_LAB_RUN);
+            ck_assert_str_eq(r.arg, "1");
+            continue;
+        }
+        assert_not_found("GET", bad[i], CONTEXT);
+    }
 }
 END_TEST
 
@@ -357,9 +457,18 @@ START_TEST(test_a_10_kb_url_is_not_found_without_overflowing) {
     url[n] = '\0';
     assert_not_found("GET", url, CONTEXT);
 
-    /* a long path of slashes: trimmed to "/" */
+    /* a long path of slashes: trimmed to "/", the page */
     memset(url, '/', n);
+    ck_assert_int_eq(match("GET", url), ROUTE_LAB_PAGE);
+
+    /* a long run id and a long result file name */
+    memcpy(url, "/lab/runs/", 10);
+    memset(url + 10, '7', n - 10);
     assert_not_found("GET", url, CONTEXT);
+    memcpy(url, "/lab/results/", 13);
+    memset(url + 13, 'x', n - 13);
+    assert_not_found("GET", url, CONTEXT);
+    memset(url, '/', n);
 
     /* a route followed by ten thousand slashes is still that route */
     memcpy(url, "/inventory", 10);
@@ -425,6 +534,11 @@ Suite *route_suite(void) {
     tcase_add_test(core, test_methods_are_case_sensitive_and_whole_words);
     tcase_add_test(core, test_a_trailing_slash_is_ignored);
     tcase_add_test(core, test_several_trailing_slashes_are_ignored_too);
+    tcase_add_test(core, test_get_root_is_the_lab_page);
+    tcase_add_test(core, test_the_pages_script_style_and_icon_are_lab_assets_named_by_arg);
+    tcase_add_test(core, test_lab_runs_takes_get_and_post_and_a_run_is_get_by_its_id);
+    tcase_add_test(core, test_lab_scenarios_and_the_two_result_files_are_their_routes);
+    tcase_add_test(core, test_only_the_run_endpoints_need_lab_enabled);
     tcase_add_test(core, test_a_match_overwrites_what_a_previous_match_left);
     suite_add_tcase(s, core);
 
@@ -438,7 +552,9 @@ Suite *route_suite(void) {
     tcase_add_test(limits, test_a_strategy_segment_with_a_slash_is_not_found);
     tcase_add_test(limits, test_a_strategy_segment_with_other_punctuation_is_not_found);
     tcase_add_test(limits, test_an_empty_url_is_not_found);
-    tcase_add_test(limits, test_the_root_path_is_not_found);
+    tcase_add_test(limits, test_the_root_path_is_the_lab_page_whatever_the_context_path);
+    tcase_add_test(limits, test_a_lab_file_not_listed_is_not_found);
+    tcase_add_test(limits, test_a_run_id_is_one_to_nine_digits);
     tcase_add_test(limits, test_with_context_path_root_the_demo_path_is_the_plain_sale);
     tcase_add_test(limits, test_an_empty_context_path_behaves_like_root);
     tcase_add_test(limits, test_unknown_paths_are_not_found);

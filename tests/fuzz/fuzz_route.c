@@ -11,8 +11,10 @@
  *
  * route_match is compared with a model written from route.h, and checked
  * for its own invariants: strategy is a NUL-terminated string of [a-z0-9-]
- * of at most 32 bytes, id is a route_id, allow is never NULL, a miss says
- * nothing (id 0, strategy "", method_allowed 0, allow ""), a trailing '/'
+ * of at most 32 bytes, arg one of at most 32 bytes (digits for a run id)
+ * set exactly for the lab's routes with an argument, id is a route_id,
+ * allow is never NULL, a miss says nothing (id 0, strategy "", arg "",
+ * method_allowed 0, allow ""), a trailing '/'
  * changes nothing, and method_allowed means the method is one of the Allow
  * header's (HEAD counting as GET). The last check is made only for methods
  * that are HTTP tokens without spaces or commas, the only kind a server
@@ -64,6 +66,8 @@ struct expect {
     const char *allow;
     const char *strategy; /* with slen bytes */
     size_t slen;
+    const char *arg;      /* with alen bytes: a run id or a lab file */
+    size_t alen;
 };
 
 static size_t trimmed(const char *s) {
@@ -93,8 +97,11 @@ static struct expect model(const char *url, const char *context) {
         {"/healthz", ROUTE_HEALTHZ, "GET", ""},
         {"/metrics", ROUTE_METRICS, "GET", ""},
         {"/inventory/history", ROUTE_HISTORY, "GET", ""},
+        {"/", ROUTE_LAB_PAGE, "GET", ""},
+        {"/lab/runs", ROUTE_LAB_RUNS, "GET, POST", ""},
+        {"/lab/scenarios", ROUTE_LAB_SCENARIOS, "GET", ""},
     };
-    struct expect e = {ROUTE_NOT_FOUND, "", "", 0};
+    struct expect e = {ROUTE_NOT_FOUND, "", "", 0, "", 0};
     size_t n = trimmed(url);
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
         if (is(url, n, fixed[i].path)) {
@@ -118,6 +125,40 @@ static struct expect model(const char *url, const char *context) {
         e.allow = "GET, POST";
         e.strategy = url + pl;
         e.slen = sl;
+        return e;
+    }
+    /* The lab: /lab/runs/<1 to 9 digits>, /lab/results/<demo|matrix>.csv,
+     * /lab/<app.js|app.css|icon.svg>; nothing else under /lab/. */
+    static const char runs[] = "/lab/runs/", results[] = "/lab/results/", lab[] = "/lab/";
+    const size_t rl = sizeof runs - 1, tl = sizeof results - 1, ll = sizeof lab - 1;
+    if (n > rl && memcmp(url, runs, rl) == 0) {
+        size_t k = n - rl;
+        if (k > 9) return e;
+        for (size_t i = 0; i < k; i++)
+            if (url[rl + i] < '0' || url[rl + i] > '9') return e;
+        e.id = ROUTE_LAB_RUN;
+        e.allow = "GET";
+        e.arg = url + rl;
+        e.alen = k;
+        return e;
+    }
+    if (n > tl && memcmp(url, results, tl) == 0) {
+        if (is(url + tl, n - tl, "demo.csv") || is(url + tl, n - tl, "matrix.csv")) {
+            e.id = ROUTE_LAB_RESULT;
+            e.allow = "GET";
+            e.arg = url + tl;
+            e.alen = n - tl;
+        }
+        return e;
+    }
+    if (n > ll && memcmp(url, lab, ll) == 0) {
+        if (is(url + ll, n - ll, "app.js") || is(url + ll, n - ll, "app.css") ||
+            is(url + ll, n - ll, "icon.svg")) {
+            e.id = ROUTE_LAB_ASSET;
+            e.allow = "GET";
+            e.arg = url + ll;
+            e.alen = n - ll;
+        }
         return e;
     }
     size_t cl = trimmed(context);
@@ -154,9 +195,17 @@ static void check_route(const char *method, const char *url, const char *context
     enum route_id id = route_match(method, url, context, &r);
 
     CHECK(id == r.id, "returned %d, out->id %d", id, r.id);
-    CHECK(r.id >= ROUTE_NOT_FOUND && r.id <= ROUTE_HISTORY, "id %d out of range", r.id);
+    CHECK(r.id >= ROUTE_NOT_FOUND && r.id <= ROUTE_LAB_RESULT, "id %d out of range", r.id);
     CHECK(r.allow != NULL, "allow is NULL");
     CHECK(memchr(r.strategy, '\0', sizeof r.strategy) != NULL, "strategy not terminated");
+    CHECK(memchr(r.arg, '\0', sizeof r.arg) != NULL, "arg not terminated");
+    size_t al = strlen(r.arg);
+    CHECK(al <= 32, "arg of %zu bytes", al);
+    if (r.id == ROUTE_LAB_RUN)
+        for (size_t i = 0; i < al; i++)
+            CHECK(r.arg[i] >= '0' && r.arg[i] <= '9', "run id byte 0x%02x", (unsigned char)r.arg[i]);
+    CHECK((al > 0) == (r.id == ROUTE_LAB_RUN || r.id == ROUTE_LAB_ASSET || r.id == ROUTE_LAB_RESULT),
+          "route %d with arg '%s'", r.id, r.arg);
     size_t sl = strlen(r.strategy);
     CHECK(sl <= 32, "strategy of %zu bytes", sl);
     for (size_t i = 0; i < sl; i++)
@@ -164,9 +213,9 @@ static void check_route(const char *method, const char *url, const char *context
     CHECK(r.method_allowed == 0 || r.method_allowed == 1, "method_allowed %d", r.method_allowed);
 
     if (r.id == ROUTE_NOT_FOUND) {
-        CHECK(sl == 0 && r.method_allowed == 0 && strcmp(r.allow, "") == 0,
-              "a miss says strategy '%s', method_allowed %d, allow '%s'", r.strategy,
-              r.method_allowed, r.allow);
+        CHECK(sl == 0 && al == 0 && r.method_allowed == 0 && strcmp(r.allow, "") == 0,
+              "a miss says strategy '%s', arg '%s', method_allowed %d, allow '%s'", r.strategy,
+              r.arg, r.method_allowed, r.allow);
     } else {
         CHECK(r.allow[0] != '\0', "route %d without an Allow header", r.id);
     }
@@ -177,6 +226,8 @@ static void check_route(const char *method, const char *url, const char *context
     CHECK(strcmp(r.allow, e.allow) == 0, "allow '%s', model says '%s'", r.allow, e.allow);
     CHECK(sl == e.slen && memcmp(r.strategy, e.strategy, sl) == 0,
           "strategy '%s', model says '%.*s'", r.strategy, (int)e.slen, e.strategy);
+    CHECK(al == e.alen && memcmp(r.arg, e.arg, al) == 0, "arg '%s', model says '%.*s'", r.arg,
+          (int)e.alen, e.arg);
 
     if (simple_token(method)) {
         int want = allowed(method, r.allow) ||
@@ -189,7 +240,8 @@ static void check_route(const char *method, const char *url, const char *context
     memset(&again, 0x5A, sizeof again);
     route_match(method, url, context, &again);
     CHECK(again.id == r.id && again.method_allowed == r.method_allowed &&
-          again.allow == r.allow && strcmp(again.strategy, r.strategy) == 0,
+          again.allow == r.allow && strcmp(again.strategy, r.strategy) == 0 &&
+          strcmp(again.arg, r.arg) == 0,
           "route_match is not deterministic");
     if (url[0] != '\0') {
         size_t ul = strlen(url);
@@ -200,7 +252,8 @@ static void check_route(const char *method, const char *url, const char *context
         slash[ul + 1] = '\0';
         route_match(method, slash, context, &again);
         CHECK(again.id == r.id && again.method_allowed == r.method_allowed &&
-              strcmp(again.allow, r.allow) == 0 && strcmp(again.strategy, r.strategy) == 0,
+              strcmp(again.allow, r.allow) == 0 && strcmp(again.strategy, r.strategy) == 0 &&
+              strcmp(again.arg, r.arg) == 0,
               "a trailing '/' changes the route of '%.200s'", url);
         free(slash);
     }

@@ -449,7 +449,7 @@ static enum MHD_Result do_lab_runs(const struct call *k) {
     struct lab_run_view *v = malloc(sizeof(*v) * LAB_RUNS_KEPT);
     if (!v) return answer(k->conn, 500, NULL, CT_JSON, NULL);
     int n = lab_runs(k->s->lab, v, LAB_RUNS_KEPT);
-    enum MHD_Result ret = answer(k->conn, 200, reply_lab_runs(v, n, &info), CT_JSON, NULL);
+    enum MHD_Result ret = answer(k->conn, 200, reply_lab_runs(v, n, info.running), CT_JSON, NULL);
     free(v);
     return ret;
 }
@@ -470,6 +470,14 @@ static enum MHD_Result do_lab_run(const struct call *k) {
     }
     free(v);
     return ret;
+}
+
+/* GET /lab: there whether runs are on or off, so the page can tell which
+ * without a 404. */
+static enum MHD_Result do_lab_status(const struct call *k) {
+    struct lab_info info;
+    if (k->s->lab) lab_get_info(k->s->lab, &info);
+    return answer(k->conn, 200, reply_lab_status(k->s->lab ? &info : NULL), CT_JSON, NULL);
 }
 
 static enum MHD_Result do_lab_scenarios(const struct call *k) {
@@ -499,6 +507,7 @@ static const struct {
     [ROUTE_STRATEGIES] = {do_strategies, 0}, [ROUTE_HEALTHZ] = {do_healthz, 0},
     [ROUTE_METRICS] = {do_metrics, 0},    [ROUTE_HISTORY] = {do_history, 1},
     [ROUTE_LAB_PAGE] = {do_lab_page, 0},  [ROUTE_LAB_ASSET] = {do_lab_page, 0},
+    [ROUTE_LAB_STATUS] = {do_lab_status, 0},
     [ROUTE_LAB_RUNS] = {do_lab_runs, 0},  [ROUTE_LAB_RUN] = {do_lab_run, 0},
     [ROUTE_LAB_SCENARIOS] = {do_lab_scenarios, 0}, [ROUTE_LAB_RESULT] = {do_lab_result, 0},
 };

@@ -651,6 +651,12 @@ void lab_get_info(struct lab *lab, struct lab_info *info) {
     pthread_mutex_lock(&lab->mu);
     info->running = lab->current ? lab->current->id : 0;
     pthread_mutex_unlock(&lab->mu);
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/demo.csv", lab->results_dir);
+    info->has_demo = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    snprintf(path, sizeof(path), "%s/matrix.csv", lab->results_dir);
+    info->has_matrix = stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 int lab_result_file(struct lab *lab, const char *name, char **body, size_t *len,

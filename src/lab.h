@@ -108,6 +108,7 @@ struct lab_info {
     int ninstances;
     int ttl_ms, wait_ms;
     int running;                 /* the id of the run under way, or 0 */
+    int has_demo, has_matrix;    /* results/demo.csv, results/matrix.csv exist */
 };
 
 struct lab;

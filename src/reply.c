@@ -314,8 +314,16 @@ char *reply_lab_run(const struct lab_run_view *v) {
     return render(lab_run_object(v));
 }
 
-char *reply_lab_runs(const struct lab_run_view *v, int n, const struct lab_info *info) {
+char *reply_lab_status(const struct lab_info *info) {
     cJSON *o = cJSON_CreateObject();
+    if (!info) {
+        cJSON_AddBoolToObject(o, "enabled", 0);
+        cJSON_AddStringToObject(o, "error", "lab runs are off on this instance: start it with "
+                                "lab.enabled=true (--set lab.enabled=true) to run loads and "
+                                "scenarios from the page");
+        return render(o);
+    }
+    cJSON_AddBoolToObject(o, "enabled", 1);
     cJSON_AddStringToObject(o, "target", info->target);
     cJSON *inst = cJSON_AddArrayToObject(o, "instances");
     for (int i = 0; i < info->ninstances; i++)
@@ -328,6 +336,16 @@ char *reply_lab_runs(const struct lab_run_view *v, int n, const struct lab_info 
     cJSON_AddNumberToObject(b, "clients", LAB_CLIENTS_MAX);
     cJSON_AddNumberToObject(b, "requests", LAB_REQUESTS_MAX);
     cJSON_AddNumberToObject(b, "seconds", LAB_SECONDS_MAX);
+    cJSON *files = cJSON_AddObjectToObject(o, "results");
+    cJSON_AddBoolToObject(files, "demo.csv", info->has_demo);
+    cJSON_AddBoolToObject(files, "matrix.csv", info->has_matrix);
+    return render(o);
+}
+
+char *reply_lab_runs(const struct lab_run_view *v, int n, int running) {
+    cJSON *o = cJSON_CreateObject();
+    if (running) cJSON_AddNumberToObject(o, "running", running);
+    else cJSON_AddNullToObject(o, "running");
     cJSON *runs = cJSON_AddArrayToObject(o, "runs");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(runs, lab_run_object(&v[i]));
     return render(o);

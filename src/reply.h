@@ -56,9 +56,13 @@ struct lab_info;
  * until then). */
 char *reply_lab_run(const struct lab_run_view *v);
 
-/* The lab's settings ("target", "instances", "ttl_ms", "wait_ms",
- * "running", "bounds") and the kept runs, newest first, as reply_lab_run. */
-char *reply_lab_runs(const struct lab_run_view *v, int n, const struct lab_info *info);
+/* GET /lab: {"enabled":false,"error":sentence} when info is NULL (runs
+ * off); else "enabled":true, "target", "instances", "ttl_ms", "wait_ms",
+ * "running" (an id or null), "bounds" and "results" (which files exist). */
+char *reply_lab_status(const struct lab_info *info);
+
+/* The kept runs, newest first, as reply_lab_run, and "running". */
+char *reply_lab_runs(const struct lab_run_view *v, int n, int running);
 
 /* Every scenario (scenario.h) with its sales' times in ms for lock.ttl-ms
  * ttl_ms and lock.wait-ms wait_ms. */

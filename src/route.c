@@ -21,6 +21,7 @@ static const struct fixed_route fixed_routes[] = {
     {"/inventory/saleByRedisson", ROUTE_SALE, "GET, POST"},
     {"/inventory/saleByRedlock", ROUTE_SALE, "GET, POST"},
     {"/", ROUTE_LAB_PAGE, "GET"},
+    {"/lab", ROUTE_LAB_STATUS, "GET"},
     {"/lab/runs", ROUTE_LAB_RUNS, "GET, POST"},
     {"/lab/scenarios", ROUTE_LAB_SCENARIOS, "GET"},
 };

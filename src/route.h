@@ -14,6 +14,7 @@ enum route_id {
     ROUTE_METRICS,       /* GET /metrics */
     ROUTE_HISTORY,       /* GET /inventory/history */
     ROUTE_LAB_PAGE,      /* GET / : the lab's page */
+    ROUTE_LAB_STATUS,    /* GET /lab : whether runs are on, and the lab's settings */
     ROUTE_LAB_ASSET,     /* GET /lab/app.js, /lab/app.css, /lab/icon.svg; arg = the file */
     ROUTE_LAB_RUNS,      /* GET /lab/runs (the kept runs), POST /lab/runs (start one) */
     ROUTE_LAB_RUN,       /* GET /lab/runs/{id}; arg = the id */

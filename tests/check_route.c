@@ -199,7 +199,7 @@ START_TEST(test_head_is_allowed_wherever_get_is) {
     const char *paths[] = {"/inventory/sale", "/inventory/sale/local", "/inventory",
                            "/inventory/audit", "/strategies", "/healthz", "/metrics",
                            "/inventory/saleByRedisson", "/inventory/saleByRedlock", "/",
-                           "/lab/app.js", "/lab/runs", "/lab/runs/1", "/lab/scenarios",
+                           "/lab", "/lab/app.js", "/lab/runs", "/lab/runs/1", "/lab/scenarios",
                            "/lab/results/demo.csv"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         ck_assert_int_ne(match("HEAD", paths[i]), ROUTE_NOT_FOUND);
@@ -250,6 +250,15 @@ START_TEST(test_get_root_is_the_lab_page) {
     ck_assert_str_eq(r.allow, "GET");
     ck_assert_str_eq(r.strategy, "");
     ck_assert_str_eq(r.arg, "");
+}
+END_TEST
+
+START_TEST(test_get_lab_is_the_labs_status_whether_or_not_runs_are_on) {
+    ck_assert_int_eq(match("GET", "/lab"), ROUTE_LAB_STATUS);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+    ck_assert_int_eq(match("GET", "/lab/"), ROUTE_LAB_STATUS);
+    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_STATUS), 0);
 }
 END_TEST
 
@@ -386,7 +395,7 @@ START_TEST(test_the_root_path_is_the_lab_page_whatever_the_context_path) {
 END_TEST
 
 START_TEST(test_a_lab_file_not_listed_is_not_found) {
-    const char *bad[] = {"/lab", "/lab/", "/lab/index.html", "/lab/app.jsx", "/lab/App.js",
+    const char *bad[] = {"/lab/index.html", "/lab/app.jsx", "/lab/App.js",
                          "/lab/app.js/x", "/lab/../lab/app.js", "/lab/%61pp.js", "/lab/web/app.js",
                          "/lab/results", "/lab/results/", "/lab/results/demo.md",
                          "/lab/results/demo.csv.bak", "/lab/results/../results/demo.csv",
@@ -535,6 +544,7 @@ Suite *route_suite(void) {
     tcase_add_test(core, test_a_trailing_slash_is_ignored);
     tcase_add_test(core, test_several_trailing_slashes_are_ignored_too);
     tcase_add_test(core, test_get_root_is_the_lab_page);
+    tcase_add_test(core, test_get_lab_is_the_labs_status_whether_or_not_runs_are_on);
     tcase_add_test(core, test_the_pages_script_style_and_icon_are_lab_assets_named_by_arg);
     tcase_add_test(core, test_lab_runs_takes_get_and_post_and_a_run_is_get_by_its_id);
     tcase_add_test(core, test_lab_scenarios_and_the_two_result_files_are_their_routes);

@@ -98,6 +98,7 @@ static struct expect model(const char *url, const char *context) {
         {"/metrics", ROUTE_METRICS, "GET", ""},
         {"/inventory/history", ROUTE_HISTORY, "GET", ""},
         {"/", ROUTE_LAB_PAGE, "GET", ""},
+        {"/lab", ROUTE_LAB_STATUS, "GET", ""},
         {"/lab/runs", ROUTE_LAB_RUNS, "GET, POST", ""},
         {"/lab/scenarios", ROUTE_LAB_SCENARIOS, "GET", ""},
     };

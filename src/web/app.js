@@ -1,0 +1,899 @@
+/* app.js -- the lock lab's page: plain JavaScript, no library, no build step.
+ *
+ * It reads GET /strategies (the ladder), GET /lab (are runs on, and where
+ * they go), GET /lab/scenarios, and follows GET /inventory/history and
+ * GET /inventory/audit: every 250 ms while a run is going or holds keep
+ * arriving, every second otherwise. Runs start with POST /lab/runs and are
+ * followed with GET /lab/runs/{id}. Everything it draws is also written as
+ * text or in a table. It talks only to the origin that served it. */
+'use strict';
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  const FAST_MS = 250, SLOW_MS = 1000, PAGE = 5000, KEEP = 20000;
+
+  /* Why a step has no scenario in the lab. */
+  const NO_SCENARIO = {
+    'setnx-spin': 'its flaw needs a holder to die inside the lock (crash=1 ends the instance); README has the curl recipe.',
+    watchdog: 'its flaw needs a Redis failover before replication; tests/check_redlock.c replays it.',
+    redisson: 'its flaw needs a Redis failover before replication; tests/check_redlock.c replays it.',
+    redlock: 'its flaw needs clock drift or a pause longer than the lock\u2019s validity.',
+    batched: 'no known flaw: it keeps every guarantee of redisson.',
+    atomic: 'no lock and no flaw for this workload: the reference ceiling.',
+  };
+
+  const S = {
+    strategies: [], def: '', lab: null, scenarios: [], ttl: 0, runs: [],
+    run: null, active: false, awaitReset: false,
+    events: [], since: '0', audit: null, lastNew: 0,
+    paused: false, follow: true, win: null, dirty: true,
+    demo: null, matrix: null, source: 'runs', timer: 0,
+  };
+
+  /* ---- small helpers ------------------------------------------------------ */
+
+  function h(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k);
+    return e;
+  }
+  function s(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVGNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) e.setAttribute(k, v);
+    for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k);
+    return e;
+  }
+  const num = (v, d = 0) => (v === null || v === undefined || v === '' || isNaN(+v)) ? '\u2013'
+    : (+v).toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: 0 });
+  function dur(us) {
+    const ms = us / 1000;
+    if (Math.abs(ms) < 1) return ms.toFixed(2) + ' ms';
+    if (Math.abs(ms) < 1000) return Math.round(ms) + ' ms';
+    return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';
+  }
+
+  async function api(method, path, body) {
+    const opt = { method, cache: 'no-store', headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      opt.body = JSON.stringify(body);
+      opt.headers['Content-Type'] = 'application/json';
+    }
+    const r = await fetch(path, opt);
+    const text = await r.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch (e) { json = null; }
+    return { status: r.status, json, text };
+  }
+
+  function notice(text, bad) {
+    const n = $('notice');
+    n.hidden = !text;
+    n.textContent = text || '';
+    n.className = 'notice' + (bad ? ' bad' : '');
+  }
+
+  /* ---- start-up ------------------------------------------------------------ */
+
+  async function boot() {
+    setupTabs();
+    setupControls();
+    setupForm();
+    try {
+      const st = await api('GET', '/strategies');
+      S.strategies = st.json.strategies;
+      S.def = st.json.default;
+      const lab = await api('GET', '/lab');
+      S.lab = lab.json || { enabled: false };
+      if (S.lab.enabled) {
+        const sc = await api('GET', '/lab/scenarios');
+        S.scenarios = sc.json.scenarios;
+        S.ttl = sc.json.ttl_ms;
+        const runs = await api('GET', '/lab/runs');
+        S.runs = runs.json.runs;
+        if (runs.json.running) {
+          S.run = S.runs.find((r) => r.id === runs.json.running) || null;
+          S.active = !!S.run;
+        }
+        await loadResults();
+      }
+    } catch (e) {
+      $('conn').textContent = 'Cannot reach the service: ' + e.message;
+      $('conn').className = 'conn off';
+      return;
+    }
+    renderConn();
+    renderCards();
+    fillForm();
+    renderRun();
+    renderCompare();
+    const hash = location.hash.replace('#', '');
+    const fresh = !S.runs.some((r) => !r.scenario);
+    if (fresh && S.demo) S.source = 'demo';
+    selectTab(hash === 'compare' || (hash !== 'lab' && fresh && S.demo) ? 'compare' : 'lab', false);
+    tick();
+  }
+
+  async function loadResults() {
+    const res = S.lab.results || {};
+    if (res['demo.csv']) {
+      const r = await api('GET', '/lab/results/demo.csv');
+      if (r.status === 200) S.demo = parseCsv(r.text);
+    }
+    if (res['matrix.csv']) {
+      const r = await api('GET', '/lab/results/matrix.csv');
+      if (r.status === 200) S.matrix = parseCsv(r.text);
+    }
+  }
+
+  function renderConn() {
+    const c = $('conn');
+    if (!S.lab.enabled) {
+      c.className = 'conn off';
+      c.textContent = 'Runs are off on this instance (lab.enabled=false): the ladder and the timeline ' +
+        'still follow what any client sells. Start the instance with --set lab.enabled=true ' +
+        '(scripts/demo.sh does) to run loads and scenarios from this page.';
+      return;
+    }
+    c.className = 'conn';
+    const inst = S.lab.instances.length ? S.lab.instances.join(' and ') : S.lab.target;
+    c.textContent = `Page served by ${location.host}. A run's sales go to ${S.lab.target}; ` +
+      `a scenario's sales A and B go to ${inst}. Lock TTL ${num(S.lab.ttl_ms)} ms, ` +
+      `lock wait ${num(S.lab.wait_ms)} ms.`;
+  }
+
+  /* ---- the ladder ------------------------------------------------------------ */
+
+  function scenarioFor(name) {
+    return S.scenarios.find((sc) => sc.shows.includes(name)) || null;
+  }
+
+  function renderCards() {
+    const ol = $('cards');
+    ol.textContent = '';
+    S.strategies.forEach((st, i) => {
+      const sc = scenarioFor(st.name);
+      const acts = h('div', { class: 'acts' });
+      if (S.lab.enabled) {
+        if (sc) {
+          acts.append(h('button', {
+            type: 'button', class: 'primary show-flaw', 'data-scenario': sc.name,
+            'aria-label': `Show the flaw of ${st.name}: run the ${sc.name} scenario`,
+            onclick: () => startRun({ strategy: st.name, scenario: sc.name, stock: stockValue() }),
+          }, 'Show the flaw'));
+        }
+        acts.append(h('button', {
+          type: 'button', 'aria-label': `Run a load with ${st.name}`,
+          onclick: () => startRun(loadRequest(st.name)),
+        }, 'Run a load'));
+      }
+      const none = sc || !S.lab.enabled ? null : h('p', { class: 'none' },
+        'No scenario in the lab: ' + (NO_SCENARIO[st.name] || 'none written yet.'));
+      ol.append(h('li', { class: 'card', id: 'card-' + st.name, 'data-strategy': st.name },
+        h('h3', {}, h('span', { class: 'n' }, `${i + 1}.`), h('code', { text: st.name }),
+          h('span', { class: 'fam', title: 'lock family' }, st.family)),
+        h('p', { text: st.description }),
+        h('p', { class: 'flaw' }, h('b', {}, 'Flaw: '), st.flaw),
+        sc ? h('p', { class: 'hint' }, `Scenario: ${sc.title}; fixed by ${sc.fixed_by}.`) : null,
+        none, acts));
+    });
+  }
+
+  /* ---- the run form ---------------------------------------------------------- */
+
+  function setupForm() {
+    $('run-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const scen = $('f-scenario').value;
+      const strategy = $('f-strategy').value;
+      startRun(scen ? { strategy, scenario: scen, stock: stockValue() } : loadRequest(strategy));
+    });
+    $('f-scenario').addEventListener('change', showScenarioInfo);
+    $('f-strategy').addEventListener('change', showScenarioInfo);
+  }
+
+  const stockValue = () => +$('f-stock').value;
+  function loadRequest(strategy) {
+    return { strategy, clients: +$('f-clients').value, requests: +$('f-requests').value, stock: stockValue() };
+  }
+
+  function fillForm() {
+    const fs = $('f-strategy');
+    fs.textContent = '';
+    for (const st of S.strategies) fs.append(h('option', { value: st.name, selected: st.name === S.def }, st.name));
+    const sc = $('f-scenario');
+    for (const x of S.scenarios) sc.append(h('option', { value: x.name }, `${x.name}: ${x.title}`));
+    const b = S.lab.bounds;
+    $('bounds').textContent = S.lab.enabled
+      ? `Each run first resets the stock (POST /inventory/reset), then sends its sales. Bounds: ` +
+        `at most ${num(b.clients)} clients, ${num(b.requests)} requests and ${b.seconds} s; one run at a time.`
+      : 'Runs are off on this instance.';
+    for (const e of $('run-form').elements) e.disabled = !S.lab.enabled;
+    showScenarioInfo();
+  }
+
+  function describeStep(st) {
+    const parts = [];
+    if (st.hold_ms) parts.push(`works ${num(st.hold_ms)} ms inside (hold_ms)`);
+    if (st.release_delay_ms) parts.push(`stalls ${num(st.release_delay_ms)} ms before its release (release_delay_ms)`);
+    if (st.nested) parts.push(`re-acquires the lock ${st.nested} times inside (nested)`);
+    return `${st.label}: at ${num(st.at_ms)} ms on instance ${st.instance}` + (parts.length ? ', ' + parts.join(', ') : '');
+  }
+
+  function showScenarioInfo() {
+    const box = $('scenario-info');
+    const name = $('f-scenario').value;
+    const sc = S.scenarios.find((x) => x.name === name);
+    $('f-clients').disabled = $('f-requests').disabled = !!sc || !S.lab.enabled;
+    box.hidden = !sc;
+    box.textContent = '';
+    if (!sc) return;
+    box.append(h('p', {}, h('b', {}, `${sc.name}: ${sc.title}. `), sc.what, ` (TTL = ${num(S.ttl)} ms here.)`),
+      h('ul', {}, sc.steps.map((st) => h('li', { text: describeStep(st) }))),
+      h('p', {}, h('b', {}, 'Look for: '), sc.look_for),
+      h('p', { class: 'hint' }, `Shows the flaw of ${sc.shows.join(', ')}; ${sc.fixed_by} fixes it. ` +
+        `Takes about ${dur(sc.length_ms * 1000)}.`));
+  }
+
+  async function startRun(req) {
+    if (S.active) {
+      notice(`Run ${S.run.id} is still going: one run at a time.`);
+      return;
+    }
+    notice('');
+    $('f-strategy').value = req.strategy;
+    $('f-scenario').value = req.scenario || '';
+    showScenarioInfo();
+    let r;
+    try { r = await api('POST', '/lab/runs', req); } catch (e) { notice('The run could not be sent: ' + e.message, true); return; }
+    if (r.status === 202) {
+      S.run = r.json;
+      S.active = true;
+      S.awaitReset = true;
+      S.events = [];
+      S.since = '0';
+      S.audit = null;
+      S.follow = true;
+      S.dirty = true;
+      renderRun();
+      renderAudit();
+      highlightCard(req.strategy);
+      clearTimeout(S.timer);
+      S.timer = setTimeout(tick, FAST_MS);
+      $('timeline-h').scrollIntoView({ block: 'nearest' });
+    } else if (r.status === 409) {
+      notice('Another run is going (409): ' + (r.json ? r.json.error : r.text), true);
+    } else if (r.status === 404) {
+      notice('Runs are off on the instance that answered (404): start it with --set lab.enabled=true.', true);
+    } else {
+      notice(`The run was refused (${r.status}): ` + (r.json ? r.json.error : r.text), true);
+    }
+  }
+
+  function highlightCard(name) {
+    for (const c of document.querySelectorAll('.card')) c.classList.toggle('current', c.dataset.strategy === name);
+  }
+
+  /* ---- the run's progress and result ----------------------------------------- */
+
+  function renderRun() {
+    const st = $('run-status'), out = $('run-result'), vbox = $('run-verdict-box');
+    const r = S.run;
+    $('f-start').disabled = S.active || !S.lab.enabled;
+    for (const b of document.querySelectorAll('.card button')) b.disabled = S.active;
+    if (!r) {
+      st.textContent = S.lab.enabled ? 'No run yet. Pick a strategy and press Start run, or Show the flaw on a step.' : '';
+      st.dataset.state = 'none';
+      return;
+    }
+    st.dataset.state = r.state;
+    st.dataset.run = r.id;
+    const what = `Run ${r.id}: ${r.strategy}` + (r.scenario ? `, scenario ${r.scenario}` : `, ${num(r.clients)} clients, ${num(r.requests)} requests`);
+    st.textContent = '';
+    if (r.state === 'running') {
+      const phase = { reset: `resetting the stock to ${num(r.stock)} at ${r.target}\u2026`,
+        sales: `sales answered ${num(r.done)} of ${num(r.requests)}, ${r.elapsed_s.toFixed(1)} s\u2026`,
+        audit: 'reading the audit\u2026' }[r.phase] || r.phase;
+      st.append(`${what}: ${phase}`);
+      const bar = h('span', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': r.requests, 'aria-valuenow': r.done, 'aria-label': 'sales answered' });
+      bar.append(h('i'));
+      st.append(bar);
+      progressWidth(bar.firstChild, r.requests ? r.done / r.requests : 0);
+    } else if (r.state === 'done') {
+      st.append(`${what}: finished, ${num(r.done)} answers in ${r.elapsed_s.toFixed(2)} s.`);
+    } else {
+      st.append(`${what}: ${r.state}. ${r.error}`);
+    }
+    out.textContent = '';
+    vbox.textContent = '';
+    if (r.faults_refused) {
+      notice('The instances refused the fault parameters (403 faults_disabled): a scenario needs ' +
+        'faults.enabled=true on every instance its sales go to. Restart them with ' +
+        '--set faults.enabled=true (scripts/demo.sh does), then run it again.', true);
+    }
+    vbox.append(verdict(r));
+    out.append(numbersTable(r));
+    if (r.steps.length) out.append(stepsTable(r));
+    if (r.scenario && r.state === 'done') {
+      const sc = S.scenarios.find((x) => x.name === r.scenario);
+      const acts = h('div', { class: 'acts' });
+      if (sc && sc.fixed_by !== r.strategy)
+        acts.append(h('button', { type: 'button', class: 'primary', onclick: () => startRun({ strategy: sc.fixed_by, scenario: sc.name, stock: r.stock }) },
+          `Same scenario with ${sc.fixed_by} (the fix)`));
+      acts.append(h('button', { type: 'button', onclick: () => startRun({ strategy: r.strategy, scenario: r.scenario, stock: r.stock }) }, 'Run it again'));
+      vbox.append(acts);
+    }
+  }
+
+  /* The progress bar's width, set through the CSSOM: the page's
+   * Content-Security-Policy allows that, unlike a style="..." attribute. */
+  function progressWidth(i, f) { i.style.width = Math.round(Math.min(1, f) * 100) + '%'; }
+
+  function verdict(r) {
+    const a = r.audit;
+    const p = h('p', { class: 'verdict-line', id: 'run-verdict' });
+    if (!a) { p.textContent = r.state === 'running' ? 'The audit comes at the end of the run.' : 'No audit: ' + (r.error || 'the run did not get that far.'); return p; }
+    const match = a.sold === r.sold;
+    const said = `Clients were told ${num(r.sold)} sold; the ledger has ${num(a.sold)} entries` +
+      (match ? ' (they match).' : ' (they differ: some answers were lost or wrong).');
+    if (a.oversold) {
+      p.append(h('span', { class: 'bad' }, '\u2717 OVERSOLD: '),
+        `${num(a.sold_twice)} unit(s) sold twice, ${num(a.oversold_units)} oversold; ${num(a.violations)} time(s) two holders were inside at once. ${said}`);
+    } else if (a.violations > 0) {
+      p.append(h('span', { class: 'bad' }, `\u26a0 ${num(a.violations)} violation(s): `),
+        `two holders were inside the critical section at once, though no unit was sold twice this time. ${said}`);
+    } else {
+      p.append(h('span', { class: 'ok' }, '\u2713 OK: '), `every unit sold once, and never two holders inside at once. ${said}`);
+    }
+    return p;
+  }
+
+  function numbersTable(r) {
+    const a = r.audit || {};
+    const rows = [
+      ['run-done', 'Answered', r.done], ['run-sold', 'Sold', r.sold],
+      ['run-sold-out', 'Sold out', r.sold_out], ['run-lock-timeout', 'Lock timeout', r.lock_timeout],
+      ['run-backend', 'Backend unavailable', r.backend_unavailable], ['run-other', 'Other', r.other],
+      ['run-errors', 'No answer', r.errors], ['run-elapsed', 'Elapsed s', r.elapsed_s, 2],
+      ['run-rate', 'Sales/s', r.sales_per_s, 1], ['run-p50', 'p50 ms', r.p50_ms, 1],
+      ['run-p99', 'p99 ms', r.p99_ms, 1],
+      ['run-audit-stock', 'Final stock', a.stock], ['run-audit-sold', 'Ledger entries', a.sold],
+      ['run-audit-twice', 'Sold twice', a.sold_twice], ['run-audit-over', 'Oversold units', a.oversold_units],
+      ['run-audit-viol', 'Violations', a.violations],
+    ];
+    const what = `Run ${r.id}: ${r.strategy}` + (r.scenario ? `, scenario ${r.scenario}` : '') +
+      `, stock reset to ${num(r.stock)}, sales sent to ${r.scenario ? 'instances A and B' : r.target}`;
+    const box = h('div', { class: 'numbers-box' });
+    const half = (list, cap) => {
+      const t = h('table', { class: 'numbers' }, h('caption', { class: 'hint' }, cap));
+      t.append(h('thead', {}, h('tr', {}, list.map(([, label]) => h('th', { scope: 'col' }, label)))),
+        h('tbody', {}, h('tr', {}, list.map(([id, , v, d]) => h('td', { id }, num(v, d))))));
+      return t;
+    };
+    box.append(half(rows.slice(0, 11), what + ': what the clients were answered'),
+      half(rows.slice(11), 'What the audit found at the end (GET /inventory/audit)'));
+    if (r.first_error) box.append(h('p', { class: 'hint' }, 'First error: ' + r.first_error));
+    if (r.first_other) box.append(h('p', { class: 'hint' }, 'First other answer: ' + r.first_other));
+    return box;
+  }
+
+  function stepsTable(r) {
+    const t = h('table', { id: 'run-steps' }, h('caption', { class: 'hint' }, 'The scenario\u2019s sales and what each was answered'));
+    t.append(h('thead', {}, h('tr', {}, ['Sale', 'Instance', 'Sent at', 'Faults', 'Answer', 'Took', 'Unit', 'Lock wait', 'Notes']
+      .map((x) => h('th', { class: 'l', scope: 'col' }, x)))));
+    const body = h('tbody');
+    for (const st of r.steps) {
+      const a = typeof st.answer === 'object' && st.answer ? st.answer : {};
+      const lock = a.lock || {};
+      const notes = [];
+      if (lock.depth !== undefined) notes.push(`recursion depth ${lock.depth}`);
+      if (lock.late) notes.push('wrote after its lease (late)');
+      if (lock.token !== undefined) notes.push(`token ${lock.token}`);
+      if (a.error) notes.push(a.error);
+      if (typeof st.answer === 'string' && st.answer) notes.push(st.answer);
+      body.append(h('tr', { class: st.word === 'sold' || st.word === 'sold_out' ? '' : 'row-bad' },
+        h('td', { class: 'l' }, st.label), h('td', { class: 'l' }, `${st.instance} (${st.addr})`),
+        h('td', {}, st.sent_us ? `${num(st.at_ms)} ms` : 'not sent'), h('td', { class: 'l' }, st.query || '\u2013'),
+        h('td', { class: 'l' }, st.status ? `${st.status} ${st.word}` : (st.sent_us ? 'no answer' : '\u2013')),
+        h('td', {}, st.sent_us && st.status ? `${num(st.took_ms)} ms` : '\u2013'),
+        h('td', {}, a.unit !== undefined ? String(a.unit) : '\u2013'),
+        h('td', {}, lock.wait_ms !== undefined ? `${num(lock.wait_ms)} ms` : '\u2013'),
+        h('td', { class: 'answer' }, notes.join('; '))));
+    }
+    t.append(body);
+    return t;
+  }
+
+  /* ---- following the service ---------------------------------------------------- */
+
+  async function tick() {
+    try {
+      if (S.active && S.run) {
+        const r = await api('GET', '/lab/runs/' + S.run.id);
+        if (r.status === 200) {
+          S.run = r.json;
+          if (r.json.phase !== 'reset') S.awaitReset = false;
+          if (r.json.state !== 'running') await finished();
+          renderRun();
+          S.dirty = true;
+        }
+      }
+      if (!S.paused) {
+        if (!S.awaitReset) await fetchHistory();
+        const a = await api('GET', '/inventory/audit');
+        if (a.status === 200) S.audit = a.json;
+        renderAudit();
+        if (S.dirty) renderTimeline();
+      }
+      if ($('conn').dataset.lost) { delete $('conn').dataset.lost; renderConn(); }
+    } catch (e) {
+      $('conn').dataset.lost = '1';
+      $('conn').className = 'conn off';
+      $('conn').textContent = 'Lost the service (' + e.message + '); retrying\u2026';
+    }
+    const fast = S.active || Date.now() - S.lastNew < 3000;
+    clearTimeout(S.timer);
+    S.timer = setTimeout(tick, fast ? FAST_MS : SLOW_MS);
+  }
+
+  async function finished() {
+    S.active = false;
+    await fetchHistory();
+    const runs = await api('GET', '/lab/runs');
+    if (runs.status === 200) S.runs = runs.json.runs;
+    const lab = await api('GET', '/lab');
+    if (lab.status === 200 && lab.json.enabled) { S.lab = lab.json; await loadResults(); }
+    renderCompare();
+  }
+
+  async function fetchHistory() {
+    for (let i = 0; i < 4; i++) {
+      const r = await api('GET', `/inventory/history?limit=${PAGE}&since=${encodeURIComponent(S.since)}`);
+      if (r.status !== 200 || !r.json) return;
+      const ev = r.json.events;
+      if (ev.length) {
+        for (const e of ev) S.events.push(e);
+        S.since = r.json.next;
+        S.lastNew = Date.now();
+        S.dirty = true;
+      }
+      if (ev.length < PAGE) break;
+    }
+    if (S.events.length > KEEP) S.events.splice(0, S.events.length - KEEP);
+  }
+
+  function renderAudit() {
+    const a = S.audit;
+    const set = (id, v) => { $(id).textContent = a ? num(v) : '\u2013'; };
+    set('audit-stock', a && a.stock); set('audit-initial', a && a.initial); set('audit-sold', a && a.sold);
+    set('audit-sold-twice', a && a.sold_twice); set('audit-oversold-units', a && a.oversold_units);
+    set('audit-violations', a && a.violations);
+    const v = $('audit-verdict');
+    v.textContent = '';
+    if (a) {
+      if (a.oversold) v.append(h('span', { class: 'bad' }, '\u2717 OVERSOLD'));
+      else if (a.violations > 0) v.append(h('span', { class: 'bad' }, '\u26a0 violations'));
+      else v.append(h('span', { class: 'ok' }, '\u2713 OK'));
+    } else v.textContent = '\u2013';
+    const w = $('audit-warning');
+    w.hidden = !(a && a.warnings && a.warnings.length);
+    w.textContent = a && a.warnings ? a.warnings.join(' ') : '';
+  }
+
+  /* ---- the timeline ------------------------------------------------------------ */
+
+  /* Every hold, numbered in the order they were granted, with the
+   * scenario's sale it was (matched by order id), and which holds overlap:
+   * two holds overlap when one was granted before the other was released. */
+  function analyse(events) {
+    const byOrder = new Map();
+    if (S.run && S.run.steps) {
+      for (const st of S.run.steps) if (st.answer && st.answer.order) byOrder.set(st.answer.order, st.label);
+    }
+    const holds = events.map((e) => ({ e, g: e.granted_us, r: Math.max(e.released_us, e.granted_us), over: [],
+      sale: byOrder.get(e.order) || '' }));
+    holds.sort((a, b) => a.g - b.g);
+    holds.forEach((x, i) => { x.n = i + 1; });
+    let open = [];
+    const pairs = [];
+    for (const x of holds) {
+      open = open.filter((o) => o.r > x.g);
+      for (const o of open) {
+        o.over.push(x.n);
+        x.over.push(o.n);
+        pairs.push([o, x]);
+      }
+      open.push(x);
+    }
+    return { holds, pairs };
+  }
+
+  function lanesOf(events) {
+    const lanes = new Map();
+    for (const e of events) if (!lanes.has(e.instance)) lanes.set(e.instance, { id: e.instance, port: e.port, i: lanes.size });
+    return lanes;
+  }
+
+  function domain(holds) {
+    let t0 = Infinity, t1 = -Infinity;
+    for (const x of holds) { t0 = Math.min(t0, x.g); t1 = Math.max(t1, x.r); }
+    const r = S.run;
+    if (r && r.steps) for (const st of r.steps) if (st.sent_us) { t0 = Math.min(t0, st.sent_us); t1 = Math.max(t1, st.sent_us); }
+    if (!isFinite(t0)) return null;
+    const span = Math.max(t1 - t0, 50000);
+    return { from: t0 - span * 0.02, to: t0 + span * 1.04, t0 };
+  }
+
+  function ticks(from, to, t0) {
+    const span = to - from, steps = [1, 2, 5];
+    let step = 1000;
+    for (let k = 0; step * 10 < span; k++) step = steps[(k + 1) % 3] * Math.pow(10, 3 + Math.floor((k + 1) / 3));
+    const out = [];
+    for (let t = t0 + Math.ceil((from - t0) / step) * step; t <= to; t += step) out.push(t);
+    return out;
+  }
+
+  function renderTimeline() {
+    S.dirty = false;
+    const svg = $('timeline');
+    const W = Math.max(svg.clientWidth || 800, 400);
+    const { holds, pairs } = analyse(S.events);
+    const lanes = lanesOf(S.events);
+    const full = domain(holds);
+    if (S.follow || !S.win || !full) S.win = full;
+    const laneH = 48, top = 28, left = 132, right = 16, barY = 18, barH = 22;
+    const nl = Math.max(lanes.size, 1);
+    const chartTop = top + nl * laneH + 34, chartH = 64;
+    const H = chartTop + chartH + 10;
+    svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    svg.setAttribute('height', H);
+    svg.textContent = '';
+    svg.append(s('defs', {},
+      s('pattern', { id: 'hatch', patternUnits: 'userSpaceOnUse', width: 7, height: 7, patternTransform: 'rotate(45)' },
+        s('rect', { width: 7, height: 7, fill: '#c62828' }), s('line', { x1: 1.5, y1: 0, x2: 1.5, y2: 7, stroke: '#fff', 'stroke-width': 2.2 }))));
+    summary(holds, pairs, lanes);
+    renderHoldsTable(holds, lanes);
+    if (!full) {
+      svg.append(s('text', { x: W / 2, y: top + 24, 'text-anchor': 'middle', class: 'muted' },
+        'No lock hold recorded yet: start a run, or sell through any instance. Every hold appears here.'));
+      $('t-state').textContent = '';
+      return;
+    }
+    const { from, to } = S.win;
+    const X = (t) => left + (t - from) / (to - from) * (W - left - right);
+    const clampX = (x) => Math.min(Math.max(x, left), W - right);
+    for (const t of ticks(from, to, full.t0)) {
+      const x = X(t);
+      svg.append(s('line', { class: 'grid', x1: x, y1: top - 6, x2: x, y2: chartTop + chartH }),
+        s('text', { x, y: top - 10, 'text-anchor': 'middle', class: 'muted' }, t === full.t0 ? '0' : '+' + dur(t - full.t0)));
+    }
+    for (const l of lanes.values()) {
+      const y = top + l.i * laneH;
+      svg.append(s('rect', { class: 'lane-bg', x: left, y: y + 2, width: W - left - right, height: laneH - 4 }),
+        s('text', { x: 6, y: y + laneH / 2 - 2 }, `instance :${l.port}`),
+        s('text', { x: 6, y: y + laneH / 2 + 11, class: 'muted' }, l.id));
+    }
+    const stepsG = s('g');
+    const rows = [[], []];   /* labels under the lanes, in two rows, never on top of each other */
+    const place = (x, text) => {
+      const w = text.length * 7;
+      x = Math.min(x, W - 4 - w);
+      for (let i = 0; i < rows.length; i++) {
+        if (rows[i].every(([a, b]) => x + w < a || x > b + 6)) {
+          rows[i].push([x, x + w]);
+          stepsG.append(s('text', { x, y: top + nl * laneH + 12 + i * 11, class: 'muted' }, text));
+          return;
+        }
+      }
+    };
+    if (S.run && S.run.steps) {
+      for (const st of S.run.steps) {
+        if (!st.sent_us || st.sent_us < from || st.sent_us > to) continue;
+        const x = X(st.sent_us);
+        stepsG.append(s('line', { class: 'step-line', x1: x, y1: top - 2, x2: x, y2: top + nl * laneH }));
+        place(x + 3, `${st.label} sent`);
+      }
+      for (const st of S.run.steps) {
+        const back = st.sent_us + st.took_ms * 1000;
+        if (!st.sent_us || !st.status || back < from || back > to) continue;
+        const bx = X(back);
+        stepsG.append(s('path', { class: 'answered-mark', d: `M${bx} ${top + nl * laneH - 1} l-4 7 h8 Z` },
+          s('title', {}, `${st.label} answered ${st.status} ${st.word} after ${num(st.took_ms)} ms`)));
+        place(bx + 3, /release_delay_ms/.test(st.query) ? `${st.label} released, answered` : `${st.label} answered`);
+      }
+    }
+    const bars = s('g');
+    for (const x of holds) {
+      if (x.r < from || x.g > to) continue;
+      const l = lanes.get(x.e.instance);
+      const y = top + l.i * laneH + barY;
+      const x0 = clampX(X(x.g)), x1 = clampX(X(x.r));
+      const w = Math.max(x1 - x0, x.over.length ? 5 : 2);
+      const out = x.e.outcome;
+      const cls = 'hold ' + (out === 'sold' ? 'sold' : out === 'sold_out' ? 'sold_out' : 'refused') + (x.over.length ? ' overlap' : '');
+      const title = (x.sale ? `Sale ${x.sale}: ` : '') + `Hold #${x.n} on instance :${x.e.port} (${x.e.instance}), ${x.e.strategy}: ${out}` +
+        (x.e.unit ? `, unit ${x.e.unit}` : '') + `, read stock ${x.e.stock_read}; granted at +${dur(x.g - full.t0)}, ` +
+        `held ${dur(x.r - x.g)}` + (x.e.late ? '; wrote after its lease ran out (late)' : '') +
+        (x.over.length ? `; overlaps hold${x.over.length > 1 ? 's' : ''} #${x.over.slice(0, 8).join(', #')}` : '');
+      bars.append(s('rect', { class: cls, x: x0, y, width: w, height: barH, 'data-n': x.n }, s('title', {}, title)));
+      if (holds.length <= 60) {
+        const label = (x.sale ? `sale ${x.sale} ` : '') + `#${x.n}` + (x.e.unit ? ` unit ${x.e.unit}` : '') +
+          (x.e.outcome === 'sold' || x.e.outcome === 'sold_out' ? '' : ` ${x.e.outcome}`);
+        const far = x0 + label.length * 5.6 > W - right;
+        bars.append(s('text', { x: far ? x1 : x0, y: y - 4, class: 'bar-label', 'text-anchor': far ? 'end' : 'start' }, label));
+      }
+      if (x.e.late) {
+        if (x.e.lease_us && x.e.lease_us > from && x.e.lease_us < to) {
+          const lx = X(x.e.lease_us);
+          bars.append(s('line', { class: 'lease-tick', x1: lx, y1: y - 2, x2: lx, y2: y + barH + 2 }, s('title', {}, `Lease of hold #${x.n} ran out here`)));
+        }
+        bars.append(s('path', { class: 'late-mark', d: `M${x1 - 6} ${y - 12} L${x1 + 6} ${y - 12} L${x1} ${y - 1} Z` },
+          s('title', {}, `Hold #${x.n} wrote after its lease ran out (late)`)));
+      }
+    }
+    svg.append(bars, stepsG);
+    stockChart(svg, holds, X, from, to, left, W - right, chartTop, chartH);
+    $('t-state').textContent = (S.paused ? 'Paused. ' : '') + (S.follow ? 'Showing everything.' : `Showing ${dur(to - from)} of ${dur(full.to - full.from)}.`);
+  }
+
+  /* Below the lanes: the stock each holder read (solid) and the ledger's
+   * entries so far (dashed), each on its own scale, with its range written. */
+  function stockChart(svg, holds, X, from, to, x0, x1, y0, hgt) {
+    const sold = holds.filter((x) => x.e.outcome === 'sold').sort((a, b) => a.r - b.r);
+    const reads = holds.slice().sort((a, b) => a.g - b.g);
+    const range = (vals) => { const lo = Math.min(...vals), hi = Math.max(...vals); return hi > lo ? [lo, hi] : [lo - 1, hi + 1]; };
+    const [slo, shi] = range(reads.map((x) => x.e.stock_read));
+    const [llo, lhi] = range([0, sold.length]);
+    const few = reads.length <= 30;
+    const Ys = (v) => y0 + hgt - 4 - (v - slo) / (shi - slo) * (hgt - 8);
+    const Yl = (v) => y0 + hgt - 4 - (v - llo) / (lhi - llo) * (hgt - 8);
+    svg.append(s('line', { class: 'axis', x1: x0, y1: y0 + hgt, x2: x1, y2: y0 + hgt }),
+      s('text', { x: 6, y: y0 + 12 }, few ? 'stock read (dots)' : 'stock read (solid)'), s('text', { x: 6, y: y0 + 25, class: 'muted' }, `${num(Math.max(slo, 0))} to ${num(shi)}`),
+      s('text', { x: 6, y: y0 + 44 }, 'ledger (dashed)'), s('text', { x: 6, y: y0 + 57, class: 'muted' }, `0 to ${num(sold.length)} entries`));
+    const inView = (x) => x.r >= from && x.g <= to;
+    let d = '';
+    for (const x of reads) {
+      if (!inView(x)) continue;
+      const px = X(Math.max(x.g, from)), py = Ys(x.e.stock_read);
+      d += `${d ? 'L' : 'M'}${px.toFixed(1)} ${py.toFixed(1)} `;
+      if (few) svg.append(s('circle', { cx: px, cy: py, r: 2.5, class: 'stock-dot' }),
+        s('text', { x: px + 4, y: py - 3, class: 'muted' }, String(x.e.stock_read)));
+    }
+    if (d && !few) svg.append(s('path', { class: 'stock-line', d }, s('title', {}, 'The stock each holder read when it was granted the lock')));
+    d = '';
+    let n = 0, lastY = Yl(0);
+    d = `M${x0} ${lastY.toFixed(1)} `;
+    for (const x of sold) {
+      n++;
+      if (x.r < from || x.r > to) continue;
+      const px = X(x.r).toFixed(1);
+      d += `L${px} ${lastY.toFixed(1)} L${px} ${Yl(n).toFixed(1)} `;
+      lastY = Yl(n);
+    }
+    d += `L${x1} ${lastY.toFixed(1)}`;
+    if (sold.length) svg.append(s('path', { class: 'ledger-line', d }, s('title', {}, 'Units sold so far (ledger entries written)')));
+  }
+
+  function summary(holds, pairs, lanes) {
+    const late = holds.filter((x) => x.e.late).length;
+    const refused = holds.filter((x) => !['sold', 'sold_out'].includes(x.e.outcome)).length;
+    const p = $('timeline-summary');
+    p.textContent = '';
+    if (!holds.length) { p.textContent = 'No hold recorded yet.'; p.dataset.overlaps = '0'; return; }
+    const t0 = Math.min(...holds.map((x) => x.g)), t1 = Math.max(...holds.map((x) => x.r));
+    p.dataset.overlaps = String(pairs.length);
+    p.append(`${num(holds.length)} hold(s) by ${lanes.size} instance(s) over ${dur(t1 - t0)}. `);
+    if (pairs.length) {
+      const name = (x) => (x.sale ? `sale ${x.sale} ` : '') + `#${x.n} (:${x.e.port})`;
+      const list = pairs.slice(0, 5).map(([a, b]) => `${name(a)} with ${name(b)}`).join(', ');
+      p.append(h('span', { class: 'bad' }, `\u2717 ${num(pairs.length)} overlapping pair(s): `), list + (pairs.length > 5 ? ', \u2026' : '') + '. ');
+    } else {
+      p.append(h('span', { class: 'ok' }, '\u2713 No two holds overlap. '));
+    }
+    p.append(`${num(late)} late write(s), ${num(refused)} refused or lost write(s).`);
+  }
+
+  function renderHoldsTable(holds, lanes) {
+    const box = $('holds-table');
+    if (!$('holds-details').open) { box.textContent = ''; return; }
+    const t0 = holds.length ? Math.min(...holds.map((x) => x.g)) : 0;
+    const shown = holds.slice(-300);
+    const t = h('table', { id: 'holds' }, h('caption', { class: 'hint' },
+      holds.length > shown.length ? `The last ${shown.length} of ${num(holds.length)} holds` : `${num(holds.length)} hold(s)`));
+    t.append(h('thead', {}, h('tr', {}, ['#', 'Sale', 'Instance', 'Strategy', 'Outcome', 'Unit', 'Stock read', 'Granted', 'Held', 'Late write', 'Overlaps']
+      .map((x) => h('th', { scope: 'col' }, x)))));
+    const body = h('tbody');
+    for (const x of shown) {
+      body.append(h('tr', { class: x.over.length ? 'row-bad' : '' },
+        h('td', {}, String(x.n)), h('td', { class: 'l' }, x.sale || '\u2013'), h('td', { class: 'l' }, `:${x.e.port} ${x.e.instance}`), h('td', { class: 'l' }, x.e.strategy),
+        h('td', { class: 'l' }, x.e.outcome), h('td', {}, x.e.unit ? String(x.e.unit) : '\u2013'), h('td', {}, String(x.e.stock_read)),
+        h('td', {}, '+' + dur(x.g - t0)), h('td', {}, dur(x.r - x.g)), h('td', { class: 'l' }, x.e.late ? 'yes' : 'no'),
+        h('td', { class: 'l' }, x.over.length ? '#' + x.over.slice(0, 10).join(', #') + (x.over.length > 10 ? ', \u2026' : '') : '\u2013')));
+    }
+    t.append(body);
+    box.textContent = '';
+    box.append(h('div', { class: 'holds-wrap' }, t));
+  }
+
+  function setupControls() {
+    const zoom = (f) => {
+      if (!S.win) return;
+      const c = (S.win.from + S.win.to) / 2, half = (S.win.to - S.win.from) * f / 2;
+      S.follow = false;
+      S.win = { from: c - half, to: c + half, t0: S.win.t0 };
+      renderTimeline();
+    };
+    const pan = (f) => {
+      if (!S.win) return;
+      const d = (S.win.to - S.win.from) * f;
+      S.follow = false;
+      S.win = { from: S.win.from + d, to: S.win.to + d, t0: S.win.t0 };
+      renderTimeline();
+    };
+    const fit = () => { S.follow = true; renderTimeline(); };
+    const pause = () => {
+      S.paused = !S.paused;
+      $('t-pause').setAttribute('aria-pressed', String(S.paused));
+      $('t-pause').textContent = S.paused ? 'Resume' : 'Pause';
+      renderTimeline();
+    };
+    $('t-pause').addEventListener('click', pause);
+    $('t-zoom-in').addEventListener('click', () => zoom(0.5));
+    $('t-zoom-out').addEventListener('click', () => zoom(2));
+    $('t-left').addEventListener('click', () => pan(-0.25));
+    $('t-right').addEventListener('click', () => pan(0.25));
+    $('t-fit').addEventListener('click', fit);
+    $('t-clear').addEventListener('click', () => { S.events = []; S.dirty = true; renderTimeline(); });
+    $('timeline').addEventListener('keydown', (ev) => {
+      const k = { ArrowLeft: () => pan(-0.25), ArrowRight: () => pan(0.25), '+': () => zoom(0.5), '=': () => zoom(0.5),
+        '-': () => zoom(2), 0: fit, Home: fit, ' ': pause }[ev.key];
+      if (k) { ev.preventDefault(); k(); }
+    });
+    $('timeline').setAttribute('aria-describedby', 'timeline-keys');
+    $('timeline').after(h('p', { id: 'timeline-keys', class: 'hint' },
+      'Keys on the timeline: \u2190 \u2192 scroll, + \u2212 zoom, 0 fit all, space pause. Hover a bar for its details; the same details are in the table below.'));
+    $('holds-details').addEventListener('toggle', () => { S.dirty = true; renderTimeline(); });
+    window.addEventListener('resize', () => { S.dirty = true; renderTimeline(); });
+  }
+
+  /* ---- tabs -------------------------------------------------------------------- */
+
+  function selectTab(name, focus) {
+    for (const [t, v] of [['lab', 'view-lab'], ['compare', 'view-compare']]) {
+      const tab = $('tab-' + t), on = t === name;
+      tab.setAttribute('aria-selected', String(on));
+      tab.tabIndex = on ? 0 : -1;
+      $(v).hidden = !on;
+      if (on && focus) tab.focus();
+    }
+    if (history.replaceState) history.replaceState(null, '', '#' + name);
+    if (name === 'lab') { S.dirty = true; renderTimeline(); } else renderCompare();
+  }
+
+  function setupTabs() {
+    $('tab-lab').addEventListener('click', () => selectTab('lab', false));
+    $('tab-compare').addEventListener('click', () => selectTab('compare', false));
+    document.querySelector('.tabs').addEventListener('keydown', (ev) => {
+      if (ev.key === 'ArrowRight' || ev.key === 'ArrowLeft') {
+        selectTab($('tab-lab').getAttribute('aria-selected') === 'true' ? 'compare' : 'lab', true);
+        ev.preventDefault();
+      }
+    });
+    for (const r of document.querySelectorAll('input[name=source]'))
+      r.addEventListener('change', () => { S.source = r.value; renderCompare(); });
+  }
+
+  /* ---- compare ------------------------------------------------------------------- */
+
+  function parseCsv(text) {
+    const lines = text.trim().split(/\r?\n/).filter((l) => l.length);
+    const split = (l) => l.split(',').map((c) => c.trim().replace(/^"(.*)"$/, '$1'));
+    if (!lines.length) return { header: [], rows: [] };
+    const header = split(lines[0]);
+    return { header, rows: lines.slice(1).map(split) };
+  }
+
+  function compareRows() {
+    if (S.source === 'demo') {
+      if (!S.demo) return [];
+      const ix = (k) => S.demo.header.indexOf(k);
+      return S.demo.rows.map((c) => ({
+        strategy: c[ix('strategy')], sold: +c[ix('sold')], stock: +c[ix('stock')], oversold_units: +c[ix('oversold_units')],
+        sold_twice: +c[ix('sold_twice')], violations: +c[ix('violations')], rate: +c[ix('sales_per_s')], p99: +c[ix('p99_ms')],
+        oversold: (c[ix('verdict')] || '').toUpperCase() === 'OVERSOLD', from: `demo.csv: ${num(c[ix('requests')])} requests`,
+      }));
+    }
+    const rows = [];
+    for (const st of S.strategies) {
+      const r = S.runs.find((x) => x.strategy === st.name && !x.scenario && x.state === 'done' && x.audit);
+      if (!r) continue;
+      rows.push({ strategy: st.name, sold: r.sold, stock: r.audit.stock, oversold_units: r.audit.oversold_units,
+        sold_twice: r.audit.sold_twice, violations: r.audit.violations, rate: r.sales_per_s, p99: r.p99_ms,
+        oversold: r.audit.oversold, from: `run ${r.id}: ${num(r.requests)} requests, ${num(r.clients)} clients, stock ${num(r.stock)}` });
+    }
+    return rows;
+  }
+
+  function renderCompare() {
+    for (const r of document.querySelectorAll('input[name=source]')) r.checked = r.value === S.source;
+    const rows = compareRows();
+    const note = $('compare-note');
+    if (S.source === 'demo')
+      note.textContent = S.demo ? 'From results/demo.csv beside the instance, written by scripts/demo.sh: the same load through nginx for every strategy. ' +
+        'Sales/s counts units sold over the whole run, sold-out answers included, as the demo does.'
+        : 'No results/demo.csv beside this instance yet: scripts/demo.sh writes it' + (S.lab && S.lab.enabled ? '.' : ' (and runs are off here).');
+    else
+      note.textContent = rows.length ? 'The last load run of each strategy started from this page (scenarios are not compared). ' +
+        'Sales/s counts units sold over the whole run, sold-out answers included.'
+        : 'No load run from this page yet: press Run a load on a few steps of the ladder, then come back.';
+    const box = $('compare-table');
+    box.textContent = '';
+    if (rows.length) {
+      const t = h('table', { id: 'compare' }, h('caption', { class: 'hint' }, 'One row per strategy'));
+      t.append(h('thead', {}, h('tr', {}, ['Strategy', 'Sold (clients saw)', 'Final stock', 'Oversold units', 'Sold twice', 'Violations',
+        'Sales/s', 'p99 ms', 'Verdict', 'From'].map((x, i) => h('th', { scope: 'col', class: i === 0 || i > 7 ? 'l' : null }, x)))));
+      const body = h('tbody');
+      for (const r of rows) {
+        body.append(h('tr', { class: r.oversold ? 'row-bad' : '', 'data-strategy': r.strategy },
+          h('td', { class: 'l' }, h('code', {}, r.strategy)), h('td', {}, num(r.sold)), h('td', {}, num(r.stock)),
+          h('td', {}, num(r.oversold_units)), h('td', {}, num(r.sold_twice)), h('td', {}, num(r.violations)),
+          h('td', {}, num(r.rate, 0)), h('td', {}, num(r.p99, 1)),
+          h('td', { class: 'l' }, h('span', { class: r.oversold ? 'bad' : 'ok' }, r.oversold ? '\u2717 OVERSOLD' : '\u2713 OK')),
+          h('td', { class: 'l hint' }, r.from)));
+      }
+      t.append(body);
+      box.append(t);
+    }
+    barChart($('chart-speed'), rows, (r) => r.rate, 'bar-speed');
+    barChart($('chart-oversold'), rows, (r) => r.oversold_units, 'bar-over');
+    renderMatrix();
+  }
+
+  function barChart(svg, rows, val, cls) {
+    const W = Math.max(svg.clientWidth || 420, 300), rowH = 18, left = 96, right = 64;
+    const H = Math.max(rows.length * rowH + 8, 30);
+    svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    svg.setAttribute('height', H);
+    svg.textContent = '';
+    svg.append(s('defs', {}, s('pattern', { id: 'hatch2', patternUnits: 'userSpaceOnUse', width: 7, height: 7, patternTransform: 'rotate(45)' },
+      s('rect', { width: 7, height: 7, fill: '#c62828' }), s('line', { x1: 1.5, y1: 0, x2: 1.5, y2: 7, stroke: '#fff', 'stroke-width': 2.2 }))));
+    if (!rows.length) { svg.append(s('text', { x: 6, y: 18, class: 'muted' }, 'nothing to draw yet')); return; }
+    const max = Math.max(...rows.map(val), 1);
+    rows.forEach((r, i) => {
+      const y = 4 + i * rowH, v = val(r) || 0, w = v / max * (W - left - right);
+      svg.append(s('text', { x: left - 6, y: y + 12, 'text-anchor': 'end' }, r.strategy));
+      if (v > 0) svg.append(s('rect', { class: cls, x: left, y: y + 2, width: Math.max(w, 2), height: rowH - 5 }));
+      svg.append(s('text', { x: left + Math.max(w, 0) + 5, y: y + 12 }, num(v)));
+    });
+  }
+
+  function renderMatrix() {
+    const box = $('matrix');
+    box.textContent = '';
+    if (!S.matrix) {
+      box.append(h('p', { class: 'hint' }, 'No results/matrix.csv beside this instance: the safety matrix (every strategy under every fault) ' +
+        'is written there by its own script; this view shows it when the file exists.'));
+      return;
+    }
+    const t = h('table', { class: 'matrix', id: 'matrix-table' }, h('caption', { class: 'hint' }, 'results/matrix.csv; \u2713 safe, \u2717 broken'));
+    t.append(h('thead', {}, h('tr', {}, S.matrix.header.map((x) => h('th', { scope: 'col', class: 'l' }, x)))));
+    const body = h('tbody');
+    for (const row of S.matrix.rows) {
+      body.append(h('tr', {}, row.map((c, i) => {
+        let cls = 'l';
+        if (i > 0 && /^(ok|safe|pass|yes|0)$/i.test(c)) cls += ' ok';
+        else if (i > 0 && /(oversold|unsafe|broken|fail|violat|flaw)/i.test(c)) cls += ' bad';
+        return h('td', { class: cls }, c);
+      })));
+    }
+    t.append(body);
+    box.append(t);
+  }
+
+  document.addEventListener('DOMContentLoaded', boot);
+})();

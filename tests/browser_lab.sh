@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# browser_lab.sh INVENTORYD
+#
+# The lock lab's page in a real browser (tests/browser/lab.spec.mjs, run by
+# node with playwright-core and Debian's chromium) against a real stack on
+# free ports: a redis-server, two inventoryd instances behind nginx (the
+# demo's weights), lock.ttl-ms=1000 so that a scenario takes two seconds.
+#   - instance 1: lab.enabled=true, its runs aimed at nginx, scenario sales
+#     A and B at instance 1 and instance 2 (lab.instances);
+#   - instance 2: lab.enabled=false, so POST /lab/runs there must be a 404;
+#   - both: faults.enabled=true (scenarios send hold_ms and friends), and
+#     working directory $work, where results/demo.csv and results/matrix.csv
+#     are written as scripts/demo.sh and the safety matrix would.
+# The checks save their screenshots as results/lab-*.png in the checkout.
+# Both instances must then stop cleanly on SIGTERM (a lab run's threads are
+# joined; under the sanitizer build, nothing leaked).
+#
+# Needs node, tests/browser/node_modules (npm ci, which scripts/deps.sh
+# runs) and /usr/bin/chromium (or LAB_CHROMIUM). Exit status 0 on pass, 1 on
+# the first failure (named on stderr).
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tag=browser
+
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 INVENTORYD" >&2
+    exit 2
+fi
+inventoryd=$(realpath "$1")
+chromium=${LAB_CHROMIUM:-/usr/bin/chromium}
+require_tools redis-server redis-cli nginx curl node
+[ -x "$chromium" ] || { echo "$tag: $chromium not found (scripts/deps.sh installs Debian's chromium)" >&2; exit 1; }
+[ -f "$root/tests/browser/node_modules/playwright-core/package.json" ] ||
+    { echo "$tag: tests/browser/node_modules has no playwright-core (scripts/deps.sh runs npm ci there)" >&2; exit 1; }
+
+clear_env '^INVENTORYD_'
+setup_work browser
+pick_stack_ports
+start_redis
+
+mkdir -p "$work/results" "$root/results"
+rm -f "$root/results"/lab-*.png
+cat >"$work/results/demo.csv" <<'EOF'
+strategy,requests,sold,stock,oversold_units,sold_twice,violations,lock_timeouts,errors,sales_per_s,p50_ms,p99_ms,p99_wait_ms,redis_cmds_per_sale,verdict
+none,3000,3000,169,2969,2969,2999,0,0,11595,2.1,32,<=1,6.1,OVERSOLD
+owner-lua,3000,200,0,0,0,0,0,0,161,0.8,744,<=1000,14.8,OK
+redisson,3000,200,0,0,0,0,0,0,270,75.5,95,<=100,18.5,OK
+EOF
+cat >"$work/results/matrix.csv" <<'EOF'
+strategy,holder paused,pool exhausted
+expiring,OVERSOLD,ok
+fenced,ok,ok
+EOF
+
+common=(--set faults.enabled=true --set lock.ttl-ms=1000 --set lock.wait-ms=3000)
+start_instance "$port1" "${common[@]}" --set lab.enabled=true \
+    --set lab.target="127.0.0.1:$nginx_port" --set lab.instances="127.0.0.1:$port1,127.0.0.1:$port2"
+pid1=$inst_pid
+start_instance "$port2" "${common[@]}" --set lab.enabled=false
+pid2=$inst_pid
+start_front
+
+log "the page at $base/ (runs on), and at http://127.0.0.1:$port2/ (runs off)"
+LAB_BASE=$base LAB_OFF="http://127.0.0.1:$port2" LAB_SHOTS="$root/results" LAB_CHROMIUM=$chromium \
+    node "$root/tests/browser/lab.spec.mjs" >"$work/spec.out" 2>&1 &
+load_pid=$!
+wait "$load_pid"
+rc=$?
+load_pid=
+sed "s/^/$tag: /" "$work/spec.out"
+[ "$rc" -eq 0 ] || fail "the browser checks failed (exit $rc)"
+
+stop_stack_cleanly
+log "PASS the lab page, its runs and its 404 when off, in chromium"
+exit 0

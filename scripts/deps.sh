@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # deps.sh -- installs with apt-get whatever the build, the tests and the demo
-# need and is not there yet. Idempotent; prints nothing when all is installed.
-# Needs root (or sudo) only when something is missing.
+# need and is not there yet, then the browser test's playwright-core with
+# `npm ci` in tests/browser/ (from its package-lock.json; it downloads no
+# browser: the test drives Debian's chromium). Idempotent; prints nothing
+# when all is installed. Needs root (or sudo) only when something is missing.
 set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 packages=(
     build-essential cmake pkg-config
     libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev check
     redis-server redis-tools redis-sentinel nginx-light
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
+    chromium
 )
+# node and npm for the browser test: Debian's, unless some are already on PATH.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 # Optional, only when asked: Debian's JMeter 2.13 and its HTTP sampler, for
 # the plans in loadtest/jmeter/ (run by loadtest/jmeter/run.sh, which also
@@ -26,19 +33,36 @@ for p in "${packages[@]}"; do
         missing+=("$p")
     fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "deps: installing ${missing[*]}" >&2
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        sudo=(sudo)
-    else
-        echo "deps: not root and no sudo; install these by hand: ${missing[*]}" >&2
-        exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}" >&2
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "deps: not root and no sudo; install these by hand: ${missing[*]}" >&2
+            exit 1
+        fi
     fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -qq >&2
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}" >&2
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq >&2
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends "${missing[@]}" >&2
+
+# playwright-core for tests/browser/lab.spec.mjs: npm ci only when the
+# installed version is not the lockfile's.
+lock_version() {
+    sed -n '/"node_modules\/playwright-core": {/,/}/s/.*"version": "\([^"]*\)".*/\1/p' "$1" | head -n 1
+}
+browser=$root/tests/browser
+want=$(lock_version "$browser/package-lock.json")
+have=$(sed -n 's/^  "version": "\([^"]*\)".*/\1/p' "$browser/node_modules/playwright-core/package.json" 2>/dev/null || true)
+if [ -n "$want" ] && [ "$have" != "$want" ]; then
+    echo "deps: npm ci in tests/browser (playwright-core $want)" >&2
+    (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || {
+        echo "deps: npm ci in tests/browser failed" >&2
+        exit 1
+    }
+fi

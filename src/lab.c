@@ -364,8 +364,10 @@ static void *run_main(void *arg) {
     if (ok && !atomic_load(&lab->stop)) {
         set_phase(lab, r, PHASE_SALES);
         run_sales(lab, r);
-        set_phase(lab, r, PHASE_AUDIT);
-        read_audit(lab, r);
+        if (!atomic_load(&lab->stop)) {   /* at shutdown the target may be gone */
+            set_phase(lab, r, PHASE_AUDIT);
+            read_audit(lab, r);
+        }
     }
     pthread_mutex_lock(&lab->mu);
     free(r->lat_ms);

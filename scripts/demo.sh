@@ -14,6 +14,14 @@
 # otherwise). Everything started here is stopped by its pid at the end and on
 # Ctrl-C, and the ports are checked to be free again.
 #
+# The lock lab: the instances run with lab.enabled=true (bound to loopback,
+# like everything here), lab.target = nginx, lab.instances = the two
+# instances, lab.results-dir = the results folder, and faults.enabled=true
+# so that its scenarios can run. The demo ends by printing the lab's URL,
+# http://127.0.0.1:8080/, whose Compare view shows this run's demo.csv. On a
+# terminal the stack then stays up until Ctrl-C, so that the URL can be
+# opened; otherwise (or with DEMO_KEEP=0) it is stopped first.
+#
 # Two columns measure cost rather than outcome:
 #   redis_cmds_per_sale  the calls= deltas of Redis' INFO commandstats over
 #       the load alone (snapshots after the reset and before the audit; the
@@ -35,6 +43,8 @@
 #   DEMO_NGINX_PORT (8080)
 #   DEMO_RESULTS_DIR (results; the table, CSV and chart, and run/ for logs)
 #   DEMO_BUILD_DIR (build; where the Release build goes)
+#   DEMO_KEEP (auto: 1 when stdin and stdout are a terminal, else 0): 1 keeps
+#       the stack and the lab up after the table until Ctrl-C (exit 0)
 #   DEMO_INVENTORYD and DEMO_LOAD: an inventoryd and an inventory-load already
 #       built (both or neither); no build then. The tests use this.
 set -uo pipefail
@@ -54,6 +64,7 @@ read -ra instance_ports <<<"${DEMO_INSTANCE_PORTS:-3786 3787}"
 nginx_port=${DEMO_NGINX_PORT:-8080}
 build_dir=${DEMO_BUILD_DIR:-build}
 results=${DEMO_RESULTS_DIR:-$root/results}
+keep=${DEMO_KEEP:-auto}
 
 pids=()
 names=()
@@ -126,6 +137,10 @@ done
 for v in "$clients" "$requests" "$stock" "$wait_ms"; do
     [[ "$v" =~ ^[0-9]+$ ]] || die "'$v' is not a number (DEMO_CLIENTS, DEMO_REQUESTS, DEMO_STOCK, DEMO_WAIT_MS)"
 done
+if [ "$keep" = auto ]; then
+    if [ -t 0 ] && [ -t 1 ]; then keep=1; else keep=0; fi
+fi
+[ "$keep" = 0 ] || [ "$keep" = 1 ] || die "DEMO_KEEP must be 0 or 1 (or auto), not '$keep'"
 if [ -n "${DEMO_INVENTORYD:-}${DEMO_LOAD:-}" ]; then
     [ -x "${DEMO_INVENTORYD:-}" ] && [ -x "${DEMO_LOAD:-}" ] ||
         die "DEMO_INVENTORYD and DEMO_LOAD must both name executables (got '${DEMO_INVENTORYD:-}' and '${DEMO_LOAD:-}')"
@@ -198,7 +213,10 @@ start "redis-server $redis_port" "$run/redis-$redis_port.log" \
 wait_redis "$redis_port" "$last_pid"
 
 sets=(--set redis.host=127.0.0.1 --set redis.port="$redis_port"
-      --set lock.wait-ms="$wait_ms" --set server.bind=127.0.0.1)
+      --set lock.wait-ms="$wait_ms" --set server.bind=127.0.0.1
+      --set lab.enabled=true --set lab.target="127.0.0.1:$nginx_port"
+      --set lab.instances="127.0.0.1:$port1,127.0.0.1:$port2"
+      --set lab.results-dir="$results" --set faults.enabled=true)
 if [ "$need_redlock" -eq 1 ]; then
     nodes=""
     for p in "${redlock_ports[@]}"; do
@@ -399,15 +417,7 @@ echo
 echo "demo: table written to $results/demo.md and $results/demo.csv; logs in $run/"
 
 status=0
-cleanup
-left=()
-for p in "${ports[@]}"; do port_busy "$p" && left+=("$p"); done
-if [ ${#left[@]} -gt 0 ]; then
-    echo "demo: warning: something still listens on ${left[*]}" >&2
-    status=1
-fi
-
-# The chart needs only the CSV: drawn once the stack is down.
+# The chart needs only the CSV.
 if bash scripts/chart.sh "$results/demo.csv" "$results/demo.png" \
         "$clients clients, stock $stock, 2 instances behind nginx (weights 1:2)" 2>"$run/chart.log"; then
     echo "demo: chart written to $results/demo.png"
@@ -415,5 +425,34 @@ else
     cat "$run/chart.log" >&2
     echo "demo: the chart could not be drawn (scripts/chart.sh; see above); the table is complete" >&2
     status=1
+fi
+
+lab_url="http://127.0.0.1:$nginx_port/"
+if [ "$keep" = 1 ]; then
+    echo "demo: the stack stays up: the lock lab shows this run's results (Compare) and runs"
+    echo "demo: any strategy or flaw from the browser; Ctrl-C stops everything."
+    echo "demo: lab: $lab_url"
+    stopping=0
+    trap 'stopping=1' INT TERM
+    while [ "$stopping" = 0 ]; do
+        sleep 1 &
+        tick_pid=$!
+        wait "$tick_pid"
+    done
+    echo
+    echo "demo: stopping everything"
+fi
+
+cleanup
+left=()
+for p in "${ports[@]}"; do port_busy "$p" && left+=("$p"); done
+if [ ${#left[@]} -gt 0 ]; then
+    echo "demo: warning: something still listens on ${left[*]}" >&2
+    status=1
+fi
+if [ "$keep" = 1 ]; then
+    echo "demo: stopped; the results stay in $results/"
+else
+    echo "demo: lab: $lab_url (it shows these results while the stack runs; DEMO_KEEP=1 keeps it up after the table)"
 fi
 exit "$status"

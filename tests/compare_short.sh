@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compare_short.sh INVENTORYD INVENTORY_LOAD [interrupt]
+# compare_short.sh INVENTORYD INVENTORY_LOAD [interrupt|keep]
 #
 # scripts/demo.sh, the comparison of every strategy, on a short load
 # (DEMO_CLIENTS=20, DEMO_REQUESTS=200) with the given binaries (no build),
@@ -11,7 +11,14 @@
 #     by `inventoryd --list-strategies`, in that order, each of 200 requests;
 #   - results/demo.png is a PNG of non-zero size;
 #   - nothing listens on its ports afterwards, and no process it started is
-#     left; the checkout's results/ is untouched.
+#     left; the checkout's results/ is untouched;
+#   - its last line names the lab's URL, http://127.0.0.1:<nginx port>/.
+# With "keep" (DEMO_KEEP=1, as on a terminal): once the table is written the
+# demo prints the lab's URL and keeps the stack up; through nginx, that URL
+# serves the page, GET /lab says runs are on and results/demo.csv exists,
+# and GET /lab/results/demo.csv is the CSV just written. Then Ctrl-C (SIGINT
+# to its process group) stops everything, the demo exits 0, and the checks
+# above follow.
 # With "interrupt": the demo is interrupted as Ctrl-C would (SIGINT to its
 # process group) during its first round, and must stop everything it started
 # and exit 130.
@@ -22,8 +29,8 @@ set -uo pipefail
 tag=compare
 kept="output and logs"
 
-if [ $# -lt 2 ] || [ $# -gt 3 ] || { [ $# -eq 3 ] && [ "$3" != interrupt ]; }; then
-    echo "usage: $0 INVENTORYD INVENTORY_LOAD [interrupt]" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ] || { [ $# -eq 3 ] && [ "$3" != interrupt ] && [ "$3" != keep ]; }; then
+    echo "usage: $0 INVENTORYD INVENTORY_LOAD [interrupt|keep]" >&2
     exit 2
 fi
 for b in "$1" "$2"; do
@@ -96,6 +103,7 @@ before_fp=$(fingerprint)
 # Its own process group, as a terminal's foreground job would have: a
 # background job of a script without job control ignores SIGINT.
 set -m
+DEMO_KEEP=$([ "$mode" = keep ] && echo 1 || echo 0) \
 DEMO_CLIENTS=20 DEMO_REQUESTS=200 DEMO_STOCK=200 \
 DEMO_REDIS_PORT=$redis_port DEMO_REDLOCK_PORTS="$m1 $m2 $m3" \
 DEMO_INSTANCE_PORTS="$i1 $i2" DEMO_NGINX_PORT=$nginx_port \
@@ -145,16 +153,41 @@ if [ "$mode" = interrupt ]; then
     exit 0
 fi
 
+lab_url="http://127.0.0.1:$nginx_port/"
 while kill -0 "$demo_pid" 2>/dev/null; do
     [ $((SECONDS - t0)) -lt "$limit_s" ] || { stop_demo; fail "the demo ran longer than $limit_s s"; }
+    [ "$mode" = keep ] && grep -qxF "demo: lab: $lab_url" "$work/demo.out" 2>/dev/null && break
     sleep 0.5
 done
+if [ "$mode" = keep ]; then
+    kill -0 "$demo_pid" 2>/dev/null || fail "with DEMO_KEEP=1 the demo exited instead of keeping the lab up"
+    curl -sf --max-time 5 -o "$work/page.html" "$lab_url" || fail "the lab's URL $lab_url does not answer"
+    grep -q '<script src="/lab/app.js"' "$work/page.html" || fail "$lab_url is not the lab's page"
+    curl -sf --max-time 5 "${lab_url}lab" >"$work/lab.json" || fail "GET /lab through nginx failed"
+    [ "$(jq -r '.enabled, .results["demo.csv"]' "$work/lab.json" | paste -sd ' ' -)" = "true true" ] ||
+        fail "GET /lab says $(cat "$work/lab.json"), expected runs on and results/demo.csv present"
+    curl -sf --max-time 5 "${lab_url}lab/results/demo.csv" >"$work/served.csv" ||
+        fail "GET /lab/results/demo.csv through nginx failed"
+    cmp -s "$work/served.csv" "$results/demo.csv" || fail "the lab serves another demo.csv than the one just written"
+    log "ok: the demo kept the lab up at $lab_url, serving this run's demo.csv"
+    kill -INT -- "-$demo_pid"
+    for _ in $(seq 1 300); do
+        kill -0 "$demo_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$demo_pid" 2>/dev/null && fail "the demo is still running 30 s after SIGINT"
+fi
 wait "$demo_pid"
 rc=$?
 demo_pid=
 log "demo.sh exited with $rc after $((SECONDS - t0)) s"
 [ "$rc" -eq 0 ] || fail "scripts/demo.sh exited with $rc"
 check_stopped
+if [ "$mode" = keep ]; then
+    tail -n 1 "$work/demo.out" | grep -q "stopped; the results stay in" || fail "the kept demo did not say it stopped"
+else
+    tail -n 1 "$work/demo.out" | grep -qF "demo: lab: $lab_url" || fail "the demo's last line does not name the lab's URL $lab_url"
+fi
 
 # ---- the printed table --------------------------------------------------------
 header=$(grep -E '^strategy +requests +sold ' "$work/demo.out" | head -n 1)

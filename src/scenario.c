@@ -46,9 +46,10 @@ const struct scenario scenarios[] = {
     {"nested", "a nested acquire by the same owner",
      "A sells on instance A and, inside the critical section, acquires the same lock twice "
      "more (nested=2).",
-     "owner-lua: the lock is a plain string, so A's nested acquire waits for A itself until "
-     "lock.wait-ms and the sale answers 503 lock_timeout. reentrant: the hash lock counts the "
-     "holds (3) and A sells.",
+     "owner-lua: the lock is a plain string, so A's nested acquire waits for A itself: A "
+     "answers 503 lock_timeout when lock.wait-ms runs out first, or, when the TTL is the "
+     "shorter, gets in only once its own lock has expired (its lock wait shows how long it "
+     "waited for itself). reentrant: the hash lock counts the holds (3) and A sells at once.",
      "owner-lua", "reentrant", 1, 1,
      {{'A', 0, NONE, NONE, NONE, 2}}},
     {"overrun", "work longer than the TTL",

@@ -491,14 +491,20 @@
    * scenario's sale it was (matched by order id), and which holds overlap:
    * two holds overlap when one was granted before the other was released. */
   function analyse(events) {
-    const byOrder = new Map();
-    if (S.run && S.run.steps) {
-      for (const st of S.run.steps) if (st.answer && st.answer.order) byOrder.set(st.answer.order, st.label);
-    }
+    const byOrder = new Map(), steps = S.run && S.run.steps ? S.run.steps : [];
+    for (const st of steps) if (st.answer && st.answer.order) byOrder.set(st.answer.order, st.label);
     const holds = events.map((e) => ({ e, g: e.granted_us, r: Math.max(e.released_us, e.granted_us), over: [],
       sale: byOrder.get(e.order) || '' }));
     holds.sort((a, b) => a.g - b.g);
     holds.forEach((x, i) => { x.n = i + 1; });
+    /* A refused sale's answer names no order: its hold is the first one
+     * unnamed on its instance after it was sent. */
+    for (const st of steps) {
+      if (!st.sent_us || [...byOrder.values()].includes(st.label)) continue;
+      const port = Number(st.addr.split(':').pop());
+      const x = holds.find((y) => !y.sale && y.e.port === port && y.g >= st.sent_us - 5000);
+      if (x) { x.sale = st.label; byOrder.set('#' + st.label, st.label); }
+    }
     let open = [];
     const pairs = [];
     for (const x of holds) {
@@ -546,9 +552,25 @@
     const lanes = lanesOf(S.events);
     const full = domain(holds);
     if (S.follow || !S.win || !full) S.win = full;
-    const laneH = 48, top = 28, left = 132, right = 16, barY = 18, barH = 22;
-    const nl = Math.max(lanes.size, 1);
-    const chartTop = top + nl * laneH + 34, chartH = 64;
+    const top = 28, left = 132, right = 16, rowH = 30, barY = 14, barH = 20, SUB_MAX = 4;
+    /* Holds of one instance that overlap go in rows of their own in its
+     * lane (at most SUB_MAX; more share the last), so none hides another. */
+    for (const l of lanes.values()) l.ends = [];
+    for (const x of holds) {
+      const l = lanes.get(x.e.instance);
+      let k = l.ends.findIndex((end) => end <= x.g);
+      if (k < 0) k = l.ends.length < SUB_MAX ? l.ends.length : SUB_MAX - 1;
+      l.ends[k] = Math.max(l.ends[k] || 0, x.r);
+      x.sub = k;
+    }
+    let laneY = top;
+    for (const l of lanes.values()) {
+      l.y = laneY;
+      l.h = 12 + Math.max(l.ends.length, 1) * rowH;
+      laneY += l.h;
+    }
+    const lanesEnd = lanes.size ? laneY : top + 48;
+    const chartTop = lanesEnd + 34, chartH = 64;
     const H = chartTop + chartH + 10;
     svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
     svg.setAttribute('height', H);
@@ -573,10 +595,10 @@
         s('text', { x, y: top - 10, 'text-anchor': 'middle', class: 'muted' }, t === full.t0 ? '0' : '+' + dur(t - full.t0)));
     }
     for (const l of lanes.values()) {
-      const y = top + l.i * laneH;
-      svg.append(s('rect', { class: 'lane-bg', x: left, y: y + 2, width: W - left - right, height: laneH - 4 }),
-        s('text', { x: 6, y: y + laneH / 2 - 2 }, `instance :${l.port}`),
-        s('text', { x: 6, y: y + laneH / 2 + 11, class: 'muted' }, l.id));
+      const y = l.y;
+      svg.append(s('rect', { class: 'lane-bg', x: left, y: y + 2, width: W - left - right, height: l.h - 4 }),
+        s('text', { x: 6, y: y + l.h / 2 - 2 }, `instance :${l.port}`),
+        s('text', { x: 6, y: y + l.h / 2 + 11, class: 'muted' }, l.id));
     }
     const stepsG = s('g');
     const rows = [[], []];   /* labels under the lanes, in two rows, never on top of each other */
@@ -586,7 +608,7 @@
       for (let i = 0; i < rows.length; i++) {
         if (rows[i].every(([a, b]) => x + w < a || x > b + 6)) {
           rows[i].push([x, x + w]);
-          stepsG.append(s('text', { x, y: top + nl * laneH + 12 + i * 11, class: 'muted' }, text));
+          stepsG.append(s('text', { x, y: lanesEnd + 12 + i * 11, class: 'muted' }, text));
           return;
         }
       }
@@ -595,14 +617,14 @@
       for (const st of S.run.steps) {
         if (!st.sent_us || st.sent_us < from || st.sent_us > to) continue;
         const x = X(st.sent_us);
-        stepsG.append(s('line', { class: 'step-line', x1: x, y1: top - 2, x2: x, y2: top + nl * laneH }));
+        stepsG.append(s('line', { class: 'step-line', x1: x, y1: top - 2, x2: x, y2: lanesEnd }));
         place(x + 3, `${st.label} sent`);
       }
       for (const st of S.run.steps) {
         const back = st.sent_us + st.took_ms * 1000;
         if (!st.sent_us || !st.status || back < from || back > to) continue;
         const bx = X(back);
-        stepsG.append(s('path', { class: 'answered-mark', d: `M${bx} ${top + nl * laneH - 1} l-4 7 h8 Z` },
+        stepsG.append(s('path', { class: 'answered-mark', d: `M${bx} ${lanesEnd - 1} l-4 7 h8 Z` },
           s('title', {}, `${st.label} answered ${st.status} ${st.word} after ${num(st.took_ms)} ms`)));
         place(bx + 3, /release_delay_ms/.test(st.query) ? `${st.label} released, answered` : `${st.label} answered`);
       }
@@ -611,7 +633,7 @@
     for (const x of holds) {
       if (x.r < from || x.g > to) continue;
       const l = lanes.get(x.e.instance);
-      const y = top + l.i * laneH + barY;
+      const y = l.y + x.sub * rowH + barY;
       const x0 = clampX(X(x.g)), x1 = clampX(X(x.r));
       const w = Math.max(x1 - x0, x.over.length ? 5 : 2);
       const out = x.e.outcome;
@@ -623,7 +645,7 @@
       bars.append(s('rect', { class: cls, x: x0, y, width: w, height: barH, 'data-n': x.n }, s('title', {}, title)));
       if (holds.length <= 60) {
         const label = (x.sale ? `sale ${x.sale} ` : '') + `#${x.n}` + (x.e.unit ? ` unit ${x.e.unit}` : '') +
-          (x.e.outcome === 'sold' || x.e.outcome === 'sold_out' ? '' : ` ${x.e.outcome}`);
+          (x.e.outcome === 'sold' || x.e.outcome === 'sold_out' ? '' : ` \u2014 write refused: ${x.e.outcome}`);
         const far = x0 + label.length * 5.6 > W - right;
         bars.append(s('text', { x: far ? x1 : x0, y: y - 4, class: 'bar-label', 'text-anchor': far ? 'end' : 'start' }, label));
       }
@@ -632,7 +654,7 @@
           const lx = X(x.e.lease_us);
           bars.append(s('line', { class: 'lease-tick', x1: lx, y1: y - 2, x2: lx, y2: y + barH + 2 }, s('title', {}, `Lease of hold #${x.n} ran out here`)));
         }
-        bars.append(s('path', { class: 'late-mark', d: `M${x1 - 6} ${y - 12} L${x1 + 6} ${y - 12} L${x1} ${y - 1} Z` },
+        bars.append(s('path', { class: 'late-mark', d: `M${x1 - 6} ${y - 11} L${x1 + 6} ${y - 11} L${x1} ${y - 1} Z` },
           s('title', {}, `Hold #${x.n} wrote after its lease ran out (late)`)));
       }
     }
@@ -653,7 +675,8 @@
     const Ys = (v) => y0 + hgt - 4 - (v - slo) / (shi - slo) * (hgt - 8);
     const Yl = (v) => y0 + hgt - 4 - (v - llo) / (lhi - llo) * (hgt - 8);
     svg.append(s('line', { class: 'axis', x1: x0, y1: y0 + hgt, x2: x1, y2: y0 + hgt }),
-      s('text', { x: 6, y: y0 + 12 }, few ? 'stock read (dots)' : 'stock read (solid)'), s('text', { x: 6, y: y0 + 25, class: 'muted' }, `${num(Math.max(slo, 0))} to ${num(shi)}`),
+      s('text', { x: 6, y: y0 + 12 }, few ? 'stock read (dots)' : 'stock read (solid)'),
+      s('text', { x: 6, y: y0 + 25, class: 'muted' }, reads.length ? `${num(Math.min(...reads.map((x) => x.e.stock_read)))} to ${num(Math.max(...reads.map((x) => x.e.stock_read)))}` : ''),
       s('text', { x: 6, y: y0 + 44 }, 'ledger (dashed)'), s('text', { x: 6, y: y0 + 57, class: 'muted' }, `0 to ${num(sold.length)} entries`));
     const inView = (x) => x.r >= from && x.g <= to;
     let d = '';

@@ -398,7 +398,7 @@
       if (typeof st.answer === 'string' && st.answer) notes.push(st.answer);
       body.append(h('tr', { class: st.word === 'sold' || st.word === 'sold_out' ? '' : 'row-bad' },
         h('td', { class: 'l' }, st.label), h('td', { class: 'l' }, `${st.instance} (${st.addr})`),
-        h('td', {}, st.sent_us ? `${num(st.at_ms)} ms` : 'not sent'), h('td', { class: 'l' }, st.query || '\u2013'),
+        h('td', {}, st.sent_us ? `${num(st.at_ms)} ms` : 'not sent'), h('td', { class: 'l' }, (st.query || '\u2013').replace(/&/g, ' ')),
         h('td', { class: 'l' }, st.status ? `${st.status} ${st.word}` : (st.sent_us ? 'no answer' : '\u2013')),
         h('td', {}, st.sent_us && st.status ? `${num(st.took_ms)} ms` : '\u2013'),
         h('td', {}, a.unit !== undefined ? String(a.unit) : '\u2013'),

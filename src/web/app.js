@@ -319,7 +319,7 @@
     vbox.append(verdict(r));
     out.append(numbersTable(r));
     if (r.steps.length) out.append(stepsTable(r));
-    if (r.scenario && r.state === 'done') {
+    if (r.scenario && r.state === 'done' && !r.faults_refused) {
       const sc = S.scenarios.find((x) => x.name === r.scenario);
       const acts = h('div', { class: 'acts' });
       if (sc && sc.fixed_by !== r.strategy)
@@ -337,6 +337,11 @@
   function verdict(r) {
     const a = r.audit;
     const p = h('p', { class: 'verdict-line', id: 'run-verdict' });
+    if (r.faults_refused) {
+      p.append(h('span', { class: 'bad' }, '\u26a0 Not run as written: '),
+        `the instances refused the scenario's fault parameters (403), so this run says nothing about ${r.strategy}.`);
+      return p;
+    }
     if (!a) { p.textContent = r.state === 'running' ? 'The audit comes at the end of the run.' : 'No audit: ' + (r.error || 'the run did not get that far.'); return p; }
     const match = a.sold === r.sold;
     const said = `Clients were told ${num(r.sold)} sold; the ledger has ${num(a.sold)} entries` +
@@ -801,11 +806,16 @@
   function setupTabs() {
     $('tab-lab').addEventListener('click', () => selectTab('lab', false));
     $('tab-compare').addEventListener('click', () => selectTab('compare', false));
+    /* Arrow keys move between the tabs from the focused one, Home and End
+     * to the first and last, as the ARIA tabs pattern has it. */
     document.querySelector('.tabs').addEventListener('keydown', (ev) => {
-      if (ev.key === 'ArrowRight' || ev.key === 'ArrowLeft') {
-        selectTab($('tab-lab').getAttribute('aria-selected') === 'true' ? 'compare' : 'lab', true);
-        ev.preventDefault();
-      }
+      const names = ['lab', 'compare'];
+      const i = Math.max(names.indexOf(document.activeElement.id.replace('tab-', '')), 0);
+      const to = { ArrowRight: (i + 1) % names.length, ArrowLeft: (i + names.length - 1) % names.length,
+        Home: 0, End: names.length - 1 }[ev.key];
+      if (to === undefined) return;
+      selectTab(names[to], true);
+      ev.preventDefault();
     });
     for (const r of document.querySelectorAll('input[name=source]'))
       r.addEventListener('change', () => { S.source = r.value; renderCompare(); });

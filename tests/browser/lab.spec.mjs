@@ -128,7 +128,13 @@ await check('expiring-slow-holder', 'the expiring slow-holder scenario draws a r
   await page.locator('section[aria-labelledby=timeline-h]').screenshot({ path: `${shots}/lab-timeline-flaw.png` });
 });
 
-await check('keyboard', 'the timeline zooms, scrolls and fits from the keyboard', async () => {
+await check('keyboard', 'the tabs and the timeline work from the keyboard', async () => {
+  await page.focus('#tab-lab');
+  await page.keyboard.press('ArrowRight');
+  assert(await page.isVisible('#view-compare'), 'ArrowRight on the tabs did not open Compare');
+  await page.keyboard.press('ArrowLeft');
+  assert(await page.isVisible('#view-lab') && await page.evaluate(() => document.activeElement.id) === 'tab-lab',
+    'ArrowLeft did not come back to the ladder');
   await page.focus('#timeline');
   await page.keyboard.press('+');
   assert((await text('#t-state')).startsWith('Showing') && !(await text('#t-state')).includes('everything'), 'zoom in did nothing');

@@ -142,7 +142,8 @@
     }
     c.className = 'conn';
     const inst = S.lab.instances.length ? S.lab.instances.join(' and ') : S.lab.target;
-    c.textContent = `Page served by ${location.host}. A run's sales go to ${S.lab.target}; ` +
+    const self = S.lab.target === location.host ? ' (where this page came from)' : '';
+    c.textContent = `Page served by ${location.host}. A run's sales go to ${S.lab.target}${self}; ` +
       `a scenario's sales A and B go to ${inst}. Lock TTL ${num(S.lab.ttl_ms)} ms, ` +
       `lock wait ${num(S.lab.wait_ms)} ms.`;
   }
@@ -586,7 +587,9 @@
     summary(holds, pairs, lanes);
     renderHoldsTable(holds, lanes);
     if (!full) {
-      svg.append(s('text', { x: W / 2, y: top + 24, 'text-anchor': 'middle', class: 'muted' },
+      svg.setAttribute('viewBox', `0 0 ${W} 70`);
+      svg.setAttribute('height', 70);
+      svg.append(s('text', { x: W / 2, y: 40, 'text-anchor': 'middle', class: 'muted' },
         'No lock hold recorded yet: start a run, or sell through any instance. Every hold appears here.'));
       $('t-state').textContent = '';
       return;

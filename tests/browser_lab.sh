@@ -47,9 +47,11 @@ owner-lua,3000,200,0,0,0,0,0,0,161,0.8,744,<=1000,14.8,OK
 redisson,3000,200,0,0,0,0,0,0,270,75.5,95,<=100,18.5,OK
 EOF
 cat >"$work/results/matrix.csv" <<'EOF'
-strategy,holder paused,pool exhausted
-expiring,OVERSOLD,ok
-fenced,ok,ok
+strategy,nemesis,verdict,expected,agrees,oversold_units,sold_twice,overlapping_holds,late_writes,lost_sales,untold_sales,stock_ledger,served_share,served,requests
+expiring,pause,unsafe,flaw,yes,3,3,2,1,0,0,0,1.00,600,600
+expiring,pool,safe,either,yes,0,0,0,0,0,0,0,1.00,600,600
+fenced,pause,safe,safe,yes,0,0,1,1,0,0,0,0.99,598,600
+fenced,pool,unavailable,safe,yes,0,0,0,0,0,0,0,0.10,60,600
 EOF
 
 common=(--set faults.enabled=true --set lock.ttl-ms=1000 --set lock.wait-ms=3000)

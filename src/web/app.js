@@ -912,23 +912,51 @@
     const box = $('matrix');
     box.textContent = '';
     if (!S.matrix) {
-      box.append(h('p', { class: 'hint' }, 'No results/matrix.csv beside this instance: the safety matrix (every strategy under every fault) ' +
-        'is written there by its own script; this view shows it when the file exists.'));
+      box.append(h('p', { class: 'hint' }, 'No results/matrix.csv beside this instance: scripts/matrix.sh (every strategy under every ' +
+        'fault) writes it there; this view shows it when the file exists.'));
       return;
     }
-    const t = h('table', { class: 'matrix', id: 'matrix-table' }, h('caption', { class: 'hint' }, 'results/matrix.csv; \u2713 safe, \u2717 broken'));
-    t.append(h('thead', {}, h('tr', {}, S.matrix.header.map((x) => h('th', { scope: 'col', class: 'l' }, x)))));
+    const hd = S.matrix.header, ix = (k) => hd.indexOf(k);
+    if (ix('strategy') < 0 || ix('nemesis') < 0 || ix('verdict') < 0) { box.append(csvTable(S.matrix)); return; }
+    /* scripts/matrix.sh's long form (one row per strategy and fault), as a
+     * table of strategies by faults. */
+    const nemeses = [], cells = new Map(), order = [];
+    for (const c of S.matrix.rows) {
+      const st = c[ix('strategy')], n = c[ix('nemesis')];
+      if (!nemeses.includes(n)) nemeses.push(n);
+      if (!order.includes(st)) order.push(st);
+      cells.set(st + '|' + n, c);
+    }
+    const words = { safe: ['\u2713 safe', 'ok'], unsafe: ['\u2717 unsafe', 'bad'], unavailable: ['\u2298 unavailable', 'na'],
+      error: ['\u2717 error', 'bad'] };
+    box.append(h('p', { class: 'hint' }, 'From results/matrix.csv, written by scripts/matrix.sh: each strategy under each fault. ' +
+      'A cell: the verdict, then oversold units / units sold twice / overlapping holds / share of the requests served after ' +
+      'the fault struck; a verdict the expected file does not allow is outlined, with what was expected.'));
+    const t = h('table', { class: 'matrix', id: 'matrix-table' }, h('caption', { class: 'hint' }, 'Strategies by fault'));
+    t.append(h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'l' }, 'strategy'), nemeses.map((n) => h('th', { scope: 'col', class: 'l' }, n)))));
     const body = h('tbody');
-    for (const row of S.matrix.rows) {
-      body.append(h('tr', {}, row.map((c, i) => {
-        let cls = 'l';
-        if (i > 0 && /^(ok|safe|pass|yes|0)$/i.test(c)) cls += ' ok';
-        else if (i > 0 && /(oversold|unsafe|broken|fail|violat|flaw)/i.test(c)) cls += ' bad';
-        return h('td', { class: cls }, c);
+    for (const st of order) {
+      body.append(h('tr', {}, h('th', { scope: 'row', class: 'l' }, h('code', {}, st)), nemeses.map((n) => {
+        const c = cells.get(st + '|' + n);
+        if (!c) return h('td', { class: 'l' }, '');
+        const v = c[ix('verdict')], [word, cls] = words[v] || [v, ''];
+        const td = h('td', { class: 'l cell ' + cls + (c[ix('agrees')] === 'no' ? ' disagrees' : '') }, h('span', { class: 'word' }, word));
+        const nums = ['oversold_units', 'sold_twice', 'overlapping_holds', 'served_share'].map((k) => ix(k) >= 0 ? c[ix(k)] : '');
+        if (nums.some((x) => x !== '')) td.append(h('br'), h('span', { class: 'hint' }, nums.join(' / ')));
+        if (c[ix('agrees')] === 'no') td.append(h('br'), h('b', {}, `expected ${c[ix('expected')]}`));
+        return td;
       })));
     }
     t.append(body);
-    box.append(t);
+    box.append(h('div', { class: 'compare-wrap' }, t));
+  }
+
+  /* Any other CSV, as it is. */
+  function csvTable(csv) {
+    const t = h('table', { class: 'matrix', id: 'matrix-table' }, h('caption', { class: 'hint' }, 'results/matrix.csv'));
+    t.append(h('thead', {}, h('tr', {}, csv.header.map((x) => h('th', { scope: 'col', class: 'l' }, x)))));
+    t.append(h('tbody', {}, csv.rows.map((row) => h('tr', {}, row.map((c) => h('td', { class: 'l' }, c))))));
+    return t;
   }
 
   document.addEventListener('DOMContentLoaded', boot);

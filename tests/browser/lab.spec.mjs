@@ -105,7 +105,9 @@ await check('compare-demo', 'opened beside a results/demo.csv, the page shows it
   const none = page.locator('#compare tbody tr[data-strategy="none"]');
   assert((await none.innerText()).includes('OVERSOLD'), 'none is not marked OVERSOLD');
   assert(await page.locator('#chart-oversold rect.bar-over').count() === 1, 'not one oversold bar');
-  assert(await page.locator('#matrix-table tbody tr').count() === 2, 'the matrix does not have its 2 rows');
+  assert(await page.locator('#matrix-table tbody tr').count() === 2, 'the matrix does not have a row per strategy');
+  assert(await page.locator('#matrix-table thead th').count() === 3, 'the matrix does not have a column per fault');
+  assert((await page.locator('#matrix-table tbody tr').first().innerText()).includes('unsafe'), 'expiring under pause is not unsafe');
 });
 
 await check('ladder', 'the ladder lists exactly the strategies of /strategies', async () => {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check_main.h"
 #include "harness.h"
 #include "mclock.h"
 
@@ -472,7 +473,7 @@ START_TEST(test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_d
 }
 END_TEST
 
-static Suite *ha_suite(void) {
+Suite *ha_suite(void) {
     Suite *s = suite_create("ha");
     TCase *sen = tcase_create("Sentinel");
     tcase_add_checked_fixture(sen, setup_sentinel, teardown);
@@ -490,12 +491,4 @@ static Suite *ha_suite(void) {
     tcase_add_test(sync, test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_do_not_wait);
     suite_add_tcase(s, sync);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(ha_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check_main.h"
 #include "harness.h"
 #include "lock.h"
 #include "mclock.h"
@@ -417,7 +418,7 @@ START_TEST(test_a_missing_stock_is_seeded_at_start_up_and_an_existing_one_kept) 
 }
 END_TEST
 
-static Suite *http_suite(void) {
+Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
     tcase_add_checked_fixture(core, setup, teardown);
@@ -449,12 +450,4 @@ static Suite *http_suite(void) {
     tcase_add_test(outage, test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly);
     suite_add_tcase(s, outage);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(http_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "check_main.h"
 #include "config.h"
 #include "harness.h"
 #include "inventory.h"
@@ -323,7 +324,7 @@ START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
 }
 END_TEST
 
-static Suite *inventory_suite(void) {
+Suite *inventory_suite(void) {
     Suite *s = suite_create("inventory");
     TCase *core = tcase_create("Core");
     tcase_add_checked_fixture(core, setup, teardown);
@@ -346,12 +347,4 @@ static Suite *inventory_suite(void) {
     tcase_add_test(outage, test_an_idle_connection_closed_by_a_restart_is_not_reused);
     suite_add_tcase(s, outage);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(inventory_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include "check_main.h"
 #include "harness.h"
 #include "mclock.h"
 
@@ -305,11 +306,7 @@ static void woken_by_redisson_client(const char *strategy) {
     ck_assert_int_le(harness_json_num(sale.body, "lock.attempts"), 3);
     /* From before the unlock's round trip to the whole answer received. */
     int64_t woken_within = sale.sent_ms + sale.took_ms - released;
-#if defined(__SANITIZE_ADDRESS__)
-    const int bound = 40;   /* sanitizers slow every step */
-#else
-    const int bound = 10;
-#endif
+    const int bound = HARNESS_SANITIZED ? 40 : 10;   /* sanitizers slow every step */
     ck_assert_msg(woken_within <= bound, "answered %lld ms after the unlock", (long long)woken_within);
 }
 
@@ -484,7 +481,7 @@ START_TEST(test_a_holder_killed_inside_the_section_is_not_counted_against_later_
 }
 END_TEST
 
-static Suite *ladder_suite(void) {
+Suite *ladder_suite(void) {
     Suite *s = suite_create("ladder");
     struct { const char *name; const TTest *tests[8]; } cases[] = {
         {"Spin", {test_setnx_spin_serialises_two_instances_where_local_did_not,
@@ -519,12 +516,4 @@ static Suite *ladder_suite(void) {
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(ladder_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check_main.h"
 #include "harness.h"
 #include "mclock.h"
 
@@ -303,7 +304,7 @@ START_TEST(test_redlock_keeps_exclusion_through_the_same_failover) {
 }
 END_TEST
 
-static Suite *redlock_suite(void) {
+Suite *redlock_suite(void) {
     Suite *s = suite_create("redlock");
     TCase *q = tcase_create("Quorum");
     tcase_add_checked_fixture(q, setup, teardown);
@@ -324,12 +325,4 @@ static Suite *redlock_suite(void) {
     tcase_add_test(fo, test_redlock_keeps_exclusion_through_the_same_failover);
     suite_add_tcase(s, fo);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(redlock_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

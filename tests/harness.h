@@ -9,6 +9,21 @@
 #include <hiredis/hiredis.h>
 #include "httpc.h"
 
+/* HARNESS_SANITIZED is 1 in a build with AddressSanitizer, whose checks slow
+ * every step: timing bounds may be wider there. GCC defines
+ * __SANITIZE_ADDRESS__; clang (14 at least) only answers
+ * __has_feature(address_sanitizer). */
+#if defined(__SANITIZE_ADDRESS__)
+#define HARNESS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_SANITIZED 1
+#endif
+#endif
+#ifndef HARNESS_SANITIZED
+#define HARNESS_SANITIZED 0
+#endif
+
 /* A TCP port on 127.0.0.1 that nothing listens on right now. */
 int harness_free_port(void);
 

@@ -290,10 +290,20 @@ static void woken_by_redisson_client(const char *strategy) {
     snprintf(path, sizeof(path), "/inventory/sale/%s", strategy);
     harness_bg_start(&sale, a_port, path, 0);
     mclock_sleep_ms(300);
-    long long before = harness_redis_calls(redis_port, NULL);
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
     mclock_sleep_ms(700);
-    long long during = harness_redis_calls(redis_port, NULL) - before;
-    ck_assert_msg(during == 0, "%lld Redis commands while waiting: it polled", during);
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    /* The probe's heartbeat renews each process's alive key every 250 ms,
+     * whatever the sales do: that is not the waiter, and is left out on
+     * purpose. Seeing it shows that the log is live. */
+    const char *heartbeat[] = {"\"SET\" \"inventory001:alive:", NULL};
+    int beats = harness_lines(seen, heartbeat[0], NULL);
+    int during = harness_lines(seen, NULL, heartbeat);
+    ck_assert_msg(beats >= 2, "only %d heartbeats in 700 ms: MONITOR saw nothing?\n%.1500s", beats, seen);
+    ck_assert_msg(during == 0, "%d Redis commands while waiting: it polled:\n%.1500s", during, seen);
+    free(seen);
 
     int64_t released = mclock_ms();
     r = harness_redis(redis_port, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s",

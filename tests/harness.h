@@ -40,6 +40,10 @@ void harness_stop(pid_t pid);
  * Returns its pid, or -1. */
 pid_t harness_inventoryd_start(int port, const char *const *sets);
 
+/* As harness_inventoryd_start, with the instance's stdout and stderr
+ * written to the file at log_path (created or truncated). */
+pid_t harness_inventoryd_start_logged(int port, const char *const *sets, const char *log_path);
+
 /* Starts two inventoryd instances (A and B) on the Redis at redis_port with
  * lock.ttl-ms, lock.wait-ms, faults.enabled=true and the extra assignments
  * (NULL-terminated; may be NULL), then resets the stock to 200 through A.
@@ -74,6 +78,36 @@ redisReply *harness_redis(int port, const char *fmt, ...);
 /* The calls= count of one command in INFO commandstats ("evalsha"), or of
  * every command when cmd is NULL; -1 on error. */
 long long harness_redis_calls(int port, const char *cmd);
+
+/* Every command one Redis runs, as MONITOR shows it: one line per command,
+ * "<unix time> [<db> <client>] "CMD" "arg" ...", commands run by Lua
+ * scripts included ("[<db> lua]"). */
+struct harness_monitor;
+
+/* Starts recording the commands run by the Redis at port; NULL on error. */
+struct harness_monitor *harness_monitor_start(int port);
+
+/* Stops recording and returns the lines of every command Redis ran between
+ * the start and this call, '\n'-separated: malloc'd, the caller frees it.
+ * NULL on error. Frees m. */
+char *harness_monitor_stop(struct harness_monitor *m);
+
+/* Lines of a MONITOR log that contain `has` (NULL: any) and none of the
+ * NULL-terminated `but` (may be NULL). */
+int harness_lines(const char *log, const char *has, const char *const *but);
+
+/* The SHA1 by which Redis knows the service's script src/lua/<name>.lua (the
+ * file is loaded with SCRIPT LOAD into the Redis at port, as the service
+ * would); "" on error. Static storage, valid until the next call. */
+const char *harness_script_sha(int port, const char *name);
+
+/* The value of one series of GET /metrics on port, named exactly as in the
+ * exposition ("inventoryd_sales_total{strategy=\"atomic\"}"); -1 when the
+ * series is absent or /metrics did not answer 200. */
+long long harness_metric(int port, const char *series);
+
+/* 1 when a TCP connect to 127.0.0.1:port is refused (nothing listens). */
+int harness_refused(int port);
 
 /* A request run on its own thread, started delay_ms from now. */
 struct harness_bg {

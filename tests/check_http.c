@@ -197,6 +197,9 @@ START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
 }
 END_TEST
 
+/* Each client opens its connection in the first round and must still have
+ * it in the second (the client would reopen a closed one silently, so the
+ * number of connects it made is what tells). */
 START_TEST(test_three_hundred_keep_alive_connections_are_held_at_once) {
     enum { N = 300 };
     struct httpc **c = calloc(N, sizeof(*c));
@@ -209,6 +212,9 @@ START_TEST(test_three_hundred_keep_alive_connections_are_held_at_once) {
             ck_assert_int_eq(r.status, 200);
         }
     }
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(httpc_connects(c[i]) == 1, "client %d connected %ld times: the server "
+                      "closed its keep-alive connection", i, httpc_connects(c[i]));
     for (int i = 0; i < N; i++) httpc_free(c[i]);
     free(c);
 }

@@ -264,26 +264,12 @@ END_TEST
 
 /* ---- Redisson: woken by the unlock message ----------------------------- */
 
-/* Redisson's own scripts, as a Redisson client would send them. */
-static const char redisson_lock[] =
-    "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
-static const char redisson_unlock[] =
-    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
-    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
-
 /* A Redisson client holds the lock; a sale by strategy waits without a
  * command and is woken by the client's unlock message. */
 static void woken_by_redisson_client(const char *strategy) {
     start_pair(30000, 5000, NULL);
     const char *owner = "b983c153-7421-469a-addb-44fb92259a1b:1";
-    redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, owner);
-    ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
-    freeReplyObject(r);
+    ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, owner, 30000), 1);
 
     struct harness_bg sale;
     char path[64];
@@ -306,10 +292,7 @@ static void woken_by_redisson_client(const char *strategy) {
     free(seen);
 
     int64_t released = mclock_ms();
-    r = harness_redis(redis_port, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s",
-                      redisson_unlock, LOCK_KEY, LOCK_KEY, owner);
-    ck_assert_int_eq(r->integer, 1);
-    freeReplyObject(r);
+    ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, owner), 1);
     harness_bg_join(&sale);
     ck_assert_int_eq(sale.status, 200);
     ck_assert_str_eq(harness_json_str(sale.body, "status"), "sold");

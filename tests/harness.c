@@ -404,3 +404,30 @@ int harness_refused(int port) {
     close(fd);
     return refused;
 }
+
+/* Redisson's own scripts (RedissonLock), as a Redisson client sends them. */
+static const char redisson_lock_script[] =
+    "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+static const char redisson_unlock_script[] =
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
+    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+
+int harness_redisson_lock(int port, const char *key, const char *owner, int lease_ms) {
+    redisReply *r = harness_redis(port, "EVAL %s 1 %s %d %s", redisson_lock_script, key, lease_ms, owner);
+    int rc = !r ? -1 : r->type == REDIS_REPLY_NIL ? 1 : r->type == REDIS_REPLY_INTEGER ? 0 : -1;
+    freeReplyObject(r);
+    return rc;
+}
+
+int harness_redisson_unlock(int port, const char *key, const char *owner) {
+    redisReply *r = harness_redis(port, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s",
+                                  redisson_unlock_script, key, key, owner);
+    int rc = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    return rc;
+}

@@ -109,6 +109,16 @@ long long harness_metric(int port, const char *series);
 /* 1 when a TCP connect to 127.0.0.1:port is refused (nothing listens). */
 int harness_refused(int port);
 
+/* A Redisson client, with Redisson's own lock and unlock scripts: takes the
+ * hash lock `key` on the Redis at port for owner ("<uuid>:<thread>") with a
+ * lease of lease_ms; 1 when granted, 0 when busy, -1 on error. */
+int harness_redisson_lock(int port, const char *key, const char *owner, int lease_ms);
+
+/* Its unlock: one hold of owner given back; at zero the key is deleted and
+ * "0" is published on redisson_lock__channel:{key}. 1 when the lock was
+ * freed, 0 when it is still held (re-entered), -1 when it was not owner's. */
+int harness_redisson_unlock(int port, const char *key, const char *owner);
+
 /* A request run on its own thread, started delay_ms from now. */
 struct harness_bg {
     int port;

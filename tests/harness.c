@@ -63,14 +63,39 @@ static pid_t spawn(char *const argv[], int quiet) {
     return spawn_to(argv, quiet, NULL);
 }
 
+/* Where the redis-server on a port keeps its RDB file. Without --save a
+ * server never writes one, but a replica does (the master's snapshot, on a
+ * full sync), and every server loads the one in its directory at start-up:
+ * left in the working directory, it would hand the next test's Redis the
+ * data of an earlier one. So each port has its own file, removed before a
+ * server starts and after it stops. */
+static void rdb_path(int port, char *buf, size_t len) {
+    snprintf(buf, len, "/tmp/inventoryd-harness-%d.rdb", port);
+}
+
+static struct {
+    pid_t pid;
+    int port;
+} redis_ports[128];
+
 pid_t harness_redis_start(int port, int *port_out) {
     if (port == 0) port = harness_free_port();
-    char p[16];
+    char p[16], rdb[96], dbfile[64];
     snprintf(p, sizeof(p), "%d", port);
+    rdb_path(port, rdb, sizeof(rdb));
+    snprintf(dbfile, sizeof(dbfile), "%s", strrchr(rdb, '/') + 1);
+    unlink(rdb);
     char *argv[] = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", NULL};
+                    "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+                    "--dir", "/tmp", "--dbfilename", dbfile, NULL};
     pid_t pid = spawn(argv, 1);
     if (pid < 0) return -1;
+    for (size_t i = 0; i < sizeof(redis_ports) / sizeof(redis_ports[0]); i++)
+        if (redis_ports[i].pid == 0) {
+            redis_ports[i].pid = pid;
+            redis_ports[i].port = port;
+            break;
+        }
     int64_t deadline = mclock_ms() + 5000;
     while (mclock_ms() < deadline) {
         {
@@ -88,16 +113,31 @@ pid_t harness_redis_start(int port, int *port_out) {
     return -1;
 }
 
+/* Removes the RDB file of the redis-server pid, if the harness started it. */
+static void rdb_forget(pid_t pid) {
+    for (size_t i = 0; i < sizeof(redis_ports) / sizeof(redis_ports[0]); i++)
+        if (redis_ports[i].pid == pid) {
+            char rdb[96];
+            rdb_path(redis_ports[i].port, rdb, sizeof(rdb));
+            unlink(rdb);
+            redis_ports[i].pid = 0;
+        }
+}
+
 void harness_stop(pid_t pid) {
     if (pid <= 0) return;
     kill(pid, SIGTERM);
     int64_t deadline = mclock_ms() + 5000;
     while (mclock_ms() < deadline) {
-        if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            rdb_forget(pid);
+            return;
+        }
         mclock_sleep_ms(10);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    rdb_forget(pid);
 }
 
 pid_t harness_inventoryd_start(int port, const char *const *sets) {

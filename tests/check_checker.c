@@ -1,6 +1,6 @@
 /* check_checker.c -- the safety checker's judgement (tools/checker.h) on
  * histories it must flag and histories it must pass. No server. */
-#include <check.h>
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,10 +220,3 @@ Suite *checker_suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(checker_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

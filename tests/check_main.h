@@ -17,5 +17,8 @@ Suite *http_suite(void);
 Suite *ladder_suite(void);
 Suite *redlock_suite(void);
 Suite *ha_suite(void);
+Suite *lock_suite(void);
+Suite *checker_suite(void);
+Suite *safety_suite(void);
 
 #endif

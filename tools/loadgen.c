@@ -44,6 +44,7 @@ struct options {
     int timeout_ms;
     int kv;
     const char *record;
+    long max_s;                /* 0: no bound; else no request begins after this */
 };
 
 /* What one request was told (--record). */
@@ -64,6 +65,7 @@ struct worker {
 };
 
 static atomic_long next_request;
+static double started_ms;   /* when the clients were let go */
 static double *latency_ms;  /* one slot per request number */
 static struct told *told;   /* one slot per request number, with --record */
 static pthread_barrier_t start_line;
@@ -161,6 +163,8 @@ static void *worker_run(void *arg)
         return NULL;
     }
     for (;;) {
+        if (o->max_s > 0 && now_ms() - started_ms >= (double)o->max_s * 1e3)
+            break;
         long i = atomic_fetch_add(&next_request, 1);
         if (i >= o->requests)
             break;
@@ -196,6 +200,7 @@ static void usage(FILE *f)
         "  --requests N        requests in all, shared by the clients (3000)\n"
         "  --timeout-ms MS     per-read/write I/O timeout (30000)\n"
         "  --format text|kv    human summary, or one key=value line (text)\n"
+        "  --max-s S           begin no request after S seconds (no bound)\n"
         "  --record FILE       what each request was told, one line each:\n"
         "                      answered_us http_status status order unit\n"
         "Answers are counted by their JSON \"status\" word; a request that got\n"
@@ -221,19 +226,25 @@ int main(int argc, char **argv)
         { "timeout-ms", required_argument, NULL, 't' },
         { "format", required_argument, NULL, 'f' },
         { "record", required_argument, NULL, 'r' },
+        { "max-s", required_argument, NULL, 'x' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int c;
     long v;
 
-    while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:r:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:r:x:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'H': o.host = optarg; break;
         case 'P': o.path = optarg; break;
         case 'm': o.method = optarg; break;
         case 'b': o.body = optarg; break;
         case 'r': o.record = optarg; break;
+        case 'x':
+            if (stats_parse_long(optarg, 1, 86400, &v) != 0)
+                goto bad;
+            o.max_s = v;
+            break;
         case 'p':
             if (stats_parse_long(optarg, 1, 65535, &v) != 0)
                 goto bad;
@@ -312,6 +323,7 @@ bad:
     pthread_attr_destroy(&attr);
 
     double t0 = now_ms();
+    started_ms = t0;
     pthread_barrier_wait(&start_line);
     for (int i = 0; i < o.clients; i++)
         pthread_join(w[i].tid, NULL);
@@ -332,7 +344,7 @@ bad:
     for (int k = 0; k < OUT_COUNT; k++)
         done += total[k];
 
-    struct stats_double lat = stats_summary_double(latency_ms, (size_t)o.requests);
+    struct stats_double lat = stats_summary_double(latency_ms, (size_t)done);
     double req_per_s = elapsed_s > 0 ? (double)done / elapsed_s : 0.0;
     double sales_per_s = elapsed_s > 0 ? (double)total[OUT_SOLD] / elapsed_s : 0.0;
 

@@ -61,7 +61,7 @@ struct sale_result {
     int violation;               /* the probe saw another holder inside */
     int lost;                    /* the release found the lock no longer ours */
     int late;                    /* the lease deadline had passed at commit */
-    char errstr[256];
+    char errstr[384];
 };
 
 #define AUDIT_FAMILIES 8

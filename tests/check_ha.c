@@ -480,7 +480,9 @@ static void setup_sync(void) {
     snprintf(rp, sizeof(rp), "redis.port=%d", master_port);
     /* redlock's one master is the same Redis, with the same replica. */
     snprintf(rl, sizeof(rl), "redlock.nodes=127.0.0.1:%d", master_port);
-    const char *sets[] = {rp, rl, "lock.sync-replicas=1", "redis.timeout=500", NULL};
+    /* A 2 s TTL: the Redlock master votes once it has been up that long. */
+    const char *sets[] = {rp, rl, "lock.sync-replicas=1", "redis.timeout=500", "lock.ttl-ms=2000",
+                          NULL};
     app_start(sets);
 }
 
@@ -532,6 +534,7 @@ START_TEST(test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_d
                           "/inventory/sale/redlock"};
     long long waits = harness_redis_calls(master_port, "wait");
     ck_assert_int_ge(waits, 1);   /* redisson's, above */
+    ck_assert_int_eq(harness_redis_wait_uptime(master_port, 2), 0);   /* so that redlock votes */
     for (int i = 0; i < 4; i++) {
         int64_t t0 = mclock_ms();
         ck_assert_int_eq(harness_http(app_port, "GET", none[i], NULL, NULL, &r), 200);

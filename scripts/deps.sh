@@ -9,6 +9,7 @@ packages=(
     libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev check
     redis-server redis-tools redis-sentinel nginx-light
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
+    libfaketime    # the safety matrix's clock-drift nemesis (scripts/matrix.sh)
 )
 
 # Optional, only when asked: Debian's JMeter 2.13 and its HTTP sampler, for

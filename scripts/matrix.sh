@@ -504,7 +504,8 @@ set xtics (${xt%,}) scale 0
 set ytics (${yt%,}) scale 0
 set x2tics (${xt%,}) scale 0
 unset xtics
-plot "$dat" using 1:2:3 with image notitle, \
+set style fill solid 1.0 noborder
+plot "$dat" using 1:2:(0.5):(0.5):3 with boxxyerror lc palette notitle, \
      "$labels" using 1:2:3 with labels font "DejaVu Sans Bold,10" notitle
 EOF
 

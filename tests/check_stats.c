@@ -170,6 +170,19 @@ START_TEST(test_decimals_fix_the_digits_after_the_point) {
 }
 END_TEST
 
+START_TEST(test_significant_rounds_a_computed_figure_as_awk_print_does) {
+    stats(NULL, "-g", "6", "median", "12345.6", "12345.9", NULL);
+    assert_printed("12345.8\n");
+    stats(NULL, "--significant", "6", "mean", "249.627", "186.486", NULL);
+    assert_printed("218.056\n"); /* 218.0565 is 218.05649... in binary */
+    /* A whole figure stays an integer; a picked one stays as written. */
+    stats(NULL, "-g", "6", "sum", "1234567", "1", NULL);
+    assert_printed("1234568\n");
+    stats(NULL, "-g", "6", "median", "12345.678", NULL);
+    assert_printed("12345.678\n");
+}
+END_TEST
+
 START_TEST(test_the_numbers_come_from_standard_input_when_no_argument_follows_the_figure) {
     stats("3 1\n\n2\t10\n", "max", NULL);
     assert_printed("10\n");
@@ -285,6 +298,8 @@ START_TEST(test_an_unknown_figure_or_option_is_bad_usage) {
                       figures[i]);
     ck_assert_int_eq(stats(NULL, NULL), 2);
     ck_assert_int_eq(stats(NULL, "-d", "18", "sum", "1", NULL), 2);
+    ck_assert_int_eq(stats(NULL, "-g", "0", "sum", "1", NULL), 2);
+    ck_assert_int_eq(stats(NULL, "-g", "16", "sum", "1", NULL), 2);
     ck_assert_int_eq(stats(NULL, "-x", "sum", "1", NULL), 2);
     ck_assert_int_eq(stats(NULL, "-k", "sum", "1", NULL), 2);
     ck_assert_int_eq(stats(NULL, "-s", "hist-p99", "1", "1", NULL), 2);
@@ -345,6 +360,7 @@ Suite *stats_suite(void) {
     tcase_add_test(program, test_a_figure_that_is_one_of_the_numbers_is_printed_as_it_was_written);
     tcase_add_test(program, test_a_computed_figure_is_printed_with_as_few_digits_as_it_needs);
     tcase_add_test(program, test_decimals_fix_the_digits_after_the_point);
+    tcase_add_test(program, test_significant_rounds_a_computed_figure_as_awk_print_does);
     tcase_add_test(program,
                    test_the_numbers_come_from_standard_input_when_no_argument_follows_the_figure);
     tcase_add_test(program, test_a_figure_of_no_number_is_undefined_unless_empty_names_a_text);

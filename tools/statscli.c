@@ -9,8 +9,9 @@
  * as: a figure that picks one of them (min, max, a percentile, the median of
  * an odd count) prints that word, so "3.50" stays "3.50", as the scripts'
  * awk printed it. A computed figure (sum, mean, ratio, the median of an even
- * count) prints as few digits as it needs, up to 15 significant ones, unless
- * --decimals fixes them. With --by-key each line is "KEY NUMBER" and the
+ * count) prints as few digits as it needs, up to 15 significant ones (or
+ * --significant's; a whole value as an integer), unless --decimals fixes
+ * the digits after the point. With --by-key each line is "KEY NUMBER" and the
  * figure is given per key, keys in the order they first appear; a histogram
  * (hist-pN) adds up the counts of a bound given twice in the same way.
  * Single-threaded; everything read is kept until exit, which frees it. */
@@ -43,6 +44,7 @@ struct options {
     double pct; /* FIG_PCT, FIG_HIST: 0 < pct <= 100 */
     int by_key;
     int decimals; /* digits after the point; -1: as few as needed */
+    int significant; /* at most this many significant digits (1-15) */
     const char *empty; /* printed for an undefined figure, or NULL */
     int skip; /* words that are not numbers are skipped */
     int positive; /* numbers not above 0 are skipped (and non-numbers) */
@@ -80,10 +82,14 @@ static void usage(FILE *f) {
                "                    the bucket that holds the nearest-rank Nth percentile,\n"
                "                    \">BOUND\" past the last finite bound\n"
                "A figure that is one of the numbers is printed as it was written; any\n"
-               "other with as few digits as it needs (up to 15 significant).\n"
+               "other with as few digits as it needs (up to 15 significant), and a whole\n"
+               "one as an integer.\n"
                "  -k, --by-key      each line of standard input is KEY NUMBER: prints\n"
                "                    KEY FIGURE per key, in the order keys first appear\n"
                "  -d, --decimals N  prints N digits after the point (0-17)\n"
+               "  -g, --significant N\n"
+               "                    at most N significant digits in a computed figure\n"
+               "                    (1-15; awk's print keeps 6)\n"
                "  -e, --empty TEXT  prints TEXT for a figure that is undefined: of no number\n"
                "                    (but count and sum), a ratio over 0, a histogram with\n"
                "                    no sample\n"
@@ -257,14 +263,17 @@ static int cmp_number(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* v as text in buf: with o->decimals digits after the point, or else with as
- * few as it needs (never "-0"). */
+/* v as text in buf: with o->decimals digits after the point; or else a
+ * whole v as an integer, any other with at most o->significant significant
+ * digits, as few as it needs. Never "-0". */
 static const char *format_value(const struct options *o, double v, char *buf, size_t size) {
     if (v == 0.0) v = 0.0;
     if (o->decimals >= 0)
         snprintf(buf, size, "%.*f", o->decimals, v);
+    else if (v == floor(v) && fabs(v) < 1e15)
+        snprintf(buf, size, "%.0f", v);
     else
-        snprintf(buf, size, "%.15g", v);
+        snprintf(buf, size, "%.*g", o->significant, v);
     return buf;
 }
 
@@ -373,19 +382,20 @@ int main(int argc, char **argv) {
     static const struct option longopts[] = {
         {"by-key", no_argument, NULL, 'k'},
         {"decimals", required_argument, NULL, 'd'},
+        {"significant", required_argument, NULL, 'g'},
         {"empty", required_argument, NULL, 'e'},
         {"skip", no_argument, NULL, 's'},
         {"positive", no_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct options o = {.decimals = -1};
+    struct options o = {.decimals = -1, .significant = 15};
     char buf[512];
     int c, status = 0;
     long v;
 
     /* "+": options end at FIGURE, so that a "-5" after it is a number. */
-    while ((c = getopt_long(argc, argv, "+kd:e:sph", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+kd:g:e:sph", longopts, NULL)) != -1) {
         switch (c) {
         case 'k':
             o.by_key = 1;
@@ -405,6 +415,13 @@ int main(int argc, char **argv) {
                 return 2;
             }
             o.decimals = (int)v;
+            break;
+        case 'g':
+            if (stats_parse_long(optarg, 1, 15, &v) != 0) {
+                stats_bad_value(PROG, longopts, c, optarg);
+                return 2;
+            }
+            o.significant = (int)v;
             break;
         case 'h':
             usage(stdout);
@@ -430,9 +447,9 @@ int main(int argc, char **argv) {
     }
 
     if (o.fig == FIG_HIST) {
-        if (o.by_key || o.skip || o.positive || o.decimals >= 0) {
-            fprintf(stderr, PROG ": hist-pN takes none of --by-key, --decimals, --skip, "
-                                 "--positive\n");
+        if (o.by_key || o.skip || o.positive || o.decimals >= 0 || o.significant != 15) {
+            fprintf(stderr, PROG ": hist-pN takes none of --by-key, --decimals, --significant, "
+                                 "--skip, --positive\n");
             return 2;
         }
         if (optind == argc) {

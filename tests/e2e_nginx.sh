@@ -102,12 +102,13 @@ hits2=$(tail -n +"$((lines_before + 1))" "$work/nginx/access.log" |
 log "local: nginx sent $hits1 sales to $port1 (weight 1), $hits2 to $port2 (weight 2)"
 [ "$hits1" -gt 0 ] || fail "local: instance $port1 got no sale through nginx"
 [ "$hits2" -gt 0 ] || fail "local: instance $port2 got no sale through nginx"
-# And each instance counted them itself (Prometheus text of GET /metrics).
+# And each instance counted them itself (Prometheus text of GET /metrics):
+# its series summed by inventory-stats.
 for p in "$port1" "$port2"; do
-    n=$(curl -sf --max-time 5 "http://127.0.0.1:$p/metrics" |
-        awk '$1 ~ /^inventoryd_http_requests_total/ { s += $2; seen = 1 }
-             END { if (seen) printf "%d", s; else print "none" }')
-    [ "$n" = none ] && fail "instance $p: no inventoryd_http_requests_total in GET /metrics"
+    counts=$(curl -sf --max-time 5 "http://127.0.0.1:$p/metrics" |
+        awk '$1 ~ /^inventoryd_http_requests_total/ { print $2 }')
+    [ -n "$counts" ] || fail "instance $p: no inventoryd_http_requests_total in GET /metrics"
+    n=$("$stats" sum <<<"$counts")
     [ "$n" -gt 0 ] || fail "instance $p: inventoryd_http_requests_total is $n after the load"
 done
 log "PASS local: audit agrees with the clients; both instances served sales"

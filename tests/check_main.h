@@ -20,5 +20,6 @@ Suite *ha_suite(void);
 Suite *lock_suite(void);
 Suite *checker_suite(void);
 Suite *safety_suite(void);
+Suite *stats_suite(void);
 
 #endif

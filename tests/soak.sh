@@ -182,9 +182,9 @@ for i in 1 2; do
     rc=$(( i == 1 ? 2 : 4 )) fc=$(( i == 1 ? 3 : 5 ))
     r0=$(row "$warm" "$rc") r1=$(row "$lastload" "$rc")
     f0=$(row "$warm" "$fc") fi_=$(row "$idle" "$fc")
-    growth=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.1f", (b - a) * 100 / a }')
-    log "instance $p: RSS $(awk -v k="$r0" 'BEGIN { printf "%.1f", k / 1024 }') MB at $(row "$warm" 1)" \
-        "-> $(awk -v k="$r1" 'BEGIN { printf "%.1f", k / 1024 }') MB at $(row "$lastload" 1) ($growth%);" \
+    growth=$("$stats" --decimals 1 ratio "$(( (r1 - r0) * 100 ))" "$r0")
+    log "instance $p: RSS $("$stats" --decimals 1 ratio "$r0" 1024) MB at $(row "$warm" 1)" \
+        "-> $("$stats" --decimals 1 ratio "$r1" 1024) MB at $(row "$lastload" 1) ($growth%);" \
         "fds $f0 at $(row "$warm" 1), $fi_ idle after the load"
     sc=$(( i == 1 ? 10 : 11 ))
     n=$(( $(row "$lastload" "$sc") - $(row "$warm" "$sc") ))

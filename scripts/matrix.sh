@@ -9,8 +9,8 @@
 # stock and the clients' answers (tools/checker.h). The verdict is unsafe
 # (any safety finding: holds valid at once, a unit sold twice, a write past
 # its lease, a sale answered but not in the ledger, stock and ledger that
-# disagree), unavailable (under half the requests got an answer other than
-# backend_unavailable or a transport error), or safe. Each cell is then set
+# disagree), unavailable (under half the requests answered from the moment
+# the nemesis struck were served: sold or sold_out), or safe. Each cell is then set
 # against the expected file (loadtest/matrix-expected.tsv): "safe" cells must
 # not be unsafe, "flaw" cells must not be safe, "either" may be anything.
 #
@@ -67,12 +67,13 @@ stock=100000
 item=inventory001
 
 die() { echo "$tag: $*" >&2; exit 2; }
-for b in inventoryd inventory-load inventory-check; do
+for b in inventoryd inventory-load inventory-check inventory-stats; do
     [ -x "$build/$b" ] || die "$build/$b not found: build first (cmake --build build)"
 done
 inventoryd=$build/inventoryd
 load=$build/inventory-load
 checker=$build/inventory-check
+stats=$build/inventory-stats
 require_tools redis-server redis-cli curl jq gnuplot
 [ -f "$expected" ] || die "no expected file $expected"
 mapfile -t listed < <("$inventoryd" --list-strategies)
@@ -133,9 +134,11 @@ stop_instances() {
     a_pid=; b_pid=
 }
 
-# the instance id of the inventoryd on PORT (its order ids' prefix)
+# the instance id of the inventoryd on PORT (its order ids' prefix), from a
+# sale of a throwaway item, so that the cell's own stock is not touched
 instance_id() {
-    curl -s "http://127.0.0.1:$1/inventory/sale/atomic" | jq -r '.order // "" | split("-")[0]'
+    curl -s -XPOST "http://127.0.0.1:$1/inventory/reset" -d '{"stock":1000000,"item":"matrix-id"}' >/dev/null
+    curl -s "http://127.0.0.1:$1/inventory/sale/atomic?item=matrix-id" | jq -r '.order // "" | split("-")[0]'
 }
 
 reset() {
@@ -178,14 +181,21 @@ special() {
     special_pid=$!
 }
 
-# wait_inside ID: until a sale of instance ID is inside the critical section
-# (the probe lists it), at most 1 s.
+# wait_inside ID: until a sale of instance ID has been inside the critical
+# section for a while: the probe lists the same sale of it in two looks
+# 60 ms apart (the long-holding special sale, not a passing one); at most
+# 4 s. Returns 1 (and says so in the cell) when it never was.
 wait_inside() {
-    local i
-    for i in $(seq 1 50); do
-        rcli HGETALL "$item:holders" | grep -q ":alive:$1\$" && return 0
-        sleep 0.02
+    local i now prev=" "
+    for i in $(seq 1 60); do
+        now=" $(rcli HGETALL "$item:holders" | paste - - | awk -v k=":alive:$1" '$2 ~ k"$" { printf "%s ", $1 }')"
+        for o in $now; do
+            case "$prev" in *" $o "*) return 0 ;; esac
+        done
+        prev=$now
+        sleep 0.06
     done
+    echo "missed: no sale of $1 stayed inside" >>"$cell/nemesis"
     return 1
 }
 
@@ -200,6 +210,7 @@ nemesis_kill() {
     echo "A killed inside the section" >"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 1.5 * t / 1000 }')"
     instance "$port_a" "$redis_port" "$nodes"; a_pid=$inst_pid
+    id_a=$(instance_id "$port_a")
 }
 
 nemesis_pause() {
@@ -212,12 +223,13 @@ nemesis_pause() {
 }
 
 nemesis_latency() {
-    local i
+    local i sleepers=()
     for i in 1 2 3; do
         rcli DEBUG SLEEP 0.45 >/dev/null &
+        sleepers+=($!)
         sleep 0.7
     done
-    wait
+    wait "${sleepers[@]}"
     echo "DEBUG SLEEP 0.45 s three times" >"$cell/nemesis"
 }
 
@@ -297,6 +309,7 @@ cell_failover() {
         judge_port=$redis_port
         loads_start "$s"
         sleep 0.8
+        struck=$(now_us)
         promote "${master_pids[0]}" "${masters[0]}"
         echo "master 0 failed over to its replica before the lock reached it" >"$cell/nemesis"
         loads_wait
@@ -323,6 +336,7 @@ cell_failover() {
     b_late=1
     loads_start "$s"
     sleep 0.8
+    struck=$(now_us)
     promote "$mpid" "$mport"
     echo "the data Redis failed over before the lock and the last sales reached the replica" >"$cell/nemesis"
     b_late=0
@@ -351,11 +365,15 @@ judge() {
         --since-us "${since:-0}" --max-findings 20 "${told[@]}" >"$cell/check.json" 2>"$cell/check.log"
     local rc=$?
     [ "$rc" -le 1 ] || { log "$s/$n: the checker failed: $(cat "$cell/check.log")"; }
+    # Served, from the moment the nemesis struck: a sale that got sold or
+    # sold_out, a definite answer about the stock; lock_timeout, 503 and
+    # transport errors are not.
     local total answered
-    total=$(cat "$cell"/told-* 2>/dev/null | wc -l)
-    answered=$(cat "$cell"/told-* 2>/dev/null | awk '$3 != "backend_unavailable" && $3 != "error"' | wc -l)
+    total=$(cat "$cell"/told-* 2>/dev/null | awk -v t="${struck:-0}" '$1 >= t' | wc -l)
+    answered=$(cat "$cell"/told-* 2>/dev/null |
+        awk -v t="${struck:-0}" '$1 >= t && ($3 == "sold" || $3 == "sold_out")' | wc -l)
     local share=0
-    [ "$total" -gt 0 ] && share=$(awk -v a="$answered" -v t="$total" 'BEGIN { printf "%.2f", a / t }')
+    [ "$total" -gt 0 ] && share=$("$stats" -d 2 ratio "$answered" "$total" 2>/dev/null || echo 0)
     local c=$cell/check.json over twice overlap late lost untold mismatch verdict
     over=$(jq -r '.oversold_units // 0' "$c" 2>/dev/null || echo 0)
     twice=$(jq -r '.counts.sold_twice // 0' "$c" 2>/dev/null || echo 0)
@@ -386,7 +404,7 @@ for n in "${nemeses[@]}"; do
         [ "$short" = 1 ] && ! short_cell "$s" "$n" && continue
         cell=$results/matrix/$s-$n
         rm -rf "$cell"; mkdir -p "$cell"
-        since=0; judge_port=; judged=0; load_a=; load_b=; b_late=0
+        since=0; struck=0; judge_port=; judged=0; load_a=; load_b=; b_late=0
         if [ "$n" = failover ]; then
             cell_failover "$s"
         else
@@ -407,6 +425,7 @@ for n in "${nemeses[@]}"; do
             reset "$port_a" || reset "$port_b" || fail "$s/$n: the reset failed"
             loads_start "$s"
             sleep 1
+            struck=$(now_us)
             "nemesis_${n//-/_}" "$s"
             loads_wait
             [ -n "${special_pid:-}" ] && wait "$special_pid" 2>/dev/null
@@ -415,7 +434,7 @@ for n in "${nemeses[@]}"; do
         [ "$judged" = 1 ] || judge "$s" "$n"
         ncells=$((ncells + 1))
         read -r over twice overlap late lost untold mismatch share answered total <<<"${D["$s|$n"]}"
-        printf '%s: %-11s %-15s %-11s oversold %s, twice %s, overlaps %s, late %s, lost %s; answered %s of %s (%s s)\n' \
+        printf '%s: %-11s %-15s %-11s oversold %s, twice %s, overlaps %s, late %s, lost %s; served %s of %s (%s s)\n' \
             "$tag" "$s" "$n" "${V["$s|$n"]}" "$over" "$twice" "$overlap" "$late" "$lost" \
             "$answered" "$total" "$((SECONDS - t0))"
     done
@@ -427,13 +446,14 @@ done
 contradictions=()
 csv=$results/matrix.csv
 md=$results/matrix.md
-echo "strategy,nemesis,verdict,expected,agrees,oversold_units,sold_twice,overlapping_holds,late_writes,lost_sales,untold_sales,stock_ledger,answered_share,answered,requests" >"$csv"
+echo "strategy,nemesis,verdict,expected,agrees,oversold_units,sold_twice,overlapping_holds,late_writes,lost_sales,untold_sales,stock_ledger,served_share,served,requests" >"$csv"
 {
     echo "# The safety matrix"
     echo
     echo "$(date -u +%Y-%m-%dT%H:%MZ), ${#strategies[@]} strategies x ${#nemeses[@]} nemeses, TTL $ttl ms,"
     echo "$clients clients x $requests requests (at most $max_s s) per instance, hold_ms $hold. A cell:"
-    echo "verdict (oversold units / units sold twice / overlapping holds / answered share)."
+    echo "verdict (oversold units / units sold twice / overlapping holds / share of the requests"
+    echo "answered after the fault struck that were served, sold or sold_out)."
     echo
     printf '| strategy |'; for n in "${nemeses[@]}"; do printf ' %s |' "$n"; done; echo
     printf '|---|'; for n in "${nemeses[@]}"; do printf -- '---|'; done; echo

@@ -9,10 +9,12 @@
 # stock and the clients' answers (tools/checker.h). The verdict is unsafe
 # (any safety finding: holds valid at once, a unit sold twice, a write past
 # its lease, a sale answered but not in the ledger, stock and ledger that
-# disagree), unavailable (under half the requests answered from the moment
-# the nemesis struck were served: sold or sold_out), or safe. Each cell is then set
-# against the expected file (loadtest/matrix-expected.tsv): "safe" cells must
-# not be unsafe, "flaw" cells must not be safe, "either" may be anything.
+# disagree), unavailable (no sale was served, sold or sold_out, in the
+# second half of the time from the fault to the last answer: it did not
+# recover), or safe. The share of requests served after the fault is
+# shown. Each cell is then set against the expected file
+# (loadtest/matrix-expected.tsv): "safe" cells must not be unsafe, "flaw"
+# cells must not be safe, "either" may be anything.
 #
 #   scripts/matrix.sh            every strategy under every nemesis (about 13 min)
 #   scripts/matrix.sh --short    the cells named "short" in the expected file
@@ -32,11 +34,14 @@
 #   pool      A's pool has 2 connections, a holder on A works 1.3 TTL, and A's
 #             other clients wait behind it
 #   drift     A runs under libfaketime at a fifth of real speed, and a holder
-#             on A works 270 ms by its own clock (1.35 s real, past the TTL)
+#             on A works 270 ms by its own clock (1.35 s real, past the TTL);
+#             A dates its events by that clock, so overlapping holds are not
+#             judged in this column (units sold twice and the ledger are)
 #
 # Environment: MATRIX_STRATEGIES, MATRIX_NEMESES (all), MATRIX_TTL_MS (1000),
-# MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (150 per instance),
-# MATRIX_MAX_S (6: a load stops beginning requests after this), MATRIX_HOLD_MS
+# MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (100000 per instance: in
+# practice the time bound ends every load), MATRIX_MAX_S (5: a load begins no
+# request after this), MATRIX_HOLD_MS
 # (10: each sale's hold_ms), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
 # (loadtest/matrix-expected.tsv), MATRIX_BUILD_DIR (build).
 # Writes $MATRIX_RESULTS_DIR/matrix.md, matrix.csv, matrix.png, and per cell
@@ -54,8 +59,8 @@ short=0
 [ "${1:-}" = --short ] && short=1
 ttl=${MATRIX_TTL_MS:-1000}
 clients=${MATRIX_CLIENTS:-6}
-requests=${MATRIX_REQUESTS:-150}
-max_s=${MATRIX_MAX_S:-6}
+requests=${MATRIX_REQUESTS:-100000}
+max_s=${MATRIX_MAX_S:-5}
 hold=${MATRIX_HOLD_MS:-10}
 results=${MATRIX_RESULTS_DIR:-$root/results}
 expected=${MATRIX_EXPECTED:-$root/loadtest/matrix-expected.tsv}
@@ -181,29 +186,37 @@ special() {
     special_pid=$!
 }
 
-# wait_inside ID: until a sale of instance ID has been inside the critical
-# section for a while: the probe lists the same sale of it in two looks
-# 60 ms apart (the long-holding special sale, not a passing one); at most
-# 4 s. Returns 1 (and says so in the cell) when it never was.
-wait_inside() {
-    local i now prev=" "
-    for i in $(seq 1 60); do
-        now=" $(rcli HGETALL "$item:holders" | paste - - | awk -v k=":alive:$1" '$2 ~ k"$" { printf "%s ", $1 }')"
+# hit_inside S HOLD: sends A a sale of S holding HOLD ms, again (at most 4
+# sales) when it is refused in the lock's wait, until one of A's sales stays
+# inside the critical section: the probe lists the same sale of A in three
+# looks 60 ms apart (a long hold, not a passing 10 ms one). Returns 1, and
+# says so in the cell, when none ever did.
+hit_inside() {
+    local s=$1 h=$2 i tries=0 now p1=" " p2=" " o
+    for i in $(seq 1 120); do
+        if [ -z "${special_pid:-}" ] || ! kill -0 "$special_pid" 2>/dev/null; then
+            [ "$tries" -ge 4 ] && break
+            special "$port_a" "$s" "$h"
+            tries=$((tries + 1))
+        fi
+        now=" $(rcli HGETALL "$item:holders" | paste - - |
+            awk -v k=":alive:$id_a" '$2 ~ k"$" { printf "%s ", $1 }')"
         for o in $now; do
-            case "$prev" in *" $o "*) return 0 ;; esac
+            case "$p1$p2" in *" $o "*" $o "*) return 0 ;; esac
         done
-        prev=$now
+        p2=$p1
+        p1=$now
         sleep 0.06
     done
-    echo "missed: no sale of $1 stayed inside" >>"$cell/nemesis"
+    echo "missed: no sale of A stayed inside" >>"$cell/nemesis"
     return 1
 }
 
 # ---- the nemeses ------------------------------------------------------------------
 
 nemesis_kill() {
-    special "$port_a" "$1" 400
-    wait_inside "$id_a" || true
+    hit_inside "$1" 500 || true
+    struck=$(now_us)
     kill -KILL "$a_pid" 2>/dev/null
     wait "$a_pid" 2>/dev/null
     forget_pid "$a_pid"
@@ -214,8 +227,8 @@ nemesis_kill() {
 }
 
 nemesis_pause() {
-    special "$port_a" "$1" 300
-    wait_inside "$id_a" || true
+    hit_inside "$1" 400 || true
+    struck=$(now_us)
     kill -STOP "$a_pid"
     echo "A paused inside the section for $((2 * ttl)) ms" >"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
@@ -361,8 +374,12 @@ rows=()
 judge() {
     local s=$1 n=$2 told=() f
     for f in "$cell"/told-*; do [ -f "$f" ] && told+=(--told "$f"); done
+    # Under drift, A dates its events by its own slowed clock: holds of A
+    # and B cannot be compared in time, so overlaps are not judged there.
+    local skew=()
+    [ "$n" = drift ] && skew=(--no-overlaps)
     "$checker" --redis "127.0.0.1:${judge_port:-$redis_port}" --item "$item" \
-        --since-us "${since:-0}" --max-findings 20 "${told[@]}" >"$cell/check.json" 2>"$cell/check.log"
+        --since-us "${since:-0}" --max-findings 20 "${skew[@]}" "${told[@]}" >"$cell/check.json" 2>"$cell/check.log"
     local rc=$?
     [ "$rc" -le 1 ] || { log "$s/$n: the checker failed: $(cat "$cell/check.log")"; }
     # Served, from the moment the nemesis struck: a sale that got sold or
@@ -374,6 +391,13 @@ judge() {
         awk -v t="${struck:-0}" '$1 >= t && ($3 == "sold" || $3 == "sold_out")' | wc -l)
     local share=0
     [ "$total" -gt 0 ] && share=$("$stats" -d 2 ratio "$answered" "$total" 2>/dev/null || echo 0)
+    # Recovered: some sale was served in the second half of the time from the
+    # fault to the last answer. Requests that fail fast (a refused
+    # connection) outnumber the slow ones; time does not lie that way.
+    local last recovered
+    last=$(cat "$cell"/told-* 2>/dev/null | awk 'BEGIN { m = 0 } $1 > m { m = $1 } END { print m }')
+    recovered=$(cat "$cell"/told-* 2>/dev/null | awk -v t="${struck:-0}" -v e="$last" \
+        'BEGIN { h = t + (e - t) / 2; n = 0 } $1 >= h && ($3 == "sold" || $3 == "sold_out") { n++ } END { print (n > 0) ? 1 : 0 }')
     local c=$cell/check.json over twice overlap late lost untold mismatch verdict
     over=$(jq -r '.oversold_units // 0' "$c" 2>/dev/null || echo 0)
     twice=$(jq -r '.counts.sold_twice // 0' "$c" 2>/dev/null || echo 0)
@@ -384,7 +408,7 @@ judge() {
     mismatch=$(jq -r '.counts.stock_ledger // 0' "$c" 2>/dev/null || echo 0)
     if [ "$rc" -eq 1 ]; then verdict=unsafe
     elif [ "$rc" -ne 0 ]; then verdict=error
-    elif awk -v s="$share" 'BEGIN { exit !(s < 0.5) }'; then verdict=unavailable
+    elif [ "$recovered" != 1 ]; then verdict=unavailable
     else verdict=safe
     fi
     V["$s|$n"]=$verdict
@@ -451,7 +475,7 @@ echo "strategy,nemesis,verdict,expected,agrees,oversold_units,sold_twice,overlap
     echo "# The safety matrix"
     echo
     echo "$(date -u +%Y-%m-%dT%H:%MZ), ${#strategies[@]} strategies x ${#nemeses[@]} nemeses, TTL $ttl ms,"
-    echo "$clients clients x $requests requests (at most $max_s s) per instance, hold_ms $hold. A cell:"
+    echo "$clients clients per instance for $max_s s (at most $requests requests), hold_ms $hold. A cell:"
     echo "verdict (oversold units / units sold twice / overlapping holds / share of the requests"
     echo "answered after the fault struck that were served, sold or sold_out)."
     echo

@@ -53,7 +53,7 @@ START_TEST(test_holds_one_after_another_with_a_matching_ledger_pass) {
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
     struct chk_told t[] = {told("sold", "o-1-0", 10), told("sold", "o-2-0", 9),
                            told("lock_timeout", "-", 0)};
-    struct chk_input in = {e, 2, l, 2, t, 3, 8, 10};
+    struct chk_input in = {e, 2, l, 2, t, 3, 8, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert(r.safe);
     for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
@@ -65,12 +65,27 @@ START_TEST(test_two_owners_holding_at_once_are_an_overlap_naming_both_events) {
     struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, 0),
                             ev("2-0", "b:1", 200, 400, 0, "sold", 9, 0)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert(!r.safe);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
     ck_assert_str_eq(r.findings[0].a, "1-0");
     ck_assert_str_eq(r.findings[0].b, "2-0");
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is) {
+    /* A drifting host: the two holds look overlapped on the wall clock, which
+     * proves nothing; the unit sold in two orders still does. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, 0),
+                            ev("2-0", "b:1", 200, 400, 0, "sold", 10, 0)};
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(10, "o-2-0")};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 1};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
+    ck_assert(!r.safe);
     chk_report_free(&r);
 }
 END_TEST
@@ -81,7 +96,7 @@ START_TEST(test_a_hold_is_cut_at_its_lease_deadline_but_a_write_after_it_is_late
     struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold", 10, 1),
                             ev("2-0", "b:1", 200, 300, 1200, "sold", 9, 0)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
@@ -92,7 +107,7 @@ END_TEST
 
 START_TEST(test_a_late_hold_that_wrote_nothing_is_not_a_late_write) {
     struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "lock_lost", 0, 1)};
-    struct chk_input in = {e, 1, NULL, 0, NULL, 0, 10, 10};
+    struct chk_input in = {e, 1, NULL, 0, NULL, 0, 10, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert(r.safe);
     chk_report_free(&r);
@@ -104,7 +119,7 @@ START_TEST(test_the_events_of_one_batch_are_one_hold) {
                             ev("1-1", "a:1", 100, 200, 0, "sold", 9, 0),
                             ev("1-2", "a:1", 100, 200, 0, "sold", 8, 0)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-1-1"), entry(8, "o-1-2")};
-    struct chk_input in = {e, 3, l, 3, NULL, 0, 7, 10};
+    struct chk_input in = {e, 3, l, 3, NULL, 0, 7, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert(r.safe);
@@ -114,7 +129,7 @@ END_TEST
 
 START_TEST(test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders) {
     struct chk_entry l[] = {entry(10, "x-1"), entry(10, "y-7")};
-    struct chk_input in = {NULL, 0, l, 2, NULL, 0, 9, 10};
+    struct chk_input in = {NULL, 0, l, 2, NULL, 0, 9, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);   /* 1 given, 2 entries */
@@ -137,7 +152,7 @@ START_TEST(test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are
      * and the promoted replica sold the unit again. */
     struct chk_entry l[] = {entry(10, "y-7")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("sold", "y-7", 10)};
-    struct chk_input in = {NULL, 0, l, 1, t, 2, 9, 10};
+    struct chk_input in = {NULL, 0, l, 1, t, 2, 9, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     ck_assert_int_eq(r.counts[CHK_LOST_SALE], 1);
@@ -149,7 +164,7 @@ END_TEST
 START_TEST(test_a_ledger_entry_nobody_was_told_of_is_reported_but_safe) {
     struct chk_entry l[] = {entry(10, "x-1"), entry(9, "x-2")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("backend_unavailable", "-", 0)};
-    struct chk_input in = {NULL, 0, l, 2, t, 2, 8, 10};
+    struct chk_input in = {NULL, 0, l, 2, t, 2, 8, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_UNTOLD_SALE], 1);
     ck_assert(r.safe);
@@ -159,7 +174,7 @@ END_TEST
 
 START_TEST(test_a_stock_that_disagrees_with_the_ledger_is_flagged) {
     struct chk_entry l[] = {entry(10, "x-1")};
-    struct chk_input in = {NULL, 0, l, 1, NULL, 0, 10, 10};
+    struct chk_input in = {NULL, 0, l, 1, NULL, 0, 10, 10, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);
     ck_assert(!r.safe);
@@ -175,7 +190,7 @@ START_TEST(test_every_finding_is_counted_beyond_the_ones_listed) {
         snprintf(owner, sizeof(owner), "o:%d", i);
         e[i] = ev(id, owner, 100, 500, 0, "sold_out", 0, 0);   /* all at once */
     }
-    struct chk_input in = {e, 40, NULL, 0, NULL, 0, 0, 0};
+    struct chk_input in = {e, 40, NULL, 0, NULL, 0, 0, 0, 0};
     struct chk_report r;
     ck_assert_int_eq(chk_run(&in, 5, &r), 0);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 39);
@@ -207,6 +222,7 @@ Suite *checker_suite(void) {
     TCase *c = tcase_create("Core");
     tcase_add_test(c, test_holds_one_after_another_with_a_matching_ledger_pass);
     tcase_add_test(c, test_two_owners_holding_at_once_are_an_overlap_naming_both_events);
+    tcase_add_test(c, test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is);
     tcase_add_test(c, test_a_hold_is_cut_at_its_lease_deadline_but_a_write_after_it_is_late);
     tcase_add_test(c, test_a_late_hold_that_wrote_nothing_is_not_a_late_write);
     tcase_add_test(c, test_the_events_of_one_batch_are_one_hold);

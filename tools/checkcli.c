@@ -25,6 +25,7 @@ struct options {
     long long since_us;
     long max_findings;
     int text;
+    int no_overlaps;
 };
 
 /* The loaded input and the storage behind it. */
@@ -45,6 +46,8 @@ static void usage(FILE *f) {
         "                      repeatable, up to 16\n"
         "  --since-us US       ignore answers given before this wall-clock time\n"
         "  --max-findings N    findings listed (100); all are counted\n"
+        "  --no-overlaps       do not judge overlapping holds (the instances' clocks\n"
+        "                      cannot be compared, e.g. one was made to drift)\n"
         "  --format json|text  (json)\n"
         "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input.\n");
 }
@@ -187,12 +190,13 @@ static int parse_args(int argc, char **argv, struct options *o) {
         {"redis", required_argument, NULL, 'r'},   {"item", required_argument, NULL, 'i'},
         {"told", required_argument, NULL, 't'},    {"since-us", required_argument, NULL, 's'},
         {"max-findings", required_argument, NULL, 'm'}, {"format", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"no-overlaps", no_argument, NULL, 'O'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
     long v;
     char why[128];
-    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:Oh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'r':
             if (addr_parse(optarg, strlen(optarg), &o->redis, why, sizeof(why)) != 0) goto bad;
@@ -211,6 +215,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
             if (strcmp(optarg, "json") && strcmp(optarg, "text")) goto bad;
             o->text = strcmp(optarg, "text") == 0;
             break;
+        case 'O': o->no_overlaps = 1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -230,6 +235,7 @@ int main(int argc, char **argv) {
     struct loaded L;
     memset(&L, 0, sizeof(L));
     int rc = load_redis(&o, &L);
+    L.in.skip_overlaps = o.no_overlaps;
     for (int i = 0; rc == 0 && i < o.ntold; i++) rc = load_told(o.told[i], o.since_us, &L);
     struct chk_report r;
     if (rc == 0 && chk_run(&L.in, (size_t)o.max_findings, &r) != 0) {

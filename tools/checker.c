@@ -161,7 +161,8 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
     memset(r, 0, sizeof(*r));
     r->findings = calloc(max_findings ? max_findings : 1, sizeof(*r->findings));
     if (!r->findings) return -1;
-    if (find_overlaps(in, max_findings, r) < 0 || find_sold_twice(in, max_findings, r) < 0 ||
+    if ((!in->skip_overlaps && find_overlaps(in, max_findings, r) < 0) ||
+        find_sold_twice(in, max_findings, r) < 0 ||
         find_lost_and_untold(in, max_findings, r) < 0) {
         chk_report_free(r);
         return -1;

@@ -284,8 +284,10 @@ replica_of() {
     pick_port; replica_port=$port
     start_redis "$replica_port" "$2"
     replica_pid=$redis_pid
+    # Redis 7 waits 5 s before a diskless full sync, for more replicas to come
+    redis-cli -p "$1" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
     redis-cli -p "$replica_port" REPLICAOF 127.0.0.1 "$1" >/dev/null
-    for i in $(seq 1 100); do
+    for i in $(seq 1 200); do
         redis-cli -p "$replica_port" INFO replication | grep -q master_link_status:up && return 0
         sleep 0.05
     done

@@ -38,8 +38,8 @@
 #   BENCH_ARGS         []    more lockbench options (--ttl-ms 30000, ...)
 #   BENCH_MAX_S        [120] per run: lockbench stops its clients after this,
 #                            and an HTTP run is stopped after this
-#   BENCH_BUILD_DIR    [build/] where lockbench, inventoryd and inventory-load
-#                            are, or are built with cmake
+#   BENCH_BUILD_DIR    [build/] where lockbench, inventory-stats, inventoryd
+#                            and inventory-load are, or are built with cmake
 #   BENCH_RESULTS_DIR  [results/]
 #   BENCH_HTTP         [1]   0 skips the HTTP section
 #   BENCH_HTTP_STRATEGIES [atomic batched redisson redlock owner-lua]
@@ -54,16 +54,19 @@
 # twice or oversold (or did not finish, or failed), or an instance went over
 # BENCH_HTTP_RSS_MB, 2 when nothing could be run (no redis-server, the build
 # failed, the HTTP stack did not start). Every process started here is
-# stopped by its pid on the way out.
+# stopped by its pid on the way out. Every median, sum and ratio comes from
+# inventory-stats (tools/statscli.c).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 me=bench.sh
 tag=$me
-# pick_port, start_redis, start_instance, the nginx helpers, reset_stock,
-# fetch_audit, stop_pid and the cleanup trap (which stops $load_pid, then
-# every pid in pids, and removes $work).
+# pick_port, start_redis, wait_voting, start_instance, start_front,
+# reset_stock, load_kv, start_load and wait_load, fetch_audit, stop_pid, die
+# and fail, and the traps (cleanup stops $load_pid, then every pid in pids,
+# and removes $work). Whatever stops this script early exits 2.
 . "$root/tests/lib.sh"
+fail_status=2
 bench_t0=$SECONDS
 strategies=${BENCH_STRATEGIES:-setnx-spin owner-lua redisson redlock fenced batched atomic}
 clients_list=${BENCH_CLIENTS:-1 16 64 200}
@@ -81,20 +84,6 @@ http_requests=${BENCH_HTTP_REQUESTS:-6000}
 http_stock=${BENCH_HTTP_STOCK:-100000}
 http_wait_ms=${BENCH_HTTP_WAIT_MS:-20000}
 rss_limit_mb=${BENCH_HTTP_RSS_MB:-32}
-
-die() {
-    echo "$me: $*" >&2
-    exit 2
-}
-
-# lib.sh's fail (a start-up step failed): show the logs, keep $work, and exit
-# 2, as nothing (or not the HTTP section) could be run.
-fail() {
-    echo "$me: FAIL: $*" >&2
-    failed=1
-    on_fail
-    exit 2
-}
 
 case "$runs" in ''|*[!0-9]*|0) die "BENCH_RUNS must be a positive whole number" ;; esac
 case "$stock" in ''|*[!0-9]*|0) die "BENCH_STOCK must be a positive whole number" ;; esac
@@ -121,7 +110,7 @@ lockbench=$build/lockbench
 inventoryd=$build/inventoryd    # lib.sh's names
 load=$build/inventory-load
 targets=()
-for t in lockbench $([ "$http" = 1 ] && echo inventoryd inventory-load); do
+for t in lockbench inventory-stats $([ "$http" = 1 ] && echo inventoryd inventory-load); do
     [ -x "$build/$t" ] || targets+=("$t")
 done
 if [ ${#targets[@]} -gt 0 ]; then
@@ -131,6 +120,7 @@ if [ ${#targets[@]} -gt 0 ]; then
         die "cmake could not build ${targets[*]} in $build"
     fi
 fi
+find_stats "$build/inventory-stats"
 for s in $strategies; do
     "$lockbench" --help | grep -q -- "[ ,]$s\(,\|$\)" ||
         die "unknown strategy '$s' (lockbench --help lists them)"
@@ -146,7 +136,6 @@ fi
 # $work is /tmp/inventoryd-bench.XXXXXX; lib.sh's cleanup runs on EXIT (and
 # keeps $work, with the logs, after a failed start-up or a signal).
 setup_work bench
-trap 'failed=1; exit 2' INT TERM
 
 pick_port; redis_port=$port
 start_redis "$redis_port"
@@ -173,19 +162,18 @@ started=$(date +%s)
 # lockbench's lock.ttl-ms (BENCH_ARGS may set it): a master votes once up that long.
 bench_ttl_ms=$(sed -n 's/.*--ttl-ms[ =]\([0-9]*\).*/\1/p' <<<"${BENCH_ARGS:-}")
 for s in $strategies; do
+    # shellcheck disable=SC2046 # one port a word
     [ "$s" = redlock ] && wait_voting "${bench_ttl_ms:-10000}" $(tr , " " <<<"${redlock_spec//127.0.0.1:/}")
     for c in $clients_list; do
         for r in $(seq 1 "$runs"); do
             # In the background, so that a signal reaches the trap at once
             # and the trap can stop it by its pid.
-            "$lockbench" --strategy "$s" --clients "$c" --stock "$stock" \
+            start_load "$work/out" "$work/err" \
+                "$lockbench" --strategy "$s" --clients "$c" --stock "$stock" \
                 --redis "127.0.0.1:$redis_port" ${redlock_spec:+--redlock "$redlock_spec"} \
-                --wait-ms "$wait_ms" --max-s "$max_s" --format kv "${extra[@]}" \
-                >"$work/out" 2>"$work/err" &
-            load_pid=$!
-            wait "$load_pid"
-            rc=$?
-            load_pid=
+                --wait-ms "$wait_ms" --max-s "$max_s" --format kv "${extra[@]}"
+            wait_load
+            rc=$load_rc
             out=$(cat "$work/out")
             RC["$s|$c|$r"]=$rc
             [ "$rc" -eq 0 ] || bench_status=1
@@ -203,13 +191,7 @@ elapsed=$(( $(date +%s) - started ))
 
 # The median of the numbers on stdin, one a line (the mean of the middle two
 # when their count is even); "?" when there are none.
-median() {
-    grep -E '^-?[0-9.]+$' | sort -g |
-        awk '{ v[NR] = $1 } END {
-            if (NR == 0) { print "?"; exit }
-            if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
-            print m }'
-}
+median() { "$stats" --skip --significant 6 --empty '?' median; }
 
 # num PRINTF-FORMAT VALUE: VALUE formatted, or "?" (right-aligned to the
 # format's width) when it is not a number.
@@ -231,13 +213,10 @@ field() {
 }
 
 # sum KEY S C over the runs.
-sum() {
-    local t=0 v
-    for v in $(field "$@"); do
-        [[ "$v" =~ ^[0-9]+$ ]] && t=$(( t + v ))
-    done
-    echo "$t"
-}
+sum() { field "$@" | "$stats" --skip sum; }
+
+# rate_ratio A B: A over B with two decimals, "?" unless both are above 0.
+rate_ratio() { "$stats" --positive --decimals 2 --empty '?' ratio "$1" "$2"; }
 
 mkdir -p "$results" || die "cannot create $results"
 csv=$results/bench.csv
@@ -326,21 +305,17 @@ done
 pick_port; port1=$port
 pick_port; port2=$port
 pick_port; nginx_port=$port
-for p in "$port1" "$port2"; do
-    start_instance "$p" --set lock.wait-ms="$http_wait_ms" --set redlock.nodes="$redlock_spec"
-    [ "$p" = "$port1" ] && pid1=$inst_pid || pid2=$inst_pid
-done
-wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
-wait_http "$pid2" "$port2" /healthz "inventoryd on $port2"
-render_nginx
-check_nginx
-start_nginx
-base="http://127.0.0.1:$nginx_port"
+start_instance "$port1" --set lock.wait-ms="$http_wait_ms" --set redlock.nodes="$redlock_spec"
+pid1=$inst_pid
+start_instance "$port2" --set lock.wait-ms="$http_wait_ms" --set redlock.nodes="$redlock_spec"
+pid2=$inst_pid
+start_front   # waits for both, renders, checks and starts nginx; sets base
 echo "$me: HTTP: instances 127.0.0.1:$port1 (pid $pid1) and :$port2 (pid $pid2) behind nginx :$nginx_port;" \
      "$http_clients clients x $http_requests sales per run, stock $http_stock, lock.wait-ms $http_wait_ms" >&2
 
 # proc_status PID: st_rss_kb and st_threads from /proc/PID/status (empty once
 # it is gone). Builtins only, so that sampling forks nothing.
+# shellcheck disable=SC2317 # run by watch_http, which load_kv runs
 proc_status() {
     local k v rest
     st_rss_kb='' st_threads=''
@@ -356,19 +331,39 @@ declare -A H          # H[strategy|path|run|key] = value from inventory-load --f
 declare -A HA         # HA[strategy|path|run] = ok, FAIL, unfin or error
 declare -A M          # M[row|rss1|thr1|rss2|thr2] = the most seen during that row's loads; row "all": overall
 samples=0
+: >"$work/samples"
 
-# sample ROW: one reading of both instances, kept when it is the largest.
+# sample ROW: one reading of both instances, appended to $work/samples as
+# "ROW|rssI KB" and "ROW|thrI N" lines, and the same for the row "all"
+# (M is their maximum per key, once the loads are done). Builtins only.
+# shellcheck disable=SC2317 # run by watch_http, which load_kv runs
 sample() {
     local i pid row
     for i in 1 2; do
         [ "$i" = 1 ] && pid=$pid1 || pid=$pid2
         proc_status "$pid"
         for row in "$1" all; do
-            [ -n "$st_rss_kb" ] && [ "$st_rss_kb" -gt "${M["$row|rss$i"]:-0}" ] && M["$row|rss$i"]=$st_rss_kb
-            [ -n "$st_threads" ] && [ "$st_threads" -gt "${M["$row|thr$i"]:-0}" ] && M["$row|thr$i"]=$st_threads
+            [ -n "$st_rss_kb" ] && echo "$row|rss$i $st_rss_kb" >>"$work/samples"
+            [ -n "$st_threads" ] && echo "$row|thr$i $st_threads" >>"$work/samples"
         done
     done
     samples=$((samples + 1))
+}
+
+# watch_http ROW: while the load runs, samples the instances every 50 ms;
+# stops the load after BENCH_MAX_S (http_unfin=1).
+# shellcheck disable=SC2317 # run by load_kv
+watch_http() {
+    local t0=$SECONDS
+    while kill -0 "$load_pid" 2>/dev/null; do
+        sample "$1"
+        if [ $((SECONDS - t0)) -ge "$max_s" ]; then
+            stop_pid "$load_pid"
+            http_unfin=1
+            return 0
+        fi
+        sleep 0.05
+    done
 }
 
 # http_run STRATEGY PATH RUN [REQUESTS]: resets the stock, runs inventory-load
@@ -376,33 +371,17 @@ sample() {
 # while sampling the instances, then reads the audit. RUN 0 is a warm-up:
 # only its RSS samples are kept.
 http_run() {
-    local s=$1 via=$2 r=$3 n=${4:-$http_requests} p t0 rc kv verdict sold twice over viol
+    local s=$1 via=$2 r=$3 n=${4:-$http_requests} p rc k verdict sold twice over viol
     local key="$s|$via|$r"
     [ "$via" = direct ] && p=$port1 || p=$nginx_port
     stock=$http_stock reset_stock "$s"
-    "$load" --host 127.0.0.1 --port "$p" --path "/inventory/sale/$s" \
-        --clients "$http_clients" --requests "$n" --timeout-ms 60000 --format kv \
-        >"$work/http.out" 2>"$work/http.err" &
-    load_pid=$!
-    t0=$SECONDS
-    rc=
-    while kill -0 "$load_pid" 2>/dev/null; do
-        sample "$s|$via"
-        if [ $((SECONDS - t0)) -ge "$max_s" ]; then
-            stop_pid "$load_pid"
-            rc=unfin
-            break
-        fi
-        sleep 0.05
-    done
-    if [ -z "$rc" ]; then
-        wait "$load_pid"
-        rc=$?
-    fi
-    load_pid=
+    http_unfin=0
+    load_port=$p clients=$http_clients requests=$n load_kv "$s" watch_http "$s|$via"
+    rc=$load_rc
+    [ "$http_unfin" = 1 ] && rc=unfin
     [ "$r" = 0 ] && return 0
-    for kv in $(<"$work/http.out"); do
-        H["$key|${kv%%=*}"]=${kv#*=}
+    for k in "${!L[@]}"; do
+        H["$key|$k"]=${L[$k]}
     done
     fetch_audit "$s"
     read -r sold twice over viol < <(jq -r '"\(.sold) \(.sold_twice) \(.oversold) \(.violations)"' "$work/audit-$s.json")
@@ -425,7 +404,7 @@ http_run() {
     printf '%s: HTTP %-10s %-6s run %d: %8s sales/s, p50 %6s ms, p99 %7s ms, lock_timeout %s, errors %s, audit %s\n' \
         "$me" "$s" "$via" "$r" "${H["$key|sales_per_s"]:-?}" "${H["$key|p50_ms"]:-?}" \
         "${H["$key|p99_ms"]:-?}" "${H["$key|lock_timeout"]:-?}" "${H["$key|errors"]:-?}" "$verdict" >&2
-    [ -s "$work/http.err" ] && sed "s/^/    /" "$work/http.err" >&2
+    [ -s "$work/load-$s.log" ] && sed "s/^/    /" "$work/load-$s.log" >&2
     return 0
 }
 
@@ -450,6 +429,7 @@ for r in $(seq 1 "$runs"); do
     done
 done
 http_elapsed=$((SECONDS - http_started))
+while read -r k v; do M[$k]=$v; done < <("$stats" --by-key max <"$work/samples")
 
 # hfield KEY ROW: every run's value of KEY, one a line.
 hfield() {
@@ -458,14 +438,10 @@ hfield() {
         printf '%s\n' "${H["$2|$r|$1"]:-}"
     done
 }
-hsum() {
-    local t=0 v
-    for v in $(hfield "$@"); do
-        [[ "$v" =~ ^[0-9]+$ ]] && t=$(( t + v ))
-    done
-    echo "$t"
-}
-mb() { [ -n "${1:-}" ] && awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }' || echo "?"; }
+# hsum KEY ROW: KEY summed over the runs.
+hsum() { hfield "$@" | "$stats" --skip sum; }
+# mb KB: KB in MB with one decimal, or "?".
+mb() { "$stats" --skip --decimals 1 --empty '?' ratio "${1:-}" 1024; }
 
 ref=$(hfield sales_per_s "atomic|nginx" | median)
 echo "strategy,path,clients,requests,stock,runs,sales_per_s_median,sales_per_s_runs,p50_ms_median,p99_ms_median,ratio_to_atomic_nginx,giveups,backend_errors,other,errors,rss1_mb_max,threads1_max,rss2_mb_max,threads2_max,audit" >"$http_csv"
@@ -477,12 +453,12 @@ for row in "${rows[@]}"; do
     sps=$(hfield sales_per_s "$row" | median)
     p50=$(hfield p50_ms "$row" | median)
     p99=$(hfield p99_ms "$row" | median)
-    ratio=$(awk -v a="$sps" -v b="$ref" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?" }')
+    ratio=$(rate_ratio "$sps" "$ref")
     gu=$(hsum lock_timeout "$row")
     be=$(hsum backend_unavailable "$row")
     ot=$(hsum other "$row")
     te=$(hsum errors "$row")
-    errs=$((be + ot + te))
+    errs=$("$stats" sum "$be" "$ot" "$te")
     audit=ok
     for r in $(seq 1 "$runs"); do
         case "${HA["$row|$r"]:-error}" in
@@ -499,7 +475,7 @@ for row in "${rows[@]}"; do
 done
 
 direct=$(hfield sales_per_s "atomic|direct" | median)
-over_ratio=$(awk -v a="$direct" -v b="$ref" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?" }')
+over_ratio=$(rate_ratio "$direct" "$ref")
 overhead="overhead: atomic direct to one instance $(num %.0f "$direct") sales/s, p50 $(num %.1f "$(hfield p50_ms "atomic|direct" | median)") ms, p99 $(num %.1f "$(hfield p99_ms "atomic|direct" | median)") ms;"
 overhead="$overhead through nginx to both $(num %.0f "$ref") sales/s, p50 $(num %.1f "$(hfield p50_ms "atomic|nginx" | median)") ms, p99 $(num %.1f "$(hfield p99_ms "atomic|nginx" | median)") ms;"
 overhead="$overhead direct/nginx = $over_ratio (medians of $runs alternating runs each)"

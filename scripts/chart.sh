@@ -10,9 +10,11 @@
 #
 # Columns are found by name in the CSV's header (strategy, requests,
 # sales_per_s, oversold_units, verdict), so new columns do not matter.
-# Uses gnuplot's pngcairo terminal when it has one, png otherwise.
-# Exit status: 0 with PNG written, 1 on bad input or a gnuplot failure,
-# 2 on bad usage.
+# Uses gnuplot's pngcairo terminal when it has one, png otherwise. The axes'
+# ranges come from inventory-stats (tools/statscli.c): $INVENTORY_STATS, or
+# build/inventory-stats in this checkout (scripts/demo.sh passes its own).
+# Exit status: 0 with PNG written, 1 on bad input, a gnuplot failure or no
+# inventory-stats, 2 on bad usage.
 set -euo pipefail
 
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then
@@ -25,6 +27,9 @@ note=${3:-}
 
 command -v gnuplot >/dev/null 2>&1 ||
     { echo "chart: gnuplot not found (scripts/deps.sh installs gnuplot-nox)" >&2; exit 1; }
+stats=${INVENTORY_STATS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/inventory-stats}
+[ -x "$stats" ] ||
+    { echo "chart: $stats is not an executable: build inventory-stats (cmake --build build --target inventory-stats) or name it in INVENTORY_STATS" >&2; exit 1; }
 [ -s "$csv" ] || { echo "chart: $csv is missing or empty" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/inventoryd-chart.XXXXXX)
@@ -55,10 +60,9 @@ rows=$(wc -l <"$work/data")
 requests=$(cat "$work/requests")
 
 # Axis ranges: room above the tallest bar for its label.
-read -r smin smax omax < <(awk '
-    NR == 1 { smin = smax = $3; omax = $4 }
-    { if ($3 < smin) smin = $3; if ($3 > smax) smax = $3; if ($4 > omax) omax = $4 }
-    END { print smin, smax, omax }' "$work/data")
+smin=$(cut -d' ' -f3 "$work/data" | "$stats" min)
+smax=$(cut -d' ' -f3 "$work/data" | "$stats" max)
+omax=$(cut -d' ' -f4 "$work/data" | "$stats" max)
 ylo=$(awk -v v="$smin" 'BEGIN { l = 1; while (l * 10 <= v / 2) l *= 10; print l }')
 yhi=$(awk -v v="$smax" 'BEGIN { print (v > 0 ? v * 4 : 10) }')
 ohi=$(awk -v v="$omax" 'BEGIN { print (v > 0 ? v * 1.25 : 1) }')

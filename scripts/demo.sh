@@ -47,12 +47,18 @@
 #       the stack and the lab up after the table until Ctrl-C (exit 0)
 #   DEMO_INVENTORYD and DEMO_LOAD: an inventoryd and an inventory-load already
 #       built (both or neither); no build then. The tests use this.
+#   DEMO_STATS: the inventory-stats to use (default: the one beside
+#       DEMO_LOAD, or the one built); it computes every figure of the table.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-# show_logs, stop_pid, stop_started, port_busy: shared with the tests.
+cd "$root" || exit 1
+tag=demo
+# The stack (start_redis, start_instance, start_front), the load (load_kv),
+# reset_stock, fetch_audit, wait_voting, the traps, die and fail, stopping by
+# pid, port_busy and show_logs: shared with the tests. $work is results/run.
 . "$root/tests/lib.sh"
+fail_word=   # "demo: MESSAGE", not "demo: FAIL: MESSAGE"
 
 clients=${DEMO_CLIENTS:-200}
 requests=${DEMO_REQUESTS:-3000}
@@ -66,63 +72,30 @@ build_dir=${DEMO_BUILD_DIR:-build}
 results=${DEMO_RESULTS_DIR:-$root/results}
 keep=${DEMO_KEEP:-auto}
 
-pids=()
-names=()
-load_pid=
 tick_pid=
 
-die() {
-    echo "demo: $*" >&2
-    exit 1
-}
-
-# The message, then the logs of everything that ran.
-fail() {
-    echo "demo: $*" >&2
+# After lib.sh's fail message: the logs of everything that ran.
+# shellcheck disable=SC2317 # called by fail
+on_fail() {
     show_logs "$run" 10
     echo "demo: logs are in $run/" >&2
-    exit 1
 }
 
+# lib.sh's cleanup, but $work (results/run) holds the logs, which stay: the
+# progress tick, the load, then last started first (nginx, the instances,
+# then Redis). Called once at the end, so it clears the traps.
 cleanup() {
     trap - EXIT INT TERM
     [ -n "$tick_pid" ] && stop_pid "$tick_pid"
-    # The load, then last started first: nginx, the instances, then Redis.
     stop_started
 }
-trap cleanup EXIT
-trap 'echo; echo "demo: interrupted, stopping everything" >&2; exit 130' INT TERM
-
-# start NAME LOG CMD...: runs CMD in the background, remembers its pid.
-start() {
-    local name=$1 log=$2
-    shift 2
-    "$@" >"$log" 2>&1 &
-    last_pid=$!
-    pids+=("$last_pid")
-    names+=("$name")
+# shellcheck disable=SC2317 # the INT and TERM trap
+on_signal() {
+    echo
+    echo "demo: interrupted, stopping everything" >&2
+    exit 130
 }
-
-wait_redis() {
-    local port=$1 pid=$2 i
-    for i in $(seq 1 100); do
-        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && return 0
-        kill -0 "$pid" 2>/dev/null || fail "redis-server on $port exited during start-up"
-        sleep 0.1
-    done
-    fail "redis-server on $port does not answer PING"
-}
-
-# wait_ready PORT PATH PID NAME: until PATH on PORT answers 2xx, or PID died.
-wait_ready() {
-    local port=$1 path=$2 pid=$3 name=$4 i
-    for i in $(seq 1 200); do
-        curl -sf -o /dev/null --max-time 1 "http://127.0.0.1:$port$path" && return 0
-        kill -0 "$pid" 2>/dev/null || fail "$name exited during start-up"
-        sleep 0.1
-    done
-    fail "$name is not ready on port $port after 20 s"
-}
+set_traps
 
 # ---- settings -------------------------------------------------------------
 is_port() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
@@ -142,8 +115,9 @@ if [ "$keep" = auto ]; then
 fi
 [ "$keep" = 0 ] || [ "$keep" = 1 ] || die "DEMO_KEEP must be 0 or 1 (or auto), not '$keep'"
 if [ -n "${DEMO_INVENTORYD:-}${DEMO_LOAD:-}" ]; then
-    [ -x "${DEMO_INVENTORYD:-}" ] && [ -x "${DEMO_LOAD:-}" ] ||
+    if ! [ -x "${DEMO_INVENTORYD:-}" ] || ! [ -x "${DEMO_LOAD:-}" ]; then
         die "DEMO_INVENTORYD and DEMO_LOAD must both name executables (got '${DEMO_INVENTORYD:-}' and '${DEMO_LOAD:-}')"
+    fi
 fi
 
 # ---- results --------------------------------------------------------------
@@ -160,6 +134,7 @@ rm -rf "$run"
 mkdir -p "$run" || die "cannot create $run"
 : >"$run/.demo-run"
 chmod 755 "$results" "$run"   # nginx's workers (nobody, under root) write temp files there
+work=$run   # where lib.sh's helpers write their logs
 
 # ---- build ----------------------------------------------------------------
 bash scripts/deps.sh || die "scripts/deps.sh failed"
@@ -169,11 +144,13 @@ done
 if [ -n "${DEMO_INVENTORYD:-}" ]; then
     inventoryd=$(realpath "$DEMO_INVENTORYD")
     load=$(realpath "$DEMO_LOAD")
+    find_stats "${DEMO_STATS:-$(dirname "$load")/inventory-stats}"
     echo "demo: using $inventoryd and $load (no build)"
 else
     echo "demo: building (Release) in $build_dir/ ..."
     if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
-           cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target inventoryd inventory-load; } \
+           cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" \
+               --target inventoryd inventory-load inventory-stats; } \
            >"$run/build.log" 2>&1; then
         tail -n 30 "$run/build.log" >&2
         die "the build failed; see $run/build.log"
@@ -181,6 +158,7 @@ else
     build_dir=$(cd "$build_dir" && pwd)
     inventoryd=$build_dir/inventoryd
     load=$build_dir/inventory-load
+    find_stats "${DEMO_STATS:-$build_dir/inventory-stats}"
 fi
 
 mapfile -t strategies < <("$inventoryd" --list-strategies 2>"$run/list-strategies.log")
@@ -207,23 +185,21 @@ fi
 
 # ---- the stack ------------------------------------------------------------
 echo "demo: starting redis-server on $redis_port, inventoryd on $port1 and $port2, nginx on $nginx_port"
-start "redis-server $redis_port" "$run/redis-$redis_port.log" \
-    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-    --daemonize no --dir "$run"
-wait_redis "$redis_port" "$last_pid"
+start_redis "$redis_port" "redis-$redis_port"
 
-sets=(--set redis.host=127.0.0.1 --set redis.port="$redis_port"
-      --set lock.wait-ms="$wait_ms" --set server.bind=127.0.0.1
+# start_instance sets the bind address, the port and the Redis; the instances
+# run in $run, so they are given the checkout's properties by name, as they
+# found them when they ran in the checkout. The lab is on: its runs go through
+# nginx, its scenario sales to each instance, and it serves this run's results.
+sets=(--set lock.wait-ms="$wait_ms"
       --set lab.enabled=true --set lab.target="127.0.0.1:$nginx_port"
       --set lab.instances="127.0.0.1:$port1,127.0.0.1:$port2"
       --set lab.results-dir="$results" --set faults.enabled=true)
+[ -r "$root/config/inventoryd.properties" ] && sets+=(--config "$root/config/inventoryd.properties")
 if [ "$need_redlock" -eq 1 ]; then
     nodes=""
     for p in "${redlock_ports[@]}"; do
-        start "redis-server $p" "$run/redis-$p.log" \
-            redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
-            --daemonize no --dir "$run"
-        wait_redis "$p" "$last_pid"
+        start_redis "$p" "redis-$p"
         nodes="${nodes:+$nodes,}127.0.0.1:$p"
     done
     sets+=(--set redlock.nodes="$nodes")
@@ -231,18 +207,11 @@ fi
 
 # The instances' lock.ttl-ms: a Redlock master votes once up that long.
 ttl_ms=$("$inventoryd" "${sets[@]}" --check-config | sed -n 's/^lock.ttl-ms=//p')
-for p in "$port1" "$port2"; do
-    start "inventoryd $p" "$run/inventoryd-$p.log" \
-        "$inventoryd" "${sets[@]}" --set server.port="$p"
-    wait_ready "$p" /healthz "$last_pid" "inventoryd on $p"
-done
-
-bash scripts/nginx-conf.sh "$nginx_port" "$port1" "$port2" "$run/nginx" ||
-    fail "scripts/nginx-conf.sh failed"
-chmod 755 "$run/nginx"
-start "nginx $nginx_port" "$run/nginx.log" \
-    nginx -p "$run/nginx" -c "$run/nginx/nginx.conf" -e "$run/nginx-error.log" -g 'daemon off;'
-wait_ready "$nginx_port" /healthz "$last_pid" "nginx on $nginx_port"
+start_instance "$port1" "${sets[@]}"; pid1=$inst_pid
+start_instance "$port2" "${sets[@]}"; pid2=$inst_pid
+# Waits for both, renders nginx/nginx.conf.in into $run/nginx, checks it
+# (nginx -t) and starts nginx; sets base.
+start_front
 
 # ---- cost snapshots --------------------------------------------------------
 # cmdstats FILE: "<command> <calls>" per command Redis has run, but INFO (the
@@ -252,13 +221,14 @@ cmdstats() {
         awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_info" && $2 == "calls" { print substr($1, 9), $3 }' >"$1"
 }
 
-# cmds_delta BEFORE AFTER: "<command> <delta>" per command, busiest first,
-# then a last line "total <sum>".
+# cmds_delta BEFORE AFTER: "<command> <delta>" per command that ran,
+# busiest first, then a last line "total <sum>".
 cmds_delta() {
-    awk 'NR == FNR { b[$1] = $2; next }
-         { d = $2 - b[$1]; if (d > 0) { print $1, d; t += d } }
-         END { print "total", t + 0 }' "$1" "$2" | sort -k2,2nr -k1,1 |
-        awk '$1 != "total" { print } $1 == "total" { t = $0 } END { print t }'
+    local deltas
+    deltas=$({ negated "$1"; cat "$2"; } | "$stats" --by-key sum | grep -E ' [1-9][0-9]*$' |
+        sort -k2,2nr -k1,1)
+    [ -z "$deltas" ] || echo "$deltas"
+    echo "total $(cut -d' ' -f2 <<<"$deltas" | "$stats" sum)"
 }
 
 # waits STRATEGY FILE: "<le> <count>" per bucket of that strategy's
@@ -267,35 +237,25 @@ waits() {
     local p
     for p in "$port1" "$port2"; do
         curl -sf --max-time 5 "http://127.0.0.1:$p/metrics" || return 1
-    done | awk -v pre="inventoryd_lock_wait_ms_bucket{strategy=\"$1\",le=\"" '
-        index($1, pre) == 1 {
-            le = substr($1, length(pre) + 1); sub(/"}$/, "", le)
-            if (!(le in sum)) order[++n] = le
-            sum[le] += $2
-        }
-        END { for (i = 1; i <= n; i++) print order[i], sum[order[i]] }' >"$2"
+    done | sed -n "s/^inventoryd_lock_wait_ms_bucket{strategy=\"$1\",le=\"\([^\"]*\)\"} /\1 /p" |
+        "$stats" --by-key sum >"$2"
 }
+
+# negated FILE: FILE's "<key> <count>" lines with each count negated, so that
+# inventory-stats, summing by key, takes that snapshot from a later one.
+negated() { sed 's/ / -/' "$1"; }
 
 # p99_wait BEFORE AFTER: "<=N" for the bucket holding the 99th percentile of
 # the waits between the two snapshots, ">N" past the last finite bucket, "-"
 # when there was no wait to measure.
 p99_wait() {
-    awk 'NR == FNR { b[$1] = $2; next }
-         { n++; le[n] = $1; c[n] = $2 - b[$1] }
-         END {
-             if (n == 0 || c[n] <= 0) { print "-"; exit }
-             need = 0.99 * c[n]
-             for (i = 1; i <= n; i++)
-                 if (c[i] >= need) {
-                     if (le[i] == "+Inf") print ">" le[i - 1]; else print "<=" le[i]
-                     exit
-                 }
-         }' "$1" "$2"
+    { negated "$1"; cat "$2"; } | "$stats" --empty - hist-p99
 }
 
 # show_progress LABEL LINES_BEFORE: until the load ($load_pid) ends, the sales
 # answered so far (nginx's access log has one line per answered request):
 # rewritten every second on a terminal, a line every 10 s otherwise.
+# shellcheck disable=SC2317 # run by load_kv
 show_progress() {
     local label=$1 before=$2 t0=$SECONDS answered last=0 tty=0
     [ -t 1 ] && tty=1
@@ -319,7 +279,6 @@ show_progress() {
 }
 
 # ---- one round per strategy -----------------------------------------------
-base="http://127.0.0.1:$nginx_port"
 access_log=$run/nginx/access.log
 header=(strategy requests sold stock oversold_units sold_twice violations lock_timeouts errors sales_per_s p50_ms p99_ms p99_wait_ms redis_cmds_per_sale verdict)
 rows=()
@@ -330,54 +289,42 @@ for s in "${strategies[@]}"; do
     i=$((i + 1))
     echo "[$i/$n] $s ..."
     [ "$s" = redlock ] && wait_voting "$ttl_ms" "${redlock_ports[@]}"
-    code=$(curl -s -o "$run/reset-$s.json" -w '%{http_code}' --max-time 10 -X POST \
-        -H 'Content-Type: application/json' -d "{\"stock\":$stock}" "$base/inventory/reset")
-    [ "$code" = 200 ] || fail "$s: POST /inventory/reset answered $code: $(cat "$run/reset-$s.json" 2>/dev/null)"
+    reset_stock "$s"
 
     # Cost snapshots after the reset: it went to one instance only, which
     # zeroed its own metrics, so only deltas mean anything.
     waits "$s" "$run/waits-$s.before" || fail "$s: GET /metrics failed on an instance"
     cmdstats "$run/cmdstats-$s.before"
 
-    # In the background, so that a signal runs the trap at once rather than
-    # after the load finished.
+    # In the background (so that a signal runs the trap at once rather than
+    # after the load finished), the progress shown meanwhile; fills L.
     lines_before=$(wc -l <"$access_log" 2>/dev/null || echo 0)
-    "$load" --host 127.0.0.1 --port "$nginx_port" --path "/inventory/sale/$s" \
-        --clients "$clients" --requests "$requests" --timeout-ms 60000 --format kv \
-        >"$run/load-$s.out" 2>"$run/load-$s.log" &
-    load_pid=$!
-    show_progress "[$i/$n] $s" "$lines_before"
-    wait "$load_pid"
-    rc=$?
-    load_pid=
-    [ "$rc" -eq 0 ] || fail "$s: inventory-load exited with $rc: $(cat "$run/load-$s.log")"
-    out=$(cat "$run/load-$s.out")
-    declare -A L=()
-    for f in $out; do L[${f%%=*}]=${f#*=}; done
+    load_kv "$s" show_progress "[$i/$n] $s" "$lines_before"
+    [ "$load_rc" -eq 0 ] || fail "$s: inventory-load exited with $load_rc: $(cat "$run/load-$s.log")"
 
     # And before the audit.
     cmdstats "$run/cmdstats-$s.after"
     waits "$s" "$run/waits-$s.after" || fail "$s: GET /metrics failed on an instance"
     cmds_delta "$run/cmdstats-$s.before" "$run/cmdstats-$s.after" >"$run/cmdstats-$s.txt"
-    cmds=$(awk '$1 == "total" { print $2 }' "$run/cmdstats-$s.txt")
-    per=$(( L[sold] > 0 ? L[sold] : L[requests] ))
-    cmds_per_sale=$(awk -v c="${cmds:-0}" -v n="$per" 'BEGIN { printf "%.1f", (n > 0 ? c / n : 0) }')
+    cmds=$(sed -n 's/^total //p' "$run/cmdstats-$s.txt")
+    # Per unit sold, or per request when nothing sold; 0.0 when neither.
+    per=${L[requests]:-0}
+    [ "${L[sold]:-0}" = 0 ] || per=${L[sold]}
+    cmds_per_sale=$("$stats" --skip --decimals 1 --empty 0.0 ratio "${cmds:-0}" "$per")
     p99w=$(p99_wait "$run/waits-$s.before" "$run/waits-$s.after")
 
-    curl -sf --max-time 10 "$base/inventory/audit" >"$run/audit-$s.json" ||
-        fail "$s: GET /inventory/audit failed"
+    fetch_audit "$s"
     read -r a_stock a_units a_twice a_viol a_over < <(jq -r \
         '[.stock, .oversold_units, .sold_twice, .violations, .oversold] | map(tostring) | join(" ")' \
         "$run/audit-$s.json") || fail "$s: cannot read the audit: $(cat "$run/audit-$s.json")"
     verdict=OK
     [ "$a_over" = true ] && verdict=OVERSOLD
-    errors=$(( ${L[backend_unavailable]} + ${L[other]} + ${L[errors]} ))
+    errors=$("$stats" --skip sum "${L[backend_unavailable]:-}" "${L[other]:-}" "${L[errors]:-}")
     row=("$s" "${L[requests]}" "${L[sold]}" "$a_stock" "$a_units" "$a_twice" "$a_viol"
          "${L[lock_timeout]}" "$errors" "${L[sales_per_s]}" "${L[p50_ms]}" "${L[p99_ms]}"
          "$p99w" "$cmds_per_sale" "$verdict")
     rows+=("$(IFS=$'\t'; echo "${row[*]}")")
-    echo "[$i/$n] $s: clients saw $((L[sold])) sold, stock $a_stock, oversold $a_units, sold twice $a_twice, $cmds_per_sale redis cmds/sale, p99 wait $p99w ms -> $verdict"
-    unset L
+    echo "[$i/$n] $s: clients saw ${L[sold]:-0} sold, stock $a_stock, oversold $a_units, sold twice $a_twice, $cmds_per_sale redis cmds/sale, p99 wait $p99w ms -> $verdict"
 done
 
 # ---- the table -------------------------------------------------------------
@@ -387,10 +334,11 @@ notes() {
     echo "redis_cmds_per_sale: Redis commands run during the load (INFO commandstats deltas; commands inside Lua scripts, the audit probe's entry script and HDEL, and its heartbeat included, reset and audit excluded) per unit sold; sold_out answers cost commands too, so it grows with the requests."
 }
 {
-    printf '| %s |\n' "$(IFS='|'; echo "${header[*]}" | sed 's/|/ | /g')"
+    line=$(IFS='|'; echo "${header[*]}")
+    printf '| %s |\n' "${line//|/ | }"
     printf '|%s\n' "$(for _ in "${header[@]}"; do printf -- '---|'; done)"
     for r in "${rows[@]}"; do
-        printf '| %s |\n' "$(sed 's/\t/ | /g' <<<"$r")"
+        printf '| %s |\n' "${r//$'\t'/ | }"
     done
     echo
     echo "$requests sales from $clients concurrent clients through nginx (weights 1:2) on two instances, stock $stock, lock.wait-ms $wait_ms."
@@ -417,8 +365,8 @@ echo
 echo "demo: table written to $results/demo.md and $results/demo.csv; logs in $run/"
 
 status=0
-# The chart needs only the CSV.
-if bash scripts/chart.sh "$results/demo.csv" "$results/demo.png" \
+# The chart needs only the CSV (and inventory-stats).
+if INVENTORY_STATS=$stats bash scripts/chart.sh "$results/demo.csv" "$results/demo.png" \
         "$clients clients, stock $stock, 2 instances behind nginx (weights 1:2)" 2>"$run/chart.log"; then
     echo "demo: chart written to $results/demo.png"
 else

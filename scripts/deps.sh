@@ -13,6 +13,7 @@ packages=(
     redis-server redis-tools redis-sentinel nginx-light
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
     chromium
+    libfaketime    # the safety matrix's clock-drift nemesis (scripts/matrix.sh)
 )
 # node and npm for the browser test: Debian's, unless some are already on PATH.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

@@ -44,6 +44,7 @@ struct httpc {
     int port;
     int timeout_ms;
     int fd;                 /* -1 when not connected */
+    long connects;          /* connections opened so far */
     char errstr[160];
 
     char *in;               /* bytes read from the socket, not yet consumed */
@@ -171,6 +172,7 @@ static int conn_open(struct httpc *h)
     }
     h->fd = fd;
     h->in_len = 0;
+    h->connects++;
     return 0;
 }
 
@@ -588,4 +590,9 @@ int httpc_request(struct httpc *h, const char *method, const char *path,
     if (rc != 0)
         resp->status = 0;
     return rc;
+}
+
+long httpc_connects(const struct httpc *h)
+{
+    return h->connects;
 }

@@ -39,4 +39,8 @@ int httpc_request(struct httpc *h, const char *method, const char *path,
 
 const char *httpc_errstr(const struct httpc *h);
 
+/* How many connections the client has opened: 1 after any number of
+ * requests on one kept-alive connection; each silent reopen adds one. */
+long httpc_connects(const struct httpc *h);
+
 #endif

@@ -227,13 +227,17 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
     inventory_keys(inv, item, &k);
     redisContext *c = conn(inv, errstr, errlen);
     if (!c) return INV_BACKEND;
+    /* The lock goes too when it is this item's: its own (lock.scope=item),
+     * or the global one when this is the configured item. Another item's
+     * reset must not free the global lock under the sale that holds it.
+     * Never the fencing counter: it only grows, so a paused holder's old
+     * token stays stale across a reset. */
+    int own_lock = inv->lock_per_item || strcmp(k.stock, inv->stock_key) == 0;
     redisAppendCommand(c, "MULTI");
     redisAppendCommand(c, "SET %s %lld", k.stock, stock);
     redisAppendCommand(c, "SET %s %lld", k.initial, stock);
-    /* Not the fencing counter: it only grows, so a paused holder's old
-     * token stays stale across a reset. */
     redisAppendCommand(c, "DEL %s %s %s %s %s %s", k.ledger, k.holders, k.violations,
-                       k.families, k.history, k.lock);
+                       k.families, k.history, own_lock ? k.lock : k.ledger);
     redisAppendCommand(c, "EXEC");
     redisReply *rep[5];
     int rc = run_pipeline(inv, c, rep, 5, "reset", errstr, errlen);

@@ -61,7 +61,7 @@ struct sale_result {
     int violation;               /* the probe saw another holder inside */
     int lost;                    /* the release found the lock no longer ours */
     int late;                    /* the lease deadline had passed at commit */
-    char errstr[256];
+    char errstr[384];
 };
 
 #define AUDIT_FAMILIES 8
@@ -123,8 +123,11 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
                     char *errstr, size_t errlen);
 
 /* Sets the stock and the initial stock, clears the ledger, the probe, the
- * lock families, the history and the lock key. The fencing counter is never
- * touched: it only grows. Returns 0, or INV_BACKEND with errstr set. */
+ * lock families, the history and the item's lock: its own with
+ * lock.scope=item, the global one only for the configured item (another
+ * item's reset leaves the lock its sales share alone). The fencing counter
+ * is never touched: it only grows. Returns 0, or INV_BACKEND with errstr
+ * set. */
 int inventory_reset(struct inventory *inv, const char *item, long long stock,
                     char *errstr, size_t errlen);
 

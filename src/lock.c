@@ -389,11 +389,10 @@ int lock_compensate(struct lock *l, struct lock_link *k) {
             freeReplyObject(r);
             if (!ok) break;
         }
+        /* the put may free a broken connection: its error is read first */
+        if (!ok) snprintf(k->errstr, sizeof(k->errstr), "cleanup: %.100s", c->errstr);
         k->put(k, l->core->pool, c);
-        if (!ok) {
-            snprintf(k->errstr, sizeof(k->errstr), "cleanup: %.100s", c->errstr);
-            return LOCK_ERR;
-        }
+        if (!ok) return LOCK_ERR;
         cleanups_clear(l);
     }
     return l->type->abandon ? l->type->abandon(l, k) : LOCK_OK;

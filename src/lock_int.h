@@ -115,7 +115,7 @@ struct lock {
     int attempts;
     int64_t wait_us;
     int replicas_wanted, replicas_acked;
-    char errstr[128];
+    char errstr[256];             /* room for a pool error naming every sentinel */
 };
 
 /* ---- helpers for lock types, on the handle's thread ---------------------- */

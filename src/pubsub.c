@@ -97,18 +97,25 @@ static void channel_free(struct pubsub_hub *h, struct pubsub_channel *ch) {
 }
 
 static void wake(struct pubsub_waiter *w) {
-    w->signalled = 1;
+    w->signalled++;
     pthread_cond_signal(&w->cond);
 }
 
-/* Wakes the oldest waiter of ch not woken yet, or every one. Called with mu
- * held. */
+/* Gives one wake-up to the oldest waiter of ch that has none pending (else
+ * to the oldest), or one to every waiter. Wake-ups are counted, as
+ * Redisson's semaphore counts permits: an unlock that comes while a waiter
+ * still holds an older wake-up (a reconnect's) is not merged into it, so
+ * the waiter re-tries once more after its re-try of the older one failed.
+ * Called with mu held. */
 static void wake_waiters(struct pubsub_channel *ch, int all) {
-    for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) {
-        if (w->signalled) continue;
-        wake(w);
-        if (!all) return;
+    if (all) {
+        for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) wake(w);
+        return;
     }
+    struct pubsub_waiter *idle = NULL;
+    for (struct pubsub_waiter *w = ch->waiters; w && !idle; w = w->next)
+        if (!w->signalled) idle = w;
+    if (idle || ch->waiters) wake(idle ? idle : ch->waiters);
 }
 
 /* The connection is gone: every channel must be subscribed anew, those
@@ -365,9 +372,9 @@ int pubsub_wait(struct pubsub_waiter *w, int64_t until_us) {
     } else {
         while (!w->signalled)
             if (mclock_cond_wait_until(&w->cond, &ps->mu, until_us) == ETIMEDOUT) break;
-        retry = w->signalled;
+        retry = w->signalled > 0;
+        if (retry) w->signalled--;   /* one wake-up, one re-try */
     }
-    w->signalled = 0;
     pthread_mutex_unlock(&ps->mu);
     return retry;
 }

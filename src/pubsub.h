@@ -33,7 +33,7 @@ struct pubsub_waiter {
     struct pubsub *ps;
     struct pubsub_channel *ch;
     pthread_cond_t cond;
-    int signalled;
+    int signalled;             /* wake-ups not yet used */
     struct pubsub_waiter *next;
 };
 

@@ -57,7 +57,7 @@ struct sale_section {
 };
 
 int sale_backend(struct sale_result *r, const char *what, const char *why) {
-    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%.32s: %.150s)", what, why);
+    snprintf(r->errstr, sizeof(r->errstr), "Redis is unavailable (%.32s: %.300s)", what, why);
     return r->status = INV_BACKEND;
 }
 

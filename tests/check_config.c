@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "config.h"
 
 #ifndef SOURCE_DIR
@@ -649,15 +650,4 @@ Suite *config_suite(void) {
     tcase_add_test(limits, test_a_null_errstr_is_allowed);
     suite_add_tcase(s, limits);
     return s;
-}
-
-int main(void) {
-    Suite *s = config_suite();
-    SRunner *sr = srunner_create(s);
-    int failures;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failures = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failures != 0;
 }

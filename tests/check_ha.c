@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check_main.h"
 #include "harness.h"
 #include "mclock.h"
 
@@ -239,9 +240,23 @@ START_TEST(test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_repli
     waitpid(master_pid, NULL, 0);
     master_pid = 0;
 
-    /* Sell with short pauses until the promoted replica takes the sales. */
-    int failed = 0, back = 0;
+    /* At once, before any sentinel can even see the master down (1 s): a
+     * sale into the outage, answered 503 naming the master and the
+     * sentinels asked. */
     char outage[512] = "";
+    int first = harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r);
+    snprintf(outage, sizeof(outage), "%s", r.body ? r.body : "");
+    ck_assert_msg(mclock_ms() - killed < 1000, "the sale into the outage came too late to be one");
+    ck_assert_msg(first == 503, "a sale right after the master was killed: %d %s", first, outage);
+    ck_assert_str_eq(harness_json_str(outage, "status"), "backend_unavailable");
+    char want[256];
+    snprintf(want, sizeof(want), "127.0.0.1:%d", master_port);
+    ck_assert_msg(strstr(outage, want) != NULL, "the error does not name the master %s: %s", want, outage);
+    snprintf(want, sizeof(want), "master mymaster via sentinels %s", nodes + strlen("redis.sentinel.nodes="));
+    ck_assert_msg(strstr(outage, want) != NULL, "the error does not name the sentinels: %s", outage);
+
+    /* Sell with short pauses until the promoted replica takes the sales. */
+    int failed = 1, back = 0;
     while (!back && mclock_ms() - killed < 20000) {
         int code = harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r);
         if (code == 200 && strcmp(harness_json_str(r.body, "status"), "sold") == 0) {
@@ -250,19 +265,16 @@ START_TEST(test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_repli
         } else {
             ck_assert_msg(code == 503, "during the failover: %d %s", code, r.body);
             ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
-            if (!failed++) snprintf(outage, sizeof(outage), "%s", r.body);
+            ck_assert_msg(strstr(r.body, "master mymaster via sentinels 127.0.0.1:") != NULL,
+                          "during the failover, the error names no master or sentinel: %s", r.body);
+            failed++;
             mclock_sleep_ms(100);
         }
     }
     ck_assert_msg(back, "no sale succeeded in the 20 s after the master was killed "
                   "(%d failed; first: %s)", failed, outage);
-    if (failed) {
-        char want[64];
-        snprintf(want, sizeof(want), "via sentinels 127.0.0.1:");
-        ck_assert_msg(strstr(outage, want) != NULL, "the error names no sentinel: %s", outage);
-    }
-    fprintf(stderr, "check_ha: sales back %lld ms after the kill (%d refused meanwhile%s%s)\n",
-            (long long)(mclock_ms() - killed), failed, failed ? "; first: " : "", outage);
+    fprintf(stderr, "check_ha: sales back %lld ms after the kill (%d refused meanwhile; first: %s)\n",
+            (long long)(mclock_ms() - killed), failed, outage);
     ck_assert_str_eq(role_of(replica_port), "master");
 
     /* The pool keeps its connections to the new master: no dial per sale. */
@@ -341,6 +353,57 @@ START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_mast
 }
 END_TEST
 
+/* total_error_replies of INFO stats at port: an AUTH or a SELECT sent to a
+ * sentinel (which has neither a password nor databases) is an error reply. */
+static long long error_replies(int port) {
+    redisReply *r = harness_redis(port, "INFO stats");
+    const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_error_replies:") : NULL;
+    long long n = p ? strtoll(p + 20, NULL, 10) : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+START_TEST(test_the_password_and_database_apply_to_the_master_and_not_to_the_sentinels) {
+    /* The sentinels and the replica learn the master's password first. */
+    for (int i = 0; i < NSENTINELS; i++)
+        freeReplyObject(harness_redis(sentinel_port[i], "SENTINEL SET mymaster auth-pass s3cret-pass"));
+    freeReplyObject(harness_redis(replica_port, "CONFIG SET masterauth s3cret-pass"));
+    freeReplyObject(harness_redis(master_port, "CONFIG SET requirepass s3cret-pass"));
+    long long errors[NSENTINELS];
+    for (int i = 0; i < NSENTINELS; i++) {
+        errors[i] = error_replies(sentinel_port[i]);
+        ck_assert_int_ge(errors[i], 0);
+    }
+    char nodes[160];
+    snprintf(nodes, sizeof(nodes), "redis.sentinel.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             sentinel_port[0], sentinel_port[1], sentinel_port[2]);
+    const char *sets[] = {nodes, "redis.password=s3cret-pass", "redis.database=2", "redis.timeout=500", NULL};
+    app_start(sets);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    /* The sale is in database 2 of the master, reached with the password. */
+    redisContext *c = redisConnect("127.0.0.1", master_port);
+    ck_assert(c && !c->err);
+    freeReplyObject(redisCommand(c, "AUTH s3cret-pass"));
+    freeReplyObject(redisCommand(c, "SELECT 2"));
+    redisReply *stock = redisCommand(c, "GET inventory001");
+    long long in_db2 = stock && stock->type == REDIS_REPLY_STRING ? atoll(stock->str) : -1;
+    freeReplyObject(stock);
+    freeReplyObject(redisCommand(c, "SELECT 0"));
+    redisReply *db0 = redisCommand(c, "EXISTS inventory001");
+    long long in_db0 = db0 && db0->type == REDIS_REPLY_INTEGER ? db0->integer : -1;
+    freeReplyObject(db0);
+    redisFree(c);
+    ck_assert_int_eq(in_db2, 199);
+    ck_assert_int_eq(in_db0, 0);
+    /* No sentinel was sent the password or the database. */
+    for (int i = 0; i < NSENTINELS; i++)
+        ck_assert_msg(error_replies(sentinel_port[i]) == errors[i], "sentinel %d answered %lld errors "
+                      "(AUTH or SELECT sent to it?)", i, error_replies(sentinel_port[i]) - errors[i]);
+}
+END_TEST
+
 START_TEST(test_a_sentinel_that_names_a_replica_as_master_gets_no_connection) {
     /* A fourth sentinel, alone, told that the replica is the master of
      * "stale": it names the replica in get-master-addr-by-name, and ROLE
@@ -413,9 +476,13 @@ END_TEST
 
 static void setup_sync(void) {
     setup_common();
-    char rp[32];
+    char rp[32], rl[64];
     snprintf(rp, sizeof(rp), "redis.port=%d", master_port);
-    const char *sets[] = {rp, "lock.sync-replicas=1", "redis.timeout=500", NULL};
+    /* redlock's one master is the same Redis, with the same replica. */
+    snprintf(rl, sizeof(rl), "redlock.nodes=127.0.0.1:%d", master_port);
+    /* A 2 s TTL: the Redlock master votes once it has been up that long. */
+    const char *sets[] = {rp, rl, "lock.sync-replicas=1", "redis.timeout=500", "lock.ttl-ms=2000",
+                          NULL};
     app_start(sets);
 }
 
@@ -461,24 +528,32 @@ START_TEST(test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_d
     ck_assert_msg(harness_json_num(r.body, "lock.replicas.acked") == 0, "answer: %s", r.body);
     ck_assert_int_eq(metric("inventoryd_lock_replica_shortfalls_total", "redisson"), 1);
 
-    /* No lock in Redis, nothing to replicate: no WAIT, no "replicas". */
-    const char *none[] = {"/inventory/sale/atomic", "/inventory/sale/local"};
-    for (int i = 0; i < 2; i++) {
+    /* No lock in Redis, nothing to replicate: no WAIT, no "replicas". And
+     * redlock, whose safety is its quorum of masters, sends none either. */
+    const char *none[] = {"/inventory/sale/atomic", "/inventory/sale/local", "/inventory/sale/none",
+                          "/inventory/sale/redlock"};
+    long long waits = harness_redis_calls(master_port, "wait");
+    ck_assert_int_ge(waits, 1);   /* redisson's, above */
+    ck_assert_int_eq(harness_redis_wait_uptime(master_port, 2), 0);   /* so that redlock votes */
+    for (int i = 0; i < 4; i++) {
         int64_t t0 = mclock_ms();
         ck_assert_int_eq(harness_http(app_port, "GET", none[i], NULL, NULL, &r), 200);
+        ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "sold") == 0, "%s: %s", none[i], r.body);
         ck_assert_int_lt(mclock_ms() - t0, 400);
         ck_assert_msg(strstr(r.body, "\"replicas\"") == NULL, "answer: %s", r.body);
+        ck_assert_msg(harness_redis_calls(master_port, "wait") == waits, "%s sent a WAIT", none[i]);
     }
 }
 END_TEST
 
-static Suite *ha_suite(void) {
+Suite *ha_suite(void) {
     Suite *s = suite_create("ha");
     TCase *sen = tcase_create("Sentinel");
     tcase_add_checked_fixture(sen, setup_sentinel, teardown);
     tcase_set_timeout(sen, 90);
     tcase_add_test(sen, test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_replica);
     tcase_add_test(sen, test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_master);
+    tcase_add_test(sen, test_the_password_and_database_apply_to_the_master_and_not_to_the_sentinels);
     tcase_add_test(sen, test_a_sentinel_that_names_a_replica_as_master_gets_no_connection);
     tcase_add_test(sen, test_with_no_sentinel_reachable_a_sale_fails_at_once_naming_every_sentinel);
     tcase_add_test(sen, test_a_malformed_sentinel_list_stops_the_start_naming_the_key);
@@ -490,12 +565,4 @@ static Suite *ha_suite(void) {
     tcase_add_test(sync, test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_do_not_wait);
     suite_add_tcase(s, sync);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(ha_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

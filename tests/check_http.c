@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check_main.h"
 #include "harness.h"
 #include "strategy.h"
 #include "lock.h"
@@ -37,6 +38,7 @@ static void setup(void) {
 
 static void teardown(void) {
     harness_stop(inst_pid);
+    if (redis_pid > 0) kill(redis_pid, SIGCONT);   /* a test may have frozen it */
     harness_stop(redis_pid);
 }
 
@@ -146,8 +148,12 @@ START_TEST(test_strategies_healthz_and_metrics_answer) {
     ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r), 200);
     harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r);
     ck_assert_int_eq(harness_http(inst_port, "GET", "/metrics", NULL, NULL, &r), 200);
+    ck_assert_ptr_nonnull(strstr(r.content_type, "text/plain"));
+    ck_assert_ptr_nonnull(strstr(r.body, "# TYPE inventoryd_sales_total counter\n"));
     ck_assert_ptr_nonnull(strstr(r.body, "inventoryd_sales_total{strategy=\"atomic\"} 1\n"));
-    ck_assert_ptr_nonnull(strstr(r.body, "inventoryd_lock_wait_ms_bucket{strategy=\"local\",le=\"+Inf\"}"));
+    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"atomic\"}"), 1);
+    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"local\"}"), 0);
+    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_sales_total{strategy=\"local\"}"), 0);
 }
 END_TEST
 
@@ -194,9 +200,30 @@ START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
     ck_assert_int_eq(holder.status, 200);
     ck_assert_int_eq(waiter.status, 200);
     ck_assert_int_ge(waiter.took_ms, 1000);   /* it did wait for the holder */
+    /* The histograms hold both sales where they fell: the holder waited
+     * nothing and held 1.5 s, the waiter waited 1.4 s and held nothing. */
+    const char *lw = "inventoryd_lock_wait_ms_bucket{strategy=\"local\",le=\"%s\"}";
+    const char *lh = "inventoryd_lock_hold_ms_bucket{strategy=\"local\",le=\"%s\"}";
+    static const struct { const char *le; int wait, hold; } want[] = {
+        {"1", 1, 1}, {"1000", 1, 1}, {"2000", 2, 2}, {"+Inf", 2, 2}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char series[128];
+        snprintf(series, sizeof(series), lw, want[i].le);
+        ck_assert_msg(harness_metric(inst_port, series) == want[i].wait, "%s is %lld", series,
+                      harness_metric(inst_port, series));
+        snprintf(series, sizeof(series), lh, want[i].le);
+        ck_assert_msg(harness_metric(inst_port, series) == want[i].hold, "%s is %lld", series,
+                      harness_metric(inst_port, series));
+    }
+    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"local\"}"), 2);
+    ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_wait_ms_sum{strategy=\"local\"}"), 1000);
+    ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_hold_ms_sum{strategy=\"local\"}"), 1500);
 }
 END_TEST
 
+/* Each client opens its connection in the first round and must still have
+ * it in the second (the client would reopen a closed one silently, so the
+ * number of connects it made is what tells). */
 START_TEST(test_three_hundred_keep_alive_connections_are_held_at_once) {
     enum { N = 300 };
     struct httpc **c = calloc(N, sizeof(*c));
@@ -209,6 +236,9 @@ START_TEST(test_three_hundred_keep_alive_connections_are_held_at_once) {
             ck_assert_int_eq(r.status, 200);
         }
     }
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(httpc_connects(c[i]) == 1, "client %d connected %ld times: the server "
+                      "closed its keep-alive connection", i, httpc_connects(c[i]));
     for (int i = 0; i < N; i++) httpc_free(c[i]);
     free(c);
 }
@@ -228,11 +258,22 @@ END_TEST
 START_TEST(test_unknown_paths_and_wrong_methods_get_json_errors) {
     expect_error(404, "not_found", "GET", "/nowhere", NULL);
     expect_error(404, "not_found", "GET", "/inventory/sale/a/b", NULL);
-    expect_error(405, "method_not_allowed", "DELETE", "/inventory", NULL);
-    struct httpc_response r;
-    harness_http(inst_port, "GET", "/inventory/reset", NULL, NULL, &r);
-    ck_assert_int_eq(r.status, 405);
-    ck_assert_str_eq(r.allow, "POST");
+    /* A 405 is JSON too, names what is allowed, and says so in Allow. */
+    static const struct { const char *method, *path, *allow; } wrong[] = {
+        {"DELETE", "/inventory", "GET"},
+        {"GET", "/inventory/reset", "POST"},
+        {"POST", "/metrics", "GET"},
+        {"PUT", "/inventory/sale/atomic", "GET, POST"},
+    };
+    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        expect_error(405, "method_not_allowed", wrong[i].method, wrong[i].path, NULL);
+        struct httpc_response r;
+        ck_assert_int_eq(harness_http(inst_port, wrong[i].method, wrong[i].path, NULL, NULL, &r), 405);
+        ck_assert_str_eq(r.allow, wrong[i].allow);
+        ck_assert_msg(strstr(harness_json_str(r.body, "error"), wrong[i].allow) != NULL, "%s %s: %s",
+                      wrong[i].method, wrong[i].path, r.body);
+    }
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);   /* nothing sold */
 }
 END_TEST
 
@@ -320,12 +361,17 @@ START_TEST(test_redis_stopped_gives_503_then_sales_recover) {
 }
 END_TEST
 
-START_TEST(test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly) {
+/* A sale holds its lock 800 ms; 200 ms in, the signal. While the sale
+ * finishes, the port takes no new connection; then the process exits 0. */
+static void a_sale_in_flight_finishes_through(int sig) {
     struct harness_bg sale;
     harness_bg_start(&sale, inst_port, "/inventory/sale/local?hold_ms=800", 0);
     mclock_sleep_ms(200);
-    kill(inst_pid, SIGTERM);
+    kill(inst_pid, sig);
+    mclock_sleep_ms(200);
+    int refused = harness_refused(inst_port);
     harness_bg_join(&sale);
+    ck_assert_msg(refused, "a new connection was accepted during the shutdown");
     int st = 0;
     ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
     inst_pid = 0;
@@ -335,6 +381,60 @@ START_TEST(test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly) {
     ck_assert_ptr_nonnull(strstr(sale.body, "\"status\":\"sold\""));
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 1);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
+}
+
+START_TEST(test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly) {
+    a_sale_in_flight_finishes_through(SIGTERM);
+}
+END_TEST
+
+START_TEST(test_sigint_lets_a_sale_in_flight_finish_then_exits_cleanly) {
+    a_sale_in_flight_finishes_through(SIGINT);
+}
+END_TEST
+
+/* Redis is frozen (SIGSTOP) after the sale read the stock and before it
+ * writes: the SET and RPUSH reach Redis's socket, their replies do not come
+ * within redis.timeout (500 ms). Thawed later, Redis applies them: the
+ * write happened, its reply was lost. The sale must answer 503, never send
+ * the write again, and drop that connection (a later sale on it would read
+ * the stale replies). */
+START_TEST(test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_again) {
+    long long pushes = harness_redis_calls(redis_port, "rpush");
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    struct harness_bg sale;
+    harness_bg_start(&sale, inst_port, "/inventory/sale/local?hold_ms=600", 0);
+    mclock_sleep_ms(300);
+    kill(redis_pid, SIGSTOP);
+    harness_bg_join(&sale);
+    mclock_sleep_ms(300);   /* any re-send would have gone out by now */
+    kill(redis_pid, SIGCONT);
+    mclock_sleep_ms(300);
+    ck_assert_msg(sale.status == 503, "the sale: %d %s", sale.status, sale.body);
+    ck_assert_str_eq(harness_json_str(sale.body, "status"), "backend_unavailable");
+    ck_assert_int_ge(sale.took_ms, 600 + 400);   /* it waited for the reply */
+    /* Written once: the lost reply's write, and nothing more. */
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    /* The write is one script: MONITOR shows its own calls, in its case. */
+    int sets = harness_lines(seen, "\"SET\" \"inventory001\" ", NULL) +
+               harness_lines(seen, "\"set\" \"inventory001\" ", NULL);
+    int rpushes = harness_lines(seen, "\"RPUSH\" \"inventory001:sold\"", NULL) +
+                  harness_lines(seen, "\"rpush\" \"inventory001:sold\"", NULL);
+    ck_assert_msg(sets == 1 && rpushes == 1, "%d SET and %d RPUSH of the stock:\n%.1500s", sets, rpushes, seen);
+    free(seen);
+    ck_assert_int_eq(harness_redis_calls(redis_port, "rpush") - pushes, 1);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 1);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
+    /* The next sales read their own replies: units 199 and 198. */
+    struct httpc_response r;
+    for (int unit = 199; unit >= 198; unit--) {
+        ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/local", NULL, NULL, &r), 200);
+        ck_assert_msg(harness_json_num(r.body, "unit") == unit, "after the lost reply: %s", r.body);
+    }
+    ck_assert_int_eq(harness_audit(inst_port, "sold_twice"), 0);
+    ck_assert_int_eq(harness_audit(inst_port, "sold"), 3);
 }
 END_TEST
 
@@ -369,9 +469,12 @@ START_TEST(test_redis_password_and_database_are_used_and_the_password_never_logg
     snprintf(pw, sizeof(pw), "redis.password=s3cret-pass");
     int good_port = harness_free_port(), bad_port = harness_free_port();
     const char *good_sets[] = {rp, db, pw, NULL};
-    const char *bad_sets[] = {rp, "redis.password=wrong", NULL};
-    pid_t good = harness_inventoryd_start(good_port, good_sets);
-    pid_t bad = harness_inventoryd_start(bad_port, bad_sets);
+    const char *bad_sets[] = {rp, "redis.password=wrong-pass", NULL};
+    char good_log[] = "/tmp/inventoryd-good-XXXXXX", bad_log[] = "/tmp/inventoryd-bad-XXXXXX";
+    close(mkstemp(good_log));
+    close(mkstemp(bad_log));
+    pid_t good = harness_inventoryd_start_logged(good_port, good_sets, good_log);
+    pid_t bad = harness_inventoryd_start_logged(bad_port, bad_sets, bad_log);
     struct httpc_response r;
     int reset = harness_http(good_port, "POST", "/inventory/reset", NULL, "{\"stock\":9}", &r);
     int sale = harness_http(good_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r);
@@ -390,12 +493,28 @@ START_TEST(test_redis_password_and_database_are_used_and_the_password_never_logg
     harness_stop(good);
     harness_stop(bad);
     harness_stop(pid);
+    /* Everything both daemons wrote, from start-up to their exit. */
+    char logs[2][8192];
+    const char *paths[2] = {good_log, bad_log};
+    for (int i = 0; i < 2; i++) {
+        FILE *lf = fopen(paths[i], "r");
+        size_t got = lf ? fread(logs[i], 1, sizeof(logs[i]) - 1, lf) : 0;
+        logs[i][got] = '\0';
+        if (lf) fclose(lf);
+        unlink(paths[i]);
+    }
     ck_assert_int_eq(reset, 200);
     ck_assert_int_eq(sale, 200);
     ck_assert_int_eq(in_db3, 8);                   /* the sale went to database 3 */
     ck_assert_int_eq(refused, 503);
     ck_assert_msg(strstr(why, "AUTH") != NULL, "got: %s", why);
-    ck_assert_ptr_null(strstr(why, "wrong"));      /* the password is not echoed */
+    ck_assert_ptr_null(strstr(why, "wrong-pass")); /* the password is not echoed */
+    /* The logs were read (each says where it listens, the bad one why Redis
+     * refused it), and neither holds its password. */
+    ck_assert_msg(strstr(logs[0], "listening on") != NULL, "good log: %s", logs[0]);
+    ck_assert_msg(strstr(logs[1], "listening on") && strstr(logs[1], "AUTH"), "bad log: %s", logs[1]);
+    ck_assert_msg(strstr(logs[0], "s3cret-pass") == NULL, "the password is in the log: %s", logs[0]);
+    ck_assert_msg(strstr(logs[1], "wrong-pass") == NULL, "the password is in the log: %s", logs[1]);
 }
 END_TEST
 
@@ -418,7 +537,211 @@ START_TEST(test_a_missing_stock_is_seeded_at_start_up_and_an_existing_one_kept) 
 }
 END_TEST
 
-static Suite *http_suite(void) {
+/* ---- Metrics: the values, against what the test made the sales do ------- */
+
+static pid_t m_pid;
+static int m_port;
+
+/* An instance with faults on, a 600 ms TTL and a 400 ms wait. */
+static void setup_metrics(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    snprintf(redis_set, sizeof(redis_set), "redis.port=%d", redis_port);
+    const char *sets[] = {redis_set, "redis.timeout=500", "lock.ttl-ms=600", "lock.wait-ms=400",
+                          "faults.enabled=true", NULL};
+    m_port = inst_port = harness_free_port();
+    m_pid = inst_pid = harness_inventoryd_start(m_port, sets);
+    ck_assert_int_gt(m_pid, 0);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":100}", &r), 200);
+}
+
+/* One strategy's counter ("inventoryd_sales_total", "atomic"). */
+static long long counter(const char *name, const char *strategy) {
+    char series[160];
+    snprintf(series, sizeof(series), "%s{strategy=\"%s\"}", name, strategy);
+    long long v = harness_metric(m_port, series);
+    ck_assert_msg(v >= 0, "no %s in GET /metrics", series);
+    return v;
+}
+
+/* What the test saw of one strategy's sales, summed from their answers. */
+struct seen {
+    const char *strategy;
+    long long answers, sold, attempts;
+};
+
+static void saw(struct seen *w, int n, const char *body) {
+    const char *strategy = harness_json_str(body, "strategy");
+    for (int i = 0; i < n; i++)
+        if (strcmp(w[i].strategy, strategy) == 0) {
+            w[i].answers++;
+            w[i].sold += strcmp(harness_json_str(body, "status"), "sold") == 0;
+            w[i].attempts += (long long)harness_json_num(body, "lock.attempts");
+            return;
+        }
+    ck_abort_msg("an answer of an unexpected strategy: %s", body);
+}
+
+static int sale(struct seen *w, int n, const char *path, struct httpc_response *r) {
+    int code = harness_http(m_port, "GET", path, NULL, NULL, r);
+    saw(w, n, r->body);
+    return code;
+}
+
+START_TEST(test_metrics_count_what_the_sales_did) {
+    struct seen w[] = {{"owner-lua", 0, 0, 0}, {"setnx-spin", 0, 0, 0}, {"fenced", 0, 0, 0},
+                       {"watchdog", 0, 0, 0}, {"none", 0, 0, 0}};
+    const int n = sizeof(w) / sizeof(w[0]);
+    struct httpc_response r;
+    /* sold_out: an item with no stock. */
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL,
+                                  "{\"stock\":0,\"item\":\"inventory002\"}", &r), 200);
+    ck_assert_int_eq(sale(w, n, "/inventory/sale/owner-lua", &r), 200);
+    ck_assert_int_eq(sale(w, n, "/inventory/sale/owner-lua?item=inventory002", &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold_out");
+    /* lock_timeout: another owner's lock, never freed; the sale spins. */
+    harness_redis_int(redis_port, "SET RedisDistributedLock someone-else");
+    ck_assert_int_eq(sale(w, n, "/inventory/sale/setnx-spin", &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_int_gt(harness_json_num(r.body, "lock.attempts"), 5);
+    harness_redis_int(redis_port, "DEL RedisDistributedLock");
+    /* stale_token: a holder outlives its 600 ms lease; a newer one writes. */
+    struct harness_bg slow;
+    harness_bg_start(&slow, m_port, "/inventory/sale/fenced?hold_ms=1000", 0);
+    mclock_sleep_ms(700);
+    ck_assert_int_eq(sale(w, n, "/inventory/sale/fenced", &r), 200);
+    harness_bg_join(&slow);
+    saw(w, n, slow.body);
+    ck_assert_msg(slow.status == 409, "the stale holder: %d %s", slow.status, slow.body);
+    ck_assert_str_eq(harness_json_str(slow.body, "status"), "stale_token");
+    /* lock_lost: the lock vanishes under a watchdog holder. */
+    harness_bg_start(&slow, m_port, "/inventory/sale/watchdog?hold_ms=700", 0);
+    mclock_sleep_ms(100);
+    ck_assert_int_eq(harness_redis_int(redis_port, "DEL RedisDistributedLock"), 1);
+    harness_bg_join(&slow);
+    saw(w, n, slow.body);
+    ck_assert_str_eq(harness_json_str(slow.body, "status"), "lock_lost");
+    /* renewals: work of twice the TTL, renewed every 200 ms; every renewal
+     * is one hash-renew script in Redis. */
+    char renew_cmd[96];
+    snprintf(renew_cmd, sizeof(renew_cmd), "\"EVALSHA\" \"%s\"", harness_script_sha(redis_port, "hash-renew"));
+    struct harness_monitor *mon = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(mon);
+    ck_assert_int_eq(sale(w, n, "/inventory/sale/watchdog?hold_ms=1300", &r), 200);
+    char *log = harness_monitor_stop(mon);
+    ck_assert_ptr_nonnull(log);
+    int renewals = harness_lines(log, renew_cmd, NULL);
+    free(log);
+    ck_assert_int_ge(renewals, 4);
+    /* violations: two sales of `none` inside at once. */
+    struct harness_bg first;
+    harness_bg_start(&first, m_port, "/inventory/sale/none?hold_ms=300", 0);
+    mclock_sleep_ms(100);
+    ck_assert_int_eq(sale(w, n, "/inventory/sale/none", &r), 200);
+    harness_bg_join(&first);
+    saw(w, n, first.body);
+
+    for (int i = 0; i < n; i++) {
+        const char *s = w[i].strategy;
+        long long answered = 0;
+        static const char *const by_status[] = {
+            "inventoryd_sales_total", "inventoryd_sold_out_total", "inventoryd_lock_timeouts_total",
+            "inventoryd_backend_errors_total", "inventoryd_stale_tokens_total",
+            "inventoryd_lost_locks_total", "inventoryd_bad_stock_total"};
+        for (int k = 0; k < 7; k++) answered += counter(by_status[k], s);
+        ck_assert_msg(answered == w[i].answers, "%s: %lld answers counted, %lld made", s, answered,
+                      w[i].answers);
+        ck_assert_msg(counter("inventoryd_sales_total", s) == w[i].sold, "%s: sales", s);
+        ck_assert_msg(counter("inventoryd_lock_attempts_total", s) == w[i].attempts,
+                      "%s: %lld attempts counted, %lld in the answers", s,
+                      counter("inventoryd_lock_attempts_total", s), w[i].attempts);
+        ck_assert_msg(counter("inventoryd_lock_wait_ms_count", s) == w[i].answers, "%s: waits", s);
+    }
+    ck_assert_int_eq(counter("inventoryd_sold_out_total", "owner-lua"), 1);
+    ck_assert_int_eq(counter("inventoryd_lock_timeouts_total", "setnx-spin"), 1);
+    ck_assert_int_eq(counter("inventoryd_stale_tokens_total", "fenced"), 1);
+    ck_assert_int_eq(counter("inventoryd_lost_locks_total", "watchdog"), 1);
+    ck_assert_int_eq(counter("inventoryd_lock_renewals_total", "watchdog"), renewals);
+    ck_assert_int_eq(counter("inventoryd_exclusion_violations_total", "none"), 1);
+    ck_assert_int_eq(counter("inventoryd_exclusion_violations_total", "owner-lua"), 0);
+    /* The hold histogram: only sold and sold_out answers are holds; the
+     * 1.3 s watchdog sale is the one above 1 s. */
+    ck_assert_int_eq(counter("inventoryd_lock_hold_ms_count", "watchdog"), 1);
+    ck_assert_int_eq(harness_metric(m_port, "inventoryd_lock_hold_ms_bucket{strategy=\"watchdog\",le=\"1000\"}"), 0);
+    ck_assert_int_eq(harness_metric(m_port, "inventoryd_lock_hold_ms_bucket{strategy=\"watchdog\",le=\"2000\"}"), 1);
+    ck_assert_int_eq(counter("inventoryd_lock_hold_ms_count", "fenced"), 1);
+    ck_assert_int_eq(counter("inventoryd_lock_hold_ms_count", "owner-lua"), 2);
+    /* backend_errors: Redis gone. */
+    harness_stop(redis_pid);
+    redis_pid = 0;
+    ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
+    ck_assert_int_eq(counter("inventoryd_backend_errors_total", "owner-lua"), 1);
+}
+END_TEST
+
+/* A reset gives a clean slate: no lock, no holder in the probe, no
+ * violation, no ledger, every counter back at zero. */
+START_TEST(test_a_reset_clears_the_probe_the_lock_and_the_counters) {
+    struct httpc_response r;
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    struct harness_bg first;
+    harness_bg_start(&first, m_port, "/inventory/sale/none?hold_ms=300", 0);
+    mclock_sleep_ms(100);
+    ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/none", NULL, NULL, &r), 200);
+    harness_bg_join(&first);
+    ck_assert_int_eq(harness_audit(m_port, "violations"), 1);
+    /* Another owner's lock, and a holder that looks alive. */
+    harness_redis_int(redis_port, "SET RedisDistributedLock someone-else PX 60000");
+    harness_redis_int(redis_port, "SET inventory001:alive:ghost 1 PX 60000");
+    harness_redis_int(redis_port, "HSET inventory001:holders ghost-1 inventory001:alive:ghost");
+    ck_assert_int_eq(counter("inventoryd_sales_total", "owner-lua"), 3);
+
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":50}", &r), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS RedisDistributedLock"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:violations"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
+    ck_assert_int_eq(harness_audit(m_port, "violations"), 0);
+    ck_assert_int_eq(harness_audit(m_port, "initial"), 50);
+    static const char *const zero[] = {"inventoryd_sales_total", "inventoryd_lock_attempts_total",
+                                       "inventoryd_exclusion_violations_total", "inventoryd_lock_wait_ms_count",
+                                       "inventoryd_lock_hold_ms_count"};
+    for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++) {
+        ck_assert_msg(counter(zero[k], "owner-lua") == 0, "%s{owner-lua} after the reset", zero[k]);
+        ck_assert_msg(counter(zero[k], "none") == 0, "%s{none} after the reset", zero[k]);
+    }
+    /* The lock is free at once, and a sale is no violation. */
+    int64_t t0 = mclock_ms();
+    ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_lt(mclock_ms() - t0, 300);
+    ck_assert_int_eq(harness_audit(m_port, "violations"), 0);
+    ck_assert_int_eq(counter("inventoryd_sales_total", "owner-lua"), 1);
+}
+END_TEST
+
+/* CONTRACT.md: "The fence counter only ever grows: no reset deletes it." A
+ * token handed out before a reset must stay older than every later one. */
+START_TEST(test_a_reset_never_lowers_the_fencing_token) {
+    struct httpc_response r;
+    long long before = 0;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/fenced", NULL, NULL, &r), 200);
+        before = (long long)harness_json_num(r.body, "lock.token");
+    }
+    ck_assert_int_ge(before, 3);
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":50}", &r), 200);
+    ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/fenced", NULL, NULL, &r), 200);
+    long long after = (long long)harness_json_num(r.body, "lock.token");
+    ck_assert_msg(after > before, "token %lld after the reset, %lld before it: the fence went back",
+                  after, before);
+}
+END_TEST
+
+Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
     tcase_add_checked_fixture(core, setup, teardown);
@@ -448,14 +771,19 @@ static Suite *http_suite(void) {
     tcase_set_timeout(outage, 60);
     tcase_add_test(outage, test_redis_stopped_gives_503_then_sales_recover);
     tcase_add_test(outage, test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly);
+    tcase_add_test(outage, test_sigint_lets_a_sale_in_flight_finish_then_exits_cleanly);
+    tcase_add_test(outage, test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_again);
     suite_add_tcase(s, outage);
+    TCase *metrics = tcase_create("Metrics");
+    tcase_add_checked_fixture(metrics, setup_metrics, teardown);
+    tcase_set_timeout(metrics, 60);
+    tcase_add_test(metrics, test_metrics_count_what_the_sales_did);
+    tcase_add_test(metrics, test_a_reset_clears_the_probe_the_lock_and_the_counters);
+    suite_add_tcase(s, metrics);
+    TCase *contract = tcase_create("FenceReset");
+    tcase_add_checked_fixture(contract, setup_metrics, teardown);
+    tcase_set_timeout(contract, 60);
+    tcase_add_test(contract, test_a_reset_never_lowers_the_fencing_token);
+    suite_add_tcase(s, contract);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(http_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

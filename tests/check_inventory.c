@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "check_main.h"
 #include "config.h"
 #include "harness.h"
 #include "inventory.h"
@@ -168,12 +169,17 @@ START_TEST(test_a_stock_that_is_not_a_number_is_refused_without_a_write) {
         struct sale_result r;
         ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_BAD_DATA);
         ck_assert_ptr_nonnull(strstr(r.errstr, "inventory001"));
+        redisReply *stock = harness_redis(redis_port, "GET inventory001");
+        ck_assert_msg(stock && stock->type == REDIS_REPLY_STRING && strcmp(stock->str, "abc") == 0,
+                      "%s wrote the stock key", strategies[i].name);
+        freeReplyObject(stock);
     }
     harness_redis_int(redis_port, "DEL inventory001");
     struct sale_result r;
     ck_assert_int_eq(inventory_sell(svc.inv, type("local"), NULL, NULL, &r), INV_BAD_DATA);
     ck_assert_int_eq(inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r), INV_BAD_DATA);
     ck_assert_ptr_nonnull(strstr(r.errstr, "does not exist"));
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001"), 0);   /* not created */
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
 }
@@ -295,15 +301,25 @@ END_TEST
 struct item_run {
     const char *item;
     int sold;
+    char orders[40][48];     /* the order of each sale that sold */
 };
 
 static void *sell_item(void *arg) {
     struct item_run *b = arg;
     for (int i = 0; i < 40; i++) {
         struct sale_result r;
-        if (inventory_sell(svc.inv, strategy_find("batched"), b->item, NULL, &r) == INV_SOLD) b->sold++;
+        if (inventory_sell(svc.inv, strategy_find("batched"), b->item, NULL, &r) == INV_SOLD)
+            memcpy(b->orders[b->sold++], r.order, sizeof(r.order));
     }
     return NULL;
+}
+
+/* The thread of runs[] whose sale has this order; -1 when none. */
+static int seller_of(const struct item_run *runs, int n, const char *order) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < runs[i].sold; j++)
+            if (strcmp(runs[i].orders[j], order) == 0) return i;
+    return -1;
 }
 
 START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
@@ -314,7 +330,8 @@ START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
     struct item_run runs[T];
     pthread_t th[T];
     for (int i = 0; i < T; i++) {
-        runs[i] = (struct item_run){i % 2 ? "inventory002" : "inventory001", 0};
+        memset(&runs[i], 0, sizeof(runs[i]));
+        runs[i].item = i % 2 ? "inventory002" : "inventory001";
         pthread_create(&th[i], NULL, sell_item, &runs[i]);
     }
     int sold[2] = {0, 0};
@@ -322,8 +339,29 @@ START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
         pthread_join(th[i], NULL);
         sold[i % 2] += runs[i].sold;
     }
-    ck_assert_int_eq(sold[0], 50);   /* every sale came out of its own item */
+    ck_assert_int_eq(sold[0], 50);
     ck_assert_int_eq(sold[1], 30);
+    /* Every entry of each item's ledger ("unit|order|port") is a sale made
+     * for that item, and its units are that item's, each once. */
+    static const struct { const char *item; int stock; } items[] = {{"inventory001", 50}, {"inventory002", 30}};
+    for (int k = 0; k < 2; k++) {
+        redisReply *l = harness_redis(redis_port, "LRANGE %s:sold 0 -1", items[k].item);
+        ck_assert_ptr_nonnull(l);
+        ck_assert_int_eq(l->elements, items[k].stock);
+        char seen[51] = {0};
+        for (size_t e = 0; e < l->elements; e++) {
+            long long unit;
+            char order[64];
+            ck_assert_int_eq(sscanf(l->element[e]->str, "%lld|%63[^|]", &unit, order), 2);
+            int who = seller_of(runs, T, order);
+            ck_assert_msg(who >= 0 && strcmp(runs[who].item, items[k].item) == 0,
+                          "%s's ledger has %s, sold for %s", items[k].item, l->element[e]->str,
+                          who >= 0 ? runs[who].item : "no one");
+            ck_assert(unit >= 1 && unit <= items[k].stock && !seen[unit]);
+            seen[unit] = 1;
+        }
+        freeReplyObject(l);
+    }
     struct audit a;
     ck_assert_int_eq(inventory_audit(svc.inv, "inventory002", &a, err, sizeof(err)), 0);
     ck_assert_int_eq(a.sold, 30);
@@ -331,7 +369,7 @@ START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
 }
 END_TEST
 
-static Suite *inventory_suite(void) {
+Suite *inventory_suite(void) {
     Suite *s = suite_create("inventory");
     TCase *core = tcase_create("Core");
     tcase_add_checked_fixture(core, setup, teardown);
@@ -354,12 +392,4 @@ static Suite *inventory_suite(void) {
     tcase_add_test(outage, test_an_idle_connection_closed_by_a_restart_is_not_reused);
     suite_add_tcase(s, outage);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(inventory_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include "check_main.h"
 #include "harness.h"
 #include "mclock.h"
 
@@ -263,53 +264,42 @@ END_TEST
 
 /* ---- Redisson: woken by the unlock message ----------------------------- */
 
-/* Redisson's own scripts, as a Redisson client would send them. */
-static const char redisson_lock[] =
-    "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
-static const char redisson_unlock[] =
-    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
-    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
-
 /* A Redisson client holds the lock; a sale by strategy waits without a
  * command and is woken by the client's unlock message. */
 static void woken_by_redisson_client(const char *strategy) {
     start_pair(30000, 5000, NULL);
     const char *owner = "b983c153-7421-469a-addb-44fb92259a1b:1";
-    redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, owner);
-    ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
-    freeReplyObject(r);
+    ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, owner, 30000), 1);
 
     struct harness_bg sale;
     char path[64];
     snprintf(path, sizeof(path), "/inventory/sale/%s", strategy);
     harness_bg_start(&sale, a_port, path, 0);
     mclock_sleep_ms(300);
-    long long before = harness_redis_calls(redis_port, NULL);
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
     mclock_sleep_ms(700);
-    long long during = harness_redis_calls(redis_port, NULL) - before;
-    ck_assert_msg(during == 0, "%lld Redis commands while waiting: it polled", during);
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    /* The probe's heartbeat renews each process's alive key every 250 ms,
+     * whatever the sales do: that is not the waiter, and is left out on
+     * purpose. Seeing it shows that the log is live. */
+    const char *heartbeat[] = {"\"SET\" \"inventory001:alive:", NULL};
+    int beats = harness_lines(seen, heartbeat[0], NULL);
+    int during = harness_lines(seen, NULL, heartbeat);
+    ck_assert_msg(beats >= 2, "only %d heartbeats in 700 ms: MONITOR saw nothing?\n%.1500s", beats, seen);
+    ck_assert_msg(during == 0, "%d Redis commands while waiting: it polled:\n%.1500s", during, seen);
+    free(seen);
 
     int64_t released = mclock_ms();
-    r = harness_redis(redis_port, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s",
-                      redisson_unlock, LOCK_KEY, LOCK_KEY, owner);
-    ck_assert_int_eq(r->integer, 1);
-    freeReplyObject(r);
+    ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, owner), 1);
     harness_bg_join(&sale);
     ck_assert_int_eq(sale.status, 200);
     ck_assert_str_eq(harness_json_str(sale.body, "status"), "sold");
     ck_assert_int_le(harness_json_num(sale.body, "lock.attempts"), 3);
     /* From before the unlock's round trip to the whole answer received. */
     int64_t woken_within = sale.sent_ms + sale.took_ms - released;
-#if defined(__SANITIZE_ADDRESS__)
-    const int bound = 40;   /* sanitizers slow every step */
-#else
-    const int bound = 10;
-#endif
+    const int bound = HARNESS_SANITIZED ? 40 : 10;   /* sanitizers slow every step */
     ck_assert_msg(woken_within <= bound, "answered %lld ms after the unlock", (long long)woken_within);
 }
 
@@ -320,6 +310,125 @@ END_TEST
 
 START_TEST(test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message) {
     woken_by_redisson_client("batched");
+}
+END_TEST
+
+#define OTHER_OWNER "b983c153-7421-469a-addb-44fb92259a1b:1"
+
+/* Six sales, 60 ms apart, queue behind a Redisson client's lock; once it is
+ * freed they are served one by one in the order they came (the gate: none
+ * starves), and none but the first sent an acquire while it waited. */
+START_TEST(test_redisson_serves_the_sales_of_one_process_in_arrival_order) {
+    start_pair(30000, 8000, NULL);
+    ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, OTHER_OWNER, 30000), 1);
+    enum { N = 6 };
+    struct harness_bg s[N];
+    for (int i = 0; i < N; i++) {
+        harness_bg_start(&s[i], a_port, "/inventory/sale/redisson", 0);
+        mclock_sleep_ms(60);
+    }
+    mclock_sleep_ms(200);
+    ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
+    for (int i = 0; i < N; i++) harness_bg_join(&s[i]);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
+        ck_assert_msg(harness_json_num(s[i].body, "unit") == 200 - i,
+                      "sale %d (sent %d-th) sold unit %.0f, not %d: not served in arrival order", i, i + 1,
+                      harness_json_num(s[i].body, "unit"), 200 - i);
+        if (i > 0)
+            ck_assert_msg(harness_json_num(s[i].body, "lock.attempts") == 1,
+                          "sale %d contended while queued: %s", i, s[i].body);
+    }
+}
+END_TEST
+
+/* ---- Batched: one hold for every sale queued in the process ---------------- */
+
+/* Sale L waits alone for a Redisson client's lock (it leads the first
+ * batch); then X (hold_ms=400), five plain sales and Z (hold_ms=3000), in
+ * that order, queue behind it. The client unlocks. Fills s[0..7] in that
+ * order; `during`, when not NULL, runs 150 ms after the unlock. */
+enum { QUEUED = 8 };
+static void batch_behind_a_client(int ttl_ms, const char *x_query, struct harness_bg *s,
+                                  struct harness_monitor **m, void (*during)(void)) {
+    start_pair(ttl_ms, 8000, NULL);
+    ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, OTHER_OWNER, 30000), 1);
+    harness_bg_start(&s[0], a_port, "/inventory/sale/batched", 0);
+    mclock_sleep_ms(150);
+    char px[96];
+    snprintf(px, sizeof(px), "/inventory/sale/batched?%s", x_query);
+    for (int i = 1; i < QUEUED; i++) {
+        harness_bg_start(&s[i], a_port, i == 1 ? px : i == QUEUED - 1 ? "/inventory/sale/batched?hold_ms=3000"
+                                                     : "/inventory/sale/batched", 0);
+        mclock_sleep_ms(40);
+    }
+    mclock_sleep_ms(200);
+    if (m) *m = harness_monitor_start(redis_port);
+    ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
+    if (during) {
+        mclock_sleep_ms(150);
+        during();
+    }
+    for (int i = 0; i < QUEUED; i++) harness_bg_join(&s[i]);
+}
+
+START_TEST(test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_by_the_oldest_sale) {
+    struct harness_bg s[QUEUED];
+    struct harness_monitor *m = NULL;
+    const char *acquire = harness_script_sha(redis_port, "hash-lock");
+    char acquire_cmd[96];
+    batch_behind_a_client(30000, "hold_ms=400", s, &m, NULL);
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    ck_assert(acquire[0]);
+    snprintf(acquire_cmd, sizeof(acquire_cmd), "\"EVALSHA\" \"%s\"", acquire);
+    for (int i = 0; i < QUEUED; i++) {
+        ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
+        ck_assert_str_eq(harness_json_str(s[i].body, "status"), "sold");
+        /* Units in queue order: L first, then the second batch as it queued. */
+        ck_assert_msg(harness_json_num(s[i].body, "unit") == 200 - i, "sale %d: %s", i, s[i].body);
+    }
+    ck_assert_int_eq(harness_json_num(s[0].body, "lock.batch"), -1);   /* alone */
+    ck_assert_int_lt(harness_json_num(s[0].body, "lock.hold_ms"), 400);
+    for (int i = 1; i < QUEUED; i++) {
+        ck_assert_msg(harness_json_num(s[i].body, "lock.batch") == QUEUED - 1, "sale %d: %s", i, s[i].body);
+        /* X led the batch (the oldest queued): its hold_ms applied to all of
+         * it; Z did not lead, and its 3000 ms applied to nothing. */
+        ck_assert_msg(harness_json_num(s[i].body, "lock.hold_ms") >= 400 &&
+                      harness_json_num(s[i].body, "lock.hold_ms") < 3000, "sale %d: %s", i, s[i].body);
+    }
+    /* Two batches after the unlock: two acquires, two GETs, two SETs, two
+     * RPUSHes (the second with seven entries), inside two writes. */
+    ck_assert_msg(harness_lines(seen, acquire_cmd, NULL) == 2, "acquires after the unlock:\n%.1500s", seen);
+    ck_assert_int_eq(harness_lines(seen, "\"GET\" \"inventory001\"", NULL), 2);
+    /* The write is one script (sale-write.lua): MONITOR shows its calls. */
+    ck_assert_int_eq(harness_lines(seen, "\"set\" \"inventory001\" ", NULL), 2);
+    ck_assert_int_eq(harness_lines(seen, "\"rpush\" \"inventory001:sold\"", NULL), 2);
+    free(seen);
+    ck_assert_int_eq(audit("sold"), QUEUED);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("violations"), 0);
+}
+END_TEST
+
+static void delete_the_lock(void) {
+    ck_assert_int_eq(harness_redis_int(redis_port, "DEL " LOCK_KEY), 1);
+}
+
+/* As for redisson: the lock deleted under the second batch (TTL 900: the
+ * watchdog renews every 300 ms and finds it gone), so every sale of that
+ * batch answers 409 lock_lost and nothing of it is written. */
+START_TEST(test_a_batch_that_loses_its_lock_answers_lock_lost_for_every_sale_and_writes_nothing) {
+    struct harness_bg s[QUEUED];
+    batch_behind_a_client(900, "hold_ms=1200", s, NULL, delete_the_lock);
+    ck_assert_msg(s[0].status == 200, "the first batch: %d %s", s[0].status, s[0].body);
+    for (int i = 1; i < QUEUED; i++) {
+        ck_assert_msg(s[i].status == 409, "sale %d: %d %s", i, s[i].status, s[i].body);
+        ck_assert_str_eq(harness_json_str(s[i].body, "status"), "lock_lost");
+    }
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("stock"), 199);
+    ck_assert_int_eq(harness_metric(a_port, "inventoryd_lost_locks_total{strategy=\"batched\"}"), QUEUED - 1);
 }
 END_TEST
 
@@ -398,12 +507,31 @@ START_TEST(test_with_item_scope_independent_items_do_not_wait_for_each_other) {
 }
 END_TEST
 
+/* Each refusal is a JSON 400 that names the item rule, and changes nothing:
+ * no sale, no key made, the stock untouched. */
 START_TEST(test_a_bad_item_is_refused_with_400) {
     start_pair(10000, 5000, NULL);
-    struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/atomic?item=a%20b", NULL, NULL, &r), 400);
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/audit?item=", NULL, NULL, &r), 400);
-    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":1,\"item\":7}", &r), 400);
+    long long keys = harness_redis_int(redis_port, "DBSIZE");
+    static const struct { const char *method, *path, *body; } bad[] = {
+        {"GET", "/inventory/sale/atomic?item=a%20b", NULL},
+        {"GET", "/inventory/sale/owner-lua?item=a%20b", NULL},
+        {"GET", "/inventory?item=inventory001%2A", NULL},
+        {"GET", "/inventory/audit?item=", NULL},
+        {"POST", "/inventory/reset", "{\"stock\":1,\"item\":7}"},
+        {"POST", "/inventory/reset", "{\"stock\":1,\"item\":\"a b\"}"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct httpc_response r;
+        ck_assert_int_eq(harness_http(a_port, bad[i].method, bad[i].path, NULL, bad[i].body, &r), 400);
+        ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "bad_request") == 0 &&
+                      strstr(harness_json_str(r.body, "error"), "item") != NULL,
+                      "%s %s: %s", bad[i].method, bad[i].path, r.body);
+    }
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:initial"), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "DBSIZE"), keys);
 }
 END_TEST
 
@@ -484,7 +612,7 @@ START_TEST(test_a_holder_killed_inside_the_section_is_not_counted_against_later_
 }
 END_TEST
 
-static Suite *ladder_suite(void) {
+Suite *ladder_suite(void) {
     Suite *s = suite_create("ladder");
     struct { const char *name; const TTest *tests[8]; } cases[] = {
         {"Spin", {test_setnx_spin_serialises_two_instances_where_local_did_not,
@@ -501,7 +629,10 @@ static Suite *ladder_suite(void) {
                      test_watchdog_keeps_the_lock_through_work_three_times_the_ttl,
                      test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_commit}},
         {"Redisson", {test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
-                      test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message}},
+                      test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
+                      test_redisson_serves_the_sales_of_one_process_in_arrival_order}},
+        {"Batched", {test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_by_the_oldest_sale,
+                     test_a_batch_that_loses_its_lock_answers_lock_lost_for_every_sale_and_writes_nothing}},
         {"Scope", {test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock,
                    test_with_item_scope_independent_items_do_not_wait_for_each_other,
                    test_a_bad_item_is_refused_with_400}},
@@ -519,12 +650,4 @@ static Suite *ladder_suite(void) {
         suite_add_tcase(s, tc);
     }
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(ladder_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -9,7 +9,7 @@
  * renewed while held, and a lock that is gone is reported lost; releasing a
  * lost lock never deletes its next owner's (except for the DEL releases,
  * whose flaw that is); and a lost reply leaves no hold behind. */
-#include <check.h>
+#include "check_main.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,10 +335,3 @@ Suite *lock_suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(lock_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#include "check_main.h"
 #include "harness.h"
 #include "mclock.h"
 
@@ -42,7 +44,18 @@ static void masters_ready(int ttl_ms) {
             ck_assert_int_eq(harness_redis_wait_uptime(master_port[i], (ttl_ms + 999) / 1000), 0);
 }
 
-/* Two instances on the test's Redis and masters, once the masters may vote. */
+/* Two instances on the test's Redis and masters, each master's connect and
+ * command timeout node_ms, once the masters may vote. */
+static void start_pair_timeout(int ttl_ms, int wait_ms, int node_ms) {
+    masters_ready(ttl_ms);
+    char nt[48];
+    snprintf(nt, sizeof(nt), "redlock.node-timeout-ms=%d", node_ms);
+    const char *sets[] = {nodes, nt, NULL};
+    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
+                                        &b_pid, &b_port), 0);
+}
+
+/* The same with the 50 ms node timeout. */
 static void start_pair(int ttl_ms, int wait_ms, const char *masters) {
     masters_ready(ttl_ms);
     const char *sets[] = {masters ? masters : nodes, "redlock.node-timeout-ms=50", NULL};
@@ -65,6 +78,26 @@ static const char *vote_of(const char *body, int i) {
     word[0] = '\0';
     if (p) sscanf(p + strlen(key), "%15[a-z]", word);
     return word;
+}
+
+/* inventoryd_redlock_votes_total of master i on the instance at port, for
+ * one outcome ("yes", "busy", "error", "restarted"). */
+static long long votes(int port, int i, const char *outcome) {
+    char series[128];
+    snprintf(series, sizeof(series), "inventoryd_redlock_votes_total{node=\"127.0.0.1:%d\",outcome=\"%s\"}",
+             master_port[i], outcome);
+    long long n = harness_metric(port, series);
+    ck_assert_msg(n >= 0, "no %s in GET /metrics", series);
+    return n;
+}
+
+/* A counter of /metrics for the redlock strategy ("inventoryd_lock_attempts_total"). */
+static long long redlock_metric(int port, const char *name) {
+    char series[128];
+    snprintf(series, sizeof(series), "%s{strategy=\"redlock\"}", name);
+    long long n = harness_metric(port, series);
+    ck_assert_msg(n >= 0, "no %s in GET /metrics", series);
+    return n;
 }
 
 /* inventory-load against one instance, in the background. */
@@ -100,14 +133,23 @@ static long long load_field(const char *out, const char *field) {
     return strtoll(p + strlen(key), NULL, 10);
 }
 
+static pid_t la, lb;   /* the two loads while load_both runs */
+
+/* 1 while the load pid has not exited (it is not reaped here). */
+static int running(pid_t pid) {
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
+}
+
 /* Both loads (100 clients each, 600 requests each) with `during` run while
  * they go; returns what the clients saw sold in all. */
 static long long load_both(void (*during)(void)) {
     char out_a[] = "/tmp/redlock-load-a-XXXXXX", out_b[] = "/tmp/redlock-load-b-XXXXXX";
     close(mkstemp(out_a));
     close(mkstemp(out_b));
-    pid_t la = load_start(a_port, 100, 600, out_a);
-    pid_t lb = load_start(b_port, 100, 600, out_b);
+    la = load_start(a_port, 100, 600, out_a);
+    lb = load_start(b_port, 100, 600, out_b);
     if (during) during();
     int st;
     waitpid(la, &st, 0);
@@ -127,47 +169,85 @@ START_TEST(test_all_three_masters_up_sell_exactly_the_stock) {
     ck_assert_int_eq(audit("stock"), 0);
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("violations"), 0);
-    struct httpc_response r;
-    harness_http(a_port, "GET", "/metrics", NULL, NULL, &r);
-    char want[96];
-    snprintf(want, sizeof(want), "inventoryd_redlock_votes_total{node=\"127.0.0.1:%d\",outcome=\"yes\"}",
-             master_port[2]);
-    ck_assert_ptr_nonnull(strstr(r.body, want));
+    /* The metrics agree with the sales: every round got one vote from each
+     * master, every lock held had a quorum of yes, no master failed. */
+    long long sales = 0;
+    for (int k = 0; k < 2; k++) {
+        int port = k ? b_port : a_port;
+        long long attempts = redlock_metric(port, "inventoryd_lock_attempts_total");
+        long long answered = redlock_metric(port, "inventoryd_sales_total") +
+                             redlock_metric(port, "inventoryd_sold_out_total");
+        long long all = 0, yes = 0;
+        for (int i = 0; i < 3; i++) {
+            yes += votes(port, i, "yes");
+            all += votes(port, i, "yes") + votes(port, i, "busy");
+            ck_assert_int_eq(votes(port, i, "error"), 0);
+            ck_assert_int_eq(votes(port, i, "restarted"), 0);
+        }
+        ck_assert_int_eq(answered, 600);
+        ck_assert_msg(all == 3 * attempts, "%lld votes for %lld rounds of 3 masters", all, attempts);
+        ck_assert_msg(yes >= 2 * answered, "%lld yes votes for %lld holds (quorum 2)", yes, answered);
+        sales += redlock_metric(port, "inventoryd_sales_total");
+    }
+    ck_assert_int_eq(sales, 200);
 }
 END_TEST
 
+static long long sold_at_kill;
+
+/* Kills master 1 once 20 units are sold, while both loads still run. */
 static void kill_second_master(void) {
-    mclock_sleep_ms(300);
+    int64_t deadline = mclock_ms() + 20000;
+    while ((sold_at_kill = harness_redis_int(redis_port, "LLEN inventory001:sold")) < 20 &&
+           mclock_ms() < deadline)
+        mclock_sleep_ms(5);
+    int both = running(la) && running(lb);
     kill(master_pid[1], SIGKILL);
     waitpid(master_pid[1], NULL, 0);
     master_pid[1] = 0;
+    ck_assert_msg(both, "a load had ended before the kill");
+    ck_assert_msg(sold_at_kill >= 20 && sold_at_kill < 200, "%lld of 200 sold at the kill", sold_at_kill);
 }
 
 START_TEST(test_a_master_killed_mid_load_oversells_nothing_and_waits_out_its_restart) {
     start_pair(3000, 20000, NULL);
     long long sold = load_both(kill_second_master);
-    ck_assert_int_eq(sold, audit("sold"));
-    ck_assert_int_le(sold, 200);
+    /* Two masters are a quorum: the sales went on and sold exactly the stock. */
+    ck_assert_int_eq(sold, 200);
+    ck_assert_int_eq(audit("sold"), 200);
+    ck_assert_int_eq(audit("stock"), 0);
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("violations"), 0);
     ck_assert_int_eq(audit("oversold_units"), 0);
+    /* Every round after the kill counted the dead master's vote as an error. */
+    long long errors = votes(a_port, 1, "error") + votes(b_port, 1, "error");
+    ck_assert_msg(errors > 0, "no error vote for the killed master (%lld sold at the kill)", sold_at_kill);
+    for (int i = 0; i < 3; i += 2) ck_assert_int_eq(votes(a_port, i, "error") + votes(b_port, i, "error"), 0);
+    ck_assert_int_eq(votes(a_port, 1, "restarted"), 0);
 
     /* Restarted empty on the same port: it forgot every lock it held. */
     master_pid[1] = harness_redis_start(master_port[1], NULL);
     ck_assert_int_gt(master_pid[1], 0);
     struct httpc_response r;
     harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":10}", &r);
+    long long yes_before = votes(a_port, 1, "yes");
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     ck_assert_str_eq(vote_of(r.body, 1), "restarted");
     ck_assert_str_eq(vote_of(r.body, 0), "yes");
+    ck_assert_int_eq(harness_json_num(r.body, "lock.attempts"), 1);
+    ck_assert_int_eq(votes(a_port, 1, "restarted"), 1);
     mclock_sleep_ms(3200);   /* the longest lease has passed */
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     ck_assert_str_eq(vote_of(r.body, 1), "yes");
+    ck_assert_int_eq(votes(a_port, 1, "restarted"), 1);
+    ck_assert_int_eq(votes(a_port, 1, "yes"), yes_before + 1);
 }
 END_TEST
 
 START_TEST(test_two_masters_down_answer_503_at_once_and_sales_resume_when_back) {
-    start_pair(3000, 2000, NULL);
+    /* lock.wait-ms is far above the bound: a sale that polled until it ran
+     * out would take 10 s, not a few node timeouts (50 ms). */
+    start_pair(3000, 10000, NULL);
     for (int i = 1; i < 3; i++) {
         harness_stop(master_pid[i]);
         master_pid[i] = 0;
@@ -176,7 +256,8 @@ START_TEST(test_two_masters_down_answer_503_at_once_and_sales_resume_when_back) 
     for (int k = 0; k < 3; k++) {
         int64_t t0 = mclock_ms();
         ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
-        ck_assert_int_lt(mclock_ms() - t0, 2000 + 500);
+        int64_t took = mclock_ms() - t0;
+        ck_assert_msg(took < 300, "503 after %lld ms: not at once", (long long)took);
         ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
         ck_assert_ptr_nonnull(strstr(r.body, "masters can vote"));
     }
@@ -206,6 +287,205 @@ START_TEST(test_a_paused_master_costs_no_more_than_the_node_timeout) {
     ck_assert_str_eq(vote_of(r.body, 1), "yes");
     ck_assert_str_eq(vote_of(r.body, 2), "yes");
     ck_assert_msg(took < 50 + 150, "took %lld ms with one master paused", (long long)took);
+    ck_assert_int_eq(votes(a_port, 0, "error"), 1);
+    ck_assert_int_eq(votes(a_port, 0, "yes"), 1);
+    ck_assert_int_eq(votes(a_port, 1, "yes"), 2);
+    ck_assert_int_eq(votes(a_port, 2, "yes"), 2);
+    ck_assert_int_eq(redlock_metric(a_port, "inventoryd_lock_attempts_total"), 2);
+}
+END_TEST
+
+/* ---- the rules of a round -------------------------------------------------- */
+
+#define OTHER_OWNER "b983c153-7421-469a-addb-44fb92259a1b:1"
+
+/* Another Redlock client holds the lock on masters 1 and 2, not on 0: each
+ * round wins master 0 alone, which is short of the quorum, so the round
+ * must give master 0 back at once and keep nothing between rounds. */
+START_TEST(test_a_short_round_gives_back_its_partial_win_and_votes_busy_where_held) {
+    start_pair(3000, 600, NULL);
+    for (int i = 1; i < 3; i++)
+        ck_assert_int_eq(harness_redisson_lock(master_port[i], LOCK_KEY, OTHER_OWNER, 30000), 1);
+    /* harness_script_sha's buffer is static: copy each. A round that falls
+     * short gives its wins back whole (hash-abandon: the owner's field goes,
+     * whatever count it had). */
+    char lock_sha[48], unlock_sha[48];
+    snprintf(lock_sha, sizeof(lock_sha), "%s", harness_script_sha(master_port[0], "hash-lock"));
+    snprintf(unlock_sha, sizeof(unlock_sha), "%s", harness_script_sha(master_port[0], "hash-abandon"));
+    ck_assert(lock_sha[0] && unlock_sha[0]);
+    char lock_cmd[96], unlock_cmd[96];
+    snprintf(lock_cmd, sizeof(lock_cmd), "\"EVALSHA\" \"%s\"", lock_sha);
+    snprintf(unlock_cmd, sizeof(unlock_cmd), "\"EVALSHA\" \"%s\"", unlock_sha);
+    struct harness_monitor *m = harness_monitor_start(master_port[0]);
+    ck_assert_ptr_nonnull(m);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_msg(strcmp(vote_of(r.body, 0), "yes") == 0, "answer: %s", r.body);
+    ck_assert_str_eq(vote_of(r.body, 1), "busy");
+    ck_assert_str_eq(vote_of(r.body, 2), "busy");
+    int rounds = (int)harness_json_num(r.body, "lock.attempts");
+    ck_assert_int_ge(rounds, 2);
+    /* No partial win kept: master 0 holds nothing, and every round that
+     * won it gave it back. */
+    ck_assert_int_eq(harness_redis_int(master_port[0], "EXISTS " LOCK_KEY), 0);
+    int locks = harness_lines(seen, lock_cmd, NULL), unlocks = harness_lines(seen, unlock_cmd, NULL);
+    ck_assert_msg(locks == rounds && unlocks == rounds,
+                  "master 0: %d acquires and %d releases for %d rounds:\n%.1500s", locks, unlocks,
+                  rounds, seen);
+    free(seen);
+    /* The other owner's lock is untouched. */
+    for (int i = 1; i < 3; i++)
+        ck_assert_int_eq(harness_redis_int(master_port[i], "HGET " LOCK_KEY " " OTHER_OWNER), 1);
+    /* Every round counted: yes on master 0, busy on the others. */
+    ck_assert_int_eq(votes(a_port, 0, "yes"), rounds);
+    ck_assert_int_eq(votes(a_port, 0, "busy"), 0);
+    ck_assert_int_eq(votes(a_port, 1, "busy"), rounds);
+    ck_assert_int_eq(votes(a_port, 2, "busy"), rounds);
+    ck_assert_int_eq(redlock_metric(a_port, "inventoryd_lock_timeouts_total"), 1);
+    ck_assert_int_eq(audit("stock"), 200);
+}
+END_TEST
+
+/* TTL 250 ms, and master 0 answers nothing for 300 ms (the node timeout):
+ * every round ends past the lease, so its yes votes are worth nothing. */
+START_TEST(test_a_quorum_reached_after_the_lease_ran_out_is_no_lock) {
+    start_pair_timeout(250, 1500, 300);
+    redisReply *p = harness_redis(master_port[0], "CLIENT PAUSE 5000 ALL");
+    ck_assert_ptr_nonnull(p);
+    freeReplyObject(p);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_msg(strstr(r.body, "quorum reached too late") != NULL, "answer: %s", r.body);
+    ck_assert_str_eq(vote_of(r.body, 1), "yes");
+    ck_assert_str_eq(vote_of(r.body, 2), "yes");
+    /* The late wins were given back. */
+    ck_assert_int_eq(harness_redis_int(master_port[1], "EXISTS " LOCK_KEY), 0);
+    ck_assert_int_eq(harness_redis_int(master_port[2], "EXISTS " LOCK_KEY), 0);
+    ck_assert_int_eq(audit("stock"), 200);
+}
+END_TEST
+
+/* Master 0 (the first in the list) holds every write for 300 ms; master 1
+ * must still get the round's command at once, not after master 0 answers. */
+START_TEST(test_a_round_sends_to_every_master_before_reading_any_answer) {
+    start_pair_timeout(3000, 3000, 1000);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
+    const char *lock_sha = harness_script_sha(master_port[1], "hash-lock");
+    ck_assert(lock_sha[0]);
+    char lock_cmd[96];
+    snprintf(lock_cmd, sizeof(lock_cmd), "\"EVALSHA\" \"%s\"", lock_sha);
+    struct harness_monitor *m = harness_monitor_start(master_port[1]);
+    ck_assert_ptr_nonnull(m);
+    redisReply *p = harness_redis(master_port[0], "CLIENT PAUSE 300 WRITE");
+    ck_assert_ptr_nonnull(p);
+    freeReplyObject(p);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double sent = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    int64_t t0 = mclock_ms();
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
+    int64_t took = mclock_ms() - t0;
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_eq(harness_json_num(r.body, "lock.attempts"), 1);
+    ck_assert_str_eq(vote_of(r.body, 0), "yes");
+    ck_assert_msg(took >= 200, "the sale took %lld ms: master 0 was not paused", (long long)took);
+    const char *line = strstr(seen, lock_cmd);
+    while (line && line > seen && line[-1] != '\n') line--;
+    ck_assert_msg(line != NULL, "master 1 got no acquire:\n%.1500s", seen);
+    double at = strtod(line, NULL);
+    ck_assert_msg(at - sent < 0.150, "master 1 got the acquire %.0f ms after the sale was sent, "
+                  "master 0 being paused 300 ms: the round was not pipelined", (at - sent) * 1000);
+    free(seen);
+}
+END_TEST
+
+/* ---- the watchdog on a quorum ---------------------------------------------- */
+
+START_TEST(test_the_watchdog_renews_on_every_master_while_the_sale_works) {
+    start_pair(600, 5000, NULL);
+    struct harness_bg a;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=1800", 0);
+    for (int ms = 700; ms <= 1600; ms += 300) {
+        int64_t left = t0 + ms - mclock_ms();
+        if (left > 0) mclock_sleep_ms((int)left);
+        for (int i = 0; i < 3; i++) {
+            long long pttl = harness_redis_int(master_port[i], "PTTL " LOCK_KEY);
+            ck_assert_msg(pttl > 100, "master %d: PTTL at %d ms was %lld: not renewed", i, ms, pttl);
+        }
+    }
+    harness_bg_join(&a);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
+    ck_assert_int_ge(redlock_metric(a_port, "inventoryd_lock_renewals_total"), 5);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(harness_redis_int(master_port[i], "EXISTS " LOCK_KEY), 0);
+}
+END_TEST
+
+/* The lock vanishes from `gone` masters 150 ms into a 900 ms sale (TTL 600:
+ * the watchdog renews every 200 ms). With one gone, two renew: a quorum,
+ * the sale sells. With two gone, it is lost: 409 and nothing written. */
+static struct harness_bg sale_losing(int gone) {
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=900", 0);
+    mclock_sleep_ms(150);
+    for (int i = 0; i < gone; i++)
+        ck_assert_int_eq(harness_redis_int(master_port[2 - i], "DEL " LOCK_KEY), 1);
+    harness_bg_join(&a);
+    return a;
+}
+
+START_TEST(test_a_renewal_short_of_a_quorum_loses_the_lock_and_the_sale_writes_nothing) {
+    start_pair(600, 5000, NULL);
+    struct harness_bg a = sale_losing(1);
+    ck_assert_msg(a.status == 200, "one master lost: %d %s", a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
+    ck_assert_int_eq(audit("stock"), 199);
+    a = sale_losing(2);
+    ck_assert_msg(a.status == 409, "two masters lost: %d %s", a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
+    ck_assert_int_eq(audit("stock"), 199);
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(redlock_metric(a_port, "inventoryd_lost_locks_total"), 1);
+}
+END_TEST
+
+/* ---- the FIFO gate ------------------------------------------------------------ */
+
+/* Six sales, 60 ms apart, queue behind another client's lock; once it is
+ * freed they are served one by one in the order they came, none starved,
+ * and none but the first sent an acquire while it waited. */
+START_TEST(test_redlock_serves_the_sales_of_one_process_in_arrival_order) {
+    start_pair(3000, 8000, NULL);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(harness_redisson_lock(master_port[i], LOCK_KEY, OTHER_OWNER, 30000), 1);
+    enum { N = 6 };
+    struct harness_bg s[N];
+    for (int i = 0; i < N; i++) {
+        harness_bg_start(&s[i], a_port, "/inventory/sale/redlock", 0);
+        mclock_sleep_ms(60);
+    }
+    mclock_sleep_ms(200);
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(harness_redisson_unlock(master_port[i], LOCK_KEY, OTHER_OWNER), 1);
+    for (int i = 0; i < N; i++) harness_bg_join(&s[i]);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
+        ck_assert_msg(harness_json_num(s[i].body, "unit") == 200 - i,
+                      "sale %d (sent %d-th) sold unit %.0f, not %d: not served in arrival order", i, i + 1,
+                      harness_json_num(s[i].body, "unit"), 200 - i);
+        /* Only the head of the gate contends in Redis: the others sent one
+         * acquire each, when their turn came. */
+        if (i > 0)
+            ck_assert_msg(harness_json_num(s[i].body, "lock.attempts") == 1,
+                          "sale %d contended while queued: %s", i, s[i].body);
+    }
 }
 END_TEST
 
@@ -240,11 +520,17 @@ static void failover(const char *strategy, int master, pid_t master_proc, int re
     freeReplyObject(cut);
     harness_bg_start(a, a_port, pa, 0);
     mclock_sleep_ms(200);
+    long long held = harness_redis_int(master, "EXISTS " LOCK_KEY);
     kill(master_proc, SIGKILL);
     waitpid(master_proc, NULL, 0);
     kill(replica_pid, SIGCONT);
     redisReply *r = harness_redis(replica_port, "REPLICAOF NO ONE");
     freeReplyObject(r);
+    /* The hazard really happened: A held the lock on the master, and the
+     * promoted replica never heard of it. */
+    ck_assert_msg(held == 1, "A did not hold the lock on the master when it was killed");
+    ck_assert_msg(harness_redis_int(replica_port, "EXISTS " LOCK_KEY) == 0,
+                  "the lock reached the replica: the failover lost nothing");
     harness_bg_start(b, b_port, pb, 100);
     harness_bg_join(b);
     harness_bg_join(a);
@@ -313,14 +599,24 @@ START_TEST(test_redlock_keeps_exclusion_through_the_same_failover) {
 }
 END_TEST
 
-static Suite *redlock_suite(void) {
+Suite *redlock_suite(void) {
     Suite *s = suite_create("redlock");
     TCase *q = tcase_create("Quorum");
     tcase_add_checked_fixture(q, setup, teardown);
     tcase_set_timeout(q, 120);
     tcase_add_test(q, test_all_three_masters_up_sell_exactly_the_stock);
     tcase_add_test(q, test_a_paused_master_costs_no_more_than_the_node_timeout);
+    tcase_add_test(q, test_redlock_serves_the_sales_of_one_process_in_arrival_order);
     suite_add_tcase(s, q);
+    TCase *rd = tcase_create("Rounds");
+    tcase_add_checked_fixture(rd, setup, teardown);
+    tcase_set_timeout(rd, 60);
+    tcase_add_test(rd, test_a_short_round_gives_back_its_partial_win_and_votes_busy_where_held);
+    tcase_add_test(rd, test_a_quorum_reached_after_the_lease_ran_out_is_no_lock);
+    tcase_add_test(rd, test_a_round_sends_to_every_master_before_reading_any_answer);
+    tcase_add_test(rd, test_the_watchdog_renews_on_every_master_while_the_sale_works);
+    tcase_add_test(rd, test_a_renewal_short_of_a_quorum_loses_the_lock_and_the_sale_writes_nothing);
+    suite_add_tcase(s, rd);
     TCase *f = tcase_create("Failures");
     tcase_add_checked_fixture(f, setup, teardown);
     tcase_set_timeout(f, 120);
@@ -334,12 +630,4 @@ static Suite *redlock_suite(void) {
     tcase_add_test(fo, test_redlock_keeps_exclusion_through_the_same_failover);
     suite_add_tcase(s, fo);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(redlock_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "lock.h"
 #include "reply.h"
 #include "strategy.h"
@@ -466,15 +467,4 @@ Suite *reply_suite(void) {
     tcase_add_test(errors, test_an_errstr_filling_its_whole_buffer_is_reported_whole);
     suite_add_tcase(s, errors);
     return s;
-}
-
-int main(void) {
-    Suite *s = reply_suite();
-    SRunner *sr = srunner_create(s);
-    int failures;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failures = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

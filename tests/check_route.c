@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "route.h"
 
 #define CONTEXT "/redis/distributed/lock"
@@ -574,15 +575,4 @@ Suite *route_suite(void) {
     tcase_add_test(limits, test_a_context_path_under_the_sale_path_still_finds_the_demo_path);
     suite_add_tcase(s, limits);
     return s;
-}
-
-int main(void) {
-    Suite *s = route_suite();
-    SRunner *sr = srunner_create(s);
-    int failures;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failures = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failures == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

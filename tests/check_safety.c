@@ -11,7 +11,7 @@
  * made by a DEBUG SLEEP longer than the instance's redis.timeout while a
  * command of a sale is in flight. */
 #include <arpa/inet.h>
-#include <check.h>
+#include "check_main.h"
 #include <cjson/cJSON.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -920,7 +920,7 @@ START_TEST(test_the_audit_warns_when_one_stock_was_sold_under_two_lock_families)
 }
 END_TEST
 
-static Suite *safety_suite(void) {
+Suite *safety_suite(void) {
     Suite *s = suite_create("safety");
     struct {
         const char *name;
@@ -966,10 +966,3 @@ static Suite *safety_suite(void) {
     return s;
 }
 
-int main(void) {
-    SRunner *sr = srunner_create(safety_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

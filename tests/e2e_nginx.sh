@@ -10,8 +10,10 @@
 #   (a) atomic never oversells: clients see exactly 200 sold and the audit
 #       agrees (sold 200, stock 0, not oversold, nothing sold twice).
 #   (b) local is safe only inside one process: across two instances the
-#       audit must agree with what the clients saw, oversold or not; both
-#       instances must have taken traffic.
+#       audit must agree with what the clients saw, oversold or not; nginx
+#       must have split the sales 1:2 by its weights (within 10%); and each
+#       instance's /metrics must have counted, by value, the requests nginx
+#       sent it and, summed, the sales and sold_out answers the clients saw.
 #   (c) both instances stop cleanly (exit 0) on SIGTERM, which under the
 #       sanitizer build also means no leak was reported.
 #   Also: nginx/nginx.conf is exactly the template rendered for 8080 3786 3787.
@@ -79,10 +81,28 @@ expect "atomic: audit.sold_twice" "$(jqv atomic .sold_twice)" 0
 expect "atomic: audit.oversold_units" "$(jqv atomic .oversold_units)" 0
 log "PASS atomic: 200 sold through two instances, none oversold"
 
+# scrape PORT NAME: GET /metrics of the instance on PORT into $work/NAME.prom.
+scrape() {
+    curl -sf --max-time 5 -o "$work/$2.prom" "http://127.0.0.1:$1/metrics" ||
+        fail "instance $1: GET /metrics failed"
+}
+
+# metric NAME REGEX: the sum of the series of $work/NAME.prom whose name and
+# labels match REGEX (awk); fails when none does.
+metric() {
+    local v
+    v=$(awk -v re="$2" '$1 ~ re { s += $2; seen = 1 } END { if (seen) printf "%d", s; else print "none" }' \
+        "$work/$1.prom")
+    [ "$v" != none ] || fail "$1: no series matching $2 in GET /metrics"
+    echo "$v"
+}
+
 # ---- (b) local: the audit agrees with what the clients saw -----------------
 reset_stock
 lines_before=$(wc -l <"$work/nginx/access.log")
+for p in "$port1" "$port2"; do scrape "$p" "before-$p"; done
 run_load local
+for p in "$port1" "$port2"; do scrape "$p" "after-$p"; done
 expect "local: transport errors seen by clients" "${L[errors]}" 0
 expect "local: answers that were neither sold nor sold_out" "${L[other]}" 0
 audit local
@@ -101,16 +121,25 @@ hits2=$(tail -n +"$((lines_before + 1))" "$work/nginx/access.log" |
     grep -c "/inventory/sale/local .*upstream=127.0.0.1:$port2 " || true)
 log "local: nginx sent $hits1 sales to $port1 (weight 1), $hits2 to $port2 (weight 2)"
 [ "$hits1" -gt 0 ] || fail "local: instance $port1 got no sale through nginx"
-[ "$hits2" -gt 0 ] || fail "local: instance $port2 got no sale through nginx"
-# And each instance counted them itself (Prometheus text of GET /metrics).
+expect "local: sales nginx logged vs requests made" $((hits1 + hits2)) "$requests"
+[ $((hits2 * 10)) -ge $((hits1 * 18)) ] && [ $((hits2 * 10)) -le $((hits1 * 22)) ] ||
+    fail "local: nginx split the sales $hits1:$hits2, not 1:2 (weights 1 and 2) within 10%"
+# And each instance counted them itself (Prometheus text of GET /metrics,
+# scraped just before and just after the load): its 2xx answers grew by what
+# nginx sent it (plus the first scrape, counted once answered), and the two
+# instances' sales and sold_out add up to what the clients saw.
+declare -A hits=([$port1]=$hits1 [$port2]=$hits2)
+sold_sum=0 out_sum=0
+growth() { echo $(( $(metric "after-$1" "$2") - $(metric "before-$1" "$2") )); }
 for p in "$port1" "$port2"; do
-    n=$(curl -sf --max-time 5 "http://127.0.0.1:$p/metrics" |
-        awk '$1 ~ /^inventoryd_http_requests_total/ { s += $2; seen = 1 }
-             END { if (seen) printf "%d", s; else print "none" }')
-    [ "$n" = none ] && fail "instance $p: no inventoryd_http_requests_total in GET /metrics"
-    [ "$n" -gt 0 ] || fail "instance $p: inventoryd_http_requests_total is $n after the load"
+    n=$(( $(growth "$p" '^inventoryd_http_requests_total[{]code="2xx"[}]$') - 1 ))
+    expect "instance $p: 2xx answers counted in /metrics during the load vs sales nginx sent it" "$n" "${hits[$p]}"
+    sold_sum=$(( sold_sum + $(growth "$p" '^inventoryd_sales_total[{]strategy="local"[}]$') ))
+    out_sum=$(( out_sum + $(growth "$p" '^inventoryd_sold_out_total[{]strategy="local"[}]$') ))
 done
-log "PASS local: audit agrees with the clients; both instances served sales"
+expect "local: inventoryd_sales_total of both instances vs units clients saw sold" "$sold_sum" "${L[sold]}"
+expect "local: inventoryd_sold_out_total of both instances vs sold_out answers" "$out_sum" "${L[sold_out]}"
+log "PASS local: audit agrees with the clients; nginx split the sales 1:2; /metrics counted them"
 
 # ---- (c) graceful stop -----------------------------------------------------
 stop_stack_cleanly

@@ -43,13 +43,15 @@ int harness_wait_port(int port, int timeout_ms) {
     return -1;
 }
 
-/* Runs argv in a child; quiet sends its stdout to /dev/null. */
-static pid_t spawn(char *const argv[], int quiet) {
+/* Runs argv in a child; quiet sends its stdout to /dev/null; log, when
+ * not NULL, takes both its stdout and its stderr. */
+static pid_t spawn_to(char *const argv[], int quiet, const char *log) {
     pid_t pid = fork();
     if (pid == 0) {
         /* Not our test's signals: the child gets the default dispositions. */
         signal(SIGPIPE, SIG_DFL);
         if (quiet && !freopen("/dev/null", "w", stdout)) _exit(127);
+        if (log && (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0)) _exit(127);
         execvp(argv[0], argv);
         fprintf(stderr, "harness: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -57,23 +59,52 @@ static pid_t spawn(char *const argv[], int quiet) {
     return pid;
 }
 
+static pid_t spawn(char *const argv[], int quiet) {
+    return spawn_to(argv, quiet, NULL);
+}
+
+/* Where the redis-server on a port keeps its RDB file. Without --save a
+ * server never writes one, but a replica does (the master's snapshot, on a
+ * full sync), and every server loads the one in its directory at start-up:
+ * left in the working directory, it would hand the next test's Redis the
+ * data of an earlier one. So each port has its own file, removed before a
+ * server starts and after it stops. */
+static void rdb_path(int port, char *buf, size_t len) {
+    snprintf(buf, len, "/tmp/inventoryd-harness-%d.rdb", port);
+}
+
+static struct {
+    pid_t pid;
+    int port;
+} redis_ports[128];
+
 pid_t harness_redis_start(int port, int *port_out) {
     return harness_redis_start_args(port, port_out, NULL);
 }
 
 pid_t harness_redis_start_args(int port, int *port_out, const char *const *args) {
     if (port == 0) port = harness_free_port();
-    char p[16];
+    char p[16], rdb[96], dbfile[64];
     snprintf(p, sizeof(p), "%d", port);
+    rdb_path(port, rdb, sizeof(rdb));
+    snprintf(dbfile, sizeof(dbfile), "%s", strrchr(rdb, '/') + 1);
+    unlink(rdb);
     /* DEBUG (SLEEP, ...) is on: these servers are the tests' own. */
     char *argv[48] = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
                       "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-                      "--enable-debug-command", "yes", NULL};
-    int n = 15;
+                      "--dir", "/tmp", "--dbfilename", dbfile, "--enable-debug-command", "yes",
+                      NULL};
+    int n = 19;
     for (int i = 0; args && args[i] && n < 47; i++) argv[n++] = (char *)args[i];
     argv[n] = NULL;
     pid_t pid = spawn(argv, 1);
     if (pid < 0) return -1;
+    for (size_t i = 0; i < sizeof(redis_ports) / sizeof(redis_ports[0]); i++)
+        if (redis_ports[i].pid == 0) {
+            redis_ports[i].pid = pid;
+            redis_ports[i].port = port;
+            break;
+        }
     int64_t deadline = mclock_ms() + 5000;
     while (mclock_ms() < deadline) {
         {
@@ -91,19 +122,38 @@ pid_t harness_redis_start_args(int port, int *port_out, const char *const *args)
     return -1;
 }
 
+/* Removes the RDB file of the redis-server pid, if the harness started it. */
+static void rdb_forget(pid_t pid) {
+    for (size_t i = 0; i < sizeof(redis_ports) / sizeof(redis_ports[0]); i++)
+        if (redis_ports[i].pid == pid) {
+            char rdb[96];
+            rdb_path(redis_ports[i].port, rdb, sizeof(rdb));
+            unlink(rdb);
+            redis_ports[i].pid = 0;
+        }
+}
+
 void harness_stop(pid_t pid) {
     if (pid <= 0) return;
     kill(pid, SIGTERM);
     int64_t deadline = mclock_ms() + 5000;
     while (mclock_ms() < deadline) {
-        if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            rdb_forget(pid);
+            return;
+        }
         mclock_sleep_ms(10);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    rdb_forget(pid);
 }
 
 pid_t harness_inventoryd_start(int port, const char *const *sets) {
+    return harness_inventoryd_start_logged(port, sets, NULL);
+}
+
+pid_t harness_inventoryd_start_logged(int port, const char *const *sets, const char *log_path) {
     char *argv[64];
     int n = 0;
     char portset[32];
@@ -116,7 +166,7 @@ pid_t harness_inventoryd_start(int port, const char *const *sets) {
         argv[n++] = (char *)sets[i];
     }
     argv[n] = NULL;
-    pid_t pid = spawn(argv, 0);
+    pid_t pid = spawn_to(argv, 0, log_path);
     if (pid < 0) return -1;
     if (harness_wait_port(port, 5000) < 0) {
         harness_stop(pid);
@@ -209,7 +259,7 @@ long long harness_redis_calls(int port, const char *cmd) {
     }
     long long total = 0;
     char want[64];
-    snprintf(want, sizeof(want), "cmdstat_%s:", cmd ? cmd : "");
+    snprintf(want, sizeof(want), cmd ? "cmdstat_%s:" : "cmdstat_", cmd ? cmd : "");
     for (char *line = r->str; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
         if (strncmp(line, want, strlen(want)) != 0) continue;
         if (strncmp(line, "cmdstat_info:", 13) == 0 && !cmd) continue;   /* our own probes */
@@ -291,4 +341,155 @@ double harness_audit(int port, const char *field) {
     struct httpc_response r;
     if (harness_http(port, "GET", "/inventory/audit", NULL, NULL, &r) != 200) return -1e9;
     return harness_json_num(r.body, field);
+}
+
+struct harness_monitor {
+    redisContext *c;
+    int port;
+};
+
+struct harness_monitor *harness_monitor_start(int port) {
+    struct harness_monitor *m = calloc(1, sizeof(*m));
+    if (!m) return NULL;
+    m->port = port;
+    m->c = redisConnect("127.0.0.1", port);
+    redisReply *r = m->c && !m->c->err ? redisCommand(m->c, "MONITOR") : NULL;
+    int ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+    freeReplyObject(r);
+    if (!ok) {
+        redisFree(m->c);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* The end is marked by an ECHO of a word of our own, sent on another
+ * connection: every command Redis ran before it is in the log, none after. */
+char *harness_monitor_stop(struct harness_monitor *m) {
+    if (!m) return NULL;
+    char marker[64];
+    snprintf(marker, sizeof(marker), "harness-monitor-end-%d-%lld", (int)getpid(),
+             (long long)mclock_us());
+    freeReplyObject(harness_redis(m->port, "ECHO %s", marker));
+    size_t len = 0, cap = 4096;
+    char *out = malloc(cap);
+    struct timeval patience = {5, 0};
+    redisSetTimeout(m->c, patience);
+    void *v;
+    int ended = 0;
+    while (out && !ended && redisGetReply(m->c, &v) == REDIS_OK) {
+        redisReply *r = v;
+        if (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) {
+            if (strstr(r->str, marker)) {
+                ended = 1;
+            } else {
+                while (out && len + r->len + 2 > cap) {
+                    char *bigger = realloc(out, cap *= 2);
+                    if (!bigger) free(out);
+                    out = bigger;
+                }
+                if (out) {
+                    memcpy(out + len, r->str, r->len);
+                    len += r->len;
+                    out[len++] = '\n';
+                }
+            }
+        }
+        freeReplyObject(r);
+    }
+    if (out && !ended) {
+        free(out);
+        out = NULL;
+    }
+    if (out) out[len] = '\0';
+    redisFree(m->c);
+    free(m);
+    return out;
+}
+
+int harness_lines(const char *log, const char *has, const char *const *but) {
+    int n = 0;
+    for (const char *line = log; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char *l = strndup(line, len);
+        int yes = l && (!has || strstr(l, has));
+        for (int i = 0; yes && but && but[i]; i++) yes = strstr(l, but[i]) == NULL;
+        n += yes;
+        free(l);
+        line = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+const char *harness_script_sha(int port, const char *name) {
+    static char sha[48];
+    char path[512];
+    sha[0] = '\0';
+    snprintf(path, sizeof(path), "%s/src/lua/%s.lua", SOURCE_DIR, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return sha;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    char buf[4096];
+    size_t n;
+    while (mem && (n = fread(buf, 1, sizeof(buf), f)) > 0) fwrite(buf, 1, n, mem);
+    fclose(f);
+    if (!mem) return sha;
+    fclose(mem);
+    redisReply *r = harness_redis(port, "SCRIPT LOAD %b", text, len);
+    if (r && r->type == REDIS_REPLY_STRING) snprintf(sha, sizeof(sha), "%s", r->str);
+    freeReplyObject(r);
+    free(text);
+    return sha;
+}
+
+long long harness_metric(int port, const char *series) {
+    struct httpc_response r;
+    if (harness_http(port, "GET", "/metrics", NULL, NULL, &r) != 200 || !r.body) return -1;
+    size_t n = strlen(series);
+    for (const char *line = r.body; line && *line;) {
+        if (strncmp(line, series, n) == 0 && line[n] == ' ') return strtoll(line + n + 1, NULL, 10);
+        line = strchr(line, '\n');
+        if (line) line++;
+    }
+    return -1;
+}
+
+int harness_refused(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int refused = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
+    close(fd);
+    return refused;
+}
+
+/* Redisson's own scripts (RedissonLock), as a Redisson client sends them. */
+static const char redisson_lock_script[] =
+    "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
+static const char redisson_unlock_script[] =
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
+    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+
+int harness_redisson_lock(int port, const char *key, const char *owner, int lease_ms) {
+    redisReply *r = harness_redis(port, "EVAL %s 1 %s %d %s", redisson_lock_script, key, lease_ms, owner);
+    int rc = !r ? -1 : r->type == REDIS_REPLY_NIL ? 1 : r->type == REDIS_REPLY_INTEGER ? 0 : -1;
+    freeReplyObject(r);
+    return rc;
+}
+
+int harness_redisson_unlock(int port, const char *key, const char *owner) {
+    redisReply *r = harness_redis(port, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s",
+                                  redisson_unlock_script, key, key, owner);
+    int rc = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    return rc;
 }

@@ -9,6 +9,21 @@
 #include <hiredis/hiredis.h>
 #include "httpc.h"
 
+/* HARNESS_SANITIZED is 1 in a build with AddressSanitizer, whose checks slow
+ * every step: timing bounds may be wider there. GCC defines
+ * __SANITIZE_ADDRESS__; clang (14 at least) only answers
+ * __has_feature(address_sanitizer). */
+#if defined(__SANITIZE_ADDRESS__)
+#define HARNESS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_SANITIZED 1
+#endif
+#endif
+#ifndef HARNESS_SANITIZED
+#define HARNESS_SANITIZED 0
+#endif
+
 /* A TCP port on 127.0.0.1 that nothing listens on right now. */
 int harness_free_port(void);
 
@@ -28,6 +43,10 @@ void harness_stop(pid_t pid);
  * passed as "--set" "k=v", and waits until its port accepts connections.
  * Returns its pid, or -1. */
 pid_t harness_inventoryd_start(int port, const char *const *sets);
+
+/* As harness_inventoryd_start, with the instance's stdout and stderr
+ * written to the file at log_path (created or truncated). */
+pid_t harness_inventoryd_start_logged(int port, const char *const *sets, const char *log_path);
 
 /* Starts two inventoryd instances (A and B) on the Redis at redis_port with
  * lock.ttl-ms, lock.wait-ms, faults.enabled=true and the extra assignments
@@ -67,6 +86,46 @@ int harness_redis_wait_uptime(int port, int seconds);
 /* The calls= count of one command in INFO commandstats ("evalsha"), or of
  * every command when cmd is NULL; -1 on error. */
 long long harness_redis_calls(int port, const char *cmd);
+
+/* Every command one Redis runs, as MONITOR shows it: one line per command,
+ * "<unix time> [<db> <client>] "CMD" "arg" ...", commands run by Lua
+ * scripts included ("[<db> lua]"). */
+struct harness_monitor;
+
+/* Starts recording the commands run by the Redis at port; NULL on error. */
+struct harness_monitor *harness_monitor_start(int port);
+
+/* Stops recording and returns the lines of every command Redis ran between
+ * the start and this call, '\n'-separated: malloc'd, the caller frees it.
+ * NULL on error. Frees m. */
+char *harness_monitor_stop(struct harness_monitor *m);
+
+/* Lines of a MONITOR log that contain `has` (NULL: any) and none of the
+ * NULL-terminated `but` (may be NULL). */
+int harness_lines(const char *log, const char *has, const char *const *but);
+
+/* The SHA1 by which Redis knows the service's script src/lua/<name>.lua (the
+ * file is loaded with SCRIPT LOAD into the Redis at port, as the service
+ * would); "" on error. Static storage, valid until the next call. */
+const char *harness_script_sha(int port, const char *name);
+
+/* The value of one series of GET /metrics on port, named exactly as in the
+ * exposition ("inventoryd_sales_total{strategy=\"atomic\"}"); -1 when the
+ * series is absent or /metrics did not answer 200. */
+long long harness_metric(int port, const char *series);
+
+/* 1 when a TCP connect to 127.0.0.1:port is refused (nothing listens). */
+int harness_refused(int port);
+
+/* A Redisson client, with Redisson's own lock and unlock scripts: takes the
+ * hash lock `key` on the Redis at port for owner ("<uuid>:<thread>") with a
+ * lease of lease_ms; 1 when granted, 0 when busy, -1 on error. */
+int harness_redisson_lock(int port, const char *key, const char *owner, int lease_ms);
+
+/* Its unlock: one hold of owner given back; at zero the key is deleted and
+ * "0" is published on redisson_lock__channel:{key}. 1 when the lock was
+ * freed, 0 when it is still held (re-entered), -1 when it was not owner's. */
+int harness_redisson_unlock(int port, const char *key, const char *owner);
 
 /* A request run on its own thread, started delay_ms from now. */
 struct harness_bg {

@@ -1,17 +1,25 @@
 # shellcheck shell=bash disable=SC2034,SC2120,SC2154
 # (A sourced library: it sets variables for the script and reads the script's.)
-# tests/lib.sh -- helpers shared by the shell tests (and scripts/demo.sh):
-# stopping what was started by its pid, free ports, waiting for a server, and
-# the throwaway stack (redis-server, inventoryd instances, nginx). Sourced:
+# tests/lib.sh -- helpers shared by the shell tests, scripts/demo.sh and
+# loadtest/bench.sh: stopping what was started by its pid, free ports, waiting
+# for a server, the throwaway stack (redis-server, inventoryd instances,
+# nginx), loads run so that a signal stops them, and inventory-stats, which
+# computes every figure the scripts report. Sourced:
 #   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Sourcing only defines functions and the state below; nothing is started
-# and no trap is set until a script calls setup_work.
+# and no trap is set until a script calls setup_work (or set_traps).
 #
 # State the functions share with the script (set here, used or set there):
 #   tag       the prefix of every message ("e2e", "compare", ...): set it
 #   work      the scratch directory (setup_work); logs go there
 #   pids      what cleanup stops, last started first
 #   load_pid  a foreground job run in the background (cleanup stops it first)
+#   load_rc   its exit status (wait_load, load_kv)
+#   load_port where load_kv sends the load when set (nginx_port otherwise)
+#   stats     inventory-stats (find_stats; take_binaries sets it), the
+#             program behind every median, percentile, sum and ratio
+#   fail_word fail_status  what fail says before its message ("FAIL: ") and
+#             the status fail, die and a signal exit with (1)
 #   rounds_pid rounds_rc  the load rounds (start_rounds, stop_rounds)
 #   failed    1 once fail ran or a signal came: cleanup then keeps $work
 #   kept      what cleanup says it kept ("logs" unless set)
@@ -21,12 +29,17 @@
 #   pid1 pid2  the instances on port1 and port2 (stop_stack_cleanly reads them)
 #   inventoryd load clients requests stock base  read from the script
 # A script changes a behaviour by defining the function again after sourcing
-# (on_fail, cleanup).
+# (on_fail, on_signal, cleanup), or by setting the variables above.
 
 tag=${tag:-test}
 root=${root:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 pids=()
 load_pid=
+load_rc=
+load_port=
+stats=
+fail_word="FAIL: "
+fail_status=1
 rounds_pid=
 failed=0
 kept=logs
@@ -44,7 +57,8 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 rcli() { redis-cli -p "$redis_port" "$@" 2>/dev/null; }
 
 # take_binaries ARG...: exactly INVENTORYD INVENTORY_LOAD, else the usage on
-# stderr and exit 2; sets inventoryd and load to their real paths.
+# stderr and exit 2; sets inventoryd and load to their real paths, and stats
+# to the inventory-stats beside INVENTORY_LOAD (find_stats).
 take_binaries() {
     if [ $# -ne 2 ]; then
         echo "usage: $0 INVENTORYD INVENTORY_LOAD" >&2
@@ -52,6 +66,15 @@ take_binaries() {
     fi
     inventoryd=$(realpath "$1")
     load=$(realpath "$2")
+    find_stats "$(dirname "$load")/inventory-stats"
+}
+
+# find_stats PATH: sets stats to PATH's real path, inventory-stats
+# (tools/statscli.c, built beside inventory-load); dies saying how to build
+# it unless PATH is an executable.
+find_stats() {
+    [ -x "$1" ] || die "$1 is not an executable: build inventory-stats (cmake --build BUILD --target inventory-stats)"
+    stats=$(realpath "$1")
 }
 
 # require_tools TOOL...: exits 1 naming the first TOOL not on PATH.
@@ -69,13 +92,24 @@ clear_env() {
 }
 
 # setup_work NAME: work=/tmp/inventoryd-NAME.XXXXXX (mode 755, for nginx's
-# workers running as nobody under root); traps: cleanup on EXIT, exit 1 as a
-# failure on INT and TERM.
+# workers running as nobody under root), then set_traps.
 setup_work() {
     work=$(mktemp -d "/tmp/inventoryd-$1.XXXXXX")
     chmod 755 "$work"
+    set_traps
+}
+
+# set_traps: cleanup on EXIT, on_signal on INT and TERM.
+set_traps() {
     trap cleanup EXIT
-    trap 'failed=1; exit 1' INT TERM
+    trap on_signal INT TERM
+}
+
+# on_signal: what INT and TERM do: failed=1 (cleanup keeps $work) and exit
+# $fail_status, a failure.
+on_signal() {
+    failed=1
+    exit "$fail_status"
 }
 
 # show_logs [DIR [LINES]]: on stderr, for each non-empty DIR/*.log ($work, 20):
@@ -98,12 +132,21 @@ show_logs() {
 # on_fail: what fail shows after its message: show_logs.
 on_fail() { show_logs; }
 
-# fail MESSAGE...: "$tag: FAIL: MESSAGE" on stderr, failed=1, on_fail, exit 1.
+# fail MESSAGE...: "$tag: FAIL: MESSAGE" on stderr ($fail_word for
+# "FAIL: "), failed=1, on_fail, exit $fail_status.
 fail() {
-    echo "$tag: FAIL: $*" >&2
+    echo "$tag: $fail_word$*" >&2
     failed=1
     on_fail
-    exit 1
+    exit "$fail_status"
+}
+
+# die MESSAGE...: "$tag: MESSAGE" on stderr, exit $fail_status: for what
+# stops a script before it ran anything worth a log (bad settings, a missing
+# tool).
+die() {
+    echo "$tag: $*" >&2
+    exit "$fail_status"
 }
 
 # stop_pid PID: SIGTERM to our child PID, SIGKILL after 10 s, reaped; sets
@@ -211,12 +254,13 @@ pick_stack_ports() {
 }
 
 # start_redis [PORT [NAME]]: redis-server on 127.0.0.1:PORT (default
-# $redis_port), no persistence, in $work (log NAME.log, default redis.log);
+# $redis_port), no persistence, in $work (log NAME.log, default redis.log;
+# a replica's sync file NAME.rdb);
 # sets redis_pid, adds it to pids; fails unless it answers PING within 10 s.
 start_redis() {
     local p=${1:-$redis_port} name=${2:-redis} i
     redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize no --dir "$work" >"$work/$name.log" 2>&1 &
+        --daemonize no --dir "$work" --dbfilename "$name.rdb" >"$work/$name.log" 2>&1 &
     redis_pid=$!
     pids+=("$redis_pid")
     for i in $(seq 1 100); do
@@ -261,10 +305,12 @@ start_instance() {
 }
 
 # render_nginx: scripts/nginx-conf.sh renders $work/nginx/nginx.conf for
-# $nginx_port in front of $port1 (weight 1) and $port2 (weight 2).
+# $nginx_port in front of $port1 (weight 1) and $port2 (weight 2); the
+# directory gets mode 755 for nginx's workers (nobody, under root).
 render_nginx() {
     bash "$root/scripts/nginx-conf.sh" "$nginx_port" "$port1" "$port2" "$work/nginx" ||
         fail "scripts/nginx-conf.sh failed"
+    chmod 755 "$work/nginx"
 }
 
 # check_nginx: fails unless nginx -t accepts $work/nginx/nginx.conf.
@@ -310,30 +356,51 @@ stop_stack_cleanly() {
 
 # ---- one round through nginx ($base) ---------------------------------------
 
-# reset_stock [LABEL]: POST /inventory/reset with $stock; fails (the message
-# prefixed "LABEL: " when given) unless it answers 200.
+# reset_stock [LABEL]: POST /inventory/reset with $stock, the answer in
+# $work/reset[-LABEL].json; fails (the message prefixed "LABEL: " when given)
+# unless it answers 200.
 reset_stock() {
-    local code
-    code=$(curl -s -o "$work/reset.json" -w '%{http_code}' --max-time 10 \
+    local code answer=$work/reset${1:+-$1}.json
+    code=$(curl -s -o "$answer" -w '%{http_code}' --max-time 10 \
         -X POST -H 'Content-Type: application/json' \
         -d "{\"stock\":$stock}" "$base/inventory/reset")
-    [ "$code" = 200 ] || fail "${1:+$1: }POST /inventory/reset answered $code: $(cat "$work/reset.json")"
+    [ "$code" = 200 ] || fail "${1:+$1: }POST /inventory/reset answered $code: $(cat "$answer" 2>/dev/null)"
 }
 
-# load_kv STRATEGY: $load, $clients clients making $requests sales of STRATEGY
-# through nginx (in the background, so that a signal runs the trap at once);
-# sets load_rc and load_out (its --format kv line) and fills L from it.
-load_kv() {
-    "$load" --host 127.0.0.1 --port "$nginx_port" \
-        --path "/inventory/sale/$1" --clients "$clients" \
-        --requests "$requests" --timeout-ms 60000 --format kv \
-        >"$work/load-$1.out" 2>"$work/load-$1.log" &
+# start_load OUT LOG CMD...: CMD in the background, its stdout to OUT and its
+# stderr to LOG, so that a signal runs the trap at once and cleanup stops it
+# by its pid; sets load_pid.
+start_load() {
+    local out=$1 log=$2
+    shift 2
+    "$@" >"$out" 2>"$log" &
     load_pid=$!
-    wait "$load_pid"
+}
+
+# wait_load: waits for $load_pid, then empties it; sets load_rc to its exit
+# status (127 when it was stopped, and so reaped, already).
+wait_load() {
+    wait "$load_pid" 2>/dev/null
     load_rc=$?
     load_pid=
-    load_out=$(cat "$work/load-$1.out")
-    kv_parse "$work/load-$1.out"
+}
+
+# load_kv STRATEGY [CMD...]: $load, $clients clients making $requests sales
+# of STRATEGY through nginx, or at 127.0.0.1:$load_port when set (start_load:
+# $work/load-STRATEGY.out and .log). CMD, when given, runs meanwhile: it
+# returns once $load_pid has ended, and may stop it. Sets load_rc and
+# load_out (its --format kv line) and fills L from it.
+load_kv() {
+    local s=$1
+    shift
+    start_load "$work/load-$s.out" "$work/load-$s.log" \
+        "$load" --host 127.0.0.1 --port "${load_port:-$nginx_port}" \
+        --path "/inventory/sale/$s" --clients "$clients" \
+        --requests "$requests" --timeout-ms 60000 --format kv
+    [ $# -eq 0 ] || "$@"
+    wait_load
+    load_out=$(cat "$work/load-$s.out")
+    kv_parse "$work/load-$s.out"
 }
 
 # kv_parse FILE: fills L (emptied first) from an inventory-load --format kv line.
@@ -406,13 +473,15 @@ stop_rounds() {
 }
 
 # sum_rounds NAME: fills L with the sums of the counters over NAME's rounds
-# (and L[rounds]); the counters kv_line names default to 0.
+# (inventory-stats; the times and rates, *_ms and *_s, are not summed) and
+# L[rounds]; the counters kv_line names default to 0.
 sum_rounds() {
     local k v
     L=()
-    while read -r k v; do L[$k]=$v; done < <(awk '
-        { for (i = 1; i <= NF; i++) { split($i, kv, "="); s[kv[1]] += kv[2] } r++ }
-        END { for (k in s) if (k !~ /_ms$|_s$|per_s$/) print k, s[k]; print "rounds", r + 0 }' "$work/$1.kv")
+    while read -r k v; do
+        case "$k" in *_ms | *_s) ;; *) L[$k]=$v ;; esac
+    done < <(tr ' =' '\n ' <"$work/$1.kv" | "$stats" --by-key --skip sum)
+    L[rounds]=$(wc -l <"$work/$1.kv")
     for k in requests sold sold_out lock_timeout backend_unavailable other errors; do
         L[$k]=${L[$k]:-0}
     done

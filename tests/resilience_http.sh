@@ -19,8 +19,11 @@
 #   5. a trickling slowloris (64 connections sending one byte a second, under
 #      the 2 s idle timeout), for 5 s: the server cuts every one of them once
 #      it has not delivered a whole request within server.connection-timeout-s,
-#      and fresh requests get through while it runs; then a fresh request
-#      must succeed once it stops;
+#      each between 2 s and 3 s after it opened (the budget and the reaper's
+#      250 ms tick; stalled ones in 4 likewise), and fresh requests get
+#      through while it runs; then a fresh request must succeed once it stops;
+#   6. a sale handled for 3.5 s (hold_ms, faults on) is never cut and sells;
+#      an idle keep-alive connection is closed 2 s to 3 s after its answer;
 # after every step the instance still answers GET /healthz 200, and at the
 # end it stops cleanly (exit 0) on SIGTERM. The second argument is accepted
 # for symmetry with the other tests and unused. Exit 0 on pass, 1 on the
@@ -144,25 +147,57 @@ elif mode == "stall":
           (len(closed), n, data, v[0] if v else -1, v[-1] if v else -1), flush=True)
 elif mode == "trickle":
     # trickle PORT N SECONDS: N connections each send one byte of a request
-    # line every second; prints "opened", then how many the server closed.
+    # line every second; prints "opened", then how many the server closed
+    # and when (first_ms, last_ms: from each connection's own opening to the
+    # end of file or error that ended it).
     n, dur = int(sys.argv[3]), float(sys.argv[4])
-    socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(n)]
+    socks, opened = [], {}
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        opened[s] = time.time()
+        socks.append(s)
     line = b"GET /healthz?pad=" + b"p" * 200
     for s in socks:
         s.sendall(line[:1])
     print("opened %d" % n, flush=True)
-    t0, i, dead = time.time(), 1, set()
-    while time.time() - t0 < dur:
-        time.sleep(1)
-        for s in socks:
-            if s in dead:
-                continue
+    t0, i, dead = time.time(), 1, {}
+    next_byte = t0 + 1
+    while time.time() - t0 < dur and len(dead) < n:
+        live = [s for s in socks if s not in dead]
+        r, _, _ = select.select(live, [], [], 0.05)
+        for s in r:
             try:
-                s.sendall(line[i:i + 1])
+                b = s.recv(4096)
             except OSError:
-                dead.add(s)
-        i += 1
-    print("closed_by_server=%d of=%d" % (len(dead), n), flush=True)
+                b = b""
+            if not b:
+                dead[s] = int((time.time() - opened[s]) * 1000)
+        if time.time() >= next_byte:
+            for s in socks:
+                if s in dead:
+                    continue
+                try:
+                    s.sendall(line[i:i + 1])
+                except OSError:
+                    dead[s] = int((time.time() - opened[s]) * 1000)
+            i += 1
+            next_byte += 1
+    v = sorted(dead.values())
+    print("closed_by_server=%d of=%d first_ms=%s last_ms=%s" %
+          (len(dead), n, v[0] if v else -1, v[-1] if v else -1), flush=True)
+elif mode == "idle":
+    # idle PORT: one keep-alive request, answered; then the connection stays
+    # idle. Prints its answer and how long after it the server closed it.
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, _, what = answer(s, 5)
+    t0 = time.time()
+    s.settimeout(10)
+    try:
+        b = s.recv(4096)
+    except OSError:
+        b = b""
+    print("status=%d closed_ms=%d extra=%d" % (status, (time.time() - t0) * 1000, len(b)), flush=True)
 PY
 
 # raw MODE ARGS...: runs the helper; sets R to its line and R_status, R_ms.
@@ -208,7 +243,8 @@ pick_port; redis_port=$port
 pick_port; port1=$port
 log "redis $redis_port, instance $port1 (max-connections $max_conn, connection-timeout 2 s), in $work"
 start_redis
-start_instance "$port1" --set server.max-connections=$max_conn --set server.connection-timeout-s=2; pid1=$inst_pid
+start_instance "$port1" --set server.max-connections=$max_conn --set server.connection-timeout-s=2 \
+    --set faults.enabled=true; pid1=$inst_pid
 wait_http "$pid1" "$port1" /healthz "inventoryd on $port1"
 inst="http://127.0.0.1:$port1"
 
@@ -285,8 +321,10 @@ res=$(grep '^closed=' "$work/stall.out")
 log "slowloris: server side: $res"
 [ "$(sed -n 's/^closed=\([0-9]*\) .*/\1/p' <<<"$res")" = "$max_conn" ] ||
     fail "slowloris: the server did not close all $max_conn stalled connections within 8 s: $res"
+first=$(sed -n 's/.*first_ms=\([0-9-]*\).*/\1/p' <<<"$res")
 last=$(sed -n 's/.*last_ms=\([0-9-]*\).*/\1/p' <<<"$res")
-[ "$last" -le 5000 ] || fail "slowloris: the last stalled connection was closed only after $last ms (timeout 2 s)"
+[ "$first" -ge 1900 ] || fail "slowloris: a stalled connection was closed after $first ms, before its 2 s"
+[ "$last" -le 3000 ] || fail "slowloris: the last stalled connection was closed only after $last ms (timeout 2 s)"
 healthy "slowloris"
 log "PASS slowloris: stalled connections closed after the 2 s timeout; fresh requests never hung"
 
@@ -305,11 +343,32 @@ log "trickle: $max_conn connections each sending one byte a second for 5 s:" \
     "$(grep '^closed_by_server' "$work/trickle.out"); fresh requests served while it ran: $served of $tries"
 [ "${closed:-0}" = "$max_conn" ] ||
     fail "trickle: the server cut ${closed:-0} of $max_conn trickling connections (all must be cut after the 2 s budget for a whole request)"
+first=$(sed -n 's/.*first_ms=\([0-9-]*\).*/\1/p' "$work/trickle.out")
+last=$(sed -n 's/.*last_ms=\([0-9-]*\).*/\1/p' "$work/trickle.out")
+[ "$first" -ge 1900 ] || fail "trickle: a connection was cut $first ms after it opened, before its 2 s budget"
+[ "$last" -le 3000 ] || fail "trickle: a connection was cut only $last ms after it opened: the cut must land within the 2 s budget (and the reaper's 250 ms)"
 [ "$served" -ge 2 ] ||
     fail "trickle: only $served of $tries fresh requests were served while the trickle ran"
-log "PASS trickle: every trickling connection cut once its request took over 2 s; fresh requests served"
+log "PASS trickle: every trickling connection cut between 2 s and 3 s after it opened; fresh requests served"
 sleep 0.5
 healthy "the trickling slowloris stopped"
+
+# ---- 6: what the reaper must not cut, and an idle keep-alive connection -------
+t=$(now_ms)
+code=$(curl -s -o "$work/held.json" -w '%{http_code}' --max-time 10 "$inst/inventory/sale/local?hold_ms=3500")
+ms=$(( $(now_ms) - t ))
+log "a sale handled for 3.5 s (budget 2 s): $code in $ms ms: $(cat "$work/held.json")"
+[ "$code" = 200 ] && [ "$(jq -r .status "$work/held.json")" = sold ] ||
+    fail "a sale being handled for 3.5 s was cut (or failed): $code $(cat "$work/held.json")"
+[ "$ms" -ge 3500 ] || fail "the 3.5 s sale answered after $ms ms"
+R=$(timeout 30 python3 "$work/raw.py" idle "$port1" 2>"$work/raw-idle.log") ||
+    fail "idle: the helper failed: $(cat "$work/raw-idle.log")"
+log "idle keep-alive connection: $R"
+expect "idle: the request's status" "$(sed -n 's/^status=\([0-9]*\) .*/\1/p' <<<"$R")" 200
+closed_ms=$(sed -n 's/.*closed_ms=\([0-9]*\) .*/\1/p' <<<"$R")
+[ "$closed_ms" -ge 1900 ] && [ "$closed_ms" -le 3000 ] ||
+    fail "idle: the server closed an idle keep-alive connection $closed_ms ms after its answer, not within 2 s to 3 s"
+log "PASS the reaper cut an idle keep-alive connection after $closed_ms ms and left a 3.5 s sale alone"
 
 stop_pid "$pid1"; forget_pid "$pid1"
 [ "$stop_status" = 0 ] || fail "inventoryd exited with status $stop_status after SIGTERM"

@@ -4,8 +4,12 @@
 # Two instances behind nginx sell with redisson under 200 clients; the lease
 # is 30 s, so a lock left behind by a stopping instance would block the
 # other for 30 s. One instance, holding the lock inside a slow sale
-# (hold_ms), gets SIGTERM mid-load. Passes when: it exits 0 after finishing
-# that sale; the lock is free at once (the survivor sells in under 2 s, long
+# (hold_ms=1500), gets SIGTERM mid-load: the test waits until the probe
+# lists that very sale inside the critical section (a holder of that
+# instance, present across 200 ms, which no ordinary sale of this load
+# lasts), and fails if it never is. Passes when: it exits 0 after finishing
+# that sale, which answers sold with hold_ms >= 1500 and the order the probe
+# listed; the lock is free at once (the survivor sells in under 2 s, long
 # before the lease would end); and the audit shows nothing oversold, no unit
 # sold twice and no violation.
 # Usage: resilience_shutdown.sh <inventoryd> <inventory-load>
@@ -31,6 +35,12 @@ start_instance "$port2" --set lock.ttl-ms=$ttl_ms --set lock.wait-ms=20000 \
     --set faults.enabled=true; pid2=$inst_pid
 start_front
 reset_stock "$strategy"
+# The stopped instance's id: the prefix of its orders ("<id>-<n>"), which
+# its probe entries use as field names.
+curl -sf -o "$work/id.json" --max-time 10 "http://127.0.0.1:$port2/inventory/sale/atomic" ||
+    fail "a first sale on $port2 failed"
+id2=$(jq -r .order "$work/id.json"); id2=${id2%-*}
+[ -n "$id2" ] || fail "no order in $(cat "$work/id.json")"
 
 "$load" --host 127.0.0.1 --port "$nginx_port" --path "/inventory/sale/$strategy" \
     --clients "$clients" --requests "$requests" --timeout-ms 30000 --format kv \
@@ -42,11 +52,18 @@ curl -s -o "$work/hold.json" -w '%{http_code}' --max-time 30 \
     "http://127.0.0.1:$port2/inventory/sale/$strategy?hold_ms=1500" >"$work/hold.code" 2>/dev/null &
 hold_pid=$!
 pids+=("$hold_pid")
-for _ in $(seq 1 200); do
-    [ "$(rcli HLEN inventory001:holders)" = 1 ] && [ -n "$(rcli HKEYS RedisDistributedLock)" ] && break
-    sleep 0.02
+# Inside: a holder of that instance, the same one 200 ms apart.
+held= last= deadline=$(( $(now_ms) + 15000 ))
+while [ -z "$held" ]; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "the hold_ms sale on $port2 was not seen holding the lock within 15 s"
+    kill -0 "$hold_pid" 2>/dev/null ||
+        fail "the hold_ms sale on $port2 ended before it was seen holding the lock: $(cat "$work/hold.json")"
+    kill -0 "$load_pid" 2>/dev/null || fail "the load ended before the hold_ms sale held the lock"
+    now=$(rcli HKEYS inventory001:holders | grep "^$id2-" | head -n 1)
+    if [ -n "$now" ] && [ "$now" = "$last" ]; then held=$now; else last=$now; sleep 0.2; fi
 done
-sleep 0.3   # well inside the slow sale
+log "the slow sale $held of $port2 is inside the critical section"
+[ "$(rcli HEXISTS inventory001:holders "$held")" = 1 ] || fail "the slow sale left before the SIGTERM"
 t_term=$(now_ms)
 kill -TERM "$pid2"
 wait "$pid2"
@@ -58,6 +75,11 @@ wait "$hold_pid"
 forget_pid "$hold_pid"
 log "SIGTERM to exit: $((t_exit - t_term)) ms; the slow sale answered $(cat "$work/hold.code"): $(cat "$work/hold.json")"
 [ "$(cat "$work/hold.code")" = 200 ] || fail "the sale in flight was not finished before the exit"
+expect "the slow sale: status" "$(jq -r .status "$work/hold.json")" sold
+expect "the slow sale: its order vs the holder the probe listed" "$(jq -r .order "$work/hold.json")" "$held"
+hold_ms=$(jq -r .lock.hold_ms "$work/hold.json")
+[ "$hold_ms" -ge 1500 ] || fail "the slow sale held the lock $hold_ms ms, not its hold_ms 1500"
+[ $((t_exit - t_term)) -ge 200 ] || fail "the instance exited $((t_exit - t_term)) ms after SIGTERM: before its sale could finish"
 
 # The lock is free now, not in 30 s: the survivor sells at once.
 t0=$(now_ms)

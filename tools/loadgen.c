@@ -12,7 +12,12 @@
  * request that got no HTTP answer is a transport error. Nothing is retried:
  * a sale sent twice would be two sales. Counters are per thread and summed
  * after the join; latencies go into one array indexed by request number, so
- * no thread ever waits for another. Times come from the monotonic clock. */
+ * no thread ever waits for another. Times come from the monotonic clock.
+ *
+ * With --record FILE, what each client was told is kept too, one line per
+ * request in request order, for a checker to set against the ledger:
+ *   <wall-clock µs of the answer> <HTTP status, 0: none> <status word> <order> <unit>
+ * ("-" for an order, 0 for a unit the answer did not carry). */
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
@@ -38,6 +43,17 @@ struct options {
     long requests;
     int timeout_ms;
     int kv;
+    const char *record;
+    long max_s;                /* 0: no bound; else no request begins after this */
+};
+
+/* What one request was told (--record). */
+struct told {
+    long long answered_us;
+    int status;
+    enum outcome out;
+    long long unit;
+    char order[48];
 };
 
 struct worker {
@@ -49,7 +65,9 @@ struct worker {
 };
 
 static atomic_long next_request;
+static double started_ms;   /* when the clients were let go */
 static double *latency_ms;  /* one slot per request number */
+static struct told *told;   /* one slot per request number, with --record */
 static pthread_barrier_t start_line;
 
 static double now_ms(void)
@@ -87,6 +105,51 @@ static enum outcome classify(const char *body)
     return OUT_OTHER;
 }
 
+/* Keeps what request i was told, from its answer's JSON. */
+static void remember(long i, int rc, const struct httpc_response *resp, enum outcome out)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct told *t = &told[i];
+    t->answered_us = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    t->status = rc == 0 ? resp->status : 0;
+    t->out = out;
+    snprintf(t->order, sizeof(t->order), "-");
+    if (rc != 0 || resp->body == NULL)
+        return;
+    const char *o = strstr(resp->body, "\"order\":\"");
+    if (o != NULL) {
+        o += 9;
+        size_t n = strcspn(o, "\"");
+        snprintf(t->order, sizeof(t->order), "%.*s", (int)(n < 47 ? n : 47), o);
+    }
+    const char *u = strstr(resp->body, "\"unit\":");
+    if (u != NULL)
+        t->unit = strtoll(u + 7, NULL, 10);
+}
+
+static const char *const outcome_words[OUT_COUNT] = {
+    "sold", "sold_out", "lock_timeout", "backend_unavailable", "other", "error",
+};
+
+/* Writes what every request was told to path; 0, or -1 with a message. */
+static int write_record(const char *path, long n)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        perror(path);
+        return -1;
+    }
+    for (long i = 0; i < n; i++)
+        fprintf(f, "%lld %d %s %s %lld\n", told[i].answered_us, told[i].status,
+                outcome_words[told[i].out], told[i].order, told[i].unit);
+    if (fclose(f) != 0) {
+        perror(path);
+        return -1;
+    }
+    return 0;
+}
+
 static void *worker_run(void *arg)
 {
     struct worker *w = arg;
@@ -100,6 +163,8 @@ static void *worker_run(void *arg)
         return NULL;
     }
     for (;;) {
+        if (o->max_s > 0 && now_ms() - started_ms >= (double)o->max_s * 1e3)
+            break;
         long i = atomic_fetch_add(&next_request, 1);
         if (i >= o->requests)
             break;
@@ -108,6 +173,8 @@ static void *worker_run(void *arg)
         latency_ms[i] = now_ms() - t0;
         enum outcome out = rc == 0 ? classify(resp.body) : OUT_ERROR;
         w->counts[out]++;
+        if (told != NULL)
+            remember(i, rc, &resp, out);
         if (out == OUT_ERROR && w->first_error[0] == '\0')
             snprintf(w->first_error, sizeof(w->first_error), "%s",
                      httpc_errstr(h));
@@ -133,6 +200,9 @@ static void usage(FILE *f)
         "  --requests N        requests in all, shared by the clients (3000)\n"
         "  --timeout-ms MS     per-read/write I/O timeout (30000)\n"
         "  --format text|kv    human summary, or one key=value line (text)\n"
+        "  --max-s S           begin no request after S seconds (no bound)\n"
+        "  --record FILE       what each request was told, one line each:\n"
+        "                      answered_us http_status status order unit\n"
         "Answers are counted by their JSON \"status\" word; a request that got\n"
         "no answer is an error and is never retried. Exit status: 0 when the\n"
         "run completed, 1 when no request got any answer, 2 on bad usage.\n");
@@ -155,18 +225,26 @@ int main(int argc, char **argv)
         { "requests", required_argument, NULL, 'n' },
         { "timeout-ms", required_argument, NULL, 't' },
         { "format", required_argument, NULL, 'f' },
+        { "record", required_argument, NULL, 'r' },
+        { "max-s", required_argument, NULL, 'x' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int c;
     long v;
 
-    while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:r:x:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'H': o.host = optarg; break;
         case 'P': o.path = optarg; break;
         case 'm': o.method = optarg; break;
         case 'b': o.body = optarg; break;
+        case 'r': o.record = optarg; break;
+        case 'x':
+            if (stats_parse_long(optarg, 1, 86400, &v) != 0)
+                goto bad;
+            o.max_s = v;
+            break;
         case 'p':
             if (stats_parse_long(optarg, 1, 65535, &v) != 0)
                 goto bad;
@@ -216,8 +294,10 @@ bad:
         o.clients = (int)o.requests;
 
     latency_ms = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(double));
+    if (o.record != NULL)
+        told = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(*told));
     struct worker *w = calloc((size_t)o.clients, sizeof(*w));
-    if (latency_ms == NULL || w == NULL) {
+    if (latency_ms == NULL || w == NULL || (o.record != NULL && told == NULL)) {
         fprintf(stderr, "inventory-load: out of memory\n");
         return 1;
     }
@@ -243,6 +323,7 @@ bad:
     pthread_attr_destroy(&attr);
 
     double t0 = now_ms();
+    started_ms = t0;
     pthread_barrier_wait(&start_line);
     for (int i = 0; i < o.clients; i++)
         pthread_join(w[i].tid, NULL);
@@ -263,7 +344,7 @@ bad:
     for (int k = 0; k < OUT_COUNT; k++)
         done += total[k];
 
-    struct stats_double lat = stats_summary_double(latency_ms, (size_t)o.requests);
+    struct stats_double lat = stats_summary_double(latency_ms, (size_t)done);
     double req_per_s = elapsed_s > 0 ? (double)done / elapsed_s : 0.0;
     double sales_per_s = elapsed_s > 0 ? (double)total[OUT_SOLD] / elapsed_s : 0.0;
 
@@ -295,7 +376,11 @@ bad:
                 total[OUT_OTHER], first_other);
     fflush(stdout);
 
+    int recorded = o.record == NULL || write_record(o.record, done) == 0;
     free(latency_ms);
+    free(told);
     free(w);
+    if (!recorded)
+        return 1;
     return done > 0 && total[OUT_ERROR] == done ? 1 : 0;
 }

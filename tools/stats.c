@@ -59,6 +59,37 @@ struct stats_i64 stats_summary_i64(int64_t *v, size_t n)
     return s;
 }
 
+double stats_median_double(const double *sorted, size_t n) {
+    if (n == 0)
+        return 0.0;
+    if (n % 2 == 1)
+        return sorted[n / 2];
+    return (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+}
+
+double stats_sum_double(const double *v, size_t n) {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    return sum;
+}
+
+double stats_mean_double(const double *v, size_t n) {
+    return n == 0 ? 0.0 : stats_sum_double(v, n) / (double)n;
+}
+
+long stats_bucket_percentile(const double *cum, size_t n, double p) {
+    if (n == 0 || !(cum[n - 1] > 0.0))
+        return -1;
+    /* Counts are whole, so reaching p% of the total is reaching the
+     * nearest rank, ceil(p% of the total). */
+    double need = p / 100.0 * cum[n - 1];
+    for (size_t i = 0; i < n; i++)
+        if (cum[i] >= need)
+            return (long)i;
+    return -1;
+}
+
 int stats_parse_long(const char *s, long min, long max, long *out)
 {
     char *e;

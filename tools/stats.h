@@ -1,6 +1,8 @@
-/* stats.h -- helpers shared by the tools (inventory-load, lockbench):
- * nearest-rank latency summaries over samples, and the option parsing both
- * command lines do the same way. No state, no threads; C11 (+ getopt_long). */
+/* stats.h -- helpers shared by the tools (inventory-load, lockbench,
+ * inventory-stats): nearest-rank latency summaries over samples, the other
+ * figures the scripts report (median, mean, sum, a histogram's percentile
+ * bucket), and the option parsing the command lines do the same way. No
+ * state, no threads; C11 (+ getopt_long). */
 #ifndef INVENTORYD_TOOLS_STATS_H
 #define INVENTORYD_TOOLS_STATS_H
 
@@ -19,6 +21,24 @@ int64_t stats_percentile_i64(const int64_t *sorted, size_t n, double p);
 /* Sorts v[0..n) ascending in place, then returns its p50, p99 and max. */
 struct stats_double stats_summary_double(double *v, size_t n);
 struct stats_i64 stats_summary_i64(int64_t *v, size_t n);
+
+/* The median of sorted[0..n) (ascending): the middle value, or the mean of
+ * the middle two when n is even; 0 when n is 0. */
+double stats_median_double(const double *sorted, size_t n);
+
+/* The sum of v[0..n), added in order; 0 when n is 0. */
+double stats_sum_double(const double *v, size_t n);
+
+/* The mean of v[0..n); 0 when n is 0. */
+double stats_mean_double(const double *v, size_t n);
+
+/* The bucket of a cumulative histogram that holds percentile p (0-100), as
+ * Prometheus keeps one: cum[i] counts the samples at or below bound i, the
+ * bounds ascend, and cum[n-1] (the last bound, +Inf) is the total. Returns
+ * the index of the first bucket whose count reaches p% of the total (the
+ * bucket of the nearest-rank sample), or -1 when n is 0, the total is not
+ * above 0, or no bucket reaches it. */
+long stats_bucket_percentile(const double *cum, size_t n, double p);
 
 /* s as a whole decimal number in [min, max] into *out: 0, or -1 (and *out
  * untouched) when it is not one. */

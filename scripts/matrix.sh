@@ -1,0 +1,568 @@
+#!/usr/bin/env bash
+# matrix.sh -- the safety matrix: every strategy under every fault.
+#
+# For each nemesis (a fault injected while real load runs) and each
+# strategy, one cell: two inventoryd instances (A and B) on throwaway
+# redis-servers, each driven by inventory-load with --record (what every
+# client was told); the nemesis strikes about a second in; then
+# inventory-check judges the cell from the recorded history, the ledger, the
+# stock and the clients' answers (tools/checker.h). The verdict is unsafe
+# (any safety finding: holds valid at once, a unit sold twice, a write past
+# its lease, a sale answered but not in the ledger, stock and ledger that
+# disagree), unavailable (no sale was served, sold or sold_out, in the
+# second half of the time from the fault to the last answer: it did not
+# recover), or safe. The share of requests served after the fault is
+# shown. Each cell is then set against the expected file
+# (loadtest/matrix-expected.tsv): "safe" cells must not be unsafe, "flaw"
+# cells must not be safe, "either" may be anything.
+#
+#   scripts/matrix.sh            every strategy under every nemesis (about 13 min)
+#   scripts/matrix.sh --short    the cells named "short" in the expected file
+#
+# The nemeses (each bounded in time, each stopping what it started):
+#   kill      a holder on A killed inside the critical section (SIGKILL); A restarted
+#   pause     a holder on A paused past its lease (SIGSTOP for 2 TTL, then SIGCONT)
+#   latency   Redis sleeps through replies: DEBUG SLEEP 0.45 s three times,
+#             the instances' redis.timeout being 300 ms
+#   restart   the data Redis restarted without persistence; the stock is reset
+#             and the cell is judged from the reset on
+#   failover  the Redis holding the lock fails over before the lock reached its
+#             replica: for the single-master strategies the data Redis (lock
+#             and stock live together, as in the demo) with A on the master and
+#             B on the replica; for redlock one of the three masters
+#   redlock-restart  one Redlock master killed and restarted empty (redlock only)
+#   pool      A's pool has 2 connections, a holder on A works 1.3 TTL, and A's
+#             other clients wait behind it
+#   drift     A runs under libfaketime at a fifth of real speed, and a holder
+#             on A works 270 ms by its own clock (1.35 s real, past the TTL);
+#             A dates its events by that clock, so overlapping holds are not
+#             judged in this column (units sold twice and the ledger are)
+#
+# Environment: MATRIX_STRATEGIES, MATRIX_NEMESES (all), MATRIX_TTL_MS (1000),
+# MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (100000 per instance: in
+# practice the time bound ends every load), MATRIX_MAX_S (5: a load begins no
+# request after this), MATRIX_HOLD_MS
+# (10: each sale's hold_ms), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
+# (loadtest/matrix-expected.tsv), MATRIX_BUILD_DIR (build).
+# Writes $MATRIX_RESULTS_DIR/matrix.md, matrix.csv, matrix.png, and per cell
+# matrix/<strategy>-<nemesis>/ (the answers, the checker's JSON, logs).
+# Exit status: 0 when every cell agrees with the expected file, 1 when one
+# contradicts it, 2 when the stack could not be set up.
+set -uo pipefail
+# shellcheck disable=SC2317  # the nemesis_* functions are called by name
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tag=matrix
+. "$root/tests/lib.sh"
+
+short=0
+[ "${1:-}" = --short ] && short=1
+ttl=${MATRIX_TTL_MS:-1000}
+clients=${MATRIX_CLIENTS:-6}
+requests=${MATRIX_REQUESTS:-100000}
+max_s=${MATRIX_MAX_S:-5}
+hold=${MATRIX_HOLD_MS:-10}
+results=${MATRIX_RESULTS_DIR:-$root/results}
+expected=${MATRIX_EXPECTED:-$root/loadtest/matrix-expected.tsv}
+build=${MATRIX_BUILD_DIR:-$root/build}
+all_nemeses="kill pause latency restart failover redlock-restart pool drift"
+read -r -a nemeses <<<"${MATRIX_NEMESES:-$all_nemeses}"
+faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+stock=100000
+item=inventory001
+
+die() { echo "$tag: $*" >&2; exit 2; }
+for b in inventoryd inventory-load inventory-check inventory-stats; do
+    [ -x "$build/$b" ] || die "$build/$b not found: build first (cmake --build build)"
+done
+inventoryd=$build/inventoryd
+load=$build/inventory-load
+checker=$build/inventory-check
+stats=$build/inventory-stats
+require_tools redis-server redis-cli curl jq gnuplot
+[ -f "$expected" ] || die "no expected file $expected"
+mapfile -t listed < <("$inventoryd" --list-strategies)
+read -r -a strategies <<<"${MATRIX_STRATEGIES:-${listed[*]}}"
+
+# expect_of S N: the expected file's word for a cell ("safe", "flaw",
+# "either"), "n/a", or "" when the file does not name it.
+expect_of() { awk -F'\t' -v s="$1" -v n="$2" '$1 == s && $2 == n { print $3; exit }' "$expected"; }
+# short_cell S N: true when the expected file marks the cell for --short.
+short_cell() { awk -F'\t' -v s="$1" -v n="$2" '$1 == s && $2 == n && $5 == "short" { f = 1 } END { exit !f }' "$expected"; }
+
+setup_work matrix
+mkdir -p "$results/matrix"
+now_us() { echo $(( $(date +%s%N) / 1000 )); }
+
+# ---- the stack ------------------------------------------------------------
+pick_port; redis_port=$port
+start_redis "$redis_port" data
+data_pid=$redis_pid
+masters=()
+master_pids=()
+for i in 0 1 2; do
+    pick_port
+    start_redis "$port" "master-$i"
+    masters+=("$port")
+    master_pids+=("$redis_pid")
+done
+nodes="127.0.0.1:${masters[0]},127.0.0.1:${masters[1]},127.0.0.1:${masters[2]}"
+pick_port; port_a=$port
+pick_port; port_b=$port
+a_pid=; b_pid=
+
+common=(--set lock.ttl-ms="$ttl" --set lock.wait-ms=2000 --set faults.enabled=true
+        --set faults.max-hold-ms=5000 --set redis.timeout=500 --set redlock.node-timeout-ms=50
+        --set history.enabled=true)
+
+# instance PORT REDIS_PORT NODES [--faketime] [ARG...]: starts inventoryd,
+# waits until it answers; sets inst_pid.
+instance() {
+    local port=$1 rport=$2 rnodes=$3 pre=()
+    shift 3
+    if [ "${1:-}" = --faketime ]; then
+        pre=(env LD_PRELOAD="$faketime_lib" FAKETIME="+0 x0.2" FAKETIME_NO_CACHE=1)
+        shift
+    fi
+    (cd "$work" && exec "${pre[@]}" "$inventoryd" --set server.port="$port" \
+        --set server.bind=127.0.0.1 --set redis.port="$rport" --set redlock.nodes="$rnodes" \
+        "${common[@]}" "${extra_both[@]}" "$@" >>"$work/inventoryd-$port.log" 2>&1) &
+    inst_pid=$!
+    pids+=("$inst_pid")
+    wait_http "$inst_pid" "$port" /strategies "inventoryd on $port"
+}
+extra_both=()
+
+stop_instances() {
+    local p
+    for p in $a_pid $b_pid; do stop_pid "$p"; forget_pid "$p"; done
+    a_pid=; b_pid=
+}
+
+# the instance id of the inventoryd on PORT (its order ids' prefix), from a
+# sale of a throwaway item, so that the cell's own stock is not touched
+instance_id() {
+    curl -s -XPOST "http://127.0.0.1:$1/inventory/reset" -d '{"stock":1000000,"item":"matrix-id"}' >/dev/null
+    curl -s "http://127.0.0.1:$1/inventory/sale/atomic?item=matrix-id" | jq -r '.order // "" | split("-")[0]'
+}
+
+reset() {
+    curl -sf -XPOST "http://127.0.0.1:$1/inventory/reset" -d "{\"stock\":$stock}" >/dev/null
+}
+
+# ---- a cell -------------------------------------------------------------------
+# loads_start S: both loads, in the background, recording what clients saw.
+loads_start() {
+    local s=$1 path="/inventory/sale/$1?hold_ms=$hold"
+    "$load" --port "$port_a" --path "$path" --clients "$clients" --requests "$requests" \
+        --max-s "$max_s" --timeout-ms 10000 --record "$cell/told-a" --format kv \
+        >"$cell/load-a.kv" 2>"$cell/load-a.log" &
+    load_a=$!
+    [ "${b_late:-0}" = 1 ] && return 0
+    "$load" --port "$port_b" --path "$path" --clients "$clients" --requests "$requests" \
+        --max-s "$max_s" --timeout-ms 10000 --record "$cell/told-b" --format kv \
+        >"$cell/load-b.kv" 2>"$cell/load-b.log" &
+    load_b=$!
+}
+
+loads_wait() {
+    local p
+    for p in $load_a $load_b; do wait "$p" 2>/dev/null; done
+    load_a=; load_b=
+}
+
+# special PORT S HOLD: one sale holding HOLD ms, in the background; its
+# answer goes to told-special.
+special() {
+    local port=$1 s=$2 h=$3
+    (
+        body=$(curl -s --max-time 20 -w '\n%{http_code}' "http://127.0.0.1:$port/inventory/sale/$s?hold_ms=$h")
+        code=${body##*$'\n'}
+        body=${body%$'\n'*}
+        st=$(jq -r '.status // "error"' <<<"$body" 2>/dev/null || echo error)
+        [ -n "$st" ] || st=error
+        echo "$(now_us) ${code:-0} $st $(jq -r '.order // "-"' <<<"$body" 2>/dev/null || echo -) $(jq -r '.unit // 0' <<<"$body" 2>/dev/null || echo 0)"
+    ) >>"$cell/told-special" &
+    special_pid=$!
+}
+
+# hit_inside S HOLD: sends A a sale of S holding HOLD ms, again (at most 4
+# sales) when it is refused in the lock's wait, until one of A's sales stays
+# inside the critical section: the probe lists the same sale of A in three
+# looks 60 ms apart (a long hold, not a passing 10 ms one). Returns 1, and
+# says so in the cell, when none ever did.
+hit_inside() {
+    local s=$1 h=$2 i tries=0 now p1=" " p2=" " o
+    for i in $(seq 1 120); do
+        if [ -z "${special_pid:-}" ] || ! kill -0 "$special_pid" 2>/dev/null; then
+            [ "$tries" -ge 4 ] && break
+            special "$port_a" "$s" "$h"
+            tries=$((tries + 1))
+        fi
+        now=" $(rcli HGETALL "$item:holders" | paste - - |
+            awk -v k=":alive:$id_a" '$2 ~ k"$" { printf "%s ", $1 }')"
+        for o in $now; do
+            case "$p1$p2" in *" $o "*" $o "*) return 0 ;; esac
+        done
+        p2=$p1
+        p1=$now
+        sleep 0.06
+    done
+    echo "missed: no sale of A stayed inside" >>"$cell/nemesis"
+    return 1
+}
+
+# ---- the nemeses ------------------------------------------------------------------
+
+nemesis_kill() {
+    hit_inside "$1" 500 || true
+    struck=$(now_us)
+    kill -KILL "$a_pid" 2>/dev/null
+    wait "$a_pid" 2>/dev/null
+    forget_pid "$a_pid"
+    echo "A killed inside the section" >"$cell/nemesis"
+    sleep "$(awk -v t="$ttl" 'BEGIN { print 1.5 * t / 1000 }')"
+    instance "$port_a" "$redis_port" "$nodes"; a_pid=$inst_pid
+    id_a=$(instance_id "$port_a")
+}
+
+nemesis_pause() {
+    hit_inside "$1" 400 || true
+    struck=$(now_us)
+    kill -STOP "$a_pid"
+    echo "A paused inside the section for $((2 * ttl)) ms" >"$cell/nemesis"
+    sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
+    kill -CONT "$a_pid"
+}
+
+nemesis_latency() {
+    local i sleepers=()
+    for i in 1 2 3; do
+        rcli DEBUG SLEEP 0.45 >/dev/null &
+        sleepers+=($!)
+        sleep 0.7
+    done
+    wait "${sleepers[@]}"
+    echo "DEBUG SLEEP 0.45 s three times" >"$cell/nemesis"
+}
+
+nemesis_restart() {
+    stop_pid "$data_pid"
+    forget_pid "$data_pid"
+    sleep 0.3
+    start_redis "$redis_port" data
+    data_pid=$redis_pid
+    reset "$port_a" || reset "$port_b" || true
+    since=$(now_us)
+    echo "the data Redis restarted empty; stock reset" >"$cell/nemesis"
+}
+
+nemesis_redlock_restart() {
+    kill -KILL "${master_pids[1]}" 2>/dev/null
+    wait "${master_pids[1]}" 2>/dev/null
+    forget_pid "${master_pids[1]}"
+    sleep 0.3
+    start_redis "${masters[1]}" master-1
+    master_pids[1]=$redis_pid
+    echo "master 1 killed and restarted empty" >"$cell/nemesis"
+}
+
+nemesis_pool() {
+    special "$port_a" "$1" "$((ttl * 13 / 10))"
+    echo "a holder on A (pool of 2) works $((ttl * 13 / 10)) ms" >"$cell/nemesis"
+}
+
+nemesis_drift() {
+    special "$port_a" "$1" 270
+    echo "a holder on A (clock at x0.2) works 270 ms by its clock" >"$cell/nemesis"
+}
+
+# replica_of MASTER_PORT NAME: a redis-server replicating MASTER_PORT, in
+# sync; sets replica_port and replica_pid.
+replica_of() {
+    local i
+    pick_port; replica_port=$port
+    start_redis "$replica_port" "$2"
+    replica_pid=$redis_pid
+    # Redis 7 waits 5 s before a diskless full sync, for more replicas to come
+    redis-cli -p "$1" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+    redis-cli -p "$replica_port" REPLICAOF 127.0.0.1 "$1" >/dev/null
+    for i in $(seq 1 200); do
+        redis-cli -p "$replica_port" INFO replication | grep -q master_link_status:up && return 0
+        sleep 0.05
+    done
+    fail "replica on $replica_port never synced with $1"
+}
+
+# promote MASTER_PID MASTER_PORT: freezes the replica, cuts it off, lets the
+# master take writes it will never pass on, kills the master, promotes the
+# replica.
+promote() {
+    kill -STOP "$replica_pid"
+    redis-cli -p "$2" CLIENT KILL TYPE replica >/dev/null
+    sleep 0.4
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    forget_pid "$1"
+    kill -CONT "$replica_pid"
+    redis-cli -p "$replica_port" REPLICAOF NO ONE >/dev/null
+}
+
+# The failover cell builds its own stack. Single-master strategies: the data
+# Redis fails over (A on the master, B on the replica, B's load starting once
+# the replica is promoted); judged on the replica. Redlock: master 0 fails
+# over (B counts on its replica instead); the data Redis is untouched.
+cell_failover() {
+    local s=$1
+    if [ "$s" = redlock ]; then
+        replica_of "${masters[0]}" "replica-$s"
+        local nodes_b="127.0.0.1:$replica_port,127.0.0.1:${masters[1]},127.0.0.1:${masters[2]}"
+        wait_voting "$ttl" "${masters[@]}"
+        instance "$port_a" "$redis_port" "$nodes"; a_pid=$inst_pid
+        instance "$port_b" "$redis_port" "$nodes_b"; b_pid=$inst_pid
+        reset "$port_a" || fail "$s failover: reset"
+        judge_port=$redis_port
+        loads_start "$s"
+        sleep 0.8
+        struck=$(now_us)
+        promote "${master_pids[0]}" "${masters[0]}"
+        echo "master 0 failed over to its replica before the lock reached it" >"$cell/nemesis"
+        loads_wait
+        stop_instances
+        stop_pid "$replica_pid"; forget_pid "$replica_pid"
+        start_redis "${masters[0]}" master-0   # back, empty, for the next cells
+        master_pids[0]=$redis_pid
+        return
+    fi
+    local mport mpid
+    pick_port; mport=$port
+    start_redis "$mport" "failover-master-$s"
+    mpid=$redis_pid
+    replica_of "$mport" "failover-replica-$s"
+    instance "$port_a" "$mport" "$nodes"; a_pid=$inst_pid
+    instance "$port_b" "$replica_port" "$nodes"; b_pid=$inst_pid
+    reset "$port_a" || fail "$s failover: reset"
+    local i
+    for i in $(seq 1 100); do
+        [ "$(redis-cli -p "$replica_port" GET "$item")" = "$stock" ] && break
+        sleep 0.05
+    done
+    judge_port=$replica_port
+    b_late=1
+    loads_start "$s"
+    sleep 0.8
+    struck=$(now_us)
+    promote "$mpid" "$mport"
+    echo "the data Redis failed over before the lock and the last sales reached the replica" >"$cell/nemesis"
+    b_late=0
+    "$load" --port "$port_b" --path "/inventory/sale/$s?hold_ms=$hold" --clients "$clients" \
+        --requests "$requests" --max-s "$max_s" --timeout-ms 10000 --record "$cell/told-b" \
+        --format kv >"$cell/load-b.kv" 2>"$cell/load-b.log" &
+    load_b=$!
+    loads_wait
+    stop_instances
+    judge "$s" failover
+    stop_pid "$replica_pid"; forget_pid "$replica_pid"
+    judged=1
+}
+
+# ---- judging ---------------------------------------------------------------------
+
+declare -A V      # V[s|n] = verdict
+declare -A D      # V[s|n] = the cell's figures, for the table
+rows=()
+
+# judge S N: runs the checker on the cell and records the verdict.
+judge() {
+    local s=$1 n=$2 told=() f
+    for f in "$cell"/told-*; do [ -f "$f" ] && told+=(--told "$f"); done
+    # Under drift, A dates its events by its own slowed clock: holds of A
+    # and B cannot be compared in time, so overlaps are not judged there.
+    local skew=()
+    [ "$n" = drift ] && skew=(--no-overlaps)
+    "$checker" --redis "127.0.0.1:${judge_port:-$redis_port}" --item "$item" \
+        --since-us "${since:-0}" --max-findings 20 "${skew[@]}" "${told[@]}" >"$cell/check.json" 2>"$cell/check.log"
+    local rc=$?
+    [ "$rc" -le 1 ] || { log "$s/$n: the checker failed: $(cat "$cell/check.log")"; }
+    # Served, from the moment the nemesis struck: a sale that got sold or
+    # sold_out, a definite answer about the stock; lock_timeout, 503 and
+    # transport errors are not.
+    local total answered
+    total=$(cat "$cell"/told-* 2>/dev/null | awk -v t="${struck:-0}" '$1 >= t' | wc -l)
+    answered=$(cat "$cell"/told-* 2>/dev/null |
+        awk -v t="${struck:-0}" '$1 >= t && ($3 == "sold" || $3 == "sold_out")' | wc -l)
+    local share=0
+    [ "$total" -gt 0 ] && share=$("$stats" -d 2 ratio "$answered" "$total" 2>/dev/null || echo 0)
+    # Recovered: some sale was served in the second half of the time from the
+    # fault to the last answer. Requests that fail fast (a refused
+    # connection) outnumber the slow ones; time does not lie that way.
+    local last recovered
+    last=$(cat "$cell"/told-* 2>/dev/null | awk 'BEGIN { m = 0 } $1 > m { m = $1 } END { print m }')
+    recovered=$(cat "$cell"/told-* 2>/dev/null | awk -v t="${struck:-0}" -v e="$last" \
+        'BEGIN { h = t + (e - t) / 2; n = 0 } $1 >= h && ($3 == "sold" || $3 == "sold_out") { n++ } END { print (n > 0) ? 1 : 0 }')
+    local c=$cell/check.json over twice overlap late lost untold mismatch verdict
+    over=$(jq -r '.oversold_units // 0' "$c" 2>/dev/null || echo 0)
+    twice=$(jq -r '.counts.sold_twice // 0' "$c" 2>/dev/null || echo 0)
+    overlap=$(jq -r '.counts.overlap // 0' "$c" 2>/dev/null || echo 0)
+    late=$(jq -r '.counts.late_write // 0' "$c" 2>/dev/null || echo 0)
+    lost=$(jq -r '.counts.lost_sale // 0' "$c" 2>/dev/null || echo 0)
+    untold=$(jq -r '.counts.untold_sale // 0' "$c" 2>/dev/null || echo 0)
+    mismatch=$(jq -r '.counts.stock_ledger // 0' "$c" 2>/dev/null || echo 0)
+    if [ "$rc" -eq 1 ]; then verdict=unsafe
+    elif [ "$rc" -ne 0 ]; then verdict=error
+    elif [ "$recovered" != 1 ]; then verdict=unavailable
+    else verdict=safe
+    fi
+    V["$s|$n"]=$verdict
+    D["$s|$n"]="$over $twice $overlap $late $lost $untold $mismatch $share $answered $total"
+}
+
+# ---- the run ------------------------------------------------------------------------
+t0=$SECONDS
+ncells=0
+for n in "${nemeses[@]}"; do
+    case " $all_nemeses " in *" $n "*) ;; *) die "unknown nemesis '$n' (known: $all_nemeses)" ;; esac
+    stack_up=0
+    for s in "${strategies[@]}"; do
+        e=$(expect_of "$s" "$n")
+        [ -n "$e" ] || die "$expected has no line for $s under $n"
+        if [ "$e" = n/a ]; then V["$s|$n"]=n/a; continue; fi
+        [ "$short" = 1 ] && ! short_cell "$s" "$n" && continue
+        cell=$results/matrix/$s-$n
+        rm -rf "$cell"; mkdir -p "$cell"
+        since=0; struck=0; judge_port=; judged=0; load_a=; load_b=; b_late=0
+        if [ "$n" = failover ]; then
+            cell_failover "$s"
+        else
+            if [ "$stack_up" = 0 ]; then
+                extra_a=()
+                extra_both=()
+                case $n in
+                    latency) extra_both=(--set redis.timeout=300) ;;
+                    pool) extra_a=(--set redis.pool-size=2) ;;
+                    drift) extra_a=(--faketime) ;;
+                esac
+                instance "$port_a" "$redis_port" "$nodes" "${extra_a[@]}"; a_pid=$inst_pid
+                instance "$port_b" "$redis_port" "$nodes"; b_pid=$inst_pid
+                id_a=$(instance_id "$port_a")
+                stack_up=1
+            fi
+            [ "$s" = redlock ] && wait_voting "$ttl" "${masters[@]}"
+            reset "$port_a" || reset "$port_b" || fail "$s/$n: the reset failed"
+            loads_start "$s"
+            sleep 1
+            struck=$(now_us)
+            "nemesis_${n//-/_}" "$s"
+            loads_wait
+            [ -n "${special_pid:-}" ] && wait "$special_pid" 2>/dev/null
+            special_pid=
+        fi
+        [ "$judged" = 1 ] || judge "$s" "$n"
+        ncells=$((ncells + 1))
+        read -r over twice overlap late lost untold mismatch share answered total <<<"${D["$s|$n"]}"
+        printf '%s: %-11s %-15s %-11s oversold %s, twice %s, overlaps %s, late %s, lost %s; served %s of %s (%s s)\n' \
+            "$tag" "$s" "$n" "${V["$s|$n"]}" "$over" "$twice" "$overlap" "$late" "$lost" \
+            "$answered" "$total" "$((SECONDS - t0))"
+    done
+    [ "$stack_up" = 1 ] && stop_instances
+    extra_both=()
+done
+
+# ---- the table, the CSV, the picture ------------------------------------------------
+contradictions=()
+csv=$results/matrix.csv
+md=$results/matrix.md
+echo "strategy,nemesis,verdict,expected,agrees,oversold_units,sold_twice,overlapping_holds,late_writes,lost_sales,untold_sales,stock_ledger,served_share,served,requests" >"$csv"
+{
+    echo "# The safety matrix"
+    echo
+    echo "$(date -u +%Y-%m-%dT%H:%MZ), ${#strategies[@]} strategies x ${#nemeses[@]} nemeses, TTL $ttl ms,"
+    echo "$clients clients per instance for $max_s s (at most $requests requests), hold_ms $hold. A cell:"
+    echo "verdict (oversold units / units sold twice / overlapping holds / share of the requests"
+    echo "answered after the fault struck that were served, sold or sold_out)."
+    echo
+    printf '| strategy |'; for n in "${nemeses[@]}"; do printf ' %s |' "$n"; done; echo
+    printf '|---|'; for n in "${nemeses[@]}"; do printf -- '---|'; done; echo
+} >"$md"
+for s in "${strategies[@]}"; do
+    printf '| %s |' "$s" >>"$md"
+    for n in "${nemeses[@]}"; do
+        v=${V["$s|$n"]:-}
+        e=$(expect_of "$s" "$n")
+        if [ -z "$v" ]; then printf ' |' >>"$md"; continue; fi
+        if [ "$v" = n/a ]; then
+            printf ' n/a |' >>"$md"
+            echo "$s,$n,n/a,n/a,yes,,,,,,,,,," >>"$csv"
+            continue
+        fi
+        read -r over twice overlap late lost untold mismatch share answered total <<<"${D["$s|$n"]}"
+        agrees=yes
+        case $e:$v in
+            safe:unsafe | safe:error | flaw:safe | flaw:error) agrees=no ;;
+        esac
+        [ "$agrees" = no ] && contradictions+=("$s under $n: $v, expected $e")
+        mark=$v; [ "$agrees" = no ] && mark="**$v (expected $e)**"
+        printf ' %s %s/%s/%s/%s |' "$mark" "$over" "$twice" "$overlap" "$share" >>"$md"
+        echo "$s,$n,$v,$e,$agrees,$over,$twice,$overlap,$late,$lost,$untold,$mismatch,$share,$answered,$total" >>"$csv"
+    done
+    echo >>"$md"
+done
+{
+    echo
+    echo "Expected (loadtest/matrix-expected.tsv): safe = must not be unsafe; flaw = must not be"
+    echo "safe; either = may be anything. ${#contradictions[@]} contradictions."
+    for c in "${contradictions[@]}"; do echo "- $c"; done
+} >>"$md"
+
+# The heatmap: 0 safe (green), 1 unsafe (red), 2 unavailable (grey), 3 n/a
+# or not run (white); each cell also carries its word, for readers who do
+# not tell the colours apart.
+dat=$work/matrix.dat
+labels=$work/labels.dat
+: >"$dat"; : >"$labels"
+for ((yi = 0; yi < ${#strategies[@]}; yi++)); do
+    s=${strategies[$yi]}
+    for ((xi = 0; xi < ${#nemeses[@]}; xi++)); do
+        n=${nemeses[$xi]}
+        v=${V["$s|$n"]:-}
+        case $v in safe) z=0; w=ok ;; unsafe) z=1; w=UNSAFE ;; unavailable) z=2; w=stuck ;; *) z=3; w=${v:--} ;; esac
+        if [ "$v" = unsafe ]; then
+            read -r over twice _ <<<"${D["$s|$n"]}"
+            w="UNSAFE $twice"
+        fi
+        echo "$xi $yi $z" >>"$dat"
+        echo "$xi $yi \"$w\"" >>"$labels"
+    done
+    echo >>"$dat"
+done
+xt=$(for ((i = 0; i < ${#nemeses[@]}; i++)); do printf '"%s" %d,' "${nemeses[$i]}" "$i"; done)
+yt=$(for ((i = 0; i < ${#strategies[@]}; i++)); do printf '"%s" %d,' "${strategies[$i]}" "$i"; done)
+gnuplot <<EOF || log "gnuplot failed: no matrix.png"
+set terminal pngcairo size 1200,$((140 + 40 * ${#strategies[@]})) font "DejaVu Sans,11"
+set output "$results/matrix.png"
+set title "Safety matrix: every strategy under every fault (label: verdict, units sold twice)"
+unset colorbox
+set palette defined (0 "#4daf4a", 1 "#e41a1c", 2 "#9e9e9e", 3 "#ffffff")
+set cbrange [-0.5:3.5]
+set xrange [-0.5:${#nemeses[@]}-0.5]
+set yrange [${#strategies[@]}-0.5:-0.5]
+set xtics (${xt%,}) scale 0
+set ytics (${yt%,}) scale 0
+set x2tics (${xt%,}) scale 0
+unset xtics
+set style fill solid 1.0 noborder
+plot "$dat" using 1:2:(0.5):(0.5):3 with boxxyerror lc palette notitle, \
+     "$labels" using 1:2:3 with labels font "DejaVu Sans Bold,10" notitle
+EOF
+
+echo
+cat "$md"
+log "$ncells cells in $((SECONDS - t0)) s; results in $results/matrix.md, matrix.csv, matrix.png"
+stop_started
+if [ ${#contradictions[@]} -gt 0 ]; then
+    log "FAIL: ${#contradictions[@]} cells contradict $expected"
+    failed=1
+    exit 1
+fi
+log "PASS: every cell agrees with $expected"
+exit 0

@@ -1,0 +1,238 @@
+/* check_checker.c -- the safety checker's judgement (tools/checker.h) on
+ * histories it must flag and histories it must pass. No server. */
+#include "check_main.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "checker.h"
+
+static struct chk_event ev(const char *id, const char *owner, int64_t granted, int64_t released,
+                           int64_t lease, const char *outcome, long long unit, int late) {
+    struct chk_event e;
+    memset(&e, 0, sizeof(e));
+    snprintf(e.id, sizeof(e.id), "%s", id);
+    snprintf(e.owner, sizeof(e.owner), "%s", owner);
+    snprintf(e.order, sizeof(e.order), "o-%s", id);
+    snprintf(e.outcome, sizeof(e.outcome), "%s", outcome);
+    snprintf(e.instance, sizeof(e.instance), "inst");
+    e.granted_us = granted;
+    e.released_us = released;
+    e.lease_us = lease;
+    e.unit = unit;
+    e.late = late;
+    return e;
+}
+
+static struct chk_entry entry(long long unit, const char *order) {
+    struct chk_entry e;
+    memset(&e, 0, sizeof(e));
+    e.unit = unit;
+    snprintf(e.order, sizeof(e.order), "%s", order);
+    e.port = 3786;
+    return e;
+}
+
+static struct chk_told told(const char *status, const char *order, long long unit) {
+    struct chk_told t;
+    memset(&t, 0, sizeof(t));
+    snprintf(t.status, sizeof(t.status), "%s", status);
+    snprintf(t.order, sizeof(t.order), "%s", order);
+    t.unit = unit;
+    return t;
+}
+
+static struct chk_report judge(const struct chk_input *in) {
+    struct chk_report r;
+    ck_assert_int_eq(chk_run(in, 16, &r), 0);
+    return r;
+}
+
+START_TEST(test_holds_one_after_another_with_a_matching_ledger_pass) {
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 0),
+                            ev("2-0", "b:1", 200, 300, 1100, "sold", 9, 0)};
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
+    struct chk_told t[] = {told("sold", "o-1-0", 10), told("sold", "o-2-0", 9),
+                           told("lock_timeout", "-", 0)};
+    struct chk_input in = {e, 2, l, 2, t, 3, 8, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert(r.safe);
+    for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_two_owners_holding_at_once_are_an_overlap_naming_both_events) {
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, 0),
+                            ev("2-0", "b:1", 200, 400, 0, "sold", 9, 0)};
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert(!r.safe);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
+    ck_assert_str_eq(r.findings[0].a, "1-0");
+    ck_assert_str_eq(r.findings[0].b, "2-0");
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is) {
+    /* A drifting host: the two holds look overlapped on the wall clock, which
+     * proves nothing; the unit sold in two orders still does. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, 0),
+                            ev("2-0", "b:1", 200, 400, 0, "sold", 10, 0)};
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(10, "o-2-0")};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 1};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_hold_is_cut_at_its_lease_deadline_but_a_write_after_it_is_late) {
+    /* A's lease ended at 150; B was granted at 200: not two valid holds at
+     * once. But A wrote after its deadline: a late write. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold", 10, 1),
+                            ev("2-0", "b:1", 200, 300, 1200, "sold", 9, 0)};
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_late_hold_that_wrote_nothing_is_not_a_late_write) {
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "lock_lost", 0, 1)};
+    struct chk_input in = {e, 1, NULL, 0, NULL, 0, 10, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_the_events_of_one_batch_are_one_hold) {
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 0, "sold", 10, 0),
+                            ev("1-1", "a:1", 100, 200, 0, "sold", 9, 0),
+                            ev("1-2", "a:1", 100, 200, 0, "sold", 8, 0)};
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-1-1"), entry(8, "o-1-2")};
+    struct chk_input in = {e, 3, l, 3, NULL, 0, 7, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders) {
+    struct chk_entry l[] = {entry(10, "x-1"), entry(10, "y-7")};
+    struct chk_input in = {NULL, 0, l, 2, NULL, 0, 9, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
+    ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);   /* 1 given, 2 entries */
+    ck_assert_int_eq(r.oversold_units, 1);
+    int found = 0;
+    for (size_t i = 0; i < r.nfindings; i++)
+        if (r.findings[i].kind == CHK_SOLD_TWICE) {
+            ck_assert_str_eq(r.findings[i].a, "x-1");
+            ck_assert_str_eq(r.findings[i].b, "y-7");
+            ck_assert_int_eq(r.findings[i].unit, 10);
+            found = 1;
+        }
+    ck_assert(found);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are_sold_twice) {
+    /* The failover case: the answer's entry was lost with the old master,
+     * and the promoted replica sold the unit again. */
+    struct chk_entry l[] = {entry(10, "y-7")};
+    struct chk_told t[] = {told("sold", "x-1", 10), told("sold", "y-7", 10)};
+    struct chk_input in = {NULL, 0, l, 1, t, 2, 9, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
+    ck_assert_int_eq(r.counts[CHK_LOST_SALE], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_ledger_entry_nobody_was_told_of_is_reported_but_safe) {
+    struct chk_entry l[] = {entry(10, "x-1"), entry(9, "x-2")};
+    struct chk_told t[] = {told("sold", "x-1", 10), told("backend_unavailable", "-", 0)};
+    struct chk_input in = {NULL, 0, l, 2, t, 2, 8, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_UNTOLD_SALE], 1);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_stock_that_disagrees_with_the_ledger_is_flagged) {
+    struct chk_entry l[] = {entry(10, "x-1")};
+    struct chk_input in = {NULL, 0, l, 1, NULL, 0, 10, 10, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_every_finding_is_counted_beyond_the_ones_listed) {
+    struct chk_event e[40];
+    for (int i = 0; i < 40; i++) {
+        char id[16], owner[16];
+        snprintf(id, sizeof(id), "%d-0", i);
+        snprintf(owner, sizeof(owner), "o:%d", i);
+        e[i] = ev(id, owner, 100, 500, 0, "sold_out", 0, 0);   /* all at once */
+    }
+    struct chk_input in = {e, 40, NULL, 0, NULL, 0, 0, 0, 0};
+    struct chk_report r;
+    ck_assert_int_eq(chk_run(&in, 5, &r), 0);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 39);
+    ck_assert_int_eq(r.nfindings, 5);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_ledger_entries_and_recorded_answers_parse_and_malformed_ones_do_not) {
+    struct chk_entry e;
+    ck_assert_int_eq(chk_parse_entry("199|ab12cd34-7|3786", &e), 0);
+    ck_assert_int_eq(e.unit, 199);
+    ck_assert_str_eq(e.order, "ab12cd34-7");
+    ck_assert_int_eq(e.port, 3786);
+    ck_assert_int_eq(chk_parse_entry("199", &e), -1);
+    ck_assert_int_eq(chk_parse_entry("x|y|1", &e), -1);
+    ck_assert_int_eq(chk_parse_entry("5||1", &e), -1);
+    struct chk_told t;
+    ck_assert_int_eq(chk_parse_told("1700000000000000 200 sold ab-1 42\n", &t), 0);
+    ck_assert_str_eq(t.status, "sold");
+    ck_assert_str_eq(t.order, "ab-1");
+    ck_assert_int_eq(t.unit, 42);
+    ck_assert_int_eq(chk_parse_told("garbage", &t), -1);
+}
+END_TEST
+
+Suite *checker_suite(void) {
+    Suite *s = suite_create("checker");
+    TCase *c = tcase_create("Core");
+    tcase_add_test(c, test_holds_one_after_another_with_a_matching_ledger_pass);
+    tcase_add_test(c, test_two_owners_holding_at_once_are_an_overlap_naming_both_events);
+    tcase_add_test(c, test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is);
+    tcase_add_test(c, test_a_hold_is_cut_at_its_lease_deadline_but_a_write_after_it_is_late);
+    tcase_add_test(c, test_a_late_hold_that_wrote_nothing_is_not_a_late_write);
+    tcase_add_test(c, test_the_events_of_one_batch_are_one_hold);
+    tcase_add_test(c, test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders);
+    tcase_add_test(c, test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are_sold_twice);
+    tcase_add_test(c, test_a_ledger_entry_nobody_was_told_of_is_reported_but_safe);
+    tcase_add_test(c, test_a_stock_that_disagrees_with_the_ledger_is_flagged);
+    tcase_add_test(c, test_every_finding_is_counted_beyond_the_ones_listed);
+    tcase_add_test(c, test_ledger_entries_and_recorded_answers_parse_and_malformed_ones_do_not);
+    suite_add_tcase(s, c);
+    return s;
+}
+

@@ -1,0 +1,256 @@
+/* checkcli.c -- inventory-check, the safety checker: reads one item's
+ * recorded history, ledger and stock from Redis and what the clients were
+ * told (inventory-load --record files), judges them (checker.h) and prints
+ * the findings as JSON, each naming the events or orders involved.
+ *
+ * Exit status: 0 when nothing unsafe was found, 1 when something was, 2 on
+ * bad usage or when Redis or a file could not be read. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "addr.h"
+#include "checker.h"
+#include "stats.h"
+
+#define TOLD_FILES_MAX 16
+
+struct options {
+    struct addr redis;
+    const char *item;
+    const char *told[TOLD_FILES_MAX];
+    int ntold;
+    long long since_us;
+    long max_findings;
+    int text;
+    int no_overlaps;
+};
+
+/* The loaded input and the storage behind it. */
+struct loaded {
+    struct chk_event *events;
+    struct chk_entry *ledger;
+    struct chk_told *told;
+    size_t ntold, cap_told;
+    struct chk_input in;
+};
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: inventory-check [options]\n"
+        "  --redis HOST:PORT   the Redis holding the item (127.0.0.1:6379)\n"
+        "  --item KEY          the stock key (inventory001)\n"
+        "  --told FILE         what the clients were told (inventory-load --record);\n"
+        "                      repeatable, up to 16\n"
+        "  --since-us US       ignore answers given before this wall-clock time\n"
+        "  --max-findings N    findings listed (100); all are counted\n"
+        "  --no-overlaps       do not judge overlapping holds (the instances' clocks\n"
+        "                      cannot be compared, e.g. one was made to drift)\n"
+        "  --format json|text  (json)\n"
+        "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input.\n");
+}
+
+/* One history entry's fields into e. */
+static void event_fields(const redisReply *f, struct chk_event *e) {
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+        const char *k = f->element[j]->str, *v = f->element[j + 1]->str;
+        if (!strcmp(k, "instance")) snprintf(e->instance, sizeof(e->instance), "%s", v);
+        else if (!strcmp(k, "port")) e->port = atoi(v);
+        else if (!strcmp(k, "owner")) snprintf(e->owner, sizeof(e->owner), "%s", v);
+        else if (!strcmp(k, "order")) snprintf(e->order, sizeof(e->order), "%s", v);
+        else if (!strcmp(k, "outcome")) snprintf(e->outcome, sizeof(e->outcome), "%s", v);
+        else if (!strcmp(k, "granted_us")) e->granted_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "released_us")) e->released_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "lease_us")) e->lease_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "unit")) e->unit = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "late")) e->late = atoi(v);
+    }
+}
+
+static long long as_ll(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+}
+
+/* Reads the item's stock, initial stock, ledger and history. 0 or -1. */
+static int load_redis(const struct options *o, struct loaded *L) {
+    redisContext *c = redisConnect(o->redis.host, o->redis.port);
+    if (!c || c->err) {
+        fprintf(stderr, "inventory-check: %s:%d: %s\n", o->redis.host, o->redis.port,
+                c ? c->errstr : "out of memory");
+        redisFree(c);
+        return -1;
+    }
+    redisAppendCommand(c, "GET %s", o->item);
+    redisAppendCommand(c, "GET %s:initial", o->item);
+    redisAppendCommand(c, "LRANGE %s:sold 0 -1", o->item);
+    redisAppendCommand(c, "XRANGE %s:history - +", o->item);
+    redisReply *r[4] = {0};
+    int rc = 0;
+    for (int i = 0; i < 4; i++)
+        if (redisGetReply(c, (void **)&r[i]) != REDIS_OK) rc = -1;
+    if (rc == 0 && (r[2]->type != REDIS_REPLY_ARRAY || r[3]->type != REDIS_REPLY_ARRAY)) rc = -1;
+    if (rc == 0) {
+        L->in.stock = as_ll(r[0]);
+        L->in.initial = as_ll(r[1]);
+        L->ledger = calloc(r[2]->elements + 1, sizeof(*L->ledger));
+        L->events = calloc(r[3]->elements + 1, sizeof(*L->events));
+        rc = L->ledger && L->events ? 0 : -1;
+    }
+    for (size_t i = 0; rc == 0 && i < r[2]->elements; i++)
+        if (chk_parse_entry(r[2]->element[i]->str, &L->ledger[L->in.nledger]) == 0) L->in.nledger++;
+    for (size_t i = 0; rc == 0 && i < r[3]->elements; i++) {
+        const redisReply *e = r[3]->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2) continue;
+        struct chk_event *ev = &L->events[L->in.nevents++];
+        snprintf(ev->id, sizeof(ev->id), "%s", e->element[0]->str);
+        event_fields(e->element[1], ev);
+    }
+    if (rc < 0) fprintf(stderr, "inventory-check: cannot read %s from Redis: %s\n", o->item,
+                        c->err ? c->errstr : "unexpected reply");
+    for (int i = 0; i < 4; i++) freeReplyObject(r[i]);
+    redisFree(c);
+    L->in.ledger = L->ledger;
+    L->in.events = L->events;
+    return rc;
+}
+
+/* Appends the answers of one --record file given at or after since_us. */
+static int load_told(const char *path, long long since_us, struct loaded *L) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    char line[256];
+    while (fgets(line, sizeof(line), f)) {
+        struct chk_told t;
+        if (chk_parse_told(line, &t) != 0 || t.answered_us < since_us) continue;
+        if (L->ntold == L->cap_told) {
+            size_t cap = L->cap_told ? L->cap_told * 2 : 1024;
+            struct chk_told *m = realloc(L->told, cap * sizeof(*m));
+            if (!m) {
+                fclose(f);
+                return -1;
+            }
+            L->told = m;
+            L->cap_told = cap;
+        }
+        L->told[L->ntold++] = t;
+    }
+    fclose(f);
+    L->in.told = L->told;
+    L->in.ntold = L->ntold;
+    return 0;
+}
+
+static void print_json(const struct options *o, const struct loaded *L, const struct chk_report *r) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "item", o->item);
+    cJSON_AddBoolToObject(root, "safe", r->safe);
+    cJSON_AddNumberToObject(root, "events", (double)L->in.nevents);
+    cJSON_AddNumberToObject(root, "ledger", (double)L->in.nledger);
+    cJSON_AddNumberToObject(root, "answers", (double)L->in.ntold);
+    cJSON_AddNumberToObject(root, "stock", (double)L->in.stock);
+    cJSON_AddNumberToObject(root, "initial", (double)L->in.initial);
+    cJSON_AddNumberToObject(root, "oversold_units", (double)r->oversold_units);
+    cJSON *counts = cJSON_AddObjectToObject(root, "counts");
+    for (int k = 0; k < CHK_KINDS; k++)
+        cJSON_AddNumberToObject(counts, chk_kind_word(k), (double)r->counts[k]);
+    cJSON *list = cJSON_AddArrayToObject(root, "findings");
+    for (size_t i = 0; i < r->nfindings; i++) {
+        const struct chk_finding *f = &r->findings[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "kind", chk_kind_word(f->kind));
+        cJSON *names = cJSON_AddArrayToObject(x, "involves");
+        if (f->a[0]) cJSON_AddItemToArray(names, cJSON_CreateString(f->a));
+        if (f->b[0]) cJSON_AddItemToArray(names, cJSON_CreateString(f->b));
+        if (f->unit) cJSON_AddNumberToObject(x, "unit", (double)f->unit);
+        cJSON_AddStringToObject(x, "detail", f->detail);
+        cJSON_AddItemToArray(list, x);
+    }
+    char *s = cJSON_Print(root);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(root);
+}
+
+static void print_text(const struct loaded *L, const struct chk_report *r) {
+    printf("%s: %zu events, %zu ledger entries, %zu answers; stock %lld of %lld; oversold %lld\n",
+           r->safe ? "SAFE" : "UNSAFE", L->in.nevents, L->in.nledger, L->in.ntold, L->in.stock,
+           L->in.initial, r->oversold_units);
+    for (int k = 0; k < CHK_KINDS; k++) printf("  %-12s %lld\n", chk_kind_word(k), r->counts[k]);
+    for (size_t i = 0; i < r->nfindings; i++)
+        printf("  - %s: %s\n", chk_kind_word(r->findings[i].kind), r->findings[i].detail);
+}
+
+static int parse_args(int argc, char **argv, struct options *o) {
+    static const struct option longopts[] = {
+        {"redis", required_argument, NULL, 'r'},   {"item", required_argument, NULL, 'i'},
+        {"told", required_argument, NULL, 't'},    {"since-us", required_argument, NULL, 's'},
+        {"max-findings", required_argument, NULL, 'm'}, {"format", required_argument, NULL, 'f'},
+        {"no-overlaps", no_argument, NULL, 'O'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    long v;
+    char why[128];
+    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:Oh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'r':
+            if (addr_parse(optarg, strlen(optarg), &o->redis, why, sizeof(why)) != 0) goto bad;
+            break;
+        case 'i': o->item = optarg; break;
+        case 't':
+            if (o->ntold == TOLD_FILES_MAX) goto bad;
+            o->told[o->ntold++] = optarg;
+            break;
+        case 's': o->since_us = strtoll(optarg, NULL, 10); break;
+        case 'm':
+            if (stats_parse_long(optarg, 0, 1000000, &v) != 0) goto bad;
+            o->max_findings = v;
+            break;
+        case 'f':
+            if (strcmp(optarg, "json") && strcmp(optarg, "text")) goto bad;
+            o->text = strcmp(optarg, "text") == 0;
+            break;
+        case 'O': o->no_overlaps = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+        continue;
+bad:
+        stats_bad_value("inventory-check", longopts, ch, optarg);
+        return -1;
+    }
+    return optind < argc ? (usage(stderr), -1) : 0;
+}
+
+int main(int argc, char **argv) {
+    struct options o = {.item = "inventory001", .max_findings = 100};
+    snprintf(o.redis.host, sizeof(o.redis.host), "127.0.0.1");
+    o.redis.port = 6379;
+    if (parse_args(argc, argv, &o) != 0) return 2;
+    struct loaded L;
+    memset(&L, 0, sizeof(L));
+    int rc = load_redis(&o, &L);
+    L.in.skip_overlaps = o.no_overlaps;
+    for (int i = 0; rc == 0 && i < o.ntold; i++) rc = load_told(o.told[i], o.since_us, &L);
+    struct chk_report r;
+    if (rc == 0 && chk_run(&L.in, (size_t)o.max_findings, &r) != 0) {
+        fprintf(stderr, "inventory-check: out of memory\n");
+        rc = -1;
+    }
+    int status = 2;
+    if (rc == 0) {
+        if (o.text) print_text(&L, &r);
+        else print_json(&o, &L, &r);
+        status = r.safe ? 0 : 1;
+        chk_report_free(&r);
+    }
+    free(L.events);
+    free(L.ledger);
+    free(L.told);
+    return status;
+}

@@ -1,0 +1,223 @@
+/* checker.c -- the safety checker's judgement (see checker.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "checker.h"
+
+const char *chk_kind_word(enum chk_kind k) {
+    static const char *const words[CHK_KINDS] = {"overlap", "sold_twice", "late_write",
+                                                 "lost_sale", "untold_sale", "stock_ledger"};
+    return (int)k >= 0 && k < CHK_KINDS ? words[k] : "?";
+}
+
+/* One hold of the lock: the events of one owner, the interval it held. */
+struct hold {
+    const struct chk_event *first;
+    int64_t start, end;
+};
+
+static int64_t hold_end(const struct chk_event *e) {
+    return e->lease_us > 0 && e->lease_us < e->released_us ? e->lease_us : e->released_us;
+}
+
+static int cmp_hold_owner(const void *a, const void *b) {
+    const struct hold *x = a, *y = b;
+    return strcmp(x->first->owner, y->first->owner);
+}
+
+static int cmp_hold_start(const void *a, const void *b) {
+    const struct hold *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static void add(struct chk_report *r, size_t max, enum chk_kind kind, const char *a,
+                const char *b, long long unit, const char *detail) {
+    r->counts[kind]++;
+    if (r->nfindings >= max) return;
+    struct chk_finding *f = &r->findings[r->nfindings++];
+    f->kind = kind;
+    snprintf(f->a, sizeof(f->a), "%s", a ? a : "");
+    snprintf(f->b, sizeof(f->b), "%s", b ? b : "");
+    f->unit = unit;
+    snprintf(f->detail, sizeof(f->detail), "%s", detail);
+}
+
+/* Holds of one lock valid at the same time. */
+static int find_overlaps(const struct chk_input *in, size_t max, struct chk_report *r) {
+    if (in->nevents == 0) return 0;
+    struct hold *h = malloc(in->nevents * sizeof(*h));
+    if (!h) return -1;
+    for (size_t i = 0; i < in->nevents; i++)
+        h[i] = (struct hold){&in->events[i], in->events[i].granted_us, hold_end(&in->events[i])};
+    /* A batch is one hold that answered several sales: one owner, one hold. */
+    qsort(h, in->nevents, sizeof(*h), cmp_hold_owner);
+    size_t n = 0;
+    for (size_t i = 0; i < in->nevents; i++) {
+        if (n > 0 && strcmp(h[n - 1].first->owner, h[i].first->owner) == 0) {
+            if (h[i].start < h[n - 1].start) h[n - 1].start = h[i].start;
+            if (h[i].end > h[n - 1].end) h[n - 1].end = h[i].end;
+        } else {
+            h[n++] = h[i];
+        }
+    }
+    qsort(h, n, sizeof(*h), cmp_hold_start);
+    size_t longest = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (h[i].start < h[longest].end) {
+            char d[256];
+            snprintf(d, sizeof(d), "%.48s (%.15s) held until %lld while %.48s (%.15s) was granted "
+                     "at %lld", h[longest].first->owner, h[longest].first->instance,
+                     (long long)h[longest].end, h[i].first->owner, h[i].first->instance,
+                     (long long)h[i].start);
+            add(r, max, CHK_OVERLAP, h[longest].first->id, h[i].first->id, 0, d);
+        }
+        if (h[i].end > h[longest].end) longest = i;
+    }
+    free(h);
+    return 0;
+}
+
+/* A (unit, order) pair from the ledger or from an answer. */
+struct sale {
+    long long unit;
+    const char *order;
+};
+
+static int cmp_sale(const void *a, const void *b) {
+    const struct sale *x = a, *y = b;
+    if (x->unit != y->unit) return (x->unit > y->unit) - (x->unit < y->unit);
+    return strcmp(x->order, y->order);
+}
+
+static int find_sold_twice(const struct chk_input *in, size_t max, struct chk_report *r) {
+    size_t cap = in->nledger + in->ntold, n = 0;
+    if (cap == 0) return 0;
+    struct sale *s = malloc(cap * sizeof(*s));
+    if (!s) return -1;
+    for (size_t i = 0; i < in->nledger; i++) s[n++] = (struct sale){in->ledger[i].unit, in->ledger[i].order};
+    for (size_t i = 0; i < in->ntold; i++)
+        if (strcmp(in->told[i].status, "sold") == 0 && in->told[i].unit > 0)
+            s[n++] = (struct sale){in->told[i].unit, in->told[i].order};
+    qsort(s, n, sizeof(*s), cmp_sale);
+    size_t first = 0;   /* the first distinct order of the current unit */
+    for (size_t i = 1; i < n; i++) {
+        if (s[i].unit != s[first].unit) {
+            first = i;
+        } else if (strcmp(s[i].order, s[i - 1].order) != 0) {
+            char d[256];
+            snprintf(d, sizeof(d), "unit %lld went to orders %s and %s", s[i].unit,
+                     s[first].order, s[i].order);
+            add(r, max, CHK_SOLD_TWICE, s[first].order, s[i].order, s[i].unit, d);
+        }
+    }
+    free(s);
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int has(const char **sorted, size_t n, const char *order) {
+    return n && bsearch(&order, sorted, n, sizeof(*sorted), cmp_str) != NULL;
+}
+
+/* Told "sold" without a ledger entry, and entries nobody was told of. */
+static int find_lost_and_untold(const struct chk_input *in, size_t max, struct chk_report *r) {
+    const char **led = malloc((in->nledger + 1) * sizeof(*led));
+    const char **sold = malloc((in->ntold + 1) * sizeof(*sold));
+    if (!led || !sold) {
+        free(led);
+        free(sold);
+        return -1;
+    }
+    size_t ns = 0;
+    for (size_t i = 0; i < in->nledger; i++) led[i] = in->ledger[i].order;
+    for (size_t i = 0; i < in->ntold; i++)
+        if (strcmp(in->told[i].status, "sold") == 0) sold[ns++] = in->told[i].order;
+    qsort(led, in->nledger, sizeof(*led), cmp_str);
+    qsort(sold, ns, sizeof(*sold), cmp_str);
+    for (size_t i = 0; i < ns; i++) {
+        if (has(led, in->nledger, sold[i])) continue;
+        char d[256];
+        snprintf(d, sizeof(d), "order %s was answered sold, but the ledger has no entry for it",
+                 sold[i]);
+        add(r, max, CHK_LOST_SALE, sold[i], NULL, 0, d);
+    }
+    for (size_t i = 0; in->ntold > 0 && i < in->nledger; i++) {
+        const struct chk_entry *e = &in->ledger[i];
+        if (has(sold, ns, e->order)) continue;
+        char d[256];
+        snprintf(d, sizeof(d), "unit %lld went to order %s (port %d), which no client was told "
+                 "was sold", e->unit, e->order, e->port);
+        add(r, max, CHK_UNTOLD_SALE, e->order, NULL, e->unit, d);
+    }
+    free(led);
+    free(sold);
+    return 0;
+}
+
+int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *r) {
+    memset(r, 0, sizeof(*r));
+    r->findings = calloc(max_findings ? max_findings : 1, sizeof(*r->findings));
+    if (!r->findings) return -1;
+    if ((!in->skip_overlaps && find_overlaps(in, max_findings, r) < 0) ||
+        find_sold_twice(in, max_findings, r) < 0 ||
+        find_lost_and_untold(in, max_findings, r) < 0) {
+        chk_report_free(r);
+        return -1;
+    }
+    for (size_t i = 0; i < in->nevents; i++) {
+        const struct chk_event *e = &in->events[i];
+        if (!e->late || strcmp(e->outcome, "sold") != 0) continue;
+        char d[256];
+        snprintf(d, sizeof(d), "order %s wrote unit %lld after its lease deadline (%lld)",
+                 e->order, e->unit, (long long)e->lease_us);
+        add(r, max_findings, CHK_LATE_WRITE, e->id, e->order, e->unit, d);
+    }
+    long long given = in->initial - in->stock;
+    if (given != (long long)in->nledger) {
+        char d[256];
+        snprintf(d, sizeof(d), "initial %lld - stock %lld = %lld units given, but the ledger has "
+                 "%zu entries", in->initial, in->stock, given, in->nledger);
+        add(r, max_findings, CHK_STOCK_LEDGER, NULL, NULL, 0, d);
+    }
+    r->oversold_units = (long long)in->nledger > given ? (long long)in->nledger - given : 0;
+    r->safe = 1;
+    for (int k = 0; k < CHK_KINDS; k++)
+        if (k != CHK_UNTOLD_SALE && r->counts[k] > 0) r->safe = 0;
+    return 0;
+}
+
+void chk_report_free(struct chk_report *r) {
+    free(r->findings);
+    r->findings = NULL;
+    r->nfindings = 0;
+}
+
+int chk_parse_entry(const char *s, struct chk_entry *e) {
+    memset(e, 0, sizeof(*e));
+    char *end;
+    e->unit = strtoll(s, &end, 10);
+    if (end == s || *end != '|') return -1;
+    const char *order = end + 1, *bar = strchr(order, '|');
+    if (!bar || bar == order || (size_t)(bar - order) >= sizeof(e->order)) return -1;
+    memcpy(e->order, order, (size_t)(bar - order));
+    e->port = atoi(bar + 1);
+    return 0;
+}
+
+int chk_parse_told(const char *line, struct chk_told *t) {
+    memset(t, 0, sizeof(*t));
+    long long answered;
+    int http;
+    char status[24], order[48];
+    long long unit;
+    if (sscanf(line, "%lld %d %23s %47s %lld", &answered, &http, status, order, &unit) != 5)
+        return -1;
+    t->answered_us = answered;
+    snprintf(t->status, sizeof(t->status), "%s", status);
+    snprintf(t->order, sizeof(t->order), "%s", order);
+    t->unit = unit;
+    return 0;
+}

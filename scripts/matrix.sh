@@ -41,8 +41,10 @@
 # Environment: MATRIX_STRATEGIES, MATRIX_NEMESES (all), MATRIX_TTL_MS (1000),
 # MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (100000 per instance: in
 # practice the time bound ends every load), MATRIX_MAX_S (5: a load begins no
-# request after this), MATRIX_HOLD_MS
-# (10: each sale's hold_ms), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
+# request after this), MATRIX_HOLD_MS (10: each sale's hold_ms),
+# MATRIX_ERROR_PAUSE_MS (20: after a request with no answer or a 5xx, its
+# client waits this long, so that a dead instance's refusals do not make up
+# most of the requests), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
 # (loadtest/matrix-expected.tsv), MATRIX_BUILD_DIR (build).
 # Writes $MATRIX_RESULTS_DIR/matrix.md, matrix.csv, matrix.png, and per cell
 # matrix/<strategy>-<nemesis>/ (the answers, the checker's JSON, logs).
@@ -62,6 +64,7 @@ clients=${MATRIX_CLIENTS:-6}
 requests=${MATRIX_REQUESTS:-100000}
 max_s=${MATRIX_MAX_S:-5}
 hold=${MATRIX_HOLD_MS:-10}
+pause=${MATRIX_ERROR_PAUSE_MS:-20}
 results=${MATRIX_RESULTS_DIR:-$root/results}
 expected=${MATRIX_EXPECTED:-$root/loadtest/matrix-expected.tsv}
 build=${MATRIX_BUILD_DIR:-$root/build}
@@ -155,12 +158,12 @@ reset() {
 loads_start() {
     local s=$1 path="/inventory/sale/$1?hold_ms=$hold"
     "$load" --port "$port_a" --path "$path" --clients "$clients" --requests "$requests" \
-        --max-s "$max_s" --timeout-ms 10000 --record "$cell/told-a" --format kv \
+        --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" --record "$cell/told-a" --format kv \
         >"$cell/load-a.kv" 2>"$cell/load-a.log" &
     load_a=$!
     [ "${b_late:-0}" = 1 ] && return 0
     "$load" --port "$port_b" --path "$path" --clients "$clients" --requests "$requests" \
-        --max-s "$max_s" --timeout-ms 10000 --record "$cell/told-b" --format kv \
+        --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" --record "$cell/told-b" --format kv \
         >"$cell/load-b.kv" 2>"$cell/load-b.log" &
     load_b=$!
 }
@@ -356,7 +359,7 @@ cell_failover() {
     echo "the data Redis failed over before the lock and the last sales reached the replica" >"$cell/nemesis"
     b_late=0
     "$load" --port "$port_b" --path "/inventory/sale/$s?hold_ms=$hold" --clients "$clients" \
-        --requests "$requests" --max-s "$max_s" --timeout-ms 10000 --record "$cell/told-b" \
+        --requests "$requests" --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" --record "$cell/told-b" \
         --format kv >"$cell/load-b.kv" 2>"$cell/load-b.log" &
     load_b=$!
     loads_wait
@@ -479,7 +482,10 @@ echo "strategy,nemesis,verdict,expected,agrees,oversold_units,sold_twice,overlap
     echo "$(date -u +%Y-%m-%dT%H:%MZ), ${#strategies[@]} strategies x ${#nemeses[@]} nemeses, TTL $ttl ms,"
     echo "$clients clients per instance for $max_s s (at most $requests requests), hold_ms $hold. A cell:"
     echo "verdict (oversold units / units sold twice / overlapping holds / share of the requests"
-    echo "answered after the fault struck that were served, sold or sold_out)."
+    echo "answered after the fault struck that were served, sold or sold_out), then any other"
+    echo "finding: writes past their lease (late), sales a client was told of that the ledger"
+    echo "lacks (lost), ledger entries no client was told of (untold), stock and ledger that"
+    echo "disagree (stock/ledger)."
     echo
     printf '| strategy |'; for n in "${nemeses[@]}"; do printf ' %s |' "$n"; done; echo
     printf '|---|'; for n in "${nemeses[@]}"; do printf -- '---|'; done; echo
@@ -502,7 +508,12 @@ for s in "${strategies[@]}"; do
         esac
         [ "$agrees" = no ] && contradictions+=("$s under $n: $v, expected $e")
         mark=$v; [ "$agrees" = no ] && mark="**$v (expected $e)**"
-        printf ' %s %s/%s/%s/%s |' "$mark" "$over" "$twice" "$overlap" "$share" >>"$md"
+        more=""
+        [ "$late" != 0 ] && more+=", late $late"
+        [ "$lost" != 0 ] && more+=", lost $lost"
+        [ "$untold" != 0 ] && more+=", untold $untold"
+        [ "$mismatch" != 0 ] && more+=", stock/ledger $mismatch"
+        printf ' %s %s/%s/%s/%s%s |' "$mark" "$over" "$twice" "$overlap" "$share" "$more" >>"$md"
         echo "$s,$n,$v,$e,$agrees,$over,$twice,$overlap,$late,$lost,$untold,$mismatch,$share,$answered,$total" >>"$csv"
     done
     echo >>"$md"
@@ -527,8 +538,13 @@ for ((yi = 0; yi < ${#strategies[@]}; yi++)); do
         v=${V["$s|$n"]:-}
         case $v in safe) z=0; w=ok ;; unsafe) z=1; w=UNSAFE ;; unavailable) z=2; w=stuck ;; *) z=3; w=${v:--} ;; esac
         if [ "$v" = unsafe ]; then
-            read -r over twice _ <<<"${D["$s|$n"]}"
-            w="UNSAFE $twice"
+            # the verdict and its first kind of finding, on a second line
+            read -r over twice overlap late lost untold mismatch _ <<<"${D["$s|$n"]}"
+            w="UNSAFE"
+            for f in "twice $twice" "overlap $overlap" "late $late" "lost $lost" \
+                     "untold $untold" "stock/ledger $mismatch"; do
+                [ "${f##* }" != 0 ] && { w="UNSAFE\\n$f"; break; }
+            done
         fi
         echo "$xi $yi $z" >>"$dat"
         echo "$xi $yi \"$w\"" >>"$labels"
@@ -538,9 +554,9 @@ done
 xt=$(for ((i = 0; i < ${#nemeses[@]}; i++)); do printf '"%s" %d,' "${nemeses[$i]}" "$i"; done)
 yt=$(for ((i = 0; i < ${#strategies[@]}; i++)); do printf '"%s" %d,' "${strategies[$i]}" "$i"; done)
 gnuplot <<EOF || log "gnuplot failed: no matrix.png"
-set terminal pngcairo size 1200,$((140 + 40 * ${#strategies[@]})) font "DejaVu Sans,11"
+set terminal pngcairo size 1200,$((140 + 46 * ${#strategies[@]})) font "DejaVu Sans,11"
 set output "$results/matrix.png"
-set title "Safety matrix: every strategy under every fault (label: verdict, units sold twice)"
+set title "Safety matrix: every strategy under every fault (label: verdict, then its first kind of finding)"
 unset colorbox
 set palette defined (0 "#4daf4a", 1 "#e41a1c", 2 "#9e9e9e", 3 "#ffffff")
 set cbrange [-0.5:3.5]

@@ -411,7 +411,7 @@ START_TEST(test_sigterm_during_a_run_stops_it_and_the_instance_exits_0) {
 }
 END_TEST
 
-static Suite *lab_suite(void) {
+Suite *lab_suite(void) {
     Suite *s = suite_create("lab");
     TCase *core = tcase_create("Core");
     tcase_add_checked_fixture(core, setup, teardown);
@@ -434,12 +434,4 @@ static Suite *lab_suite(void) {
     tcase_add_test(limits, test_sigterm_during_a_run_stops_it_and_the_instance_exits_0);
     suite_add_tcase(s, limits);
     return s;
-}
-
-int main(void) {
-    SRunner *sr = srunner_create(lab_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -45,6 +45,7 @@ struct options {
     int kv;
     const char *record;
     long max_s;                /* 0: no bound; else no request begins after this */
+    long error_pause_ms;       /* after no answer or a 5xx, the client waits this */
 };
 
 /* What one request was told (--record). */
@@ -181,6 +182,13 @@ static void *worker_run(void *arg)
         if (out == OUT_OTHER && w->first_other[0] == '\0')
             snprintf(w->first_other, sizeof(w->first_other), "HTTP %d %.150s",
                      resp.status, resp.body);
+        if (o->error_pause_ms > 0 && (rc != 0 || resp.status >= 500)) {
+            /* a client backing off, as real ones do: without it a dead
+             * instance's refusals would be most of the requests sent */
+            struct timespec ts = { o->error_pause_ms / 1000,
+                                   (o->error_pause_ms % 1000) * 1000000L };
+            nanosleep(&ts, NULL);
+        }
     }
     httpc_free(h);
     return NULL;
@@ -201,6 +209,8 @@ static void usage(FILE *f)
         "  --timeout-ms MS     per-read/write I/O timeout (30000)\n"
         "  --format text|kv    human summary, or one key=value line (text)\n"
         "  --max-s S           begin no request after S seconds (no bound)\n"
+        "  --error-pause-ms MS after a request with no answer or a 5xx answer,\n"
+        "                      its client waits MS before the next (0)\n"
         "  --record FILE       what each request was told, one line each:\n"
         "                      answered_us http_status status order unit\n"
         "Answers are counted by their JSON \"status\" word; a request that got\n"
@@ -227,13 +237,14 @@ int main(int argc, char **argv)
         { "format", required_argument, NULL, 'f' },
         { "record", required_argument, NULL, 'r' },
         { "max-s", required_argument, NULL, 'x' },
+        { "error-pause-ms", required_argument, NULL, 'e' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int c;
     long v;
 
-    while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:r:x:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:r:x:e:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'H': o.host = optarg; break;
         case 'P': o.path = optarg; break;
@@ -244,6 +255,11 @@ int main(int argc, char **argv)
             if (stats_parse_long(optarg, 1, 86400, &v) != 0)
                 goto bad;
             o.max_s = v;
+            break;
+        case 'e':
+            if (stats_parse_long(optarg, 0, 60000, &v) != 0)
+                goto bad;
+            o.error_pause_ms = v;
             break;
         case 'p':
             if (stats_parse_long(optarg, 1, 65535, &v) != 0)

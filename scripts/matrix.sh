@@ -24,8 +24,8 @@
 #   pause     a holder on A paused past its lease (SIGSTOP for 2 TTL, then SIGCONT)
 #   latency   Redis sleeps through replies: DEBUG SLEEP 0.45 s three times,
 #             the instances' redis.timeout being 300 ms
-#   restart   the data Redis restarted without persistence; the stock is reset
-#             and the cell is judged from the reset on
+#   restart   the data Redis restarted without persistence; the stock is set
+#             again in Redis, and the cell is judged from then on
 #   failover  the Redis holding the lock fails over before the lock reached its
 #             replica: for the single-master strategies the data Redis (lock
 #             and stock live together, as in the demo) with A on the master and
@@ -36,7 +36,8 @@
 #   drift     A runs under libfaketime at a fifth of real speed, and a holder
 #             on A works 270 ms by its own clock (1.35 s real, past the TTL);
 #             A dates its events by that clock, so overlapping holds are not
-#             judged in this column (units sold twice and the ledger are)
+#             judged in this column (units sold twice and the ledger are);
+#             B's load starts once that holder is inside
 #
 # Environment: MATRIX_STRATEGIES, MATRIX_NEMESES (all), MATRIX_TTL_MS (1000),
 # MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (100000 per instance: in
@@ -161,10 +162,15 @@ loads_start() {
         --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" --record "$cell/told-a" --format kv \
         >"$cell/load-a.kv" 2>"$cell/load-a.log" &
     load_a=$!
-    [ "${b_late:-0}" = 1 ] && return 0
-    "$load" --port "$port_b" --path "$path" --clients "$clients" --requests "$requests" \
-        --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" --record "$cell/told-b" --format kv \
-        >"$cell/load-b.kv" 2>"$cell/load-b.log" &
+    [ "${b_late:-0}" = 1 ] || load_b_start "$s"
+}
+
+# load_b_start S: B's load, in the background (started late by the nemeses
+# that need A's holder inside before B contends).
+load_b_start() {
+    "$load" --port "$port_b" --path "/inventory/sale/$1?hold_ms=$hold" --clients "$clients" \
+        --requests "$requests" --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" \
+        --record "$cell/told-b" --format kv >"$cell/load-b.kv" 2>"$cell/load-b.log" &
     load_b=$!
 }
 
@@ -223,7 +229,7 @@ nemesis_kill() {
     kill -KILL "$a_pid" 2>/dev/null
     wait "$a_pid" 2>/dev/null
     forget_pid "$a_pid"
-    echo "A killed inside the section" >"$cell/nemesis"
+    echo "A killed inside the section" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 1.5 * t / 1000 }')"
     instance "$port_a" "$redis_port" "$nodes"; a_pid=$inst_pid
     id_a=$(instance_id "$port_a")
@@ -233,7 +239,7 @@ nemesis_pause() {
     hit_inside "$1" 400 || true
     struck=$(now_us)
     kill -STOP "$a_pid"
-    echo "A paused inside the section for $((2 * ttl)) ms" >"$cell/nemesis"
+    echo "A paused inside the section for $((2 * ttl)) ms" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
     kill -CONT "$a_pid"
 }
@@ -255,9 +261,11 @@ nemesis_restart() {
     sleep 0.3
     start_redis "$redis_port" data
     data_pid=$redis_pid
-    reset "$port_a" || reset "$port_b" || true
+    # The stock is set again in Redis itself: the service's reset would also
+    # free the lock of a sale in progress, an overlap the restart did not make.
     since=$(now_us)
-    echo "the data Redis restarted empty; stock reset" >"$cell/nemesis"
+    rcli MSET "$item" "$stock" "$item:initial" "$stock" >/dev/null
+    echo "the data Redis restarted empty; stock set again" >"$cell/nemesis"
 }
 
 nemesis_redlock_restart() {
@@ -271,13 +279,19 @@ nemesis_redlock_restart() {
 }
 
 nemesis_pool() {
-    special "$port_a" "$1" "$((ttl * 13 / 10))"
-    echo "a holder on A (pool of 2) works $((ttl * 13 / 10)) ms" >"$cell/nemesis"
+    hit_inside "$1" "$((ttl * 13 / 10))" || true
+    struck=$(now_us)
+    echo "a holder on A (pool of 2) works $((ttl * 13 / 10)) ms" >>"$cell/nemesis"
 }
 
+# A's slow clock makes its polls five times rarer than B's: with B selling,
+# A's holder might win the lock only once B's load is over. So B's load
+# starts (b_late) once A's holder is inside, and contends through its overrun.
 nemesis_drift() {
-    special "$port_a" "$1" 270
-    echo "a holder on A (clock at x0.2) works 270 ms by its clock" >"$cell/nemesis"
+    hit_inside "$1" 270 || true
+    struck=$(now_us)
+    load_b_start "$1"
+    echo "a holder on A (clock at x0.2) works 270 ms by its clock" >>"$cell/nemesis"
 }
 
 # replica_of MASTER_PORT NAME: a redis-server replicating MASTER_PORT, in
@@ -358,10 +372,7 @@ cell_failover() {
     promote "$mpid" "$mport"
     echo "the data Redis failed over before the lock and the last sales reached the replica" >"$cell/nemesis"
     b_late=0
-    "$load" --port "$port_b" --path "/inventory/sale/$s?hold_ms=$hold" --clients "$clients" \
-        --requests "$requests" --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" --record "$cell/told-b" \
-        --format kv >"$cell/load-b.kv" 2>"$cell/load-b.log" &
-    load_b=$!
+    load_b_start "$s"
     loads_wait
     stop_instances
     judge "$s" failover
@@ -434,6 +445,7 @@ for n in "${nemeses[@]}"; do
         cell=$results/matrix/$s-$n
         rm -rf "$cell"; mkdir -p "$cell"
         since=0; struck=0; judge_port=; judged=0; load_a=; load_b=; b_late=0
+        [ "$n" = drift ] && b_late=1
         if [ "$n" = failover ]; then
             cell_failover "$s"
         else

@@ -4,7 +4,9 @@
 # For each nemesis (a fault injected while real load runs) and each
 # strategy, one cell: two inventoryd instances (A and B) on throwaway
 # redis-servers, each driven by inventory-load with --record (what every
-# client was told); the nemesis strikes about a second in; then
+# client was told); the nemesis strikes about a second in (the holder
+# nemeses put a holder of A inside the critical section on an idle lock,
+# start the loads, and strike 0.2 s later); then
 # inventory-check judges the cell from the recorded history, the ledger, the
 # stock and the clients' answers (tools/checker.h). The verdict is unsafe
 # (any safety finding: holds valid at once, a unit sold twice, a write past
@@ -223,9 +225,22 @@ hit_inside() {
 
 # ---- the nemeses ------------------------------------------------------------------
 
-nemesis_kill() {
-    hit_inside "$1" 500 || true
+# The holder nemeses (kill, pause, pool, drift) put their holder inside first,
+# on an idle lock, and only then start the loads, which contend through the
+# fault: a holder that had to win the lock against the loads could lose it
+# for seconds (a slow spin, a slowed clock) and strike after the loads ended.
+holder_first() { case $1 in kill | pause | pool | drift) return 0 ;; esac; return 1; }
+
+# loads_then_strike S: the loads, in flight for 0.2 s; sets struck.
+loads_then_strike() {
+    loads_start "$1"
+    sleep 0.2
     struck=$(now_us)
+}
+
+nemesis_kill() {
+    hit_inside "$1" 800 || true
+    loads_then_strike "$1"
     kill -KILL "$a_pid" 2>/dev/null
     wait "$a_pid" 2>/dev/null
     forget_pid "$a_pid"
@@ -236,8 +251,8 @@ nemesis_kill() {
 }
 
 nemesis_pause() {
-    hit_inside "$1" 400 || true
-    struck=$(now_us)
+    hit_inside "$1" 800 || true
+    loads_then_strike "$1"
     kill -STOP "$a_pid"
     echo "A paused inside the section for $((2 * ttl)) ms" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
@@ -280,17 +295,13 @@ nemesis_redlock_restart() {
 
 nemesis_pool() {
     hit_inside "$1" "$((ttl * 13 / 10))" || true
-    struck=$(now_us)
+    loads_then_strike "$1"
     echo "a holder on A (pool of 2) works $((ttl * 13 / 10)) ms" >>"$cell/nemesis"
 }
 
-# A's slow clock makes its polls five times rarer than B's: with B selling,
-# A's holder might win the lock only once B's load is over. So B's load
-# starts (b_late) once A's holder is inside, and contends through its overrun.
 nemesis_drift() {
     hit_inside "$1" 270 || true
-    struck=$(now_us)
-    load_b_start "$1"
+    loads_then_strike "$1"
     echo "a holder on A (clock at x0.2) works 270 ms by its clock" >>"$cell/nemesis"
 }
 
@@ -445,7 +456,6 @@ for n in "${nemeses[@]}"; do
         cell=$results/matrix/$s-$n
         rm -rf "$cell"; mkdir -p "$cell"
         since=0; struck=0; judge_port=; judged=0; load_a=; load_b=; b_late=0
-        [ "$n" = drift ] && b_late=1
         if [ "$n" = failover ]; then
             cell_failover "$s"
         else
@@ -464,9 +474,11 @@ for n in "${nemeses[@]}"; do
             fi
             [ "$s" = redlock ] && wait_voting "$ttl" "${masters[@]}"
             reset "$port_a" || reset "$port_b" || fail "$s/$n: the reset failed"
-            loads_start "$s"
-            sleep 1
-            struck=$(now_us)
+            if ! holder_first "$n"; then
+                loads_start "$s"
+                sleep 1
+                struck=$(now_us)
+            fi
             "nemesis_${n//-/_}" "$s"
             loads_wait
             [ -n "${special_pid:-}" ] && wait "$special_pid" 2>/dev/null

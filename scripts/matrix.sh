@@ -550,10 +550,11 @@ done
 } >>"$md"
 
 # The heatmap: 0 safe (green), 1 unsafe (red), 2 unavailable (grey), 3 n/a
-# or not run (white); each cell also carries its word, for readers who do
-# not tell the colours apart.
+# or not run (near white); each cell also carries its word, for readers who
+# do not tell the colours apart.
 dat=$work/matrix.dat
 labels=$work/labels.dat
+colours=(0x4daf4a 0xe41a1c 0x9e9e9e 0xf2f2f2)
 : >"$dat"; : >"$labels"
 for ((yi = 0; yi < ${#strategies[@]}; yi++)); do
     s=${strategies[$yi]}
@@ -570,7 +571,8 @@ for ((yi = 0; yi < ${#strategies[@]}; yi++)); do
                 [ "${f##* }" != 0 ] && { w="UNSAFE\\n$f"; break; }
             done
         fi
-        echo "$xi $yi $z" >>"$dat"
+        # the colour itself, as an integer: a palette would blend neighbours
+        echo "$xi $yi $(( ${colours[$z]} ))" >>"$dat"
         echo "$xi $yi \"$w\"" >>"$labels"
     done
     echo >>"$dat"
@@ -581,17 +583,14 @@ gnuplot <<EOF || log "gnuplot failed: no matrix.png"
 set terminal pngcairo size 1200,$((140 + 46 * ${#strategies[@]})) font "DejaVu Sans,11"
 set output "$results/matrix.png"
 set title "Safety matrix: every strategy under every fault (label: verdict, then its first kind of finding)"
-unset colorbox
-set palette defined (0 "#4daf4a", 1 "#e41a1c", 2 "#9e9e9e", 3 "#ffffff")
-set cbrange [-0.5:3.5]
 set xrange [-0.5:${#nemeses[@]}-0.5]
 set yrange [${#strategies[@]}-0.5:-0.5]
 set xtics (${xt%,}) scale 0
 set ytics (${yt%,}) scale 0
 set x2tics (${xt%,}) scale 0
 unset xtics
-set style fill solid 1.0 noborder
-plot "$dat" using 1:2:(0.5):(0.5):3 with boxxyerror lc palette notitle, \
+set style fill solid 1.0 border lc rgb "white"
+plot "$dat" using 1:2:(0.5):(0.5):3 with boxxyerror lc rgb variable notitle, \
      "$labels" using 1:2:3 with labels font "DejaVu Sans Bold,10" notitle
 EOF
 

@@ -741,6 +741,40 @@ START_TEST(test_a_reset_never_lowers_the_fencing_token) {
 }
 END_TEST
 
+/* With lock.scope=global every item's sales share one lock: a reset of
+ * another item must leave it to the sale that holds it (the matrix's reset
+ * of a throwaway item once freed it, and two holders overlapped). */
+START_TEST(test_a_reset_of_another_item_leaves_the_held_global_lock_alone) {
+    struct harness_bg holder;
+    harness_bg_start(&holder, m_port, "/inventory/sale/owner-lua?hold_ms=400", 0);
+    int held = 0;
+    for (int i = 0; i < 100 && !held; i++) {
+        held = harness_redis_int(redis_port, "EXISTS RedisDistributedLock") == 1;
+        if (!held) usleep(5 * 1000);
+    }
+    ck_assert_msg(held, "the holder never took RedisDistributedLock");
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL,
+                                  "{\"stock\":10,\"item\":\"inventory777\"}", &r), 200);
+    ck_assert_msg(harness_redis_int(redis_port, "EXISTS RedisDistributedLock") == 1,
+                  "the reset of inventory777 freed the lock a sale of inventory001 held");
+    harness_bg_join(&holder);
+    ck_assert_int_eq(holder.status, 200);
+    ck_assert_str_eq(harness_json_str(holder.body, "status"), "sold");
+    /* The item's own reset still frees it (CONTRACT: reset clears the lock). */
+    harness_bg_start(&holder, m_port, "/inventory/sale/owner-lua?hold_ms=400", 0);
+    held = 0;
+    for (int i = 0; i < 100 && !held; i++) {
+        held = harness_redis_int(redis_port, "EXISTS RedisDistributedLock") == 1;
+        if (!held) usleep(5 * 1000);
+    }
+    ck_assert(held);
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":10}", &r), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS RedisDistributedLock"), 0);
+    harness_bg_join(&holder);
+}
+END_TEST
+
 Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -784,6 +818,7 @@ Suite *http_suite(void) {
     tcase_add_checked_fixture(contract, setup_metrics, teardown);
     tcase_set_timeout(contract, 60);
     tcase_add_test(contract, test_a_reset_never_lowers_the_fencing_token);
+    tcase_add_test(contract, test_a_reset_of_another_item_leaves_the_held_global_lock_alone);
     suite_add_tcase(s, contract);
     return s;
 }

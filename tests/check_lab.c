@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "check_main.h"
 #include "harness.h"
 #include "lab.h"
 #include "mclock.h"

@@ -21,5 +21,6 @@ Suite *lock_suite(void);
 Suite *checker_suite(void);
 Suite *safety_suite(void);
 Suite *stats_suite(void);
+Suite *lab_suite(void);
 
 #endif

@@ -292,16 +292,10 @@ struct head {
     int conn_keep_alive;
 };
 
-/* Parses a header block of len bytes at h->in into *hd and resp. */
-static int parse_head(struct httpc *h, size_t len, struct head *hd,
-                      struct httpc_response *resp)
+/* Parses "HTTP/1.x NNN ..." (the line before eol) into hd. */
+static int parse_status_line(struct httpc *h, const char *p, const char *eol,
+                             struct head *hd)
 {
-    const char *p = h->in, *end = h->in + len - 2; /* keep the last CRLF out */
-    const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-    char tmp[64];
-
-    memset(hd, 0, sizeof(*hd));
-    hd->content_length = -1;
     if (eol == NULL || eol - p < 12 || strncmp(p, "HTTP/1.", 7) != 0 ||
         p[8] != ' ') {
         set_error(h, "malformed status line");
@@ -314,44 +308,66 @@ static int parse_head(struct httpc *h, size_t len, struct head *hd,
         return -1;
     }
     hd->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+    return 0;
+}
 
+/* One header, name (nlen bytes) and value v (vlen bytes), into hd and resp;
+ * headers the client does not use are skipped. */
+static int parse_header(struct httpc *h, const char *name, size_t nlen,
+                        const char *v, size_t vlen, struct head *hd,
+                        struct httpc_response *resp)
+{
+    char tmp[64];
+#define IS(want) (nlen == sizeof(want) - 1 && strncasecmp(name, want, nlen) == 0)
+    if (IS("Content-Length")) {
+        copy_value(tmp, sizeof(tmp), v, vlen);
+        char *e;
+        errno = 0;
+        long long n = strtoll(tmp, &e, 10);
+        if (errno != 0 || e == tmp || *e != '\0' || n < 0) {
+            set_error(h, "bad Content-Length '%s'", tmp);
+            return -1;
+        }
+        hd->content_length = n;
+    } else if (IS("Content-Type")) {
+        copy_value(resp->content_type, sizeof(resp->content_type), v, vlen);
+    } else if (IS("Allow")) {
+        copy_value(resp->allow, sizeof(resp->allow), v, vlen);
+    } else if (IS("Transfer-Encoding")) {
+        copy_value(tmp, sizeof(tmp), v, vlen);
+        if (strcasestr(tmp, "chunked") != NULL)
+            hd->chunked = 1;
+    } else if (IS("Connection")) {
+        copy_value(tmp, sizeof(tmp), v, vlen);
+        if (strcasestr(tmp, "close") != NULL)
+            hd->conn_close = 1;
+        if (strcasestr(tmp, "keep-alive") != NULL)
+            hd->conn_keep_alive = 1;
+    }
+#undef IS
+    return 0;
+}
+
+/* Parses a header block of len bytes at h->in into *hd and resp. */
+static int parse_head(struct httpc *h, size_t len, struct head *hd,
+                      struct httpc_response *resp)
+{
+    const char *p = h->in, *end = h->in + len - 2; /* keep the last CRLF out */
+    const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+
+    memset(hd, 0, sizeof(*hd));
+    hd->content_length = -1;
+    if (parse_status_line(h, p, eol, hd) != 0)
+        return -1;
     for (p = eol + 2; p < end; p = eol + 2) {
         eol = memmem(p, (size_t)(end - p) + 2, "\r\n", 2);
         if (eol == NULL)
             break;
         const char *colon = memchr(p, ':', (size_t)(eol - p));
-        if (colon == NULL)
-            continue;
-        size_t nlen = (size_t)(colon - p);
-        const char *v = colon + 1;
-        size_t vlen = (size_t)(eol - v);
-#define IS(name) (nlen == sizeof(name) - 1 && strncasecmp(p, name, nlen) == 0)
-        if (IS("Content-Length")) {
-            copy_value(tmp, sizeof(tmp), v, vlen);
-            char *e;
-            errno = 0;
-            long long n = strtoll(tmp, &e, 10);
-            if (errno != 0 || e == tmp || *e != '\0' || n < 0) {
-                set_error(h, "bad Content-Length '%s'", tmp);
-                return -1;
-            }
-            hd->content_length = n;
-        } else if (IS("Content-Type")) {
-            copy_value(resp->content_type, sizeof(resp->content_type), v, vlen);
-        } else if (IS("Allow")) {
-            copy_value(resp->allow, sizeof(resp->allow), v, vlen);
-        } else if (IS("Transfer-Encoding")) {
-            copy_value(tmp, sizeof(tmp), v, vlen);
-            if (strcasestr(tmp, "chunked") != NULL)
-                hd->chunked = 1;
-        } else if (IS("Connection")) {
-            copy_value(tmp, sizeof(tmp), v, vlen);
-            if (strcasestr(tmp, "close") != NULL)
-                hd->conn_close = 1;
-            if (strcasestr(tmp, "keep-alive") != NULL)
-                hd->conn_keep_alive = 1;
-        }
-#undef IS
+        if (colon != NULL &&
+            parse_header(h, p, (size_t)(colon - p), colon + 1,
+                         (size_t)(eol - colon - 1), hd, resp) != 0)
+            return -1;
     }
     return 0;
 }
@@ -477,33 +493,17 @@ static size_t build_request(struct httpc *h, const char *method,
     return (size_t)n + blen;
 }
 
-static int request_once(struct httpc *h, const char *method, const char *path,
-                        const char *extra_headers, const char *body,
-                        struct httpc_response *resp)
+/* Sends the built request, on the kept connection or a new one. On failure
+ * the connection is closed. */
+static int send_request(struct httpc *h, size_t reqlen)
 {
-    struct head hd;
-    size_t reqlen, hlen;
-    int reused, rc;
-
-    memset(resp, 0, sizeof(*resp));
-    h->body_len = 0;
-    h->body[0] = '\0';
-    resp->body = h->body;
-    h->errstr[0] = '\0';
-
-    reqlen = build_request(h, method, path, extra_headers, body);
-    if (reqlen == 0) {
-        set_error(h, "out of memory");
-        return -1;
-    }
-
     if (h->fd >= 0 && (h->in_len > 0 || conn_stale(h)))
         conn_close(h);
-    reused = h->fd >= 0;
+    int reused = h->fd >= 0;
     if (!reused && conn_open(h) != 0)
         return -1;
 
-    rc = send_all(h, h->req, reqlen);
+    int rc = send_all(h, h->req, reqlen);
     if (rc == -1 && reused) {
         /* The idle connection died between the poll and the write, and not
          * one byte went out: the one case where sending again is safe. */
@@ -512,12 +512,16 @@ static int request_once(struct httpc *h, const char *method, const char *path,
             return -1;
         rc = send_all(h, h->req, reqlen);
     }
-    if (rc != 0) {
+    if (rc != 0)
         conn_close(h);
-        return -1;
-    }
+    return rc;
+}
 
-    /* The answer's head; interim 1xx answers are skipped. */
+/* Reads the answer's head into hd and resp, skipping interim 1xx answers.
+ * On failure the connection is closed. */
+static int read_head(struct httpc *h, struct head *hd, struct httpc_response *resp)
+{
+    size_t hlen;
     for (;;) {
         while ((hlen = header_end(h)) == 0) {
             if (h->in_len > HTTPC_MAX_HEADER_BYTES) {
@@ -536,36 +540,60 @@ static int request_once(struct httpc *h, const char *method, const char *path,
                 return -1;
             }
         }
-        if (parse_head(h, hlen, &hd, resp) != 0) {
+        if (parse_head(h, hlen, hd, resp) != 0) {
             conn_close(h);
             return -1;
         }
         consume(h, hlen);
-        if (hd.status >= 200 || hd.status == 101)
-            break;
+        if (hd->status >= 200 || hd->status == 101)
+            return 0;
         resp->content_type[0] = '\0';
         resp->allow[0] = '\0';
     }
+}
+
+/* Reads the body that hd announces; *keep is cleared when the body ends
+ * with the connection. */
+static int read_body(struct httpc *h, const char *method, const struct head *hd,
+                     int *keep)
+{
+    if (strcmp(method, "HEAD") == 0 || hd->status == 204 || hd->status == 304)
+        return 0;
+    if (hd->chunked)
+        return read_chunked(h);
+    if (hd->content_length < 0) {
+        *keep = 0;
+        return read_until_close(h);
+    }
+    if (hd->content_length > HTTPC_MAX_BODY_BYTES) {
+        set_error(h, "answer body larger than %d bytes", HTTPC_MAX_BODY_BYTES);
+        return -1;
+    }
+    return read_fixed(h, (size_t)hd->content_length);
+}
+
+static int request_once(struct httpc *h, const char *method, const char *path,
+                        const char *extra_headers, const char *body,
+                        struct httpc_response *resp)
+{
+    struct head hd;
+
+    memset(resp, 0, sizeof(*resp));
+    h->body_len = 0;
+    h->body[0] = '\0';
+    resp->body = h->body;
+    h->errstr[0] = '\0';
+
+    size_t reqlen = build_request(h, method, path, extra_headers, body);
+    if (reqlen == 0) {
+        set_error(h, "out of memory");
+        return -1;
+    }
+    if (send_request(h, reqlen) != 0 || read_head(h, &hd, resp) != 0)
+        return -1;
 
     int keep = hd.minor >= 1 ? !hd.conn_close : hd.conn_keep_alive;
-    int no_body = strcmp(method, "HEAD") == 0 || hd.status == 204 ||
-                  hd.status == 304;
-    if (no_body)
-        rc = 0;
-    else if (hd.chunked)
-        rc = read_chunked(h);
-    else if (hd.content_length >= 0) {
-        if (hd.content_length > HTTPC_MAX_BODY_BYTES) {
-            set_error(h, "answer body larger than %d bytes", HTTPC_MAX_BODY_BYTES);
-            rc = -1;
-        } else {
-            rc = read_fixed(h, (size_t)hd.content_length);
-        }
-    } else {
-        rc = read_until_close(h);
-        keep = 0;
-    }
-    if (rc != 0) {
+    if (read_body(h, method, &hd, &keep) != 0) {
         conn_close(h);
         return -1;
     }

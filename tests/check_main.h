@@ -22,5 +22,6 @@ Suite *checker_suite(void);
 Suite *safety_suite(void);
 Suite *stats_suite(void);
 Suite *lab_suite(void);
+Suite *cluster_suite(void);
 
 #endif

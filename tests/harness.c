@@ -133,6 +133,68 @@ static void rdb_forget(pid_t pid) {
         }
 }
 
+static int port_bindable(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+int harness_free_cluster_port(void) {
+    for (int i = 0; i < 200; i++) {
+        /* Spread over 20000..45534 so that parallel runs rarely collide. */
+        int port = 20000 + (int)(((unsigned)getpid() * 7919u + (unsigned)mclock_ms() * 31u +
+                                  (unsigned)i * 104729u) % 25535u);
+        if (port_bindable(port) && port_bindable(port + 10000)) return port;
+    }
+    return -1;
+}
+
+/* Every node says cluster_state:ok and knows all n nodes. */
+static int cluster_settled(const int *ports, int n) {
+    for (int i = 0; i < n; i++) {
+        redisReply *r = harness_redis(ports[i], "CLUSTER INFO");
+        int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
+        char want[48];
+        snprintf(want, sizeof(want), "cluster_known_nodes:%d\r", n);
+        ok = ok && strstr(r->str, want);
+        if (r) freeReplyObject(r);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+int harness_cluster_start(int masters, int replicas, int *ports, pid_t *pids) {
+    int n = masters * (1 + replicas);
+    char cmd[2048];
+    int len = snprintf(cmd, sizeof(cmd), "redis-cli --cluster create");
+    for (int i = 0; i < n; i++) pids[i] = -1;
+    for (int i = 0; i < n; i++) {
+        char conf[64];
+        ports[i] = harness_free_cluster_port();
+        snprintf(conf, sizeof(conf), "inventoryd-nodes-%d.conf", ports[i]);
+        char path[96];
+        snprintf(path, sizeof(path), "/tmp/%s", conf);
+        unlink(path);
+        const char *args[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
+                              "--cluster-node-timeout", "2000", "--repl-diskless-sync-delay", "0",
+                              NULL};
+        if (ports[i] < 0 || (pids[i] = harness_redis_start_args(ports[i], NULL, args)) < 0) goto fail;
+        len += snprintf(cmd + len, sizeof(cmd) - (size_t)len, " 127.0.0.1:%d", ports[i]);
+    }
+    snprintf(cmd + len, sizeof(cmd) - (size_t)len,
+             " --cluster-replicas %d --cluster-yes >/dev/null 2>&1", replicas);
+    if (system(cmd) != 0) goto fail;
+    for (int64_t deadline = mclock_ms() + 30000; mclock_ms() < deadline; mclock_sleep_ms(100))
+        if (cluster_settled(ports, n)) return 0;
+fail:
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0) harness_stop(pids[i]);
+    return -1;
+}
+
 void harness_stop(pid_t pid) {
     if (pid <= 0) return;
     kill(pid, SIGTERM);

@@ -36,6 +36,19 @@ pid_t harness_redis_start(int port, int *port_out);
  * may be NULL), e.g. {"--enable-debug-command", "yes", NULL} for DEBUG SLEEP. */
 pid_t harness_redis_start_args(int port, int *port_out, const char *const *args);
 
+/* A port on 127.0.0.1 below 55535 that is free along with port + 10000,
+ * the Redis Cluster bus port it implies. -1 when none was found. */
+int harness_free_cluster_port(void);
+
+/* Starts a Redis Cluster of `masters` masters, each with `replicas`
+ * replicas, on free cluster ports (redis-server --cluster-enabled yes, then
+ * redis-cli --cluster create ... --cluster-yes), and waits until every node
+ * says cluster_state:ok and knows every node. ports[] and pids[] get
+ * masters * (1 + replicas) entries, masters first as redis-cli made them.
+ * Returns 0, or -1 with everything started stopped again. Stop the nodes
+ * with harness_stop. */
+int harness_cluster_start(int masters, int replicas, int *ports, pid_t *pids);
+
 /* Stops a process by pid (SIGTERM, then SIGKILL after 5 s) and reaps it. */
 void harness_stop(pid_t pid);
 

@@ -1,0 +1,97 @@
+/* cluster.h -- Redis Cluster slot routing: the key's slot (CRC16 with hash
+ * tags), the slot map from CLUSTER SLOTS, one rpool per master, and the
+ * MOVED and ASK redirects, as the Cluster specification describes them.
+ *
+ * This is the routing half of the cluster mode of issue 14; the service
+ * does not use it yet (redis.cluster.nodes is not a config key yet).
+ *
+ * A command goes to the master that the map names for its key's slot. An
+ * error reply "MOVED <slot> <host:port>" means the slot has moved for good:
+ * the map takes the new owner for that slot, is reloaded from CLUSTER SLOTS,
+ * and the command is sent there. "ASK <slot> <host:port>" means the slot is
+ * being migrated and this key already lives on the target: the command is
+ * sent there once, after ASKING, and the map is left alone. A command
+ * refused with MOVED or ASK did not run, so sending it again is safe; at
+ * most max_redirects such hops are made. A command whose reply was lost (an
+ * I/O error or a timeout) is never sent again: it may have run, and only
+ * the caller can judge what it did.
+ *
+ * Thread safe: the map is guarded by a mutex held only to read or swap it,
+ * never across network I/O. */
+#ifndef INVENTORYD_CLUSTER_H
+#define INVENTORYD_CLUSTER_H
+
+#include <stddef.h>
+#include <hiredis/hiredis.h>
+#include "addr.h"
+#include "rpool.h"
+
+#define CLUSTER_SLOTS 16384
+#define CLUSTER_NODES_MAX 64     /* masters known at once */
+
+/* The slot of a key: CRC16 (XMODEM) of the key, or of its hash tag (the
+ * bytes between the first '{' and the first '}' after it, when there is at
+ * least one), modulo 16384. Pure. */
+unsigned cluster_key_slot(const char *key, size_t len);
+
+/* A parsed redirect. */
+struct cluster_redirect {
+    int ask;                    /* 1 for ASK, 0 for MOVED */
+    unsigned slot;
+    struct addr to;
+};
+
+/* Parses an error reply "MOVED 3999 127.0.0.1:6381" or "ASK ...". Returns 1
+ * and fills *out when r is one, 0 when r is anything else (another error,
+ * a malformed redirect, not an error at all). Pure. */
+int cluster_redirect_parse(const redisReply *r, struct cluster_redirect *out);
+
+struct cluster;
+
+struct cluster_options {
+    const char *nodes;          /* seed "host:port,..." (redis.cluster.nodes) */
+    int max_redirects;          /* MOVED/ASK hops per command (default 5) */
+    /* What every node's pool connects with: password, timeout_ms, size,
+     * load_scripts, on_connect. host, port, sentinels and database are
+     * ignored (a cluster has database 0 only). */
+    struct rpool_options node;
+};
+
+/* Creates the router and loads the slot map from the first seed that
+ * answers CLUSTER SLOTS. NULL with errstr set when the seed list is bad, no
+ * seed answers, or the map leaves a slot without a master ("slot 0 has no
+ * master (cluster not ready?)"). The strings of opt are copied. */
+struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, size_t errlen);
+
+/* Frees the router and every node's pool (no context may be handed out). */
+void cluster_free(struct cluster *cl);
+
+/* Reloads the slot map: CLUSTER SLOTS from the known masters, then the
+ * seeds, the first that answers. 0, or -1 with errstr set; the old map
+ * stays on failure. */
+int cluster_refresh(struct cluster *cl, char *errstr, size_t errlen);
+
+/* The master that the map names for slot, into *out. */
+void cluster_slot_master(struct cluster *cl, unsigned slot, struct addr *out);
+
+/* The pool of the master at a (made on first use). NULL when
+ * CLUSTER_NODES_MAX masters are known already or out of memory. */
+struct rpool *cluster_node_pool(struct cluster *cl, const struct addr *a);
+
+/* Runs one command whose key is key (argv[0] is the command name), on the
+ * master of key's slot, following MOVED and ASK as described above.
+ * Returns the reply (the caller frees it; an error reply that is not a
+ * redirect is returned as it is), or NULL with errstr set: the node's I/O
+ * error ("127.0.0.1:7001: Connection reset by peer"), "too many redirects
+ * (5), last MOVED 3999 127.0.0.1:7002", or no connection within wait_ms. */
+redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key,
+                                 int argc, const char **argv, const size_t *argvlen,
+                                 char *errstr, size_t errlen);
+
+/* Redirects followed and map reloads, since the router was made. */
+struct cluster_stats {
+    long long moved, ask, refreshes;
+};
+void cluster_stats(struct cluster *cl, struct cluster_stats *out);
+
+#endif

@@ -1,0 +1,371 @@
+/* check_cluster.c -- the cluster router (src/cluster.c): key slots and
+ * redirect parsing without a server (Slots), then against a real
+ * three-master Redis Cluster started by the harness (Routing): the map
+ * against the servers' own CLUSTER KEYSLOT and CLUSTER SLOTS, a MOVED after a
+ * slot moved, an ASK during a migration, the redirect bound, and a command
+ * whose reply was lost that is not sent again. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "check_main.h"
+#include "cluster.h"
+#include "harness.h"
+
+/* ---- Slots: pure ---- */
+
+static unsigned slot_of(const char *key) {
+    return cluster_key_slot(key, strlen(key));
+}
+
+START_TEST(test_slots_match_the_specifications_examples) {
+    /* CRC16("123456789") = 0x31C3 (the spec's check value); 0x31C3 % 16384 = 12739. */
+    ck_assert_uint_eq(slot_of("123456789"), 12739);
+    ck_assert_uint_eq(slot_of("foo"), 12182);
+    ck_assert_uint_eq(slot_of(""), 0);
+}
+END_TEST
+
+START_TEST(test_a_hash_tag_hashes_only_the_bytes_between_the_first_braces) {
+    ck_assert_uint_eq(slot_of("{user1000}.following"), slot_of("user1000"));
+    ck_assert_uint_eq(slot_of("{user1000}.followers"), slot_of("{user1000}.following"));
+    /* The stock key without braces shares its item's tagged keys' slot. */
+    ck_assert_uint_eq(slot_of("{inventory001}:sold"), slot_of("inventory001"));
+    /* The first '}' after the first '{' closes the tag. */
+    ck_assert_uint_eq(slot_of("foo{bar}{zap}"), slot_of("bar"));
+    ck_assert_uint_eq(slot_of("foo{{bar}}zap"), slot_of("{bar"));
+    /* An empty or unclosed tag: the whole key. */
+    ck_assert_uint_ne(slot_of("foo{}{bar}"), slot_of("bar"));
+    ck_assert_uint_eq(slot_of("foo{}{bar}"), cluster_key_slot("foo{}{bar}", 10));
+    ck_assert_uint_ne(slot_of("foo{bar"), slot_of("bar"));
+    /* The length counts, not a NUL. */
+    ck_assert_uint_eq(cluster_key_slot("foo\0bar", 3), slot_of("foo"));
+}
+END_TEST
+
+static redisReply error_reply(const char *s) {
+    redisReply r;
+    memset(&r, 0, sizeof(r));
+    r.type = REDIS_REPLY_ERROR;
+    r.str = (char *)s;
+    r.len = strlen(s);
+    return r;
+}
+
+START_TEST(test_moved_and_ask_are_parsed_and_nothing_else_is_a_redirect) {
+    struct cluster_redirect rd;
+    redisReply r = error_reply("MOVED 3999 127.0.0.1:6381");
+    ck_assert_int_eq(cluster_redirect_parse(&r, &rd), 1);
+    ck_assert_int_eq(rd.ask, 0);
+    ck_assert_uint_eq(rd.slot, 3999);
+    ck_assert_str_eq(rd.to.host, "127.0.0.1");
+    ck_assert_int_eq(rd.to.port, 6381);
+
+    r = error_reply("ASK 16383 ::1:7002");
+    ck_assert_int_eq(cluster_redirect_parse(&r, &rd), 1);
+    ck_assert_int_eq(rd.ask, 1);
+    ck_assert_uint_eq(rd.slot, 16383);
+    ck_assert_str_eq(rd.to.host, "::1");
+    ck_assert_int_eq(rd.to.port, 7002);
+
+    const char *not_redirects[] = {"MOVED 16384 127.0.0.1:1", "MOVED x 127.0.0.1:1", "MOVED 1",
+                                   "MOVED 1 127.0.0.1", "MOVED 1 127.0.0.1:0", "ASK  1 a:1",
+                                   "TRYAGAIN Multiple keys request during rehashing of slot",
+                                   "CLUSTERDOWN The cluster is down", "moved 1 a:1", NULL};
+    for (int i = 0; not_redirects[i]; i++) {
+        r = error_reply(not_redirects[i]);
+        ck_assert_msg(cluster_redirect_parse(&r, &rd) == 0, "'%s' taken for a redirect",
+                      not_redirects[i]);
+    }
+    redisReply status = r;
+    status.type = REDIS_REPLY_STATUS;
+    status.str = "MOVED 1 a:1";
+    ck_assert_int_eq(cluster_redirect_parse(&status, &rd), 0);
+    ck_assert_int_eq(cluster_redirect_parse(NULL, &rd), 0);
+}
+END_TEST
+
+/* ---- Routing: a real cluster ---- */
+
+#define MASTERS 3
+static int ports[MASTERS];
+static pid_t pids[MASTERS];
+
+static void cluster_setup(void) {
+    ck_assert_msg(harness_cluster_start(MASTERS, 0, ports, pids) == 0,
+                  "could not start a %d-master Redis Cluster", MASTERS);
+}
+
+static void cluster_teardown(void) {
+    for (int i = 0; i < MASTERS; i++) {
+        harness_stop(pids[i]);
+        char conf[96];
+        snprintf(conf, sizeof(conf), "/tmp/inventoryd-nodes-%d.conf", ports[i]);
+        unlink(conf);
+    }
+}
+
+static struct cluster *router(int seed_index, int max_redirects) {
+    char seeds[64], err[256];
+    snprintf(seeds, sizeof(seeds), "127.0.0.1:%d", ports[seed_index]);
+    struct cluster_options o = {.nodes = seeds, .max_redirects = max_redirects,
+                                .node = {.timeout_ms = 300, .size = 4}};
+    struct cluster *cl = cluster_create(&o, err, sizeof(err));
+    ck_assert_msg(cl != NULL, "cluster_create: %s", err);
+    return cl;
+}
+
+static redisReply *run(struct cluster *cl, const char *key, int argc, const char **argv,
+                       char *err, size_t errlen) {
+    return cluster_command_argv(cl, 1000, key, argc, argv, NULL, err, errlen);
+}
+
+/* The node ID of the node at port. */
+static void node_id(int port, char *id, size_t len) {
+    redisReply *r = harness_redis(port, "CLUSTER MYID");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+    snprintf(id, len, "%s", r->str);
+    freeReplyObject(r);
+}
+
+/* The port of the master that owns slot, per the map. */
+static int map_port(struct cluster *cl, unsigned slot) {
+    struct addr a;
+    cluster_slot_master(cl, slot, &a);
+    return a.port;
+}
+
+static int other_master(int port) {
+    for (int i = 0; i < MASTERS; i++)
+        if (ports[i] != port) return ports[i];
+    return -1;
+}
+
+START_TEST(test_the_map_agrees_with_the_servers_slots_and_keyslots) {
+    struct cluster *cl = router(1, 5);
+    for (int i = 0; i < 300; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), i % 2 ? "inventory%03d" : "{inventory%03d}:sold", i);
+        long long want = harness_redis_int(ports[0], "CLUSTER KEYSLOT %s", key);
+        ck_assert_int_eq((long long)slot_of(key), want);
+    }
+    /* Each slot's owner per the map answers GET there without a redirect. */
+    int owned[MASTERS] = {0};
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
+        int p = map_port(cl, s);
+        int k;
+        for (k = 0; k < MASTERS && ports[k] != p; k++)
+            ;
+        ck_assert_msg(k < MASTERS, "slot %u mapped to port %d, not a master", s, p);
+        owned[k]++;
+    }
+    for (int k = 0; k < MASTERS; k++)
+        ck_assert_int_gt(owned[k], CLUSTER_SLOTS / MASTERS - 10);
+    char err[256];
+    for (int i = 0; i < 50; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "k%d", i);
+        const char *argv[] = {"SET", key, "v"};
+        redisReply *r = run(cl, key, 3, argv, err, sizeof(err));
+        ck_assert_msg(r != NULL, "SET %s: %s", key, err);
+        ck_assert_int_eq(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    struct cluster_stats st;
+    cluster_stats(cl, &st);
+    ck_assert_int_eq(st.moved, 0);
+    ck_assert_int_eq(st.ask, 0);
+    cluster_free(cl);
+}
+END_TEST
+
+/* Moves slot (and its keys) from the master at src to the one at dst, as
+ * redis-cli --cluster reshard does; leaves it half-way when !finish. */
+static void migrate_slot(unsigned slot, int src, int dst, int finish) {
+    char src_id[64], dst_id[64];
+    node_id(src, src_id, sizeof(src_id));
+    node_id(dst, dst_id, sizeof(dst_id));
+    redisReply *r = harness_redis(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, src_id);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "IMPORTING: %s", r ? r->str : "no reply");
+    freeReplyObject(r);
+    r = harness_redis(src, "CLUSTER SETSLOT %u MIGRATING %s", slot, dst_id);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "MIGRATING: %s", r ? r->str : "no reply");
+    freeReplyObject(r);
+    if (!finish) return;
+    for (;;) {
+        r = harness_redis(src, "CLUSTER GETKEYSINSLOT %u 100", slot);
+        ck_assert_ptr_nonnull(r);
+        size_t n = r->elements;
+        for (size_t i = 0; i < n; i++) {
+            redisReply *m = harness_redis(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dst, r->element[i]->str);
+            ck_assert_msg(m && m->type == REDIS_REPLY_STATUS, "MIGRATE: %s", m ? m->str : "no reply");
+            freeReplyObject(m);
+        }
+        freeReplyObject(r);
+        if (n == 0) break;
+    }
+    for (int i = 0; i < MASTERS; i++) {
+        r = harness_redis(ports[i], "CLUSTER SETSLOT %u NODE %s", slot, dst_id);
+        ck_assert_ptr_nonnull(r);
+        freeReplyObject(r);
+    }
+}
+
+START_TEST(test_a_moved_slot_is_followed_once_and_the_map_learns_it) {
+    struct cluster *cl = router(0, 5);
+    const char *key = "{inventory001}:sold";
+    unsigned slot = slot_of(key);
+    int src = map_port(cl, slot), dst = other_master(src);
+    char err[256];
+    const char *incr[] = {"INCR", key};
+    redisReply *r = run(cl, key, 2, incr, err, sizeof(err));
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+
+    migrate_slot(slot, src, dst, 1);
+    r = run(cl, key, 2, incr, err, sizeof(err));
+    ck_assert_msg(r != NULL, "INCR after the move: %s", err);
+    ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(r->integer, 2); /* the key moved with its slot, and ran once */
+    freeReplyObject(r);
+    struct cluster_stats st;
+    cluster_stats(cl, &st);
+    ck_assert_int_eq(st.moved, 1);
+    ck_assert_int_ge(st.refreshes, 2);
+    ck_assert_int_eq(map_port(cl, slot), dst);
+
+    r = run(cl, key, 2, incr, err, sizeof(err));
+    ck_assert_ptr_nonnull(r);
+    ck_assert_int_eq(r->integer, 3);
+    freeReplyObject(r);
+    cluster_stats(cl, &st);
+    ck_assert_int_eq(st.moved, 1); /* no second hop: the map was right */
+    cluster_free(cl);
+}
+END_TEST
+
+START_TEST(test_during_a_migration_a_new_key_goes_to_the_target_by_ask_and_the_map_stays) {
+    struct cluster *cl = router(2, 5);
+    const char *old_key = "{inventory002}:sold", *new_key = "{inventory002}:initial";
+    unsigned slot = slot_of(old_key);
+    int src = map_port(cl, slot), dst = other_master(src);
+    char err[256];
+    const char *set_old[] = {"SET", old_key, "1"};
+    redisReply *r = run(cl, old_key, 3, set_old, err, sizeof(err));
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+
+    migrate_slot(slot, src, dst, 0);
+    /* A key the source lacks: ASK, then ASKING + SET on the target. */
+    const char *set_new[] = {"SET", new_key, "200"};
+    r = run(cl, new_key, 3, set_new, err, sizeof(err));
+    ck_assert_msg(r != NULL, "SET during the migration: %s", err);
+    ck_assert_int_eq(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    struct cluster_stats st;
+    cluster_stats(cl, &st);
+    ck_assert_int_eq(st.ask, 1);
+    ck_assert_int_eq(st.moved, 0);
+    ck_assert_int_eq(map_port(cl, slot), src); /* ASK does not change the map */
+
+    /* The key is on the target, read there after ASKING; the source lacks
+     * it (it answers ASK, so harness_redis_int gives -1). */
+    ck_assert_int_eq(harness_redis_int(src, "EXISTS %s", new_key), -1);
+    redisContext *t = redisConnect("127.0.0.1", dst);
+    ck_assert(t != NULL && t->err == 0);
+    redisAppendCommand(t, "ASKING");
+    redisAppendCommand(t, "GET %s", new_key);
+    redisReply *ok = NULL, *got = NULL;
+    ck_assert_int_eq(redisGetReply(t, (void **)&ok), REDIS_OK);
+    ck_assert_int_eq(redisGetReply(t, (void **)&got), REDIS_OK);
+    ck_assert_int_eq(got->type, REDIS_REPLY_STRING);
+    ck_assert_str_eq(got->str, "200");
+    freeReplyObject(ok);
+    freeReplyObject(got);
+    redisFree(t);
+    /* A key the source still has is served there, with no redirect. */
+    const char *get_old[] = {"GET", old_key};
+    r = run(cl, old_key, 2, get_old, err, sizeof(err));
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->str, "1");
+    freeReplyObject(r);
+    cluster_stats(cl, &st);
+    ck_assert_int_eq(st.ask, 1);
+    cluster_free(cl);
+}
+END_TEST
+
+START_TEST(test_redirects_beyond_max_redirects_are_an_error_not_a_loop) {
+    struct cluster *cl = router(0, 0);
+    const char *key = "{inventory003}:sold";
+    unsigned slot = slot_of(key);
+    int src = map_port(cl, slot), dst = other_master(src);
+    migrate_slot(slot, src, dst, 1);
+    char err[256];
+    const char *incr[] = {"INCR", key};
+    redisReply *r = run(cl, key, 2, incr, err, sizeof(err));
+    ck_assert_ptr_null(r);
+    ck_assert_msg(strstr(err, "too many redirects (0)") && strstr(err, "MOVED"), "err: %s", err);
+    /* Refused by MOVED, it never ran anywhere. */
+    ck_assert_int_eq(harness_redis_int(dst, "EXISTS %s", key), 0);
+    cluster_free(cl);
+}
+END_TEST
+
+START_TEST(test_a_command_whose_reply_was_lost_is_not_sent_again) {
+    struct cluster *cl = router(0, 5);
+    const char *key = "{inventory004}:sold";
+    int owner = map_port(cl, slot_of(key));
+    char err[256];
+    /* A pooled connection to the owner, made and idle before the fault. */
+    const char *set0[] = {"SET", key, "0"};
+    redisReply *r = run(cl, key, 3, set0, err, sizeof(err));
+    ck_assert_msg(r != NULL, "SET: %s", err);
+    freeReplyObject(r);
+    /* The owner sleeps 0.6 s: it reads the INCR but answers after the
+     * router's 300 ms timeout, so the reply is lost and the INCR ran. */
+    pid_t sleeper = fork();
+    ck_assert_int_ge(sleeper, 0);
+    if (sleeper == 0) {
+        redisReply *s = harness_redis(owner, "DEBUG SLEEP 0.6");
+        if (s) freeReplyObject(s);
+        _exit(0);
+    }
+    usleep(150 * 1000);
+    const char *incr[] = {"INCR", key};
+    r = run(cl, key, 2, incr, err, sizeof(err));
+    ck_assert_ptr_null(r);
+    char want[32];
+    snprintf(want, sizeof(want), "127.0.0.1:%d: ", owner);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "err names the node: %s", err);
+    waitpid(sleeper, NULL, 0);
+    /* Awake, the server has run the INCR it read: once, not twice. */
+    redisReply *g = harness_redis(owner, "GET %s", key);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_str_eq(g->str, "1");
+    freeReplyObject(g);
+    cluster_free(cl);
+}
+END_TEST
+
+Suite *cluster_suite(void) {
+    Suite *s = suite_create("cluster");
+    TCase *slots = tcase_create("Slots");
+    tcase_add_test(slots, test_slots_match_the_specifications_examples);
+    tcase_add_test(slots, test_a_hash_tag_hashes_only_the_bytes_between_the_first_braces);
+    tcase_add_test(slots, test_moved_and_ask_are_parsed_and_nothing_else_is_a_redirect);
+    suite_add_tcase(s, slots);
+    TCase *routing = tcase_create("Routing");
+    tcase_add_checked_fixture(routing, cluster_setup, cluster_teardown);
+    tcase_set_timeout(routing, 90);
+    tcase_add_test(routing, test_the_map_agrees_with_the_servers_slots_and_keyslots);
+    tcase_add_test(routing, test_a_moved_slot_is_followed_once_and_the_map_learns_it);
+    tcase_add_test(routing, test_during_a_migration_a_new_key_goes_to_the_target_by_ask_and_the_map_stays);
+    tcase_add_test(routing, test_redirects_beyond_max_redirects_are_an_error_not_a_loop);
+    tcase_add_test(routing, test_a_command_whose_reply_was_lost_is_not_sent_again);
+    suite_add_tcase(s, routing);
+    return s;
+}

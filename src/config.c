@@ -87,6 +87,7 @@ static const struct config_key keys[] = {
     K_INT ("redis.pool-size",            redis_pool_size,      "128", 1, 10000),
     K_ADDRS("redis.sentinel.nodes",      sentinel_nodes,       "", 0, 16),
     K_STR ("redis.sentinel.master",      sentinel_master,      "mymaster", 1, 0),
+    K_ADDRS("redis.cluster.nodes",       cluster_nodes,        "", 0, 16),
 
     K_STR ("inventory.key",              stock_key,            "inventory001", 1, 0),
     K_INT ("inventory.initial-stock",    initial_stock,        "200", 0, 1000000000),
@@ -371,25 +372,9 @@ void config_defaults(struct config *cfg) {
     }
 }
 
-/* The demo's Redis Cluster keys (redis.cluster.nodes, .max-redirects) are
- * not keys yet: cluster mode is not built (issue 14). Ignoring them, as other
- * unknown keys in a file are, would run against redis.host:redis.port while
- * the user believes a cluster is in use, so they are refused everywhere. */
-#define CLUSTER_PREFIX "redis.cluster."
-#define CLUSTER_ENV_PREFIX "INVENTORYD_REDIS_CLUSTER_"
-
-static int cluster_refused(const char *origin, char *errstr, size_t errlen) {
-    set_err(errstr, errlen, "%s: Redis Cluster mode is not supported yet: inventoryd talks to one "
-            "Redis (redis.host, redis.port) or a Sentinel-watched master (redis.sentinel.nodes)",
-            origin);
-    return CONFIG_ERR;
-}
-
 int config_apply(struct config *cfg, const char *key, const char *value,
                  const char *origin, char *errstr, size_t errlen) {
     const struct config_key *k = find_key(key);
-    if (k == NULL && strncmp(key, CLUSTER_PREFIX, strlen(CLUSTER_PREFIX)) == 0)
-        return cluster_refused(origin, errstr, errlen);
     if (k == NULL) {
         set_err(errstr, errlen, "%s: unknown key '%.*s'", origin, ECHO_MAX, key);
         return CONFIG_ERR;
@@ -455,7 +440,7 @@ int config_load_file(struct config *cfg, const char *path,
             rc = CONFIG_ERR;
             break;
         }
-        if (find_key(key) == NULL && strncmp(key, CLUSTER_PREFIX, strlen(CLUSTER_PREFIX)) != 0) {
+        if (find_key(key) == NULL) {
             add_warning(warnings, warnings_len, "%s: unknown key '%.*s' ignored\n",
                         origin, ECHO_MAX, key);
             continue;
@@ -509,8 +494,6 @@ int config_load_env(struct config *cfg, char *const *envp,
         }
         snprintf(origin, sizeof origin, "env %.*s",
                  (int)(namelen < 200 ? namelen : 200), var);
-        if (k == NULL && strncmp(var, CLUSTER_ENV_PREFIX, strlen(CLUSTER_ENV_PREFIX)) == 0)
-            return cluster_refused(origin, errstr, errlen);
         if (k == NULL) {
             add_warning(warnings, warnings_len, "%s: unknown key ignored\n", origin);
             continue;
@@ -605,6 +588,34 @@ static int item_valid(const char *s) {
                                          "0123456789_:.-") == n;
 }
 
+/* Cluster mode's rules: what cannot share a cluster, said with its reason. */
+static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) {
+    const char *at = config_origin(cfg, "redis.cluster.nodes");
+    if (cfg->sentinel_nodes[0]) {
+        set_err(errstr, errlen, "%s: redis.cluster.nodes and redis.sentinel.nodes are both set: "
+                "a cluster fails over by itself, without Sentinel; set one", at);
+        return CONFIG_ERR;
+    }
+    if (strcmp(cfg->lock_scope, "item") != 0) {
+        set_err(errstr, errlen, "%s: redis.cluster.nodes needs lock.scope=item: one global lock "
+                "key lives in one slot and each item's keys in another, and a sale's scripts touch "
+                "both, which a cluster refuses", at);
+        return CONFIG_ERR;
+    }
+    if (cfg->redis_database != 0) {
+        set_err(errstr, errlen, "%s: redis.cluster.nodes: a cluster has database 0 only, and "
+                "redis.database is %d", at, cfg->redis_database);
+        return CONFIG_ERR;
+    }
+    if (cfg->probe) {
+        set_err(errstr, errlen, "%s: redis.cluster.nodes needs inventory.probe=false: the probe's "
+                "dead-holder check reads each process's alive key, which lives in another slot; "
+                "the history and inventory-check still judge overlaps", at);
+        return CONFIG_ERR;
+    }
+    return CONFIG_OK;
+}
+
 int config_check(const struct config *cfg, const char *const *names,
                  char *errstr, size_t errlen) {
     char known[1024];
@@ -625,6 +636,8 @@ int config_check(const struct config *cfg, const char *const *names,
                 config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, known);
         return CONFIG_ERR;
     }
+    if (cfg->cluster_nodes[0] && cluster_check(cfg, errstr, errlen) != CONFIG_OK)
+        return CONFIG_ERR;
     if (!config_allows(cfg, cfg->strategy)) {
         set_err(errstr, errlen, "%s: lock.allowed: '%.*s' does not allow lock.strategy '%s'",
                 config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, cfg->strategy);

@@ -20,7 +20,7 @@
 #define CONFIG_ORIGIN_MAX 256
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 37
+#define CONFIG_KEY_COUNT 38
 
 struct config {
     /* server.* */
@@ -38,6 +38,8 @@ struct config {
     int redis_database;         /* redis.database, default 0 */
     int redis_timeout_ms;       /* redis.timeout (ms), default 2000 */
     int redis_pool_size;        /* redis.pool-size, default 128 */
+    char cluster_nodes[512];    /* redis.cluster.nodes: host:port,... seeds of a
+                                   Redis Cluster, or "" (default: no cluster) */
     char sentinel_nodes[512];   /* redis.sentinel.nodes: host:port,... of the
                                    sentinels; default empty = no Sentinel, use
                                    redis.host and redis.port */

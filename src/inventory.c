@@ -40,6 +40,7 @@ struct inventory *inventory_create(const struct config *cfg, struct rpool *pool,
     inv->port = cfg->port;
     inv->pool_wait_ms = cfg->redis_timeout_ms;
     inv->lock_per_item = strcmp(cfg->lock_scope, "item") == 0;
+    inv->cluster = cfg->cluster_nodes[0] != '\0';
     inv->read_lock = cfg->read_lock;
     inv->history_max = cfg->history_enabled ? cfg->history_max_events : 0;
     snprintf(inv->stock_key, sizeof(inv->stock_key), "%.64s", cfg->stock_key);
@@ -81,14 +82,18 @@ int inventory_item_valid(const char *item) {
 
 void inventory_keys(const struct inventory *inv, const char *item, struct item_keys *k) {
     if (!item) item = inv->stock_key;
+    /* In cluster mode every key of the item shares the stock key's slot:
+     * "{item}" hashes as "item" does (CONTRACT.md). */
+    char tagged[INVENTORY_ITEM_MAX + 3];
+    snprintf(tagged, sizeof(tagged), inv->cluster ? "{%s}" : "%s", item);
     snprintf(k->stock, sizeof(k->stock), "%s", item);
-    snprintf(k->ledger, sizeof(k->ledger), "%s:sold", item);
-    snprintf(k->initial, sizeof(k->initial), "%s:initial", item);
-    snprintf(k->holders, sizeof(k->holders), "%s:holders", item);
-    snprintf(k->violations, sizeof(k->violations), "%s:violations", item);
-    snprintf(k->families, sizeof(k->families), "%s:families", item);
-    snprintf(k->history, sizeof(k->history), "%s:history", item);
-    if (inv->lock_per_item) snprintf(k->lock, sizeof(k->lock), "%s:%s", inv->lock_name, item);
+    snprintf(k->ledger, sizeof(k->ledger), "%s:sold", tagged);
+    snprintf(k->initial, sizeof(k->initial), "%s:initial", tagged);
+    snprintf(k->holders, sizeof(k->holders), "%s:holders", tagged);
+    snprintf(k->violations, sizeof(k->violations), "%s:violations", tagged);
+    snprintf(k->families, sizeof(k->families), "%s:families", tagged);
+    snprintf(k->history, sizeof(k->history), "%s:history", tagged);
+    if (inv->lock_per_item) snprintf(k->lock, sizeof(k->lock), "%s:%s", inv->lock_name, tagged);
     else snprintf(k->lock, sizeof(k->lock), "%s", inv->lock_name);
 }
 
@@ -197,14 +202,14 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
 
 /* Runs n pipelined commands, built by the caller on c, and checks that
  * none answered an error. Returns 0, or INV_BACKEND with errstr set. */
-static int run_pipeline(struct inventory *inv, redisContext *c, redisReply **rep, int n,
+static int run_pipeline(struct rpool *pool, redisContext *c, redisReply **rep, int n,
                         const char *what, char *errstr, size_t errlen) {
     if (read_replies(c, rep, n) < 0) {
         snprintf(errstr, errlen, "%s: %.120s", what, c->errstr);
-        rpool_put(inv->pool, c);
+        rpool_put(pool, c);
         return INV_BACKEND;
     }
-    rpool_put(inv->pool, c);
+    rpool_put(pool, c);
     for (int i = 0; i < n; i++) {
         if (rep[i]->type == REDIS_REPLY_ERROR) {
             snprintf(errstr, errlen, "%s: %.120s", what, rep[i]->str);
@@ -215,9 +220,13 @@ static int run_pipeline(struct inventory *inv, redisContext *c, redisReply **rep
     return 0;
 }
 
-static redisContext *conn(struct inventory *inv, char *errstr, size_t errlen) {
+/* A connection to the server of key (in cluster mode, the master of its
+ * slot), and in *pool the pool it goes back to. */
+static redisContext *conn(struct inventory *inv, const char *key, struct rpool **pool,
+                          char *errstr, size_t errlen) {
     redisContext *c = NULL;
-    rpool_get(inv->pool, inv->pool_wait_ms, &c, errstr, errlen);
+    *pool = rpool_route(inv->pool, key);
+    rpool_get(*pool, inv->pool_wait_ms, &c, errstr, errlen);
     return c;
 }
 
@@ -225,7 +234,8 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
                     char *errstr, size_t errlen) {
     struct item_keys k;
     inventory_keys(inv, item, &k);
-    redisContext *c = conn(inv, errstr, errlen);
+    struct rpool *pool;
+    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     /* The lock goes too when it is this item's: its own (lock.scope=item),
      * or the global one when this is the configured item. Another item's
@@ -240,7 +250,7 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
                        k.families, k.history, own_lock ? k.lock : k.ledger);
     redisAppendCommand(c, "EXEC");
     redisReply *rep[5];
-    int rc = run_pipeline(inv, c, rep, 5, "reset", errstr, errlen);
+    int rc = run_pipeline(pool, c, rep, 5, "reset", errstr, errlen);
     if (rc) return rc;
     if (rep[4]->type != REDIS_REPLY_ARRAY) {
         snprintf(errstr, errlen, "reset: transaction aborted");
@@ -255,12 +265,13 @@ int inventory_seed(struct inventory *inv, long long stock, int *seeded,
     struct item_keys k;
     inventory_keys(inv, NULL, &k);
     *seeded = 0;
-    redisContext *c = conn(inv, errstr, errlen);
+    struct rpool *pool;
+    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "SET %s %lld NX", k.stock, stock);
     redisAppendCommand(c, "SET %s %lld NX", k.initial, stock);
     redisReply *rep[2];
-    int rc = run_pipeline(inv, c, rep, 2, "seed", errstr, errlen);
+    int rc = run_pipeline(pool, c, rep, 2, "seed", errstr, errlen);
     if (rc) return rc;
     *seeded = rep[0]->type == REDIS_REPLY_STATUS;
     free_replies(rep, 2);
@@ -297,7 +308,8 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
     struct item_keys k;
     inventory_keys(inv, item, &k);
     memset(a, 0, sizeof(*a));
-    redisContext *c = conn(inv, errstr, errlen);
+    struct rpool *pool;
+    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "GET %s", k.stock);
     redisAppendCommand(c, "GET %s", k.initial);
@@ -305,7 +317,7 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
     redisAppendCommand(c, "LRANGE %s 0 -1", k.ledger);
     redisAppendCommand(c, "SMEMBERS %s", k.families);
     redisReply *rep[5];
-    int rc = run_pipeline(inv, c, rep, 5, "audit", errstr, errlen);
+    int rc = run_pipeline(pool, c, rep, 5, "audit", errstr, errlen);
     if (rc) return rc;
     if (parse_ll(rep[0], &a->stock) < 0 || parse_ll(rep[1], &a->initial) < 0) {
         snprintf(errstr, errlen, "stock key %s or %s is missing or not a whole number; "
@@ -348,14 +360,15 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
     struct item_keys k;
     inventory_keys(inv, item, &k);
     *n = 0;
-    redisContext *c = conn(inv, errstr, errlen);
+    struct rpool *pool;
+    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     char start[40];
     if (!since || !since[0] || strcmp(since, "0") == 0) snprintf(start, sizeof(start), "-");
     else snprintf(start, sizeof(start), "(%.32s", since);
     redisAppendCommand(c, "XRANGE %s %s + COUNT %d", k.history, start, max);
     redisReply *rep[1];
-    int rc = run_pipeline(inv, c, rep, 1, "history", errstr, errlen);
+    int rc = run_pipeline(pool, c, rep, 1, "history", errstr, errlen);
     if (rc) return rc;
     for (size_t i = 0; i < rep[0]->elements && *n < max; i++) {
         const redisReply *e = rep[0]->element[i];
@@ -372,11 +385,12 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
 }
 
 int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
-    redisContext *c = conn(inv, errstr, errlen);
+    struct rpool *pool;   /* in cluster mode, the master of inventory.key */
+    redisContext *c = conn(inv, inv->stock_key, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "PING");
     redisReply *rep[1];
-    int rc = run_pipeline(inv, c, rep, 1, "PING", errstr, errlen);
+    int rc = run_pipeline(pool, c, rep, 1, "PING", errstr, errlen);
     if (rc == 0) free_replies(rep, 1);
     return rc;
 }

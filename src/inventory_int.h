@@ -19,6 +19,7 @@ struct inventory {
     int port;                    /* this instance's port, written to the ledger */
     int pool_wait_ms;            /* longest wait for a free connection */
     int lock_per_item;           /* lock.scope=item */
+    int cluster;                 /* redis.cluster.nodes set: keys carry the item's hash tag */
     int read_lock;               /* lock.read-lock: reads take the read lock */
     int history_max;             /* history.max-events, 0 when history.enabled=false */
     char stock_key[INVENTORY_ITEM_MAX + 1];   /* the default item */
@@ -39,7 +40,8 @@ struct item_keys {
 };
 
 /* The keys of item (NULL: the configured inventory.key). The lock is
- * lock.name, or lock.name:item when lock.scope=item. */
+ * lock.name, or lock.name:item when lock.scope=item. In cluster mode all
+ * but the stock carry the item's hash tag: {item}:sold, lock.name:{item}. */
 void inventory_keys(const struct inventory *inv, const char *item, struct item_keys *k);
 
 /* ---- sale.c --------------------------------------------------------------- */

@@ -101,6 +101,7 @@ struct lock *lock_new(struct lock_core *core, const struct lock_type *t, const c
     l->core = core;
     l->priv = t->priv_size ? (char *)l + head : NULL;
     snprintf(l->key, sizeof(l->key), "%s", key);
+    l->pool = core->pool ? rpool_route(core->pool, l->key) : NULL;
     pthread_once(&process_id_once, process_id_make);
     snprintf(l->owner, sizeof(l->owner), "%s:%llu", process_id,
              (unsigned long long)atomic_fetch_add(&handle_seq, 1) + 1);
@@ -134,13 +135,13 @@ void lock_park(struct lock *l) {
     /* A holder waiting for a nested hold keeps its connection, as do
      * pipelined replies still due. */
     if (!l->c || l->holds > 0 || l->npending > 0) return;
-    rpool_put(l->core->pool, l->c);
+    rpool_put(l->pool, l->c);
     l->c = NULL;
 }
 
 static void conn_drop(struct lock *l) {
     if (!l->c) return;
-    rpool_drop(l->core->pool, l->c);
+    rpool_drop(l->pool, l->c);
     l->c = NULL;
     l->npending = 0;   /* their replies are lost with it */
 }
@@ -150,7 +151,7 @@ int lock_try_conn(struct lock *l) {
     conn_drop(l);
     int64_t left_ms = (l->deadline_us - mclock_us()) / 1000;
     int wait = left_ms < l->core->pool_wait_ms ? (int)(left_ms > 0 ? left_ms : 0) : l->core->pool_wait_ms;
-    int rc = rpool_get(l->core->pool, wait, &l->c, l->errstr, sizeof(l->errstr));
+    int rc = rpool_get(l->pool, wait, &l->c, l->errstr, sizeof(l->errstr));
     return rc == RPOOL_OK ? LOCK_OK : rc == RPOOL_BUSY ? LOCK_BUSY : LOCK_ERR;
 }
 
@@ -160,7 +161,7 @@ redisContext *lock_conn(struct lock *l) {
         return NULL;
     }
     if (l->c) return l->c;
-    int rc = rpool_get(l->core->pool, l->core->pool_wait_ms, &l->c, l->errstr, sizeof(l->errstr));
+    int rc = rpool_get(l->pool, l->core->pool_wait_ms, &l->c, l->errstr, sizeof(l->errstr));
     return rc == RPOOL_OK ? l->c : NULL;
 }
 
@@ -365,14 +366,14 @@ int lock_del_owned(struct lock *l) {
 }
 
 int lock_string_abandon(struct lock *l, struct lock_link *k) {
-    redisContext *c = k->get(k, l->core->pool);
+    redisContext *c = k->get(k, l->pool);
     if (!c) return LOCK_ERR;
     const char *argv[] = {l->key, l->owner};
     redisReply *r = lock_link_script(k, c, "unlock-owner", 1, 2, argv);
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
     if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, l->core->pool, c);
+    k->put(k, l->pool, c);
     return rc;
 }
 
@@ -380,7 +381,7 @@ int lock_string_abandon(struct lock *l, struct lock_link *k) {
 
 int lock_compensate(struct lock *l, struct lock_link *k) {
     if (l->ncleanup > 0) {
-        redisContext *c = k->get(k, l->core->pool);
+        redisContext *c = k->get(k, l->pool);
         if (!c) return LOCK_ERR;
         int n = cleanups_append(l, c), ok = 1;
         for (int i = 0; i < n; i++) {
@@ -391,7 +392,7 @@ int lock_compensate(struct lock *l, struct lock_link *k) {
         }
         /* the put may free a broken connection: its error is read first */
         if (!ok) snprintf(k->errstr, sizeof(k->errstr), "cleanup: %.100s", c->errstr);
-        k->put(k, l->core->pool, c);
+        k->put(k, l->pool, c);
         if (!ok) return LOCK_ERR;
         cleanups_clear(l);
     }
@@ -554,7 +555,7 @@ void lock_free(struct lock *l) {
     if (!l) return;
     while (l->holds > 0) lock_release(l);
     if (pipeline_flush(l, 1) < 0) give_up(l);
-    if (l->c) rpool_put(l->core->pool, l->c);   /* dropped if it failed */
+    if (l->c) rpool_put(l->pool, l->c);   /* dropped if it failed */
     l->c = NULL;
     if (l->orphaned) {
         watchdog_adopt(l->core->watchdog, l);   /* frees it when done */

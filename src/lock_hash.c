@@ -4,6 +4,7 @@
 #include "lock_hash.h"
 #include "mclock.h"
 #include "pubsub.h"
+#include <string.h>
 #include "rpool.h"
 
 int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int argc,
@@ -40,8 +41,16 @@ int lock_hash_poll(struct lock *l) {
     return lock_poll(l, hash_once);
 }
 
+void lock_redisson_prefixed(const char *prefix, const char *key, char *buf, size_t len) {
+    snprintf(buf, len, strchr(key, '{') ? "%s:%s" : "%s:{%s}", prefix, key);
+}
+
+void lock_redisson_suffixed(const char *key, const char *suffix, char *buf, size_t len) {
+    snprintf(buf, len, strchr(key, '{') ? "%s:%s" : "{%s}:%s", key, suffix);
+}
+
 void lock_hash_channel(const char *key, char *buf, size_t len) {
-    snprintf(buf, len, "redisson_lock__channel:{%s}", key);
+    lock_redisson_prefixed("redisson_lock__channel", key, buf, len);
 }
 
 int lock_hash_unlock(struct lock *l) {
@@ -59,7 +68,7 @@ int lock_hash_unlock(struct lock *l) {
 }
 
 int lock_hash_renew(struct lock *l, struct lock_link *k) {
-    redisContext *c = k->get(k, l->core->pool);
+    redisContext *c = k->get(k, l->pool);
     if (!c) return LOCK_ERR;
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
@@ -67,12 +76,12 @@ int lock_hash_renew(struct lock *l, struct lock_link *k) {
     redisReply *r = lock_link_script(k, c, "hash-renew", 1, 3, argv);
     int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR : r->integer == 1 ? LOCK_OK : LOCK_LOST;
     freeReplyObject(r);
-    k->put(k, l->core->pool, c);
+    k->put(k, l->pool, c);
     return rc;
 }
 
 int lock_hash_abandon(struct lock *l, struct lock_link *k) {
-    redisContext *c = k->get(k, l->core->pool);
+    redisContext *c = k->get(k, l->pool);
     if (!c) return LOCK_ERR;
     char channel[256];
     lock_hash_channel(l->key, channel, sizeof(channel));
@@ -81,7 +90,7 @@ int lock_hash_abandon(struct lock *l, struct lock_link *k) {
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
     if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, l->core->pool, c);
+    k->put(k, l->pool, c);
     return rc;
 }
 
@@ -93,7 +102,7 @@ int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
     char err[128];
     struct pubsub_waiter w;
     lock_park(l);
-    int subscribed = pubsub_wait_begin(l->core->pubsub, &w, l->core->pool, channel,
+    int subscribed = pubsub_wait_begin(l->core->pubsub, &w, l->pool, channel,
                                        l->deadline_us, err, sizeof(err)) == 0;
     /* Subscribed first, then tried again: an unlock between the first try
      * and the subscription is not missed. */

@@ -41,6 +41,13 @@ int lock_hash_abandon(struct lock *l, struct lock_link *k);
 int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
                    const char *channel, int max_sleep_ms);
 
+/* Redisson's names of objects beside a lock (RedissonObject.prefixName and
+ * suffixName): "prefix:{key}" and "{key}:suffix", or, when key already holds
+ * a hash tag ('{'), "prefix:key" and "key:suffix", so that in a cluster they
+ * share the key's slot. */
+void lock_redisson_prefixed(const char *prefix, const char *key, char *buf, size_t len);
+void lock_redisson_suffixed(const char *key, const char *suffix, char *buf, size_t len);
+
 /* The unlock channel of a lock key: redisson_lock__channel:{key}. */
 void lock_hash_channel(const char *key, char *buf, size_t len);
 

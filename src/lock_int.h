@@ -116,6 +116,9 @@ struct lock {
     int64_t wait_us;
     int replicas_wanted, replicas_acked;
     char errstr[256];             /* room for a pool error naming every sentinel */
+    /* The pool of the key's server: the core's, or in cluster mode that of
+     * the master owning the key's slot when the handle was made. */
+    struct rpool *pool;
 };
 
 /* ---- helpers for lock types, on the handle's thread ---------------------- */

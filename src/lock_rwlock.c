@@ -19,12 +19,14 @@
 #define RW_POLL_MS 100
 
 static void rw_channel(const struct lock *l, char *buf, size_t len) {
-    snprintf(buf, len, "redisson_rwlock:{%s}", l->key);
+    lock_redisson_prefixed("redisson_rwlock", l->key, buf, len);
 }
 
 /* {<key>}:<owner>:rwlock_timeout, Redisson's getReadWriteTimeoutNamePrefix. */
 static void rw_timeout_prefix(const struct lock *l, char *buf, size_t len) {
-    snprintf(buf, len, "{%s}:%s:rwlock_timeout", l->key, l->owner);
+    char suffix[160];
+    snprintf(suffix, sizeof(suffix), "%s:rwlock_timeout", l->owner);
+    lock_redisson_suffixed(l->key, suffix, buf, len);
 }
 
 static int read_try(struct lock *l, int64_t *pttl_ms) {
@@ -55,7 +57,7 @@ static int read_release(struct lock *l) {
     char channel[256], prefix[320], keyprefix[200];
     rw_channel(l, channel, sizeof(channel));
     rw_timeout_prefix(l, prefix, sizeof(prefix));
-    snprintf(keyprefix, sizeof(keyprefix), "{%s}", l->key);
+    snprintf(keyprefix, sizeof(keyprefix), strchr(l->key, '{') ? "%s" : "{%s}", l->key);
     const char *argv[] = {l->key, channel, prefix, keyprefix, "0", l->owner};
     lock_release_pause(l);
     return rw_release_reply(l, lock_script(l, "rw-read-unlock", 4, 6, argv), "rw-read-unlock");
@@ -64,13 +66,13 @@ static int read_release(struct lock *l) {
 /* Runs an abandon script on a link. */
 static int rw_abandon(struct lock *l, struct lock_link *k, const char *script, int numkeys,
                       int argc, const char **argv) {
-    redisContext *c = k->get(k, l->core->pool);
+    redisContext *c = k->get(k, l->pool);
     if (!c) return LOCK_ERR;
     redisReply *r = lock_link_script(k, c, script, numkeys, argc, argv);
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
     if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, l->core->pool, c);
+    k->put(k, l->pool, c);
     return rc;
 }
 

@@ -164,6 +164,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis master "
                 "%s via sentinels %s)\n", cfg.bind, cfg.port, cfg.strategy, cfg.sentinel_master,
                 cfg.sentinel_nodes);
+    else if (cfg.cluster_nodes[0])
+        fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis cluster "
+                "via %s)\n", cfg.bind, cfg.port, cfg.strategy, cfg.cluster_nodes);
     else
         fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
                 cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);

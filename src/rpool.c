@@ -23,6 +23,7 @@
 #include "script.h"
 #include "sentinel.h"
 #include "addr.h"
+#include "cluster.h"
 
 struct rpool {
     struct rpool_options opt;
@@ -39,6 +40,10 @@ struct rpool {
     int master_port;
     int64_t resolved_ms;        /* when master_host was last learnt (monotonic) */
     int refreshing;             /* a thread is asking the sentinels */
+    char cluster_nodes[512];    /* cluster mode: the seeds */
+    struct cluster *cluster;    /* its router, once a map was loaded */
+    int64_t cluster_ms;         /* when the map was last (re)loaded, or tried */
+    int cluster_loading;        /* a thread is loading it */
 };
 
 /* How old the sentinels' last answer may grow before rpool_get() asks again. */
@@ -57,6 +62,18 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
     p->opt.password = p->password;
     p->opt.sentinels = p->sentinels;
     p->opt.master_name = p->master_name;
+    snprintf(p->cluster_nodes, sizeof(p->cluster_nodes), "%s",
+             opt->cluster_nodes ? opt->cluster_nodes : "");
+    p->opt.cluster_nodes = p->cluster_nodes;
+    if (p->cluster_nodes[0]) {
+        /* The pool itself stands for the first seed. */
+        struct addr first[1];
+        char why[128];
+        if (addr_parse(p->cluster_nodes, strcspn(p->cluster_nodes, ","), first, why, sizeof(why)) == 0) {
+            snprintf(p->host, sizeof(p->host), "%s", first[0].host);
+            p->opt.port = first[0].port;
+        }
+    }
     if (p->opt.size < 1) p->opt.size = 1;
     p->idle = calloc((size_t)p->opt.size, sizeof(*p->idle));
     if (!p->idle) {
@@ -74,6 +91,7 @@ const struct rpool_options *rpool_options(const struct rpool *p) {
 
 void rpool_free(struct rpool *p) {
     if (!p) return;
+    cluster_free(p->cluster);
     for (int i = 0; i < p->nidle; i++) redisFree(p->idle[i]);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->freed);
@@ -312,6 +330,49 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
     pthread_mutex_unlock(&p->lock);
     *out = c;
     return c ? RPOOL_OK : RPOOL_ERR;
+}
+
+/* How old the cluster's slot map may grow before rpool_route() reloads it. */
+#define RPOOL_CLUSTER_REFRESH_MS 1000
+
+/* Loads the slot map the first time, reloads it when a second old; one
+ * thread at a time, the others go on with the map they have. */
+static void rpool_cluster_refresh(struct rpool *p) {
+    int64_t now = mclock_ms();
+    pthread_mutex_lock(&p->lock);
+    int due = !p->cluster_loading && (p->cluster == NULL || now - p->cluster_ms >= RPOOL_CLUSTER_REFRESH_MS);
+    if (due) p->cluster_loading = 1;
+    struct cluster *cl = p->cluster;
+    pthread_mutex_unlock(&p->lock);
+    if (!due) return;
+    char why[512];
+    if (cl) {
+        (void)cluster_refresh(cl, why, sizeof(why)); /* the old map stays on failure */
+    } else {
+        struct cluster_options o = {.nodes = p->cluster_nodes,
+                                    .max_redirects = 5, .node = p->opt};
+        o.node.cluster_nodes = NULL;
+        o.node.sentinels = NULL;
+        cl = cluster_create(&o, why, sizeof(why));
+    }
+    pthread_mutex_lock(&p->lock);
+    if (p->cluster == NULL) p->cluster = cl;
+    p->cluster_ms = mclock_ms();
+    p->cluster_loading = 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
+struct rpool *rpool_route(struct rpool *p, const char *key) {
+    if (!p->cluster_nodes[0]) return p;
+    rpool_cluster_refresh(p);
+    pthread_mutex_lock(&p->lock);
+    struct cluster *cl = p->cluster;
+    pthread_mutex_unlock(&p->lock);
+    if (!cl) return p;
+    struct addr a;
+    cluster_slot_master(cl, cluster_key_slot(key, strlen(key)), &a);
+    struct rpool *np = a.port ? cluster_node_pool(cl, &a) : NULL;
+    return np ? np : p;
 }
 
 void rpool_put(struct rpool *p, redisContext *c) {

@@ -41,6 +41,10 @@ struct rpool_options {
      * They are asked without AUTH: password is the master's. */
     const char *sentinels;
     const char *master_name; /* the master's name at the sentinels (mymaster) */
+    /* "host:port,..." seed nodes of a Redis Cluster, or NULL or "" for none
+     * (not with sentinels). The pool itself then stands for the first seed,
+     * and rpool_route() gives each key its master's pool. */
+    const char *cluster_nodes;
     const char *password;   /* NULL or "" for no AUTH */
     int database;           /* SELECT when not 0 */
     int timeout_ms;         /* connect and command timeout */
@@ -84,6 +88,15 @@ void rpool_drop(struct rpool *p, redisContext *c);
 /* The options the pool connects with (its own copy, valid as long as p,
  * strings included). */
 const struct rpool_options *rpool_options(const struct rpool *p);
+
+/* The pool for key: p itself, or with cluster_nodes set the pool of the
+ * master that owns key's slot (one pool per master, each of `size`
+ * contexts). The slot map is loaded from the seeds on first use and again
+ * when it is a second old, by the caller that finds it so; until it loads,
+ * or for a slot it lacks, p itself (the first seed) is given, and a command
+ * for a slot that node does not serve is refused with MOVED. Never NULL.
+ * Contexts go back to the pool they came from. */
+struct rpool *rpool_route(struct rpool *p, const char *key);
 
 /* Connects one context outside any pool, with the same options (for the
  * subscriber and for tools). With sentinels, asks them in the order given

@@ -365,7 +365,8 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
     redisContext *c = NULL;
     char err[160], port[16];
     r->lock.attempts = 1;
-    if (rpool_get(inv->pool, inv->pool_wait_ms, &c, err, sizeof(err)) != RPOOL_OK) {
+    struct rpool *pool = rpool_route(inv->pool, k->stock);
+    if (rpool_get(pool, inv->pool_wait_ms, &c, err, sizeof(err)) != RPOOL_OK) {
         sale_backend(r, "connection", err);
         return;
     }
@@ -373,7 +374,7 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
     const char *argv[] = {k->stock, k->ledger, k->families, r->order, port,
                           lock_type_family(s->lock)};
     redisReply *rep = script_run(c, "atomic-sale", 3, 6, argv, NULL, err, sizeof(err));
-    rpool_put(inv->pool, c);   /* dropped if it failed */
+    rpool_put(pool, c);   /* dropped if it failed */
     if (!rep) {
         sale_backend(r, "atomic-sale", err);
     } else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BADSTOCK", 8) == 0) {

@@ -201,18 +201,27 @@ START_TEST(test_an_unknown_key_in_a_file_is_a_warning_not_an_error) {
 }
 END_TEST
 
-START_TEST(test_the_demos_cluster_keys_are_refused_not_ignored_until_cluster_mode_exists) {
-    /* Ignored like another unknown key, they would run the service against
-     * redis.host while the user believes a cluster is in use. */
-    ck_assert_int_eq(load("server.port=4000\nredis.cluster.nodes=127.0.0.1:6371,127.0.0.1:6372\n"),
-                     CONFIG_ERR);
-    ck_assert_ptr_nonnull(strstr(err, at_line(2)));
-    ck_assert_ptr_nonnull(strstr(err, "Redis Cluster mode is not supported yet"));
-    ck_assert_int_eq(config_set(&cfg, "redis.cluster.max-redirects=5", err, sizeof err), CONFIG_ERR);
-    ck_assert_ptr_nonnull(strstr(err, "--set: Redis Cluster mode is not supported yet"));
-    char *envp[] = {"INVENTORYD_REDIS_CLUSTER_NODES=127.0.0.1:6371", NULL};
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_ERR);
-    ck_assert_ptr_nonnull(strstr(err, "env INVENTORYD_REDIS_CLUSTER_NODES: Redis Cluster mode"));
+START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
+    static const char *const names[] = {"atomic", "redisson", NULL};
+    ck_assert_int_eq(load("redis.cluster.nodes=127.0.0.1:6371, 127.0.0.1:6372\n"), CONFIG_OK);
+    ck_assert_str_eq(cfg.cluster_nodes, "127.0.0.1:6371, 127.0.0.1:6372");
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, "needs lock.scope=item"));
+    ck_assert_ptr_nonnull(strstr(err, at_line(1)));
+    ck_assert_int_eq(config_set(&cfg, "lock.scope=item", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, "needs inventory.probe=false"));
+    ck_assert_int_eq(config_set(&cfg, "inventory.probe=false", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "redis.database=2", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, "database 0 only"));
+    ck_assert_int_eq(config_set(&cfg, "redis.database=0", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "redis.sentinel.nodes=127.0.0.1:26379", err, sizeof err),
+                     CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, "both set"));
+    ck_assert_int_eq(config_set(&cfg, "redis.cluster.nodes=nocolon", err, sizeof err), CONFIG_ERR);
 }
 END_TEST
 
@@ -620,7 +629,7 @@ Suite *config_suite(void) {
     tcase_add_test(core, test_a_line_without_a_separator_is_an_error_naming_file_and_line);
     tcase_add_test(core, test_a_line_with_an_empty_key_is_an_error);
     tcase_add_test(core, test_an_unknown_key_in_a_file_is_a_warning_not_an_error);
-    tcase_add_test(core, test_the_demos_cluster_keys_are_refused_not_ignored_until_cluster_mode_exists);
+    tcase_add_test(core, test_cluster_mode_says_what_cannot_share_a_cluster_and_why);
     tcase_add_test(core, test_a_missing_file_is_an_error_naming_the_path_and_reason);
     tcase_add_test(core, test_a_warnings_buffer_may_be_null);
     tcase_add_test(core, test_booleans_accept_true_false_yes_no_on_off_1_0_in_any_case);

@@ -144,9 +144,10 @@ static int port_bindable(int port) {
 
 int harness_free_cluster_port(void) {
     for (int i = 0; i < 200; i++) {
-        /* Spread over 20000..45534 so that parallel runs rarely collide. */
+        /* 20000..22767: the bus port is then 30000..32767, below the
+         * ephemeral range, so no outgoing connection takes it meanwhile. */
         int port = 20000 + (int)(((unsigned)getpid() * 7919u + (unsigned)mclock_ms() * 31u +
-                                  (unsigned)i * 104729u) % 25535u);
+                                  (unsigned)i * 104729u) % 2768u);
         if (port_bindable(port) && port_bindable(port + 10000)) return port;
     }
     return -1;

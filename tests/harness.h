@@ -36,8 +36,9 @@ pid_t harness_redis_start(int port, int *port_out);
  * may be NULL), e.g. {"--enable-debug-command", "yes", NULL} for DEBUG SLEEP. */
 pid_t harness_redis_start_args(int port, int *port_out, const char *const *args);
 
-/* A port on 127.0.0.1 below 55535 that is free along with port + 10000,
- * the Redis Cluster bus port it implies. -1 when none was found. */
+/* A port on 127.0.0.1 in 20000..22767 that is free along with port + 10000,
+ * the Redis Cluster bus port it implies (below the ephemeral range). -1
+ * when none was found. */
 int harness_free_cluster_port(void);
 
 /* Starts a Redis Cluster of `masters` masters, each with `replicas`

@@ -253,14 +253,15 @@ pick_stack_ports() {
     log "redis $redis_port, instances $port1 and $port2, nginx $nginx_port, in $work"
 }
 
-# start_redis [PORT [NAME]]: redis-server on 127.0.0.1:PORT (default
-# $redis_port), no persistence, in $work (log NAME.log, default redis.log;
-# a replica's sync file NAME.rdb);
+# start_redis [PORT [NAME [ARG...]]]: redis-server on 127.0.0.1:PORT
+# (default $redis_port), no persistence, in $work (log NAME.log, default
+# redis.log; a replica's sync file NAME.rdb), ARGs appended;
 # sets redis_pid, adds it to pids; fails unless it answers PING within 10 s.
 start_redis() {
     local p=${1:-$redis_port} name=${2:-redis} i
+    shift $(( $# < 2 ? $# : 2 ))
     redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize no --dir "$work" --dbfilename "$name.rdb" >"$work/$name.log" 2>&1 &
+        --daemonize no --dir "$work" --dbfilename "$name.rdb" "$@" >"$work/$name.log" 2>&1 &
     redis_pid=$!
     pids+=("$redis_pid")
     for i in $(seq 1 100); do

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# e2e_cluster.sh INVENTORYD INVENTORY_LOAD
+#
+# Cluster mode end to end: a real Redis Cluster of three masters and three
+# replicas (redis-server --cluster-enabled yes, redis-cli --cluster create),
+# two inventoryd instances with redis.cluster.nodes behind a real nginx
+# (weights 1 and 2), and three items whose slots live on three different
+# masters. For each strategy (E2E_CLUSTER_STRATEGIES, default every
+# strategy that is safe in a calm run: redlock's votes on three standalone
+# masters, its sales' writes on the cluster), the three items are reset to
+# 200 and sold at once through nginx:
+#
+#   (a) each item sells exactly its stock: the clients saw 200 sold, and
+#       the item's audit agrees (sold 200, stock 0, nothing sold twice, not
+#       oversold);
+#   (b) each item's keys live on its own master: its ledger {item}:sold is
+#       on the master that owns the item's slot, beside its stock, and the
+#       per-item lock is there too while it is held (its slot);
+#   (c) both instances stop cleanly (exit 0) on SIGTERM.
+#
+# Exit status 0 on pass, 1 on the first failed assertion (named on stderr).
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tag=e2e-cluster
+
+take_binaries "$@"
+clients=${E2E_CLIENTS:-30}
+requests=${E2E_REQUESTS:-300}
+stock=200
+strategies=${E2E_CLUSTER_STRATEGIES:-"setnx-retry setnx-spin expiring owner-check owner-lua reentrant watchdog redisson redlock fenced batched atomic"}
+
+require_tools redis-server redis-cli nginx curl jq
+
+clear_env '^INVENTORYD_'
+setup_work e2e-cluster
+
+# ---- the cluster -------------------------------------------------------------
+
+# pick_cluster_port: a free port in 20000-22767 whose cluster bus port
+# (+10000, so 30000-32767: below the ephemeral range, where no outgoing
+# connection takes it meanwhile) is free too; neither picked before.
+pick_cluster_port() {
+    local p i
+    for i in $(seq 1 500); do
+        p=$(( 20000 + RANDOM % 2768 ))
+        case "$picked" in *" $p "* | *" $((p + 10000)) "*) continue ;; esac
+        port_busy "$p" || port_busy $((p + 10000)) && continue
+        picked="$picked$p $((p + 10000)) "
+        port=$p
+        return 0
+    done
+    fail "no free port with a free cluster bus port"
+}
+
+nodes=()
+for n in 1 2 3 4 5 6; do
+    pick_cluster_port
+    nodes+=("$port")
+    start_redis "$port" "node-$port" --cluster-enabled yes \
+        --cluster-config-file "nodes-$port.conf" --cluster-node-timeout 2000 \
+        --repl-diskless-sync-delay 0
+done
+redis_port=${nodes[0]}
+addrs=$(printf '127.0.0.1:%s ' "${nodes[@]}")
+# shellcheck disable=SC2086 # one word per node
+redis-cli --cluster create $addrs --cluster-replicas 1 --cluster-yes >"$work/cluster-create.log" 2>&1 ||
+    fail "redis-cli --cluster create failed: $(tail -3 "$work/cluster-create.log")"
+for i in $(seq 1 300); do
+    ok=1
+    for p in "${nodes[@]}"; do
+        info=$(redis-cli -p "$p" CLUSTER INFO 2>/dev/null | tr -d '\r')
+        grep -q '^cluster_state:ok' <<<"$info" && grep -q '^cluster_known_nodes:6' <<<"$info" || ok=0
+    done
+    [ "$ok" = 1 ] && break
+    [ "$i" = 300 ] && fail "the cluster did not settle in 30 s"
+    sleep 0.1
+done
+seeds=$(printf '127.0.0.1:%s,' "${nodes[@]:0:3}")
+seeds=${seeds%,}
+log "cluster on ${nodes[*]} (3 masters, 3 replicas), seeds $seeds, in $work"
+
+# owner_of KEY: the port of the master that owns KEY's slot (CLUSTER NODES).
+owner_of() {
+    local slot
+    slot=$(rcli CLUSTER KEYSLOT "$1")
+    rcli CLUSTER NODES | tr -d '\r' | awk -v s="$slot" '
+        $3 ~ /master/ { for (i = 9; i <= NF; i++) { split($i, r, "-"); if (r[2] == "") r[2] = r[1];
+                         if (s >= r[1] && s <= r[2]) { split($2, a, "[:@]"); print a[2]; exit } } }'
+}
+
+# Three items on three different masters.
+items=()
+declare -A item_owner=()
+seen=" "
+for n in $(seq -w 1 60); do
+    it="inventory0$n"
+    o=$(owner_of "$it")
+    [ -n "$o" ] || fail "no master owns the slot of $it"
+    case "$seen" in *" $o "*) continue ;; esac
+    seen="$seen$o "
+    items+=("$it")
+    item_owner[$it]=$o
+    [ "${#items[@]}" = 3 ] && break
+done
+[ "${#items[@]}" = 3 ] || fail "found no three items on three masters"
+log "items ${items[*]} on masters ${item_owner[${items[0]}]} ${item_owner[${items[1]}]} ${item_owner[${items[2]}]}"
+
+# ---- the instances and nginx ---------------------------------------------------
+
+# redlock's three independent masters: standalone servers, as in the demo.
+rl=()
+for n in 1 2 3; do
+    pick_port
+    rl+=("$port")
+    start_redis "$port" "redlock-$port"
+done
+redlock_nodes=$(printf '127.0.0.1:%s,' "${rl[@]}")
+redlock_nodes=${redlock_nodes%,}
+
+pick_port; port1=$port
+pick_port; port2=$port
+pick_port; nginx_port=$port
+common=(--set "redis.cluster.nodes=$seeds" --set lock.scope=item --set inventory.probe=false
+        --set lock.ttl-ms=5000 --set lock.wait-ms=30000 --set faults.enabled=true
+        --set "redlock.nodes=$redlock_nodes")
+start_instance "$port1" "${common[@]}"; pid1=$inst_pid
+start_instance "$port2" "${common[@]}"; pid2=$inst_pid
+start_front
+grep -q "redis cluster via $seeds" "$work/inventoryd-$port1.log" ||
+    fail "the instance does not say it runs on the cluster: $(head -3 "$work/inventoryd-$port1.log")"
+
+# reset_item ITEM: POST /inventory/reset {"stock":200,"item":ITEM} through nginx.
+reset_item() {
+    local code
+    code=$(curl -s -o "$work/reset-$1.json" -w '%{http_code}' --max-time 10 -X POST \
+        -H 'Content-Type: application/json' -d "{\"stock\":$stock,\"item\":\"$1\"}" "$base/inventory/reset")
+    [ "$code" = 200 ] || fail "reset of $1 answered $code: $(cat "$work/reset-$1.json")"
+}
+
+for s in $strategies; do
+    [ "$s" = redlock ] && wait_voting 5000 "${rl[@]}"
+    for it in "${items[@]}"; do reset_item "$it"; done
+    lpids=()
+    for it in "${items[@]}"; do
+        "$load" --host 127.0.0.1 --port "$nginx_port" --path "/inventory/sale/$s?item=$it" \
+            --clients "$clients" --requests "$requests" --timeout-ms 60000 --format kv \
+            >"$work/load-$s-$it.out" 2>"$work/load-$s-$it.log" &
+        lpids+=($!)
+    done
+    for p in "${lpids[@]}"; do wait "$p"; done
+    for it in "${items[@]}"; do
+        kv_parse "$work/load-$s-$it.out"
+        expect "$s $it: sales the clients saw" "${L[sold]:-?}" "$stock"
+        expect "$s $it: transport errors seen by clients" "${L[errors]:-?}" 0
+        expect "$s $it: answers neither sold nor sold_out" "${L[other]:-?}" 0
+        curl -sf --max-time 10 "$base/inventory/audit?item=$it" >"$work/audit-$s-$it.json" ||
+            fail "$s $it: GET /inventory/audit failed"
+        a=$work/audit-$s-$it.json
+        expect "$s $it: audit sold" "$(jq -r .sold "$a")" "$stock"
+        expect "$s $it: audit stock" "$(jq -r .stock "$a")" 0
+        expect "$s $it: audit sold_twice" "$(jq -r .sold_twice "$a")" 0
+        expect "$s $it: audit oversold" "$(jq -r .oversold "$a")" false
+        o=${item_owner[$it]}
+        expect "$s $it: ledger length on its master $o" \
+            "$(redis-cli -p "$o" LLEN "{$it}:sold" | tr -d '\r')" "$stock"
+        expect "$s $it: stock on its master $o" "$(redis-cli -p "$o" GET "$it" | tr -d '\r')" 0
+    done
+    log "$s: 3 items x $stock sold exactly, on 3 masters"
+done
+
+# The per-item lock lives in the item's slot: hold one and find it there.
+it=${items[1]}
+o=${item_owner[$it]}
+reset_item "$it"
+curl -s -o /dev/null --max-time 10 "http://127.0.0.1:$port1/inventory/sale/redisson?item=$it&hold_ms=1500" &
+hold_pid=$!
+found=
+for i in $(seq 1 40); do
+    [ "$(redis-cli -p "$o" EXISTS "RedisDistributedLock:{$it}" | tr -d '\r')" = 1 ] && { found=1; break; }
+    sleep 0.05
+done
+wait "$hold_pid"
+[ -n "$found" ] || fail "the lock RedisDistributedLock:{$it} never showed on $it's master $o"
+
+stop_stack_cleanly
+log "PASS: $(wc -w <<<"$strategies") strategies, 3 items on 3 masters, exact sales; lock and keys in each item's slot; clean stops"
+finish_work

@@ -16,7 +16,14 @@
 #   (b) each item's keys live on its own master: its ledger {item}:sold is
 #       on the master that owns the item's slot, beside its stock, and the
 #       per-item lock is there too while it is held (its slot);
-#   (c) both instances stop cleanly (exit 0) on SIGTERM.
+#   (c) the seeds' cluster hazard, replayed: a lock taken on an item's
+#       master, the master killed before the lock reached its replica (the
+#       replica frozen with SIGSTOP and its link dropped), the replica promoted
+#       (CLUSTER FAILOVER TAKEOVER). With redisson a second owner gets the
+#       lock at once, while the first still holds it: the flaw. With redlock
+#       (votes on three standalone masters) the second owner waits until the
+#       first is done; nothing is sold twice;
+#   (d) both instances stop cleanly (exit 0) on SIGTERM.
 #
 # Exit status 0 on pass, 1 on the first failed assertion (named on stderr).
 set -uo pipefail
@@ -53,12 +60,14 @@ pick_cluster_port() {
 }
 
 nodes=()
+declare -A node_pid=()
 for n in 1 2 3 4 5 6; do
     pick_cluster_port
     nodes+=("$port")
     start_redis "$port" "node-$port" --cluster-enabled yes \
         --cluster-config-file "nodes-$port.conf" --cluster-node-timeout 2000 \
         --repl-diskless-sync-delay 0
+    node_pid[$port]=$redis_pid
 done
 redis_port=${nodes[0]}
 addrs=$(printf '127.0.0.1:%s ' "${nodes[@]}")
@@ -181,6 +190,85 @@ for i in $(seq 1 40); do
 done
 wait "$hold_pid"
 [ -n "$found" ] || fail "the lock RedisDistributedLock:{$it} never showed on $it's master $o"
+
+# ---- the cluster hazard: a master lost before its replica had the lock ----------
+
+# replica_of PORT: the port of the replica of the master on PORT.
+replica_of() {
+    local id
+    id=$(redis-cli -p "$1" CLUSTER MYID | tr -d '\r')
+    redis-cli -p "$1" CLUSTER NODES | tr -d '\r' |
+        awk -v id="$id" '$3 ~ /slave/ && $4 == id { split($2, a, "[:@]"); print a[2]; exit }'
+}
+
+# hazard S IT: A holds S's lock on item IT for 4 s through instance 1; once A
+# is inside, IT's master is killed with the lock on it and its replica
+# frozen (so the lock never reached it), and the replica takes over. B then
+# buys IT through instance 2, retrying for up to 8 s (a sale caught by the
+# failover answers 503). Sets a_end and b_sold (ms since A started; b_sold
+# empty when B never sold) and a_status.
+hazard() {
+    local s=$1 it=$2 m=${item_owner[$2]} r t0 i code inside
+    r=$(replica_of "$m")
+    [ -n "$r" ] || fail "hazard $s: no replica of master $m"
+    reset_item "$it"
+    [ "$(redis-cli -p "$m" WAIT 1 2000 | tr -d '\r')" = 1 ] || fail "hazard $s: the replica $r did not sync"
+    # Frozen, the replica cannot reconnect once its master drops the link,
+    # so nothing written from here on reaches it (a frozen replica whose
+    # link stayed up would still find the lock in its socket buffer).
+    kill -STOP "${node_pid[$r]}"
+    redis-cli -p "$m" CLIENT KILL TYPE replica >/dev/null
+    t0=$(now_ms)
+    curl -s -o "$work/hazard-$s-a.json" --max-time 30 \
+        "http://127.0.0.1:$port1/inventory/sale/$s?item=$it&hold_ms=4000" &
+    local a_pid=$!
+    inside=
+    for i in $(seq 1 60); do
+        if [ "$s" = redlock ]; then
+            [ "$(redis-cli -p "${rl[0]}" EXISTS "RedisDistributedLock:{$it}" | tr -d '\r')" = 1 ] && inside=1
+        else
+            [ "$(redis-cli -p "$m" EXISTS "RedisDistributedLock:{$it}" | tr -d '\r')" = 1 ] && inside=1
+        fi
+        [ -n "$inside" ] && break
+        sleep 0.05
+    done
+    [ -n "$inside" ] || { kill -CONT "${node_pid[$r]}"; fail "hazard $s: A never held the lock"; }
+    kill -9 "${node_pid[$m]}"
+    forget_pid "${node_pid[$m]}"
+    kill -CONT "${node_pid[$r]}"
+    redis-cli -p "$r" CLUSTER FAILOVER TAKEOVER >/dev/null
+    for i in $(seq 1 100); do
+        redis-cli -p "$r" ROLE | head -1 | grep -q master && break
+        sleep 0.05
+    done
+    item_owner[$it]=$r
+    b_sold=
+    for i in $(seq 1 80); do
+        code=$(curl -s -o "$work/hazard-$s-b.json" -w '%{http_code}' --max-time 10 \
+            "http://127.0.0.1:$port2/inventory/sale/$s?item=$it")
+        if [ "$code" = 200 ]; then b_sold=$(( $(now_ms) - t0 )); break; fi
+        [ "$(( $(now_ms) - t0 ))" -gt 8000 ] && break
+        sleep 0.1
+    done
+    wait "$a_pid"
+    a_end=$(( $(now_ms) - t0 ))
+    a_status=$(jq -r .status "$work/hazard-$s-a.json" 2>/dev/null)
+    log "hazard $s: A held from 0 to ${a_end} ms (answered $a_status); B sold at ${b_sold:-never} ms"
+}
+
+hazard redisson "${items[0]}"
+[ -n "$b_sold" ] || fail "hazard redisson: B never sold after the failover"
+[ "$b_sold" -lt 3500 ] ||
+    fail "hazard redisson: B sold at $b_sold ms, not while A held the lost lock (A's hold ends at 4000 ms): the flaw did not show"
+hazard redlock "${items[2]}"
+[ -n "$b_sold" ] || fail "hazard redlock: B never sold after the failover"
+[ "$b_sold" -ge 4000 ] ||
+    fail "hazard redlock: B sold at $b_sold ms, while A still held the lock (until 4000 ms): a second owner"
+for it in "${items[0]}" "${items[2]}"; do
+    curl -sf --max-time 10 "http://127.0.0.1:$port2/inventory/audit?item=$it" >"$work/audit-hazard-$it.json" ||
+        fail "hazard: GET /inventory/audit?item=$it failed"
+    expect "hazard $it: sold_twice" "$(jq -r .sold_twice "$work/audit-hazard-$it.json")" 0
+done
 
 stop_stack_cleanly
 log "PASS: $(wc -w <<<"$strategies") strategies, 3 items on 3 masters, exact sales; lock and keys in each item's slot; clean stops"

@@ -202,8 +202,8 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
 
 /* Runs n pipelined commands, built by the caller on c, and checks that
  * none answered an error. Returns 0, or INV_BACKEND with errstr set. */
-static int run_pipeline(struct rpool *pool, redisContext *c, redisReply **rep, int n,
-                        const char *what, char *errstr, size_t errlen) {
+static int run_pipeline(struct inventory *inv, struct rpool *pool, redisContext *c,
+                        redisReply **rep, int n, const char *what, char *errstr, size_t errlen) {
     if (read_replies(c, rep, n) < 0) {
         snprintf(errstr, errlen, "%s: %.120s", what, c->errstr);
         rpool_put(pool, c);
@@ -213,6 +213,7 @@ static int run_pipeline(struct rpool *pool, redisContext *c, redisReply **rep, i
     for (int i = 0; i < n; i++) {
         if (rep[i]->type == REDIS_REPLY_ERROR) {
             snprintf(errstr, errlen, "%s: %.120s", what, rep[i]->str);
+            rpool_note_error(inv->pool, rep[i]->str);
             free_replies(rep, n);
             return INV_BACKEND;
         }
@@ -250,7 +251,7 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
                        k.families, k.history, own_lock ? k.lock : k.ledger);
     redisAppendCommand(c, "EXEC");
     redisReply *rep[5];
-    int rc = run_pipeline(pool, c, rep, 5, "reset", errstr, errlen);
+    int rc = run_pipeline(inv, pool, c, rep, 5, "reset", errstr, errlen);
     if (rc) return rc;
     if (rep[4]->type != REDIS_REPLY_ARRAY) {
         snprintf(errstr, errlen, "reset: transaction aborted");
@@ -271,7 +272,7 @@ int inventory_seed(struct inventory *inv, long long stock, int *seeded,
     redisAppendCommand(c, "SET %s %lld NX", k.stock, stock);
     redisAppendCommand(c, "SET %s %lld NX", k.initial, stock);
     redisReply *rep[2];
-    int rc = run_pipeline(pool, c, rep, 2, "seed", errstr, errlen);
+    int rc = run_pipeline(inv, pool, c, rep, 2, "seed", errstr, errlen);
     if (rc) return rc;
     *seeded = rep[0]->type == REDIS_REPLY_STATUS;
     free_replies(rep, 2);
@@ -317,7 +318,7 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
     redisAppendCommand(c, "LRANGE %s 0 -1", k.ledger);
     redisAppendCommand(c, "SMEMBERS %s", k.families);
     redisReply *rep[5];
-    int rc = run_pipeline(pool, c, rep, 5, "audit", errstr, errlen);
+    int rc = run_pipeline(inv, pool, c, rep, 5, "audit", errstr, errlen);
     if (rc) return rc;
     if (parse_ll(rep[0], &a->stock) < 0 || parse_ll(rep[1], &a->initial) < 0) {
         snprintf(errstr, errlen, "stock key %s or %s is missing or not a whole number; "
@@ -368,7 +369,7 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
     else snprintf(start, sizeof(start), "(%.32s", since);
     redisAppendCommand(c, "XRANGE %s %s + COUNT %d", k.history, start, max);
     redisReply *rep[1];
-    int rc = run_pipeline(pool, c, rep, 1, "history", errstr, errlen);
+    int rc = run_pipeline(inv, pool, c, rep, 1, "history", errstr, errlen);
     if (rc) return rc;
     for (size_t i = 0; i < rep[0]->elements && *n < max; i++) {
         const redisReply *e = rep[0]->element[i];
@@ -390,7 +391,7 @@ int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "PING");
     redisReply *rep[1];
-    int rc = run_pipeline(pool, c, rep, 1, "PING", errstr, errlen);
+    int rc = run_pipeline(inv, pool, c, rep, 1, "PING", errstr, errlen);
     if (rc == 0) free_replies(rep, 1);
     return rc;
 }

@@ -242,8 +242,10 @@ int lock_flush(struct lock *l) {
 /* ---- commands for the types ---------------------------------------------------- */
 
 int lock_fail(struct lock *l, const redisReply *reply, const char *what) {
-    if (reply && reply->type == REDIS_REPLY_ERROR)
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
         snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, reply->str);
+        rpool_note_error(l->core->pool, reply->str);
+    }
     else if (l->c && l->c->err)
         snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, l->c->errstr);
     else if (!l->errstr[0])

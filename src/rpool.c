@@ -44,6 +44,12 @@ struct rpool {
     struct cluster *cluster;    /* its router, once a map was loaded */
     int64_t cluster_ms;         /* when the map was last (re)loaded, or tried */
     int cluster_loading;        /* a thread is loading it */
+    int cluster_stale;          /* a MOVED said the map is wrong */
+    pthread_cond_t cluster_done;/* a load ended */
+    pthread_t cluster_thread;   /* reloads the map every second */
+    int cluster_thread_up;
+    int cluster_stop;
+    pthread_cond_t cluster_wake;/* cluster_stop was set */
 };
 
 /* How old the sentinels' last answer may grow before rpool_get() asks again. */
@@ -82,6 +88,8 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
     }
     pthread_mutex_init(&p->lock, NULL);
     mclock_cond_init(&p->freed);
+    mclock_cond_init(&p->cluster_done);
+    mclock_cond_init(&p->cluster_wake);
     return p;
 }
 
@@ -91,10 +99,18 @@ const struct rpool_options *rpool_options(const struct rpool *p) {
 
 void rpool_free(struct rpool *p) {
     if (!p) return;
+    pthread_mutex_lock(&p->lock);
+    int up = p->cluster_thread_up;
+    p->cluster_stop = 1;
+    pthread_cond_broadcast(&p->cluster_wake);
+    pthread_mutex_unlock(&p->lock);
+    if (up) pthread_join(p->cluster_thread, NULL);
     cluster_free(p->cluster);
     for (int i = 0; i < p->nidle; i++) redisFree(p->idle[i]);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->freed);
+    pthread_cond_destroy(&p->cluster_done);
+    pthread_cond_destroy(&p->cluster_wake);
     free(p->idle);
     free(p);
 }
@@ -335,22 +351,17 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
 /* How old the cluster's slot map may grow before rpool_route() reloads it. */
 #define RPOOL_CLUSTER_REFRESH_MS 1000
 
-/* Loads the slot map the first time, reloads it when a second old; one
- * thread at a time, the others go on with the map they have. */
-static void rpool_cluster_refresh(struct rpool *p) {
-    int64_t now = mclock_ms();
+/* Loads or reloads the slot map (the caller set cluster_loading). */
+static void rpool_cluster_load(struct rpool *p) {
     pthread_mutex_lock(&p->lock);
-    int due = !p->cluster_loading && (p->cluster == NULL || now - p->cluster_ms >= RPOOL_CLUSTER_REFRESH_MS);
-    if (due) p->cluster_loading = 1;
     struct cluster *cl = p->cluster;
+    p->cluster_stale = 0;
     pthread_mutex_unlock(&p->lock);
-    if (!due) return;
     char why[512];
     if (cl) {
         (void)cluster_refresh(cl, why, sizeof(why)); /* the old map stays on failure */
     } else {
-        struct cluster_options o = {.nodes = p->cluster_nodes,
-                                    .max_redirects = 5, .node = p->opt};
+        struct cluster_options o = {.nodes = p->cluster_nodes, .max_redirects = 5, .node = p->opt};
         o.node.cluster_nodes = NULL;
         o.node.sentinels = NULL;
         cl = cluster_create(&o, why, sizeof(why));
@@ -359,6 +370,63 @@ static void rpool_cluster_refresh(struct rpool *p) {
     if (p->cluster == NULL) p->cluster = cl;
     p->cluster_ms = mclock_ms();
     p->cluster_loading = 0;
+    pthread_cond_broadcast(&p->cluster_done);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* The map's own thread: reloads it every second, as Redisson's cluster scan
+ * does, so that a slot moved or a failover is known within a second even
+ * when no sale has run into it. */
+static void *rpool_cluster_main(void *arg) {
+    struct rpool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->cluster_stop) {
+        monotime_us until = mclock_us() + (monotime_us)RPOOL_CLUSTER_REFRESH_MS * 1000;
+        while (!p->cluster_stop &&
+               mclock_cond_wait_until(&p->cluster_wake, &p->lock, until) != ETIMEDOUT) {}
+        if (p->cluster_stop || p->cluster_loading) continue;
+        p->cluster_loading = 1;
+        pthread_mutex_unlock(&p->lock);
+        rpool_cluster_load(p);
+        pthread_mutex_lock(&p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Before routing: the first call loads the map and starts its thread; a
+ * map that a MOVED said is wrong, or that is missing, is reloaded at once
+ * (but not more often than every 50 ms, so that a cluster that is down is
+ * not asked by every sale). While another thread loads a map known wrong,
+ * callers wait for it, at most the loader's own timeout. */
+static void rpool_cluster_refresh(struct rpool *p) {
+    monotime_us now = mclock_us();
+    pthread_mutex_lock(&p->lock);
+    if (!p->cluster_thread_up && !p->cluster_stop &&
+        pthread_create(&p->cluster_thread, NULL, rpool_cluster_main, p) == 0)
+        p->cluster_thread_up = 1;
+    int wrong = p->cluster == NULL || p->cluster_stale;
+    if (!wrong) {
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    if (p->cluster_loading) {
+        monotime_us until = now + (monotime_us)(p->opt.timeout_ms + 100) * 1000;
+        while (p->cluster_loading &&
+               mclock_cond_wait_until(&p->cluster_done, &p->lock, until) != ETIMEDOUT) {}
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    int due = (int64_t)(now / 1000) - p->cluster_ms >= 50;
+    if (due) p->cluster_loading = 1;
+    pthread_mutex_unlock(&p->lock);
+    if (due) rpool_cluster_load(p);
+}
+
+void rpool_note_error(struct rpool *p, const char *err) {
+    if (!p || !p->cluster_nodes[0] || !err || strncmp(err, "MOVED ", 6) != 0) return;
+    pthread_mutex_lock(&p->lock);
+    p->cluster_stale = 1;
     pthread_mutex_unlock(&p->lock);
 }
 

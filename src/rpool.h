@@ -91,12 +91,19 @@ const struct rpool_options *rpool_options(const struct rpool *p);
 
 /* The pool for key: p itself, or with cluster_nodes set the pool of the
  * master that owns key's slot (one pool per master, each of `size`
- * contexts). The slot map is loaded from the seeds on first use and again
- * when it is a second old, by the caller that finds it so; until it loads,
+ * contexts). The slot map is loaded from the seeds on first use, then
+ * reloaded every second by a thread of the pool's own, and at once when a
+ * MOVED said it is wrong (rpool_note_error); until it loads,
  * or for a slot it lacks, p itself (the first seed) is given, and a command
  * for a slot that node does not serve is refused with MOVED. Never NULL.
  * Contexts go back to the pool they came from. */
 struct rpool *rpool_route(struct rpool *p, const char *key);
+
+/* Tells the pool of an error reply that a command routed by it got: a
+ * "MOVED ..." marks its slot map wrong, so the next rpool_route() reloads
+ * it (and routes by the new one) instead of waiting for the map to age.
+ * Anything else, or a pool not in cluster mode, is ignored. */
+void rpool_note_error(struct rpool *p, const char *err);
 
 /* Connects one context outside any pool, with the same options (for the
  * subscriber and for tools). With sentinels, asks them in the order given

@@ -185,6 +185,7 @@ static int section_read(struct sale_section *sec, redisContext *c, int probed) {
     redisReply *st = rep[probed];
     int rc = 0;
     if (st->type == REDIS_REPLY_ERROR) {
+        rpool_note_error(sec->inv->pool, st->str);
         rc = sale_backend(r, "GET stock", st->str);
     } else if (st->type == REDIS_REPLY_NIL) {
         snprintf(r->errstr, sizeof(r->errstr),
@@ -278,6 +279,7 @@ static void section_finish(struct sale_section *sec) {
         snprintf(r->errstr, sizeof(r->errstr), "nothing was written: %.200s", w->str + 7);
         rc = r->status = INV_BAD_DATA;
     } else if (w->type != REDIS_REPLY_INTEGER) {
+        if (w->type == REDIS_REPLY_ERROR) rpool_note_error(sec->inv->pool, w->str);
         rc = sale_backend(r, "write", w->type == REDIS_REPLY_ERROR ? w->str : "unexpected reply");
     }
     if (rc != INV_SOLD) {
@@ -389,6 +391,7 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
         r->status = rep->element[0]->integer == 1 && rep->elements == 3 ? INV_SOLD : INV_SOLD_OUT;
         if (r->status == INV_SOLD) r->unit = rep->element[2]->integer;
     } else {
+        if (rep->type == REDIS_REPLY_ERROR) rpool_note_error(inv->pool, rep->str);
         sale_backend(r, "atomic-sale", rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
     }
     freeReplyObject(rep);

@@ -38,6 +38,11 @@
 # Environment: DEMO_CLIENTS (200), DEMO_REQUESTS (3000), DEMO_STOCK (200),
 # DEMO_WAIT_MS (lock.wait-ms, 10000), and
 #   DEMO_REDIS_PORT (6379)
+#   DEMO_CLUSTER (0): 1 runs the same demo on a local Redis Cluster instead
+#       of one Redis: three masters and three replicas on DEMO_CLUSTER_PORTS
+#       (6371 6372 6373 6374 6375 6376, as in the demo's commented cluster
+#       lines; each also takes its bus port, +10000), the instances with
+#       redis.cluster.nodes, lock.scope=item and inventory.probe=false
 #   DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock)
 #   DEMO_INSTANCE_PORTS (3786 3787; the first gets weight 1, the second 2)
 #   DEMO_NGINX_PORT (8080)
@@ -65,6 +70,8 @@ requests=${DEMO_REQUESTS:-3000}
 stock=${DEMO_STOCK:-200}
 wait_ms=${DEMO_WAIT_MS:-10000}
 redis_port=${DEMO_REDIS_PORT:-6379}
+cluster=${DEMO_CLUSTER:-0}
+read -ra cluster_ports <<<"${DEMO_CLUSTER_PORTS:-6371 6372 6373 6374 6375 6376}"
 read -ra redlock_ports <<<"${DEMO_REDLOCK_PORTS:-6381 6382 6383}"
 read -ra instance_ports <<<"${DEMO_INSTANCE_PORTS:-3786 3787}"
 nginx_port=${DEMO_NGINX_PORT:-8080}
@@ -104,9 +111,17 @@ is_port() { [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; }
 [ ${#redlock_ports[@]} -ge 1 ] || die "DEMO_REDLOCK_PORTS names no port"
 port1=${instance_ports[0]}
 port2=${instance_ports[1]}
+[ "$cluster" = 0 ] || [ "$cluster" = 1 ] || die "DEMO_CLUSTER must be 0 or 1, not '$cluster'"
+[ "$cluster" = 0 ] || [ ${#cluster_ports[@]} -eq 6 ] ||
+    die "DEMO_CLUSTER_PORTS must name six ports (three masters, three replicas), not '${cluster_ports[*]}'"
 for p in "$redis_port" "${redlock_ports[@]}" "$port1" "$port2" "$nginx_port"; do
     is_port "$p" || die "'$p' is not a TCP port (see DEMO_*_PORT(S))"
 done
+if [ "$cluster" = 1 ]; then
+    for p in "${cluster_ports[@]}"; do
+        is_port "$p" && [ "$p" -lt 55536 ] || die "'$p' is not a cluster port below 55536 (DEMO_CLUSTER_PORTS; each takes port + 10000 too)"
+    done
+fi
 for v in "$clients" "$requests" "$stock" "$wait_ms"; do
     [[ "$v" =~ ^[0-9]+$ ]] || die "'$v' is not a number (DEMO_CLIENTS, DEMO_REQUESTS, DEMO_STOCK, DEMO_WAIT_MS)"
 done
@@ -168,8 +183,17 @@ for s in "${strategies[@]}"; do [ "$s" = redlock ] && need_redlock=1; done
 
 # ---- ports ----------------------------------------------------------------
 # Every port this demo listens on, and the variable that moves it.
-ports=("$redis_port" "$port1" "$port2" "$nginx_port")
-port_vars=(DEMO_REDIS_PORT DEMO_INSTANCE_PORTS DEMO_INSTANCE_PORTS DEMO_NGINX_PORT)
+ports=("$port1" "$port2" "$nginx_port")
+port_vars=(DEMO_INSTANCE_PORTS DEMO_INSTANCE_PORTS DEMO_NGINX_PORT)
+if [ "$cluster" = 1 ]; then
+    for p in "${cluster_ports[@]}"; do
+        ports+=("$p" $((p + 10000)))
+        port_vars+=(DEMO_CLUSTER_PORTS "DEMO_CLUSTER_PORTS (a bus port)")
+    done
+else
+    ports+=("$redis_port")
+    port_vars+=(DEMO_REDIS_PORT)
+fi
 if [ "$need_redlock" -eq 1 ]; then
     for p in "${redlock_ports[@]}"; do ports+=("$p"); port_vars+=(DEMO_REDLOCK_PORTS); done
 fi
@@ -184,8 +208,13 @@ if [ ${#busy[@]} -gt 0 ]; then
 fi
 
 # ---- the stack ------------------------------------------------------------
-echo "demo: starting redis-server on $redis_port, inventoryd on $port1 and $port2, nginx on $nginx_port"
-start_redis "$redis_port" "redis-$redis_port"
+if [ "$cluster" = 1 ]; then
+    echo "demo: starting a Redis Cluster on ${cluster_ports[*]} (3 masters, 3 replicas), inventoryd on $port1 and $port2, nginx on $nginx_port"
+    start_cluster "${cluster_ports[@]}"
+else
+    echo "demo: starting redis-server on $redis_port, inventoryd on $port1 and $port2, nginx on $nginx_port"
+    start_redis "$redis_port" "redis-$redis_port"
+fi
 
 # start_instance sets the bind address, the port and the Redis; the instances
 # run in $run, so they are given the checkout's properties by name, as they
@@ -196,6 +225,14 @@ sets=(--set lock.wait-ms="$wait_ms"
       --set lab.instances="127.0.0.1:$port1,127.0.0.1:$port2"
       --set lab.results-dir="$results" --set faults.enabled=true)
 [ -r "$root/config/inventoryd.properties" ] && sets+=(--config "$root/config/inventoryd.properties")
+if [ "$cluster" = 1 ]; then
+    seeds=$(printf '127.0.0.1:%s,' "${cluster_ports[@]:0:3}")
+    sets+=(--set redis.cluster.nodes="${seeds%,}" --set lock.scope=item --set inventory.probe=false)
+    # The cost columns count the commands of the master that holds the item.
+    redis_port=$(owner_of "$("$inventoryd" "${sets[@]}" --check-config | sed -n 's/^inventory.key=//p')")
+    [ -n "$redis_port" ] || fail "no master of the cluster owns the item's slot"
+    echo "demo: the item lives on the master on $redis_port"
+fi
 if [ "$need_redlock" -eq 1 ]; then
     nodes=""
     for p in "${redlock_ports[@]}"; do

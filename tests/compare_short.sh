@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compare_short.sh INVENTORYD INVENTORY_LOAD [interrupt|keep]
+# compare_short.sh INVENTORYD INVENTORY_LOAD [interrupt|keep|cluster]
 #
 # scripts/demo.sh, the comparison of every strategy, on a short load
 # (DEMO_CLIENTS=20, DEMO_REQUESTS=200) with the given binaries (no build),
@@ -19,6 +19,9 @@
 # and GET /lab/results/demo.csv is the CSV just written. Then Ctrl-C (SIGINT
 # to its process group) stops everything, the demo exits 0, and the checks
 # above follow.
+# With "cluster": the same on a local Redis Cluster (DEMO_CLUSTER=1, six
+# free cluster ports): the demo says so and names the item's master, and
+# the checks above hold, the cluster's ports and bus ports included.
 # With "interrupt": the demo is interrupted as Ctrl-C would (SIGINT to its
 # process group) during its first round, and must stop everything it started
 # and exit 130.
@@ -29,8 +32,8 @@ set -uo pipefail
 tag=compare
 kept="output and logs"
 
-if [ $# -lt 2 ] || [ $# -gt 3 ] || { [ $# -eq 3 ] && [ "$3" != interrupt ] && [ "$3" != keep ]; }; then
-    echo "usage: $0 INVENTORYD INVENTORY_LOAD [interrupt|keep]" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ] || { [ $# -eq 3 ] && [ "$3" != interrupt ] && [ "$3" != keep ] && [ "$3" != cluster ]; }; then
+    echo "usage: $0 INVENTORYD INVENTORY_LOAD [interrupt|keep|cluster]" >&2
     exit 2
 fi
 for b in "$1" "$2"; do
@@ -87,6 +90,14 @@ pick_port; i1=$port
 pick_port; i2=$port
 pick_port; nginx_port=$port
 ours=("$redis_port" "$m1" "$m2" "$m3" "$i1" "$i2" "$nginx_port")
+cluster_ports=()
+if [ "$mode" = cluster ]; then
+    for _ in 1 2 3 4 5 6; do
+        pick_cluster_port
+        cluster_ports+=("$port")
+        ours+=("$port" $((port + 10000)))
+    done
+fi
 results=$work/results
 log "${#strategies[@]} strategies; redis $redis_port, masters $m1 $m2 $m3, instances $i1 $i2, nginx $nginx_port; results in $results"
 
@@ -103,6 +114,7 @@ before_fp=$(fingerprint)
 # Its own process group, as a terminal's foreground job would have: a
 # background job of a script without job control ignores SIGINT.
 set -m
+DEMO_CLUSTER=$([ "$mode" = cluster ] && echo 1 || echo 0) DEMO_CLUSTER_PORTS="${cluster_ports[*]}" \
 DEMO_KEEP=$([ "$mode" = keep ] && echo 1 || echo 0) \
 DEMO_CLIENTS=20 DEMO_REQUESTS=200 DEMO_STOCK=200 \
 DEMO_REDIS_PORT=$redis_port DEMO_REDLOCK_PORTS="$m1 $m2 $m3" \
@@ -187,6 +199,14 @@ if [ "$mode" = keep ]; then
     tail -n 1 "$work/demo.out" | grep -q "stopped; the results stay in" || fail "the kept demo did not say it stopped"
 else
     tail -n 1 "$work/demo.out" | grep -qF "demo: lab: $lab_url" || fail "the demo's last line does not name the lab's URL $lab_url"
+fi
+
+if [ "$mode" = cluster ]; then
+    grep -q "^demo: starting a Redis Cluster on ${cluster_ports[*]} " "$work/demo.out" ||
+        fail "the demo did not say it started a Redis Cluster on ${cluster_ports[*]}"
+    grep -qE "^demo: the item lives on the master on [0-9]+$" "$work/demo.out" ||
+        fail "the demo did not name the item's master"
+    log "ok: the demo ran on a Redis Cluster on ${cluster_ports[*]}"
 fi
 
 # ---- the printed table --------------------------------------------------------

@@ -43,59 +43,15 @@ setup_work e2e-cluster
 
 # ---- the cluster -------------------------------------------------------------
 
-# pick_cluster_port: a free port in 20000-22767 whose cluster bus port
-# (+10000, so 30000-32767: below the ephemeral range, where no outgoing
-# connection takes it meanwhile) is free too; neither picked before.
-pick_cluster_port() {
-    local p i
-    for i in $(seq 1 500); do
-        p=$(( 20000 + RANDOM % 2768 ))
-        case "$picked" in *" $p "* | *" $((p + 10000)) "*) continue ;; esac
-        port_busy "$p" || port_busy $((p + 10000)) && continue
-        picked="$picked$p $((p + 10000)) "
-        port=$p
-        return 0
-    done
-    fail "no free port with a free cluster bus port"
-}
-
 nodes=()
-declare -A node_pid=()
 for n in 1 2 3 4 5 6; do
     pick_cluster_port
     nodes+=("$port")
-    start_redis "$port" "node-$port" --cluster-enabled yes \
-        --cluster-config-file "nodes-$port.conf" --cluster-node-timeout 2000 \
-        --repl-diskless-sync-delay 0
-    node_pid[$port]=$redis_pid
 done
-redis_port=${nodes[0]}
-addrs=$(printf '127.0.0.1:%s ' "${nodes[@]}")
-# shellcheck disable=SC2086 # one word per node
-redis-cli --cluster create $addrs --cluster-replicas 1 --cluster-yes >"$work/cluster-create.log" 2>&1 ||
-    fail "redis-cli --cluster create failed: $(tail -3 "$work/cluster-create.log")"
-for i in $(seq 1 300); do
-    ok=1
-    for p in "${nodes[@]}"; do
-        info=$(redis-cli -p "$p" CLUSTER INFO 2>/dev/null | tr -d '\r')
-        grep -q '^cluster_state:ok' <<<"$info" && grep -q '^cluster_known_nodes:6' <<<"$info" || ok=0
-    done
-    [ "$ok" = 1 ] && break
-    [ "$i" = 300 ] && fail "the cluster did not settle in 30 s"
-    sleep 0.1
-done
+start_cluster "${nodes[@]}"
 seeds=$(printf '127.0.0.1:%s,' "${nodes[@]:0:3}")
 seeds=${seeds%,}
 log "cluster on ${nodes[*]} (3 masters, 3 replicas), seeds $seeds, in $work"
-
-# owner_of KEY: the port of the master that owns KEY's slot (CLUSTER NODES).
-owner_of() {
-    local slot
-    slot=$(rcli CLUSTER KEYSLOT "$1")
-    rcli CLUSTER NODES | tr -d '\r' | awk -v s="$slot" '
-        $3 ~ /master/ { for (i = 9; i <= NF; i++) { split($i, r, "-"); if (r[2] == "") r[2] = r[1];
-                         if (s >= r[1] && s <= r[2]) { split($2, a, "[:@]"); print a[2]; exit } } }'
-}
 
 # Three items on three different masters.
 items=()

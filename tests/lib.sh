@@ -355,6 +355,74 @@ stop_stack_cleanly() {
     done
 }
 
+# ---- a Redis Cluster -------------------------------------------------------
+
+# pick_cluster_port: a free port in 20000-22767 whose cluster bus port
+# (+10000, so 30000-32767: below the ephemeral range, where no outgoing
+# connection takes it meanwhile) is free too; neither picked before.
+pick_cluster_port() {
+    local p i
+    for i in $(seq 1 500); do
+        p=$(( 20000 + RANDOM % 2768 ))
+        case "$picked" in *" $p "* | *" $((p + 10000)) "*) continue ;; esac
+        port_busy "$p" || port_busy $((p + 10000)) && continue
+        picked="$picked$p $((p + 10000)) "
+        port=$p
+        return 0
+    done
+    fail "no free port with a free cluster bus port"
+}
+
+# start_cluster PORT...: a Redis Cluster on the six PORTs (three masters,
+# each with one replica): redis-server --cluster-enabled yes on each (logs
+# and nodes-PORT.conf in $work), then redis-cli --cluster create; returns
+# once every node says cluster_state:ok, knows all six and sees three of
+# them as replicas, or fails after 30 s. Fills node_pid[PORT] and sets
+# redis_port to the first PORT.
+declare -A node_pid=()
+start_cluster() {
+    local p i ok info n=$#
+    for p in "$@"; do
+        rm -f "$work/nodes-$p.conf"
+        start_redis "$p" "node-$p" --cluster-enabled yes \
+            --cluster-config-file "nodes-$p.conf" --cluster-node-timeout 2000 \
+            --repl-diskless-sync-delay 0
+        node_pid[$p]=$redis_pid
+    done
+    redis_port=$1
+    # shellcheck disable=SC2046 # one word per node
+    redis-cli --cluster create $(printf '127.0.0.1:%s ' "$@") --cluster-replicas 1 --cluster-yes \
+        >"$work/cluster-create.log" 2>&1 ||
+        fail "redis-cli --cluster create failed: $(tail -3 "$work/cluster-create.log")"
+    for i in $(seq 1 300); do
+        ok=1
+        for p in "$@"; do
+            info=$(redis-cli -p "$p" CLUSTER INFO 2>/dev/null | tr -d '\r')
+            grep -q '^cluster_state:ok' <<<"$info" && grep -q "^cluster_known_nodes:$n\$" <<<"$info" || ok=0
+            [ "$(redis-cli -p "$p" CLUSTER NODES 2>/dev/null | awk '$3 ~ /slave/' | wc -l)" = $((n / 2)) ] || ok=0
+        done
+        [ "$ok" = 1 ] && return 0
+        sleep 0.1
+    done
+    fail "the cluster on $* did not settle in 30 s"
+}
+
+# masters: the ports of the masters that serve slots, as the node on
+# $redis_port sees them, one per line.
+masters() {
+    rcli CLUSTER NODES | tr -d '\r' | awk '$3 ~ /master/ && NF >= 9 { split($2, a, "[:@]"); print a[2] }' | sort -u
+}
+
+# owner_of KEY: the port of the master that owns KEY's slot, as the node on
+# $redis_port sees it (CLUSTER NODES).
+owner_of() {
+    local slot
+    slot=$(rcli CLUSTER KEYSLOT "$1")
+    rcli CLUSTER NODES | tr -d '\r' | awk -v s="$slot" '
+        $3 ~ /master/ { for (i = 9; i <= NF; i++) { split($i, r, "-"); if (r[2] == "") r[2] = r[1];
+                         if (s >= r[1] && s <= r[2]) { split($2, a, "[:@]"); print a[2]; exit } } }'
+}
+
 # ---- one round through nginx ($base) ---------------------------------------
 
 # reset_stock [LABEL]: POST /inventory/reset with $stock, the answer in

@@ -30,6 +30,7 @@ struct cluster {
     int nseeds;
     int max_redirects;
     int refreshing;                     /* a thread is reloading the map */
+    struct addr last_ok;                /* the node whose map was loaded last */
     struct rpool_options node_opt;
     char password[256];
     struct cluster_stats stats;
@@ -184,24 +185,35 @@ static int parse_slots(const redisReply *r, const struct addr *a, struct addr *o
     return 0;
 }
 
-/* Makes owner[] (addresses) the map. */
+/* Makes owner[] (addresses) the map, whole or not at all: the indices of
+ * every slot's master are found first, and the map changes only when all
+ * of them fit in nodes[]. */
 static int install_map(struct cluster *cl, const struct addr *owner, char *errstr, size_t errlen) {
+    uint8_t *idx = malloc(CLUSTER_SLOTS);
+    if (idx == NULL) {
+        snprintf(errstr, errlen, "out of memory");
+        return -1;
+    }
     int rc = 0;
     pthread_mutex_lock(&cl->lock);
     for (int s = 0; s < CLUSTER_SLOTS && rc == 0; s++) {
         /* Runs of one owner are the rule: look the address up once per run. */
         int same = s > 0 && owner[s].port == owner[s - 1].port &&
                    strcmp(owner[s].host, owner[s - 1].host) == 0;
-        int idx = same ? cl->owner[s - 1] : node_index_locked(cl, &owner[s]);
-        if (idx < 0) {
+        int i = same ? idx[s - 1] : node_index_locked(cl, &owner[s]);
+        if (i < 0) {
             snprintf(errstr, errlen, "more than %d masters", CLUSTER_NODES_MAX);
             rc = -1;
         } else {
-            cl->owner[s] = (uint8_t)idx;
+            idx[s] = (uint8_t)i;
         }
     }
-    cl->stats.refreshes += rc == 0;
+    if (rc == 0) {
+        memcpy(cl->owner, idx, CLUSTER_SLOTS);
+        cl->stats.refreshes++;
+    }
     pthread_mutex_unlock(&cl->lock);
+    free(idx);
     return rc;
 }
 
@@ -239,19 +251,39 @@ static int refresh_from(struct cluster *cl, const struct addr *a, char *errstr, 
     return rc;
 }
 
+static int addr_same(const struct addr *a, const struct addr *b) {
+    return a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+/* Adds a to cand[] (n entries) unless it is there already. */
+static void cand_add(struct addr *cand, int *n, const struct addr *a) {
+    for (int i = 0; i < *n; i++)
+        if (addr_same(&cand[i], a))
+            return;
+    cand[(*n)++] = *a;
+}
+
 int cluster_refresh(struct cluster *cl, char *errstr, size_t errlen) {
-    struct addr cand[CLUSTER_NODES_MAX + CLUSTER_SEEDS_MAX];
+    struct addr cand[CLUSTER_NODES_MAX + CLUSTER_SEEDS_MAX + 1];
     int n = 0;
+    /* The node that answered last first (a dead one asked first would cost
+     * every reload its timeout), then the masters known, then the seeds. */
     pthread_mutex_lock(&cl->lock);
+    if (cl->last_ok.port)
+        cand_add(cand, &n, &cl->last_ok);
     for (int i = 0; i < cl->nnodes; i++)
-        cand[n++] = cl->nodes[i].addr;
+        cand_add(cand, &n, &cl->nodes[i].addr);
     for (int i = 0; i < cl->nseeds; i++)
-        cand[n++] = cl->seeds[i];
+        cand_add(cand, &n, &cl->seeds[i]);
     pthread_mutex_unlock(&cl->lock);
     char why[512] = "no node to ask";
     for (int i = 0; i < n; i++)
-        if (refresh_from(cl, &cand[i], why, sizeof(why)) == 0)
+        if (refresh_from(cl, &cand[i], why, sizeof(why)) == 0) {
+            pthread_mutex_lock(&cl->lock);
+            cl->last_ok = cand[i];
+            pthread_mutex_unlock(&cl->lock);
             return 0;
+        }
     snprintf(errstr, errlen, "%s", why);
     return -1;
 }

@@ -602,6 +602,13 @@ static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) 
                 "both, which a cluster refuses", at);
         return CONFIG_ERR;
     }
+    if (strpbrk(cfg->lock_name, "{}") || strlen(cfg->lock_name) > 100) {
+        set_err(errstr, errlen, "%s: redis.cluster.nodes: lock.name '%.*s' must be at most 100 "
+                "characters without '{' or '}': the lock key is lock.name:{item}, and a brace of "
+                "its own would put the lock in another slot than the item", at, ECHO_MAX,
+                cfg->lock_name);
+        return CONFIG_ERR;
+    }
     if (cfg->redis_database != 0) {
         set_err(errstr, errlen, "%s: redis.cluster.nodes: a cluster has database 0 only, and "
                 "redis.database is %d", at, cfg->redis_database);

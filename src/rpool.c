@@ -355,11 +355,13 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
 static void rpool_cluster_load(struct rpool *p) {
     pthread_mutex_lock(&p->lock);
     struct cluster *cl = p->cluster;
+    int stale = p->cluster_stale;
     p->cluster_stale = 0;
     pthread_mutex_unlock(&p->lock);
     char why[512];
+    int ok = 1;
     if (cl) {
-        (void)cluster_refresh(cl, why, sizeof(why)); /* the old map stays on failure */
+        ok = cluster_refresh(cl, why, sizeof(why)) == 0; /* the old map stays on failure */
     } else {
         struct cluster_options o = {.nodes = p->cluster_nodes, .max_redirects = 5, .node = p->opt};
         o.node.cluster_nodes = NULL;
@@ -368,6 +370,7 @@ static void rpool_cluster_load(struct rpool *p) {
     }
     pthread_mutex_lock(&p->lock);
     if (p->cluster == NULL) p->cluster = cl;
+    if (!ok && stale) p->cluster_stale = 1;   /* still known wrong: retried in 50 ms */
     p->cluster_ms = mclock_ms();
     p->cluster_loading = 0;
     pthread_cond_broadcast(&p->cluster_done);

@@ -21,11 +21,14 @@
 #include <string.h>
 #include "lock_int.h"
 #include "mclock.h"
+#include "cluster.h"
 #include "rpool.h"
 #include "watchdog.h"
 
 #define ROUND_MAX 256
-#define LINKS_MAX (LOCK_MAX_NODES + 1)
+/* Redlock's masters, and the single-master pool or, in cluster mode, one
+ * pool per cluster master. */
+#define LINKS_MAX (LOCK_MAX_NODES + 1 + CLUSTER_NODES_MAX)
 #define ORPHAN_RETRY_MS 250
 #define ORPHANS_MAX 4096
 

@@ -213,6 +213,11 @@ START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
     ck_assert_ptr_nonnull(strstr(err, "needs inventory.probe=false"));
     ck_assert_int_eq(config_set(&cfg, "inventory.probe=false", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "lock.name=a{b", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, "without '{' or '}'"));
+    ck_assert_int_eq(config_set(&cfg, "lock.name=RedisDistributedLock", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_set(&cfg, "redis.database=2", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "database 0 only"));

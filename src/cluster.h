@@ -2,8 +2,11 @@
  * tags), the slot map from CLUSTER SLOTS, one rpool per master, and the
  * MOVED and ASK redirects, as the Cluster specification describes them.
  *
- * This is the routing half of the cluster mode of issue 14; the service
- * does not use it yet (redis.cluster.nodes is not a config key yet).
+ * The service routes through it by key (rpool_route in rpool.c: the map and
+ * the pool of each master); the sale path does not yet send its commands
+ * through cluster_command_argv, so it does not follow MOVED or ASK inside a
+ * sale (it answers 503 and the map is reloaded). Through
+ * cluster_command_argv:
  *
  * A command goes to the master that the map names for its key's slot. An
  * error reply "MOVED <slot> <host:port>" means the slot has moved for good:

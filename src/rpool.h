@@ -1,5 +1,6 @@
 /* rpool.h -- a bounded pool of hiredis connections to one Redis server, or
- * to the current master of a group watched by Redis Sentinel.
+ * to the current master of a group watched by Redis Sentinel; in cluster
+ * mode, the root of one such pool per cluster master (rpool_route).
  *
  * A redisContext belongs to one thread at a time: rpool_get() hands one out
  * and the caller gives it back with rpool_put(), or rpool_drop() when a

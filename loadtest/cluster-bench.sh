@@ -43,14 +43,7 @@ setup_work cluster-bench
 
 pick_port; single=$port
 start_redis "$single" single
-nodes=()
-for _ in 1 2 3 4 5 6; do
-    pick_cluster_port
-    nodes+=("$port")
-done
-start_cluster "${nodes[@]}"
-seeds=$(printf '127.0.0.1:%s,' "${nodes[@]:0:3}")
-seeds=${seeds%,}
+start_free_cluster
 # The items, spread as evenly as they can be over the three masters (eight
 # make 3, 3 and 2): inventory001, inventory002, ..., each taken only while
 # its master has fewer than its share.

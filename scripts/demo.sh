@@ -226,8 +226,7 @@ sets=(--set lock.wait-ms="$wait_ms"
       --set lab.results-dir="$results" --set faults.enabled=true)
 [ -r "$root/config/inventoryd.properties" ] && sets+=(--config "$root/config/inventoryd.properties")
 if [ "$cluster" = 1 ]; then
-    seeds=$(printf '127.0.0.1:%s,' "${cluster_ports[@]:0:3}")
-    sets+=(--set redis.cluster.nodes="${seeds%,}" --set lock.scope=item --set inventory.probe=false)
+    sets+=(--set redis.cluster.nodes="$seeds" --set lock.scope=item --set inventory.probe=false)
     # The cost columns count the commands of the master that holds the item.
     redis_port=$(owner_of "$("$inventoryd" "${sets[@]}" --check-config | sed -n 's/^inventory.key=//p')")
     [ -n "$redis_port" ] || fail "no master of the cluster owns the item's slot"

@@ -43,14 +43,7 @@ setup_work e2e-cluster
 
 # ---- the cluster -------------------------------------------------------------
 
-nodes=()
-for n in 1 2 3 4 5 6; do
-    pick_cluster_port
-    nodes+=("$port")
-done
-start_cluster "${nodes[@]}"
-seeds=$(printf '127.0.0.1:%s,' "${nodes[@]:0:3}")
-seeds=${seeds%,}
+start_free_cluster
 log "cluster on ${nodes[*]} (3 masters, 3 replicas), seeds $seeds, in $work"
 
 # Three items on three different masters.

@@ -377,8 +377,9 @@ pick_cluster_port() {
 # each with one replica): redis-server --cluster-enabled yes on each (logs
 # and nodes-PORT.conf in $work), then redis-cli --cluster create; returns
 # once every node says cluster_state:ok, knows all six and sees three of
-# them as replicas, or fails after 30 s. Fills node_pid[PORT] and sets
-# redis_port to the first PORT.
+# them as replicas, or fails after 30 s. Fills node_pid[PORT], sets
+# redis_port to the first PORT and seeds to the first three as
+# redis.cluster.nodes wants them (127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3).
 declare -A node_pid=()
 start_cluster() {
     local p i ok info n=$#
@@ -390,6 +391,8 @@ start_cluster() {
         node_pid[$p]=$redis_pid
     done
     redis_port=$1
+    seeds=$(printf '127.0.0.1:%s,' "${@:1:3}")
+    seeds=${seeds%,}
     # shellcheck disable=SC2046 # one word per node
     redis-cli --cluster create $(printf '127.0.0.1:%s ' "$@") --cluster-replicas 1 --cluster-yes \
         >"$work/cluster-create.log" 2>&1 ||
@@ -405,6 +408,17 @@ start_cluster() {
         sleep 0.1
     done
     fail "the cluster on $* did not settle in 30 s"
+}
+
+# start_free_cluster: start_cluster on six ports from pick_cluster_port,
+# which it leaves in the array nodes.
+start_free_cluster() {
+    nodes=()
+    for _ in 1 2 3 4 5 6; do
+        pick_cluster_port
+        nodes+=("$port")
+    done
+    start_cluster "${nodes[@]}"
 }
 
 # masters: the ports of the masters that serve slots, as the node on

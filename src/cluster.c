@@ -6,6 +6,7 @@
  * stay valid for the router's life: only owner[] changes, under `lock`,
  * which is never held across network I/O. */
 #include "cluster.h"
+#include "mclock.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -88,6 +89,14 @@ int cluster_redirect_parse(const redisReply *r, struct cluster_redirect *out) {
     out->ask = ask;
     out->slot = (unsigned)slot;
     return 1;
+}
+
+int cluster_reply_kind(const redisReply *r, struct cluster_redirect *out) {
+    if (cluster_redirect_parse(r, out))
+        return out->ask ? CLUSTER_ASK : CLUSTER_MOVED;
+    if (r && r->type == REDIS_REPLY_ERROR && r->str && strncmp(r->str, "TRYAGAIN", 8) == 0)
+        return CLUSTER_TRYAGAIN;
+    return CLUSTER_ANSWER;
 }
 
 /* The index of the node at a, added when new; -1 when nodes[] is full.
@@ -358,6 +367,21 @@ static redisReply *send_on(redisContext *c, int asking, int argc, const char **a
     return r;
 }
 
+void cluster_note(struct cluster *cl, int kind, const struct cluster_redirect *rd) {
+    pthread_mutex_lock(&cl->lock);
+    if (kind == CLUSTER_ASK) {
+        cl->stats.ask++;
+    } else if (kind == CLUSTER_TRYAGAIN) {
+        cl->stats.tryagain++;
+    } else if (kind == CLUSTER_MOVED) {
+        cl->stats.moved++;
+        int i = node_index_locked(cl, &rd->to);
+        if (i >= 0)
+            cl->owner[rd->slot] = (uint8_t)i;
+    }
+    pthread_mutex_unlock(&cl->lock);
+}
+
 redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key,
                                  int argc, const char **argv, const size_t *argvlen,
                                  char *errstr, size_t errlen) {
@@ -389,7 +413,8 @@ redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *ke
         }
         rpool_put(p, c);
         struct cluster_redirect rd;
-        if (!cluster_redirect_parse(r, &rd))
+        int kind = cluster_reply_kind(r, &rd);
+        if (kind == CLUSTER_ANSWER)
             return r;
         if (hops == cl->max_redirects) {
             snprintf(errstr, errlen, "too many redirects (%d), last %s", hops, r->str);
@@ -397,19 +422,14 @@ redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *ke
             return NULL;
         }
         freeReplyObject(r);
-        pthread_mutex_lock(&cl->lock);
-        if (rd.ask) {
-            cl->stats.ask++;
-        } else {
-            cl->stats.moved++;
-            int i = node_index_locked(cl, &rd.to);
-            if (i >= 0)
-                cl->owner[rd.slot] = (uint8_t)i;
+        cluster_note(cl, kind, &rd);
+        if (kind == CLUSTER_TRYAGAIN) {
+            mclock_sleep_ms(CLUSTER_TRYAGAIN_MS);   /* same node, same ASKING */
+            continue;
         }
-        pthread_mutex_unlock(&cl->lock);
-        if (!rd.ask)
+        if (kind == CLUSTER_MOVED)
             refresh_after_moved(cl);
-        asking = rd.ask;
+        asking = kind == CLUSTER_ASK;
         target = rd.to;
     }
 }

@@ -13,9 +13,10 @@
  * the map takes the new owner for that slot, is reloaded from CLUSTER SLOTS,
  * and the command is sent there. "ASK <slot> <host:port>" means the slot is
  * being migrated and this key already lives on the target: the command is
- * sent there once, after ASKING, and the map is left alone. A command
- * refused with MOVED or ASK did not run, so sending it again is safe; at
- * most max_redirects such hops are made. A command whose reply was lost (an
+ * sent there once, after ASKING, and the map is left alone. "TRYAGAIN"
+ * (keys split by a migration) sends it to the same node again after
+ * CLUSTER_TRYAGAIN_MS. A command refused so did not run, so sending it
+ * again is safe; at most max_redirects such hops are made. A command whose reply was lost (an
  * I/O error or a timeout) is never sent again: it may have run, and only
  * the caller can judge what it did.
  *
@@ -48,6 +49,21 @@ struct cluster_redirect {
  * and fills *out when r is one, 0 when r is anything else (another error,
  * a malformed redirect, not an error at all). Pure. */
 int cluster_redirect_parse(const redisReply *r, struct cluster_redirect *out);
+
+/* What a node's reply says of the command it answers. The three refusals
+ * mean that the command did not run, so it may be sent again: MOVED (the
+ * slot has moved for good) and ASK (it is being migrated and the key lives
+ * on the target), each with *out filled; TRYAGAIN (a command on several keys
+ * while a migration has split them between the two nodes: the same node is
+ * asked again a little later, as hiredis-cluster and Redisson do). Pure. */
+#define CLUSTER_ANSWER 0        /* anything else: the command's own answer */
+#define CLUSTER_MOVED 1
+#define CLUSTER_ASK 2
+#define CLUSTER_TRYAGAIN 3
+int cluster_reply_kind(const redisReply *r, struct cluster_redirect *out);
+
+/* How long a TRYAGAIN waits before the command is sent again. */
+#define CLUSTER_TRYAGAIN_MS 20
 
 struct cluster;
 
@@ -91,9 +107,14 @@ redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *ke
                                  int argc, const char **argv, const size_t *argvlen,
                                  char *errstr, size_t errlen);
 
-/* Redirects followed and map reloads, since the router was made. */
+/* Takes a refusal of kind (cluster_reply_kind) into account before it is
+ * followed: counts it and, for MOVED, makes the node it names the slot's
+ * owner in the map at once (the caller reloads the map). */
+void cluster_note(struct cluster *cl, int kind, const struct cluster_redirect *rd);
+
+/* Refusals followed and map reloads, since the router was made. */
 struct cluster_stats {
-    long long moved, ask, refreshes;
+    long long moved, ask, tryagain, refreshes;
 };
 void cluster_stats(struct cluster *cl, struct cluster_stats *out);
 

@@ -88,6 +88,7 @@ static const struct config_key keys[] = {
     K_ADDRS("redis.sentinel.nodes",      sentinel_nodes,       "", 0, 16),
     K_STR ("redis.sentinel.master",      sentinel_master,      "mymaster", 1, 0),
     K_ADDRS("redis.cluster.nodes",       cluster_nodes,        "", 0, 16),
+    K_INT ("redis.cluster.max-redirects", cluster_max_redirects, "5", 0, 16),
 
     K_STR ("inventory.key",              stock_key,            "inventory001", 1, 0),
     K_INT ("inventory.initial-stock",    initial_stock,        "200", 0, 1000000000),

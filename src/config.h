@@ -20,7 +20,7 @@
 #define CONFIG_ORIGIN_MAX 256
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 38
+#define CONFIG_KEY_COUNT 39
 
 struct config {
     /* server.* */
@@ -40,6 +40,9 @@ struct config {
     int redis_pool_size;        /* redis.pool-size, default 128 */
     char cluster_nodes[512];    /* redis.cluster.nodes: host:port,... seeds of a
                                    Redis Cluster, or "" (default: no cluster) */
+    int cluster_max_redirects;  /* redis.cluster.max-redirects: MOVED, ASK or
+                                   TRYAGAIN refusals followed per command,
+                                   default 5 */
     char sentinel_nodes[512];   /* redis.sentinel.nodes: host:port,... of the
                                    sentinels; default empty = no Sentinel, use
                                    redis.host and redis.port */

@@ -15,6 +15,7 @@
 #include "mclock.h"
 #include "pubsub.h"
 #include "redlock.h"
+#include "cluster.h"
 #include "rpool.h"
 #include "script.h"
 #include "watchdog.h"
@@ -144,6 +145,7 @@ static void conn_drop(struct lock *l) {
     rpool_drop(l->pool, l->c);
     l->c = NULL;
     l->npending = 0;   /* their replies are lost with it */
+    l->skip = 0;
 }
 
 int lock_try_conn(struct lock *l) {
@@ -167,8 +169,19 @@ redisContext *lock_conn(struct lock *l) {
 
 /* ---- the holder's pipeline ---------------------------------------------------- */
 
-int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
+/* Makes room for one more pipelined command on l->c, after an ASKING when
+ * the key is reached by ASK (its reply marked to be dropped). 0 or -1. */
+static int pipeline_room(struct lock *l) {
     if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
+    if (l->asking) {
+        if (redisAppendCommand(l->c, "ASKING") != REDIS_OK) return -1;
+        l->skip |= 1u << l->npending++;
+    }
+    return 0;
+}
+
+int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
+    if (pipeline_room(l) < 0) return -1;
     if (redisAppendCommandArgv(l->c, argc, argv, argvlen) != REDIS_OK) return -1;
     l->npending++;
     return 0;
@@ -176,10 +189,15 @@ int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvl
 
 int lock_append_script(struct lock *l, const char *name, int numkeys, int argc,
                        const char **argv, const size_t *argvlen) {
-    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
+    if (pipeline_room(l) < 0) return -1;
     if (script_append(l->c, name, numkeys, argc, argv, argvlen) != REDIS_OK) return -1;
     l->npending++;
     return 0;
+}
+
+int lock_asking(struct lock *l, redisContext *c) {
+    if (!l->asking) return 0;
+    return redisAppendCommand(c, "ASKING") == REDIS_OK ? 1 : 0;
 }
 
 int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
@@ -206,12 +224,14 @@ static int cleanups_append(struct lock *l, redisContext *c) {
 /* Reads the holder's pending replies into l->replies, then ncleanup
  * cleanup replies. -1 when the connection failed (l->unknown set). */
 static int pipeline_read(struct lock *l, int ncleanup) {
-    while (l->npending > 0) {
+    for (int i = 0; l->npending > 0; i++) {
         void *r = NULL;
         if (redisGetReply(l->c, &r) != REDIS_OK) return l->unknown = 1, -1;
-        l->replies[l->nreplies++] = r;
+        if (l->skip & (1u << i)) freeReplyObject(r);
+        else l->replies[l->nreplies++] = r;
         l->npending--;
     }
+    l->skip = 0;
     for (int i = 0; i < ncleanup; i++) {
         void *r = NULL;
         if (redisGetReply(l->c, &r) != REDIS_OK) return l->unknown = 1, -1;
@@ -256,14 +276,17 @@ int lock_fail(struct lock *l, const redisReply *reply, const char *what) {
 /* Sends what is appended to l->c (the holder's pipeline and, on the last
  * release, its cleanups), then reads those replies and the command's own.
  * NULL with l->unknown set on a lost reply. */
-static redisReply *command_finish(struct lock *l, int ncleanup, const char *what) {
+static redisReply *command_finish(struct lock *l, int ncleanup, int asked, const char *what) {
     l->sent_us = mclock_us();
-    void *r = NULL;
-    if (pipeline_read(l, ncleanup) < 0 || redisGetReply(l->c, &r) != REDIS_OK) {
+    void *r = NULL, *ok = NULL;
+    if (pipeline_read(l, ncleanup) < 0 || (asked && redisGetReply(l->c, &ok) != REDIS_OK) ||
+        redisGetReply(l->c, &r) != REDIS_OK) {
+        freeReplyObject(ok);
         l->unknown = 1;
         lock_fail(l, NULL, what);
         return NULL;
     }
+    freeReplyObject(ok);
     if (ncleanup) cleanups_clear(l);
     return r;
 }
@@ -273,29 +296,63 @@ static int cleanups_due(const struct lock *l) {
     return l->holds == 0 && l->ncleanup > 0;
 }
 
+/* Sends one formatted command, the cleanups due ahead of it, and reads its
+ * reply (after the holder's pipelined ones). In cluster mode a refusal
+ * (MOVED, ASK, TRYAGAIN: it did not run) is followed, the same command sent
+ * again where it says, unless cleanups rode with it: their refusal would be
+ * lost. The handle's connection then comes from the pool followed to, and
+ * goes back there; after an ASK, ASKING goes ahead of every later command
+ * of the handle (l->asking), until a MOVED says the slot has settled. NULL
+ * on a lost reply (l->unknown set) or when no connection could be had (the
+ * command did not run). */
+static redisReply *command_send(struct lock *l, const char *cmd, size_t len, const char *what) {
+    int hops = 0, f = 0;
+    for (;;) {
+        if (!lock_conn(l)) return NULL;
+        int ncleanup = cleanups_due(l) ? cleanups_append(l, l->c) : 0;
+        int asked = f == CLUSTER_ASK ? 0 : lock_asking(l, l->c);   /* rpool_follow sent it */
+        if (redisAppendFormattedCommand(l->c, cmd, len) != REDIS_OK) {
+            snprintf(l->errstr, sizeof(l->errstr), "%s: out of memory", what);
+            return NULL;
+        }
+        redisReply *r = command_finish(l, ncleanup, asked, what);
+        if (!r || ncleanup) return r;
+        struct rpool *pool = l->pool;
+        f = rpool_follow(l->core->pool, r, &hops, &pool, &l->c, l->core->pool_wait_ms,
+                             l->errstr, sizeof(l->errstr));
+        l->pool = pool;
+        if (f == 0) return r;
+        freeReplyObject(r);
+        if (f < 0) return NULL;
+        if (f != CLUSTER_TRYAGAIN) l->asking = f == CLUSTER_ASK;
+    }
+}
+
 redisReply *lock_command(struct lock *l, const char *fmt, ...) {
-    if (!lock_conn(l)) return NULL;
-    int ncleanup = cleanups_due(l) ? cleanups_append(l, l->c) : 0;
+    char *cmd = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int ok = redisvAppendCommand(l->c, fmt, ap) == REDIS_OK;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
     va_end(ap);
-    if (!ok) {
+    if (len < 0) {
         snprintf(l->errstr, sizeof(l->errstr), "out of memory");
         return NULL;
     }
-    return command_finish(l, ncleanup, fmt);
+    redisReply *r = command_send(l, cmd, (size_t)len, fmt);
+    redisFreeCommand(cmd);
+    return r;
 }
 
 redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
                         const char **argv) {
-    if (!lock_conn(l)) return NULL;
-    int ncleanup = cleanups_due(l) ? cleanups_append(l, l->c) : 0;
-    if (script_append(l->c, name, numkeys, argc, argv, NULL) != REDIS_OK) {
+    char *cmd = NULL;
+    long long len = script_format(&cmd, name, numkeys, argc, argv, NULL);
+    if (len < 0) {
         snprintf(l->errstr, sizeof(l->errstr), "%s: cannot build the command", name);
         return NULL;
     }
-    redisReply *r = command_finish(l, ncleanup, name);
+    redisReply *r = command_send(l, cmd, (size_t)len, name);
+    redisFreeCommand(cmd);
     if (script_missing(r)) {
         /* It did not run (SCRIPT FLUSH): loaded, and run once more. */
         freeReplyObject(r);
@@ -368,14 +425,15 @@ int lock_del_owned(struct lock *l) {
 }
 
 int lock_string_abandon(struct lock *l, struct lock_link *k) {
-    redisContext *c = k->get(k, l->pool);
+    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     const char *argv[] = {l->key, l->owner};
     redisReply *r = lock_link_script(k, c, "unlock-owner", 1, 2, argv);
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
     if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, l->pool, c);
+    k->put(k, pool, c);
     return rc;
 }
 
@@ -383,7 +441,8 @@ int lock_string_abandon(struct lock *l, struct lock_link *k) {
 
 int lock_compensate(struct lock *l, struct lock_link *k) {
     if (l->ncleanup > 0) {
-        redisContext *c = k->get(k, l->pool);
+        struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+        redisContext *c = k->get(k, pool);
         if (!c) return LOCK_ERR;
         int n = cleanups_append(l, c), ok = 1;
         for (int i = 0; i < n; i++) {
@@ -394,7 +453,7 @@ int lock_compensate(struct lock *l, struct lock_link *k) {
         }
         /* the put may free a broken connection: its error is read first */
         if (!ok) snprintf(k->errstr, sizeof(k->errstr), "cleanup: %.100s", c->errstr);
-        k->put(k, l->pool, c);
+        k->put(k, pool, c);
         if (!ok) return LOCK_ERR;
         cleanups_clear(l);
     }

@@ -68,7 +68,8 @@ int lock_hash_unlock(struct lock *l) {
 }
 
 int lock_hash_renew(struct lock *l, struct lock_link *k) {
-    redisContext *c = k->get(k, l->pool);
+    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
@@ -76,12 +77,13 @@ int lock_hash_renew(struct lock *l, struct lock_link *k) {
     redisReply *r = lock_link_script(k, c, "hash-renew", 1, 3, argv);
     int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR : r->integer == 1 ? LOCK_OK : LOCK_LOST;
     freeReplyObject(r);
-    k->put(k, l->pool, c);
+    k->put(k, pool, c);
     return rc;
 }
 
 int lock_hash_abandon(struct lock *l, struct lock_link *k) {
-    redisContext *c = k->get(k, l->pool);
+    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     char channel[256];
     lock_hash_channel(l->key, channel, sizeof(channel));
@@ -90,7 +92,7 @@ int lock_hash_abandon(struct lock *l, struct lock_link *k) {
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
     if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, l->pool, c);
+    k->put(k, pool, c);
     return rc;
 }
 

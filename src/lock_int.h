@@ -106,6 +106,11 @@ struct lock {
 
     /* The holder's pipeline (lock_append) and cleanups (lock_cleanup). */
     int npending;                /* appended, reply not read yet */
+    unsigned skip;               /* bit i: the i-th pending reply is an
+                                    ASKING's, read and dropped */
+    int asking;                  /* cluster mode: the key was reached by an
+                                    ASK (its slot is migrating), so ASKING
+                                    goes ahead of each command on l->c */
     int nreplies;
     redisReply *replies[LOCK_PIPE_MAX];
     int ncleanup;
@@ -117,8 +122,10 @@ struct lock {
     int replicas_wanted, replicas_acked;
     char errstr[256];             /* room for a pool error naming every sentinel */
     /* The pool of the key's server: the core's, or in cluster mode that of
-     * the master owning the key's slot when the handle was made. */
-    struct rpool *pool;
+     * the master owning the key's slot when the handle was made, or the one
+     * a refusal sent it to since (written by the handle's thread, read by
+     * the watchdog's too). */
+    _Atomic(struct rpool *) pool;
 };
 
 /* ---- helpers for lock types, on the handle's thread ---------------------- */

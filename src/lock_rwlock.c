@@ -66,13 +66,14 @@ static int read_release(struct lock *l) {
 /* Runs an abandon script on a link. */
 static int rw_abandon(struct lock *l, struct lock_link *k, const char *script, int numkeys,
                       int argc, const char **argv) {
-    redisContext *c = k->get(k, l->pool);
+    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     redisReply *r = lock_link_script(k, c, script, numkeys, argc, argv);
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
     if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, l->pool, c);
+    k->put(k, pool, c);
     return rc;
 }
 

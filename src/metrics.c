@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "metrics.h"
 #include "redlock.h"
+#include "rpool.h"
 #include "strategy.h"
 
 #define METRICS_MAX 32
@@ -43,6 +44,12 @@ static const struct redlock *redlock_nodes_seen;
 void metrics_set_redlock(const struct redlock *rl) {
     redlock_nodes_seen = rl;
 }
+static struct rpool *cluster_root;
+
+void metrics_set_cluster(struct rpool *root) {
+    cluster_root = root;
+}
+
 static atomic_llong http_by_class[6];   /* 1xx..5xx, index = status/100 */
 
 static void observe(struct histogram *h, long long ms) {
@@ -172,6 +179,20 @@ char *metrics_render(void) {
                 put(&o, "inventoryd_redlock_votes_total{node=\"%s\",outcome=\"%s\"} %lld\n",
                     redlock_node_name(redlock_nodes_seen, i), lock_vote_word(outcome[k]), n[k]);
         }
+    }
+    if (cluster_root) {
+        struct rpool_cluster_stats st;
+        rpool_cluster_stats(cluster_root, &st);
+        put(&o, "# HELP inventoryd_cluster_refusals_followed_total Commands refused by a cluster "
+                "node (they did not run) and sent again where the refusal said.\n"
+                "# TYPE inventoryd_cluster_refusals_followed_total counter\n"
+                "inventoryd_cluster_refusals_followed_total{kind=\"moved\"} %lld\n"
+                "inventoryd_cluster_refusals_followed_total{kind=\"ask\"} %lld\n"
+                "inventoryd_cluster_refusals_followed_total{kind=\"tryagain\"} %lld\n"
+                "# HELP inventoryd_cluster_map_loads_total Slot map loads (CLUSTER SLOTS).\n"
+                "# TYPE inventoryd_cluster_map_loads_total counter\n"
+                "inventoryd_cluster_map_loads_total %lld\n",
+            st.moved, st.ask, st.tryagain, st.refreshes);
     }
     put(&o, "# HELP inventoryd_http_requests_total HTTP requests answered, by status class.\n"
             "# TYPE inventoryd_http_requests_total counter\n");

@@ -17,6 +17,12 @@ struct redlock;
 /* Adds the Redlock masters' vote counters to the exposition (NULL: none). */
 void metrics_set_redlock(const struct redlock *rl);
 
+struct rpool;
+
+/* In cluster mode, adds the refusals the pool followed (MOVED, ASK,
+ * TRYAGAIN) and its slot map loads to the exposition (NULL: none). */
+void metrics_set_cluster(struct rpool *root);
+
 /* Records one HTTP request answered with status code. */
 void metrics_http(int status);
 

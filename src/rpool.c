@@ -363,7 +363,8 @@ static void rpool_cluster_load(struct rpool *p) {
     if (cl) {
         ok = cluster_refresh(cl, why, sizeof(why)) == 0; /* the old map stays on failure */
     } else {
-        struct cluster_options o = {.nodes = p->cluster_nodes, .max_redirects = 5, .node = p->opt};
+        struct cluster_options o = {.nodes = p->cluster_nodes, .max_redirects = p->opt.cluster_max_redirects,
+                                  .node = p->opt};
         o.node.cluster_nodes = NULL;
         o.node.sentinels = NULL;
         cl = cluster_create(&o, why, sizeof(why));
@@ -433,12 +434,59 @@ void rpool_note_error(struct rpool *p, const char *err) {
     pthread_mutex_unlock(&p->lock);
 }
 
-struct rpool *rpool_route(struct rpool *p, const char *key) {
-    if (!p->cluster_nodes[0]) return p;
-    rpool_cluster_refresh(p);
+/* The router, once a map was loaded; NULL before, or not in cluster mode. */
+static struct cluster *rpool_cluster(struct rpool *p) {
+    if (!p->cluster_nodes[0]) return NULL;
     pthread_mutex_lock(&p->lock);
     struct cluster *cl = p->cluster;
     pthread_mutex_unlock(&p->lock);
+    return cl;
+}
+
+int rpool_follow(struct rpool *root, const redisReply *r, int *hops, struct rpool **pool,
+                 redisContext **c, int wait_ms, char *errstr, size_t errlen) {
+    struct cluster_redirect rd;
+    int kind = cluster_reply_kind(r, &rd);
+    struct cluster *cl = kind == CLUSTER_ANSWER ? NULL : rpool_cluster(root);
+    if (!cl || *hops >= root->opt.cluster_max_redirects) return 0;
+    struct rpool *next = kind == CLUSTER_TRYAGAIN ? *pool : cluster_node_pool(cl, &rd.to);
+    if (!next) return 0;   /* more masters than CLUSTER_NODES_MAX: r stands */
+    cluster_note(cl, kind, &rd);
+    if (kind == CLUSTER_MOVED) rpool_note_error(root, r->str);
+    (*hops)++;
+    rpool_put(*pool, *c);
+    *c = NULL;
+    *pool = next;
+    if (kind == CLUSTER_TRYAGAIN) mclock_sleep_ms(CLUSTER_TRYAGAIN_MS);
+    if (rpool_get(next, wait_ms, c, errstr, errlen) != RPOOL_OK) return -1;
+    if (kind != CLUSTER_ASK) return kind;
+    redisReply *ok = redisCommand(*c, "ASKING");
+    if (ok) {
+        freeReplyObject(ok);
+        return kind;
+    }
+    snprintf(errstr, errlen, "ASKING %.200s:%d: %s", rd.to.host, rd.to.port, (*c)->errstr);
+    rpool_drop(next, *c);
+    *c = NULL;
+    return -1;
+}
+
+void rpool_cluster_stats(struct rpool *p, struct rpool_cluster_stats *out) {
+    memset(out, 0, sizeof(*out));
+    struct cluster *cl = rpool_cluster(p);
+    if (!cl) return;
+    struct cluster_stats st;
+    cluster_stats(cl, &st);
+    out->moved = st.moved;
+    out->ask = st.ask;
+    out->tryagain = st.tryagain;
+    out->refreshes = st.refreshes;
+}
+
+struct rpool *rpool_route(struct rpool *p, const char *key) {
+    if (!p->cluster_nodes[0]) return p;
+    rpool_cluster_refresh(p);
+    struct cluster *cl = rpool_cluster(p);
     if (!cl) return p;
     struct addr a;
     cluster_slot_master(cl, cluster_key_slot(key, strlen(key)), &a);

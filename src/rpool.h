@@ -46,6 +46,9 @@ struct rpool_options {
      * (not with sentinels). The pool itself then stands for the first seed,
      * and rpool_route() gives each key its master's pool. */
     const char *cluster_nodes;
+    /* Cluster mode: most MOVED, ASK or TRYAGAIN refusals followed for one
+     * command (redis.cluster.max-redirects); 0 follows none. */
+    int cluster_max_redirects;
     const char *password;   /* NULL or "" for no AUTH */
     int database;           /* SELECT when not 0 */
     int timeout_ms;         /* connect and command timeout */
@@ -105,6 +108,31 @@ struct rpool *rpool_route(struct rpool *p, const char *key);
  * it (and routes by the new one) instead of waiting for the map to age.
  * Anything else, or a pool not in cluster mode, is ignored. */
 void rpool_note_error(struct rpool *p, const char *err);
+
+/* After a command routed by root (cluster mode) went alone on *c, a context
+ * of *pool, and got the reply r: when r refuses it (MOVED, ASK or
+ * TRYAGAIN, see cluster_reply_kind: it did not run) and fewer than the
+ * pool's cluster_max_redirects hops were made (*hops counts them), gives *c
+ * back, takes one from the pool of the node to ask next (*pool and *c
+ * updated; after ASK, ASKING has been sent on it; after TRYAGAIN, the same
+ * node CLUSTER_TRYAGAIN_MS later; after MOVED, the map is marked wrong) and
+ * returns the kind followed, CLUSTER_MOVED, CLUSTER_ASK or CLUSTER_TRYAGAIN
+ * (all > 0): the caller sends the same command again on *c. Returns 0 when
+ * r is the command's answer, or a refusal past the hops allowed, or root is
+ * not in cluster mode: r stands as it is. Returns -1 when no context could
+ * be had for the next node (*c NULL, errstr says why). r stays the
+ * caller's to free. Whoever sent more than the one command on *c must not
+ * call it: the refusal of the others would be lost. */
+int rpool_follow(struct rpool *root, const redisReply *r, int *hops, struct rpool **pool,
+                 redisContext **c, int wait_ms, char *errstr, size_t errlen);
+
+/* Cluster mode: the refusals followed (MOVED, ASK, TRYAGAIN) and the map
+ * loads since the pool was made; zeros before the map is first loaded or
+ * not in cluster mode. */
+struct rpool_cluster_stats {
+    long long moved, ask, tryagain, refreshes;
+};
+void rpool_cluster_stats(struct rpool *p, struct rpool_cluster_stats *out);
 
 /* Connects one context outside any pool, with the same options (for the
  * subscriber and for tools). With sentinels, asks them in the order given

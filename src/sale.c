@@ -161,16 +161,22 @@ static int commit_fenced(struct sale_section *sec) {
 
 /* ---- the critical section ------------------------------------------------- */
 
-/* Reads the probe's entry (when sent) and the stock. Returns 0, or the
- * status of a failure set in rs[0]. */
-static int section_read(struct sale_section *sec, redisContext *c, int probed) {
+/* Reads the probe's entry (when sent), the ASKING's reply (when asked) and
+ * the stock. Returns 0, or the status of a failure set in rs[0]. */
+static int section_read(struct sale_section *sec, redisContext *c, int probed, int asked) {
     struct sale_result *r = sec->rs[0];
-    redisReply *rep[2] = {NULL, NULL};
-    for (int i = 0; i < probed + 1; i++) {
+    redisReply *rep[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < probed + asked + 1; i++) {
         if (redisGetReply(c, (void **)&rep[i]) != REDIS_OK) {
             freeReplyObject(rep[0]);
+            freeReplyObject(rep[1]);
             return sale_backend(r, "GET stock", c->errstr);
         }
+    }
+    if (asked) {   /* ASKING's +OK sits right before the stock */
+        freeReplyObject(rep[probed]);
+        rep[probed] = rep[probed + 1];
+        rep[probed + 1] = NULL;
     }
     if (probed && script_missing(rep[0])) {
         freeReplyObject(rep[0]);
@@ -235,8 +241,9 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
         return;
     }
     int probed = inv->probe && probe_enter(inv->probe, sec->l, c, sec->k, r->order) == 0;
+    int asked = lock_asking(sec->l, c);   /* cluster mode, the slot migrating */
     redisAppendCommand(c, "GET %s", sec->k->stock);
-    int rc = section_read(sec, c, probed);
+    int rc = section_read(sec, c, probed, asked);
     mclock_sleep_ms(f->hold_ms);
     if (rc == INV_BACKEND) {
         sale_fail_all(sec->rs, sec->n, rc, r->errstr);
@@ -375,7 +382,15 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
     snprintf(port, sizeof(port), "%d", inv->port);
     const char *argv[] = {k->stock, k->ledger, k->families, r->order, port,
                           lock_type_family(s->lock)};
-    redisReply *rep = script_run(c, "atomic-sale", 3, 6, argv, NULL, err, sizeof(err));
+    redisReply *rep;
+    int hops = 0, again;
+    do {   /* a refusal in cluster mode (it did not run) is followed */
+        rep = script_run(c, "atomic-sale", 3, 6, argv, NULL, err, sizeof(err));
+        again = rep ? rpool_follow(inv->pool, rep, &hops, &pool, &c, inv->pool_wait_ms, err,
+                                   sizeof(err)) : 0;
+        if (again != 0) freeReplyObject(rep);
+        if (again < 0) rep = NULL;
+    } while (again > 0);
     rpool_put(pool, c);   /* dropped if it failed */
     if (!rep) {
         sale_backend(r, "atomic-sale", err);

@@ -46,6 +46,16 @@ int script_append(redisContext *c, const char *name, int numkeys, int argc,
     return redisAppendCommandArgv(c, n, av, avlen);
 }
 
+long long script_format(char **cmd, const char *name, int numkeys, int argc,
+                        const char **argv, const size_t *argvlen) {
+    const struct script_source *s = script_find(name);
+    const char *av[ARGS_MAX];
+    size_t avlen[ARGS_MAX];
+    char nk[16];
+    int n = s ? build("EVALSHA", s->sha, numkeys, argc, argv, argvlen, nk, sizeof(nk), av, avlen) : -1;
+    return n < 0 ? -1 : redisFormatCommandArgv(cmd, n, av, avlen);
+}
+
 redisReply *script_run(redisContext *c, const char *name, int numkeys,
                        int argc, const char **argv, const size_t *argvlen,
                        char *errstr, size_t errlen) {

@@ -41,6 +41,13 @@ redisReply *script_run(redisContext *c, const char *name, int numkeys,
 int script_append(redisContext *c, const char *name, int numkeys, int argc,
                   const char **argv, const size_t *argvlen);
 
+/* Formats EVALSHA of the named script as a command ready to send
+ * (redisAppendFormattedCommand), into *cmd, to be freed with
+ * redisFreeCommand. Its length, or -1 (unknown script, too many arguments
+ * or out of memory). */
+long long script_format(char **cmd, const char *name, int numkeys, int argc,
+                        const char **argv, const size_t *argvlen);
+
 /* True when r is the NOSCRIPT error: the script did not run. */
 int script_missing(const redisReply *r);
 

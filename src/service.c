@@ -12,7 +12,7 @@ int service_open(struct service *s, const struct config *cfg, char *errstr, size
     struct rpool_options po = {
         .host = cfg->redis_host, .port = cfg->redis_port, .password = cfg->redis_password,
         .sentinels = cfg->sentinel_nodes, .master_name = cfg->sentinel_master,
-        .cluster_nodes = cfg->cluster_nodes,
+        .cluster_nodes = cfg->cluster_nodes, .cluster_max_redirects = cfg->cluster_max_redirects,
         .database = cfg->redis_database, .timeout_ms = cfg->redis_timeout_ms,
         .size = cfg->redis_pool_size, .load_scripts = 1,
     };

@@ -227,6 +227,10 @@ START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "both set"));
     ck_assert_int_eq(config_set(&cfg, "redis.cluster.nodes=nocolon", err, sizeof err), CONFIG_ERR);
+    ck_assert_int_eq(cfg.cluster_max_redirects, 5);   /* as the demo's line */
+    ck_assert_int_eq(config_set(&cfg, "redis.cluster.max-redirects=0", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(cfg.cluster_max_redirects, 0);
+    ck_assert_int_eq(config_set(&cfg, "redis.cluster.max-redirects=17", err, sizeof err), CONFIG_ERR);
 }
 END_TEST
 

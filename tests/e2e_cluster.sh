@@ -216,6 +216,85 @@ for s in redisson atomic; do
     log "move $s: slot $slot of $it moved $from -> $to during a load: $sold1 sold, $refused refused with 503 (nothing written), ledger $sold1, nothing sold twice; then 300 of 300 sold on the new master"
 done
 
+# ---- a migration caught half-way: ASK, then MOVED ------------------------------
+
+# refusals PORT KIND: the refusals of KIND (moved, ask, tryagain) that the
+# instance on PORT followed, from its GET /metrics.
+refusals() {
+    curl -sf --max-time 5 "http://127.0.0.1:$1/metrics" |
+        awk -v k="$2" -F' ' '$1 == "inventoryd_cluster_refusals_followed_total{kind=\"" k "\"}" { print $2; f = 1 }
+                             END { if (!f) print "none" }'
+}
+refusals_sum() { echo $(( $(refusals "$port1" "$1") + $(refusals "$port2" "$1") )); }
+
+# One item's slot is set MIGRATING on its master and IMPORTING on another,
+# and every key of the item is moved (MIGRATE), but the move is not
+# finished: the map (CLUSTER SLOTS) still names the old master, and it
+# answers ASK for the item's keys for as long as the migration stays open.
+# A command on one key, or on several that all exist on the target, runs
+# there after ASKING: owner-lua (SET NX, GET, the write, the owner's DEL)
+# and atomic must sell every time, all of it written on the new master.
+# A script naming a key that does not exist (fenced's lock script names
+# the lock and its fence counter; Redisson's unlock names its channel) is
+# refused with TRYAGAIN by both nodes until the move ends: a fenced sale
+# then answers 503 and writes nothing. One sale of each first makes the
+# ledger, families, history and fence keys exist. Then the move is
+# finished (SETSLOT NODE), and sales sent at once to both instances meet
+# the old master's MOVED and follow it.
+it=${items[2]}
+from=${item_owner[$it]}
+to=$(masters_but "$from" "$from" | head -1)
+slot=$(rcli CLUSTER KEYSLOT "$it")
+reset_item "$it"
+for s in owner-lua fenced atomic; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$base/inventory/sale/$s?item=$it")" = 200 ] ||
+        fail "half-way: the first $s sale failed"
+done
+half_sold=3
+ask0=$(refusals_sum ask)
+redis-cli -p "$to" CLUSTER SETSLOT "$slot" IMPORTING "$(redis-cli -p "$from" CLUSTER MYID | tr -d '\r')" >/dev/null
+redis-cli -p "$from" CLUSTER SETSLOT "$slot" MIGRATING "$(redis-cli -p "$to" CLUSTER MYID | tr -d '\r')" >/dev/null
+while k=$(redis-cli -p "$from" CLUSTER GETKEYSINSLOT "$slot" 1 | tr -d '\r'); [ -n "$k" ]; do
+    redis-cli -p "$from" MIGRATE 127.0.0.1 "$to" "$k" 0 5000 >/dev/null
+done
+for s in owner-lua atomic fenced; do
+    "$load" --host 127.0.0.1 --port "$nginx_port" --path "/inventory/sale/$s?item=$it" \
+        --clients 4 --requests 40 --timeout-ms 60000 --format kv >"$work/half-$s.out" 2>"$work/half-$s.log"
+    kv_parse "$work/half-$s.out"
+    if [ "$s" = fenced ]; then
+        expect "half-way fenced: sales, each refused with TRYAGAIN (503)" "${L[backend_unavailable]:-?}" 40
+    else
+        expect "half-way $s: sales served while the slot migrates" "${L[sold]:-?}" 40
+        half_sold=$((half_sold + 40))
+    fi
+done
+# asking PORT CMD...: CMD run on PORT after ASKING (a key of an importing slot).
+asking() {
+    local p=$1
+    shift
+    printf 'ASKING\n%s\n' "$*" | redis-cli -p "$p" | tail -1 | tr -d '\r'
+}
+ask1=$(refusals_sum ask)
+[ "$ask1" -gt "$ask0" ] || fail "half-way: no ASK was followed ($ask0 -> $ask1)"
+expect "half-way: ledger on the new master $to" "$(asking "$to" LLEN "{$it}:sold")" "$half_sold"
+expect "half-way: stock on the new master $to" "$(asking "$to" GET "$it")" "$((stock - half_sold))"
+expect "half-way: keys of the slot left on $from" "$(redis-cli -p "$from" CLUSTER COUNTKEYSINSLOT "$slot" | tr -d '\r')" 0
+moved0=$(refusals_sum moved)
+for p in "$from" "$to" $(masters_but "$from" "$to"); do
+    redis-cli -p "$p" CLUSTER SETSLOT "$slot" NODE "$(redis-cli -p "$to" CLUSTER MYID | tr -d '\r')" >/dev/null
+done
+for p in "$port1" "$port2"; do
+    "$load" --host 127.0.0.1 --port "$p" --path "/inventory/sale/redisson?item=$it" \
+        --clients 2 --requests 10 --timeout-ms 60000 --format kv >"$work/settled-$p.out" 2>"$work/settled-$p.log"
+    kv_parse "$work/settled-$p.out"
+    expect "settled: sales on instance $p right after the move" "${L[sold]:-?}" 10
+done
+moved1=$(refusals_sum moved)
+[ "$moved1" -gt "$moved0" ] || fail "settled: no MOVED was followed ($moved0 -> $moved1)"
+item_owner[$it]=$to
+expect "settled: ledger on the new master $to" "$(redis-cli -p "$to" LLEN "{$it}:sold" | tr -d '\r')" "$((half_sold + 20))"
+log "half-way: slot $slot of $it MIGRATING $from -> $to with every key moved: owner-lua and atomic 40 of 40 sold each, fenced 40 refused (TRYAGAIN), $((ask1 - ask0)) ASK followed; once settled, $((moved1 - moved0)) MOVED followed and 20 of 20 sold"
+
 # ---- the cluster hazard: a master lost before its replica had the lock ----------
 
 # replica_of PORT: the port of the replica of the master on PORT.

@@ -35,25 +35,33 @@ static int build(const char *cmd, const char *script, int numkeys, int argc, con
     return argc + 3;
 }
 
-int script_append(redisContext *c, const char *name, int numkeys, int argc,
-                  const char **argv, const size_t *argvlen) {
-    const struct script_source *s = script_find(name);
+/* EVALSHA of a named script, as an argv. */
+struct evalsha {
     const char *av[ARGS_MAX];
     size_t avlen[ARGS_MAX];
     char nk[16];
-    int n = s ? build("EVALSHA", s->sha, numkeys, argc, argv, argvlen, nk, sizeof(nk), av, avlen) : -1;
-    if (n < 0) return REDIS_ERR;
-    return redisAppendCommandArgv(c, n, av, avlen);
+};
+
+/* Fills e; the argc of EVALSHA, or -1 (unknown script, too many arguments). */
+static int evalsha_build(struct evalsha *e, const char *name, int numkeys, int argc,
+                         const char **argv, const size_t *argvlen) {
+    const struct script_source *s = script_find(name);
+    return s ? build("EVALSHA", s->sha, numkeys, argc, argv, argvlen, e->nk, sizeof(e->nk), e->av,
+                     e->avlen) : -1;
+}
+
+int script_append(redisContext *c, const char *name, int numkeys, int argc,
+                  const char **argv, const size_t *argvlen) {
+    struct evalsha e;
+    int n = evalsha_build(&e, name, numkeys, argc, argv, argvlen);
+    return n < 0 ? REDIS_ERR : redisAppendCommandArgv(c, n, e.av, e.avlen);
 }
 
 long long script_format(char **cmd, const char *name, int numkeys, int argc,
                         const char **argv, const size_t *argvlen) {
-    const struct script_source *s = script_find(name);
-    const char *av[ARGS_MAX];
-    size_t avlen[ARGS_MAX];
-    char nk[16];
-    int n = s ? build("EVALSHA", s->sha, numkeys, argc, argv, argvlen, nk, sizeof(nk), av, avlen) : -1;
-    return n < 0 ? -1 : redisFormatCommandArgv(cmd, n, av, avlen);
+    struct evalsha e;
+    int n = evalsha_build(&e, name, numkeys, argc, argv, argvlen);
+    return n < 0 ? -1 : redisFormatCommandArgv(cmd, n, e.av, e.avlen);
 }
 
 redisReply *script_run(redisContext *c, const char *name, int numkeys,

@@ -84,6 +84,23 @@ START_TEST(test_moved_and_ask_are_parsed_and_nothing_else_is_a_redirect) {
     status.str = "MOVED 1 a:1";
     ck_assert_int_eq(cluster_redirect_parse(&status, &rd), 0);
     ck_assert_int_eq(cluster_redirect_parse(NULL, &rd), 0);
+
+    /* What may be sent again: the two redirects and TRYAGAIN, nothing else. */
+    r = error_reply("ASK 16383 ::1:7002");
+    ck_assert_int_eq(cluster_reply_kind(&r, &rd), CLUSTER_ASK);
+    r = error_reply("MOVED 3999 127.0.0.1:6381");
+    ck_assert_int_eq(cluster_reply_kind(&r, &rd), CLUSTER_MOVED);
+    r = error_reply("TRYAGAIN Multiple keys request during rehashing of slot");
+    ck_assert_int_eq(cluster_reply_kind(&r, &rd), CLUSTER_TRYAGAIN);
+    const char *answers[] = {"CLUSTERDOWN The cluster is down", "CROSSSLOT Keys in request "
+                             "don't hash to the same slot", "ERR TRYAGAIN", "NOSCRIPT", NULL};
+    for (int i = 0; answers[i]; i++) {
+        r = error_reply(answers[i]);
+        ck_assert_msg(cluster_reply_kind(&r, &rd) == CLUSTER_ANSWER, "'%s' taken for a refusal",
+                      answers[i]);
+    }
+    ck_assert_int_eq(cluster_reply_kind(&status, &rd), CLUSTER_ANSWER);
+    ck_assert_int_eq(cluster_reply_kind(NULL, &rd), CLUSTER_ANSWER);
 }
 END_TEST
 
@@ -298,6 +315,48 @@ START_TEST(test_during_a_migration_a_new_key_goes_to_the_target_by_ask_and_the_m
 }
 END_TEST
 
+START_TEST(test_keys_split_by_a_migration_are_tried_again_on_the_same_node_then_followed) {
+    struct cluster *cl = router(1, 5);
+    const char *a = "{inventory005}:a", *b = "{inventory005}:b";
+    unsigned slot = slot_of(a);
+    int src = map_port(cl, slot), dst = other_master(src);
+    char err[256];
+    const char *mset[] = {"MSET", a, "1", b, "2"};
+    redisReply *r = run(cl, a, 5, mset, err, sizeof(err));
+    ck_assert_ptr_nonnull(r);
+    freeReplyObject(r);
+    migrate_slot(slot, src, dst, 0);
+    r = harness_redis(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dst, b);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "MIGRATE: %s", r ? r->str : "no reply");
+    freeReplyObject(r);
+
+    /* a on the source, b on the target: TRYAGAIN from the source, tried
+     * again there every CLUSTER_TRYAGAIN_MS, until the hops are spent. */
+    const char *mget[] = {"MGET", a, b};
+    r = run(cl, a, 3, mget, err, sizeof(err));
+    ck_assert_ptr_null(r);
+    ck_assert_msg(strstr(err, "too many redirects (5)") && strstr(err, "TRYAGAIN"), "err: %s", err);
+    struct cluster_stats st;
+    cluster_stats(cl, &st);
+    ck_assert_int_eq(st.tryagain, 5);
+    ck_assert_int_eq(st.moved + st.ask, 0);
+
+    /* Once a has moved too: ASK from the source, and both read on the target. */
+    r = harness_redis(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dst, a);
+    freeReplyObject(r);
+    r = run(cl, a, 3, mget, err, sizeof(err));
+    ck_assert_msg(r != NULL, "MGET once both moved: %s", err);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2);
+    ck_assert_str_eq(r->element[0]->str, "1");
+    ck_assert_str_eq(r->element[1]->str, "2");
+    freeReplyObject(r);
+    cluster_stats(cl, &st);
+    ck_assert_int_eq(st.ask, 1);
+    cluster_free(cl);
+}
+END_TEST
+
 START_TEST(test_redirects_beyond_max_redirects_are_an_error_not_a_loop) {
     struct cluster *cl = router(0, 0);
     const char *key = "{inventory003}:sold";
@@ -364,6 +423,7 @@ Suite *cluster_suite(void) {
     tcase_add_test(routing, test_the_map_agrees_with_the_servers_slots_and_keyslots);
     tcase_add_test(routing, test_a_moved_slot_is_followed_once_and_the_map_learns_it);
     tcase_add_test(routing, test_during_a_migration_a_new_key_goes_to_the_target_by_ask_and_the_map_stays);
+    tcase_add_test(routing, test_keys_split_by_a_migration_are_tried_again_on_the_same_node_then_followed);
     tcase_add_test(routing, test_redirects_beyond_max_redirects_are_an_error_not_a_loop);
     tcase_add_test(routing, test_a_command_whose_reply_was_lost_is_not_sent_again);
     suite_add_tcase(s, routing);

@@ -13,7 +13,9 @@
 #       are those same ports; the Dockerfile builds on Debian 12, installs
 #       the -dev package of every library CMakeLists.txt links (and only
 #       -dev packages scripts/deps.sh names too), and copies every source
-#       folder CMakeLists.txt reads.
+#       folder CMakeLists.txt reads; the cluster profile runs six
+#       cluster-enabled nodes on 6371-6376, joins them with one replica per
+#       master, and an instance on 3796 whose settings name them.
 # With INVENTORYD (a built binary), each instance's compose command is also
 # run through `inventoryd --check-config`, so an unknown key or a bad value
 # fails here, and the effective settings are the ones compared.
@@ -163,6 +165,19 @@ def publishes(svc, port):
                  f"{svc} publishes 127.0.0.1:{port} -> {port} and nothing else",
                  f"{svc} should publish exactly 127.0.0.1:{port}:{port}, has {ps or 'no ports'}")
 
+def effective(svc, cmd):
+    """The settings inventoryd --check-config gives for svc's command, with
+    the shipped file in place of the image's copy; None when it refuses."""
+    args = [a if a != CONFIG_IN_IMAGE else os.path.join(root, "config/inventoryd.properties")
+            for a in cmd]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INVENTORYD_")}
+    r = subprocess.run([inventoryd] + args + ["--check-config"], capture_output=True,
+                       text=True, env=env, timeout=30)
+    if not check(r.returncode == 0, f"{svc}: inventoryd --check-config accepts its command",
+                 f"{svc}: inventoryd --check-config rejected its command: {r.stderr.strip()}"):
+        return None
+    return dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
+
 # --- the services
 want = ["redis"] + [f"redis-{p}" for p in MASTERS] + \
        [f"inventoryd-{p}" for p in INSTANCES] + ["nginx"]
@@ -227,18 +242,11 @@ for p in INSTANCES:
     check(all(d in dep for d in need), f"{svc}: starts after redis and the three masters",
           f"{svc}: depends_on {dep}, should name {need}")
 
-    # The effective settings, from the real parser, with the shipped file in
-    # place of the image's copy.
+    # The effective settings, from the real parser.
     if inventoryd:
-        args = [a if a != CONFIG_IN_IMAGE else os.path.join(root, "config/inventoryd.properties")
-                for a in cmd]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("INVENTORYD_")}
-        r = subprocess.run([inventoryd] + args + ["--check-config"], capture_output=True,
-                           text=True, env=env, timeout=30)
-        if not check(r.returncode == 0, f"{svc}: inventoryd --check-config accepts its command",
-                     f"{svc}: inventoryd --check-config rejected its command: {r.stderr.strip()}"):
+        eff = effective(svc, cmd)
+        if eff is None:
             continue
-        eff = dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
         for key, val in (("server.port", str(p)), ("server.bind", "0.0.0.0"),
                          ("redis.host", "redis"), ("redis.port", str(REDIS)),
                          ("redlock.nodes", nodes_want)):
@@ -250,6 +258,39 @@ for p in INSTANCES:
         check(host in services and port.isdigit() and redis_port(host) == int(port),
               f"{svc}: redlock node {node} is a master service listening on {port}",
               f"{svc}: redlock node {node!r} is not a compose service listening on that port")
+
+# --- the cluster profile: six cluster nodes on 6371-6376 (the demo's
+# commented lines), a one-shot create, one instance on the cluster
+CLUSTER = list(range(6371, 6377))
+CLUSTER_INSTANCE = 3796
+for p in CLUSTER:
+    svc = f"redis-{p}"
+    if not check(svc in services, f"cluster profile: {svc}", f"docker-compose.yml lacks {svc}"):
+        continue
+    publishes(svc, p)
+    cmd = command_of(svc)
+    check(redis_port(svc) == p and flag(cmd, "--cluster-enabled") == "yes",
+          f"{svc}: redis-server --port {p} --cluster-enabled yes",
+          f"{svc}: should run redis-server --port {p} --cluster-enabled yes, runs {cmd}")
+    check(services[svc].get("profiles") == ["cluster"], f"{svc}: in the cluster profile only",
+          f"{svc}: profiles {services[svc].get('profiles')}, expected ['cluster']")
+create = " ".join(command_of("redis-cluster-create")) if "redis-cluster-create" in services else ""
+check(all(f":{p}" in create for p in CLUSTER) and "--cluster-replicas 1" in create,
+      "redis-cluster-create joins the six nodes, one replica per master",
+      f"redis-cluster-create should run redis-cli --cluster create over 6371-6376 with "
+      f"--cluster-replicas 1: {create or 'missing'}")
+svc = "inventoryd-cluster"
+if check(svc in services, f"cluster profile: {svc}", f"docker-compose.yml lacks {svc}"):
+    publishes(svc, CLUSTER_INSTANCE)
+    cmd = command_of(svc)
+    eff = effective(svc, cmd) if inventoryd else None
+    if eff is not None:
+        seeds = eff.get("redis.cluster.nodes", "")
+        check(seeds and all(n.rpartition(":")[0] in services and
+                            redis_port(n.rpartition(":")[0]) == int(n.rpartition(":")[2])
+                            for n in seeds.split(",")),
+              f"{svc}: effective redis.cluster.nodes={seeds}, each a cluster node's service",
+              f"{svc}: redis.cluster.nodes {seeds!r} should name cluster node services")
 
 # --- nginx
 publishes("nginx", NGINX)

@@ -16,11 +16,19 @@
 #   (b) each item's keys live on its own master: its ledger {item}:sold is
 #       on the master that owns the item's slot, beside its stock, and the
 #       per-item lock is there too while it is held (its slot);
+#   (b') a slot moved during a load (MIGRATE key by key, MOVED, ASK and
+#       TRYAGAIN met) loses nothing and sells nothing twice; a migration
+#       left half-way still sells through ASK (owner-lua, atomic), refuses
+#       what it cannot (fenced: TRYAGAIN, 503, nothing written), and once
+#       settled the old master's MOVED is followed;
 #   (c) the seeds' cluster hazard, replayed: a lock taken on an item's
 #       master, the master killed before the lock reached its replica (the
 #       replica frozen with SIGSTOP and its link dropped), the replica promoted
 #       (CLUSTER FAILOVER TAKEOVER). With redisson a second owner gets the
-#       lock at once, while the first still holds it: the flaw. With redlock
+#       lock at once, while the first still holds it: the flaw. With fenced
+#       too, and both owners get the same token (the fence counter lost the
+#       first one's increment with the master); nothing is oversold, since
+#       the first owner's write was bound to the lost master. With redlock
 #       (votes on three standalone masters) the second owner waits until the
 #       first is done; nothing is sold twice;
 #   (d) both instances stop cleanly (exit 0) on SIGTERM.
@@ -337,6 +345,7 @@ hazard() {
         sleep 0.05
     done
     [ -n "$inside" ] || { kill -CONT "${node_pid[$r]}"; fail "hazard $s: A never held the lock"; }
+    fence_a=$(redis-cli -p "$m" GET "RedisDistributedLock:{$it}:fence" | tr -d '\r')
     kill -9 "${node_pid[$m]}"
     forget_pid "${node_pid[$m]}"
     kill -CONT "${node_pid[$r]}"
@@ -361,6 +370,7 @@ hazard() {
         [ "$(( $(now_ms) - t0 ))" -gt 8000 ] && break
         sleep 0.1
     done
+    fence_b=$(redis-cli -p "$r" GET "RedisDistributedLock:{$it}:fence" | tr -d '\r')
     wait "$a_pid"
     a_end=$(( $(now_ms) - t0 ))
     a_status=$(jq -r .status "$work/hazard-$s-a.json" 2>/dev/null)
@@ -371,23 +381,41 @@ hazard redisson "${items[0]}"
 [ -n "$b_sold" ] || fail "hazard redisson: B never sold after the failover"
 [ "$b_sold" -lt 3500 ] ||
     fail "hazard redisson: B sold at $b_sold ms, not while A held the lost lock (A's hold ends at 4000 ms): the flaw did not show"
-# The second replay needs an item whose master still has a replica (the
-# first one's promoted replica has none).
-hz=
-for it in "${items[@]}"; do
-    [ -n "$(replica_of "${item_owner[$it]}")" ] && { hz=$it; break; }
-done
-[ -n "$hz" ] || fail "hazard redlock: no item left on a master with a replica"
+# The next replays each need an item on a master that still has a replica
+# (a promoted replica has none): an item name is picked on such a master.
+# item_with_replica: sets hz to one, on a live master with a replica.
+item_with_replica() {
+    local m n
+    hz=
+    for m in $(masters); do
+        [ -n "$(replica_of "$m")" ] || continue
+        for n in $(seq 100 999); do
+            [ "$(owner_of "hazard$n")" = "$m" ] && { hz=hazard$n; item_owner[$hz]=$m; return; }
+        done
+    done
+    fail "hazard: no live master with a replica is left"
+}
+item_with_replica
 hazard redlock "$hz"
 [ -n "$b_sold" ] || fail "hazard redlock: B never sold after the failover"
 [ "$b_sold" -ge 4000 ] ||
     fail "hazard redlock: B sold at $b_sold ms, while A still held the lock (until 4000 ms): a second owner"
-for it in "${items[0]}" "$hz"; do
+hz_redlock=$hz
+# fenced: its lock and its fence counter live on the item's shard, so the
+# failover loses both: B gets the lock at once, and the same token as A.
+# Nothing is oversold here because A's write was bound to the lost master.
+item_with_replica
+hazard fenced "$hz"
+[ -n "$b_sold" ] || fail "hazard fenced: B never sold after the failover"
+[ "$b_sold" -lt 3500 ] || fail "hazard fenced: B sold at $b_sold ms, not while A held the lost lock"
+expect "hazard fenced: B's token (the counter on the promoted replica) against A's" "$fence_b" "$fence_a"
+log "hazard fenced: A and B were both given token $fence_a: the counter lost A's increment with the master"
+for it in "${items[0]}" "$hz_redlock" "$hz"; do
     curl -sf --max-time 10 "http://127.0.0.1:$port2/inventory/audit?item=$it" >"$work/audit-hazard-$it.json" ||
         fail "hazard: GET /inventory/audit?item=$it failed"
     expect "hazard $it: sold_twice" "$(jq -r .sold_twice "$work/audit-hazard-$it.json")" 0
 done
 
 stop_stack_cleanly
-log "PASS: $(wc -w <<<"$strategies") strategies, 3 items on 3 masters, exact sales; lock and keys in each item's slot; a slot moved under load lost nothing; the failover hazard shown for redisson, not for redlock; clean stops"
+log "PASS: $(wc -w <<<"$strategies") strategies, 3 items on 3 masters, exact sales; lock and keys in each item's slot; a slot moved under load lost nothing; the failover hazard shown for redisson and fenced (same token twice), nothing oversold, not for redlock; clean stops"
 finish_work

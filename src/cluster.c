@@ -6,13 +6,14 @@
  * stay valid for the router's life: only owner[] changes, under `lock`,
  * which is never held across network I/O. */
 #include "cluster.h"
-#include "mclock.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mclock.h"
 
 #define CLUSTER_SEEDS_MAX 16
 #define NO_OWNER 0xff

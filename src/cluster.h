@@ -3,10 +3,11 @@
  * MOVED and ASK redirects, as the Cluster specification describes them.
  *
  * The service routes through it by key (rpool_route in rpool.c: the map and
- * the pool of each master); the sale path does not yet send its commands
- * through cluster_command_argv, so it does not follow MOVED or ASK inside a
- * sale (it answers 503 and the map is reloaded). Through
- * cluster_command_argv:
+ * the pool of each master) and follows refusals with rpool_follow, which
+ * keeps the handle's own connection and pipeline (a lock's commands, the
+ * atomic sale) and uses cluster_reply_kind and cluster_note from here.
+ * cluster_command_argv does the same for one command on its own (tools,
+ * tests):
  *
  * A command goes to the master that the map names for its key's slot. An
  * error reply "MOVED <slot> <host:port>" means the slot has moved for good:

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uuid/uuid.h>
+#include "cluster.h"
 #include "lock_int.h"
 #include "mclock.h"
 #include "pubsub.h"
 #include "redlock.h"
-#include "cluster.h"
 #include "rpool.h"
 #include "script.h"
 #include "watchdog.h"
@@ -145,7 +145,6 @@ static void conn_drop(struct lock *l) {
     rpool_drop(l->pool, l->c);
     l->c = NULL;
     l->npending = 0;   /* their replies are lost with it */
-    l->skip = 0;
 }
 
 int lock_try_conn(struct lock *l) {
@@ -169,19 +168,8 @@ redisContext *lock_conn(struct lock *l) {
 
 /* ---- the holder's pipeline ---------------------------------------------------- */
 
-/* Makes room for one more pipelined command on l->c, after an ASKING when
- * the key is reached by ASK (its reply marked to be dropped). 0 or -1. */
-static int pipeline_room(struct lock *l) {
-    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
-    if (l->asking) {
-        if (redisAppendCommand(l->c, "ASKING") != REDIS_OK) return -1;
-        l->skip |= 1u << l->npending++;
-    }
-    return 0;
-}
-
 int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
-    if (pipeline_room(l) < 0) return -1;
+    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
     if (redisAppendCommandArgv(l->c, argc, argv, argvlen) != REDIS_OK) return -1;
     l->npending++;
     return 0;
@@ -189,15 +177,10 @@ int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvl
 
 int lock_append_script(struct lock *l, const char *name, int numkeys, int argc,
                        const char **argv, const size_t *argvlen) {
-    if (pipeline_room(l) < 0) return -1;
+    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
     if (script_append(l->c, name, numkeys, argc, argv, argvlen) != REDIS_OK) return -1;
     l->npending++;
     return 0;
-}
-
-int lock_asking(struct lock *l, redisContext *c) {
-    if (!l->asking) return 0;
-    return redisAppendCommand(c, "ASKING") == REDIS_OK ? 1 : 0;
 }
 
 int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
@@ -224,14 +207,12 @@ static int cleanups_append(struct lock *l, redisContext *c) {
 /* Reads the holder's pending replies into l->replies, then ncleanup
  * cleanup replies. -1 when the connection failed (l->unknown set). */
 static int pipeline_read(struct lock *l, int ncleanup) {
-    for (int i = 0; l->npending > 0; i++) {
+    while (l->npending > 0) {
         void *r = NULL;
         if (redisGetReply(l->c, &r) != REDIS_OK) return l->unknown = 1, -1;
-        if (l->skip & (1u << i)) freeReplyObject(r);
-        else l->replies[l->nreplies++] = r;
+        l->replies[l->nreplies++] = r;
         l->npending--;
     }
-    l->skip = 0;
     for (int i = 0; i < ncleanup; i++) {
         void *r = NULL;
         if (redisGetReply(l->c, &r) != REDIS_OK) return l->unknown = 1, -1;
@@ -276,17 +257,14 @@ int lock_fail(struct lock *l, const redisReply *reply, const char *what) {
 /* Sends what is appended to l->c (the holder's pipeline and, on the last
  * release, its cleanups), then reads those replies and the command's own.
  * NULL with l->unknown set on a lost reply. */
-static redisReply *command_finish(struct lock *l, int ncleanup, int asked, const char *what) {
+static redisReply *command_finish(struct lock *l, int ncleanup, const char *what) {
     l->sent_us = mclock_us();
-    void *r = NULL, *ok = NULL;
-    if (pipeline_read(l, ncleanup) < 0 || (asked && redisGetReply(l->c, &ok) != REDIS_OK) ||
-        redisGetReply(l->c, &r) != REDIS_OK) {
-        freeReplyObject(ok);
+    void *r = NULL;
+    if (pipeline_read(l, ncleanup) < 0 || redisGetReply(l->c, &r) != REDIS_OK) {
         l->unknown = 1;
         lock_fail(l, NULL, what);
         return NULL;
     }
-    freeReplyObject(ok);
     if (ncleanup) cleanups_clear(l);
     return r;
 }
@@ -301,30 +279,31 @@ static int cleanups_due(const struct lock *l) {
  * (MOVED, ASK, TRYAGAIN: it did not run) is followed, the same command sent
  * again where it says, unless cleanups rode with it: their refusal would be
  * lost. The handle's connection then comes from the pool followed to, and
- * goes back there; after an ASK, ASKING goes ahead of every later command
- * of the handle (l->asking), until a MOVED says the slot has settled. NULL
- * on a lost reply (l->unknown set) or when no connection could be had (the
- * command did not run). */
+ * goes back there. An ASK covers the one command it answered, as the
+ * specification says: ASKING is never carried over to the handle's later
+ * commands, since the key it names may be on the target while the item's
+ * other keys are still on the source (read there, a missing stock would
+ * look sold out, and a write would make a key the migration then cannot
+ * move). NULL on a lost reply (l->unknown set) or when no connection could
+ * be had (the command did not run). */
 static redisReply *command_send(struct lock *l, const char *cmd, size_t len, const char *what) {
-    int hops = 0, f = 0;
+    int hops = 0;
     for (;;) {
         if (!lock_conn(l)) return NULL;
         int ncleanup = cleanups_due(l) ? cleanups_append(l, l->c) : 0;
-        int asked = f == CLUSTER_ASK ? 0 : lock_asking(l, l->c);   /* rpool_follow sent it */
         if (redisAppendFormattedCommand(l->c, cmd, len) != REDIS_OK) {
             snprintf(l->errstr, sizeof(l->errstr), "%s: out of memory", what);
             return NULL;
         }
-        redisReply *r = command_finish(l, ncleanup, asked, what);
+        redisReply *r = command_finish(l, ncleanup, what);
         if (!r || ncleanup) return r;
         struct rpool *pool = l->pool;
-        f = rpool_follow(l->core->pool, r, &hops, &pool, &l->c, l->core->pool_wait_ms,
+        int f = rpool_follow(l->core->pool, r, &hops, &pool, &l->c, l->core->pool_wait_ms,
                              l->errstr, sizeof(l->errstr));
         l->pool = pool;
         if (f == 0) return r;
         freeReplyObject(r);
         if (f < 0) return NULL;
-        if (f != CLUSTER_TRYAGAIN) l->asking = f == CLUSTER_ASK;
     }
 }
 

@@ -171,13 +171,6 @@ int lock_lease_passed(const struct lock *l);
  * and the holds are given up on a fresh one at release. */
 redisContext *lock_conn(struct lock *l);
 
-/* In cluster mode, while the key's slot is migrating and the handle reached
- * the key by an ASK, every command on lock_conn must follow an ASKING:
- * this appends one to c and returns 1 (one more reply to read and drop
- * ahead of the command's own), or returns 0 when none is needed. The
- * commands below and the release do it themselves. */
-int lock_asking(struct lock *l, redisContext *c);
-
 /* Appends a command to the holder's connection, to be sent with the next
  * release (or lock_flush). Its reply is lock_reply(l, i), i counting from 0
  * in append order. Returns 0, or -1 (no connection, out of room: at most 8).

@@ -106,11 +106,6 @@ struct lock {
 
     /* The holder's pipeline (lock_append) and cleanups (lock_cleanup). */
     int npending;                /* appended, reply not read yet */
-    unsigned skip;               /* bit i: the i-th pending reply is an
-                                    ASKING's, read and dropped */
-    int asking;                  /* cluster mode: the key was reached by an
-                                    ASK (its slot is migrating), so ASKING
-                                    goes ahead of each command on l->c */
     int nreplies;
     redisReply *replies[LOCK_PIPE_MAX];
     int ncleanup;

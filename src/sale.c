@@ -161,22 +161,16 @@ static int commit_fenced(struct sale_section *sec) {
 
 /* ---- the critical section ------------------------------------------------- */
 
-/* Reads the probe's entry (when sent), the ASKING's reply (when asked) and
- * the stock. Returns 0, or the status of a failure set in rs[0]. */
-static int section_read(struct sale_section *sec, redisContext *c, int probed, int asked) {
+/* Reads the probe's entry (when sent) and the stock. Returns 0, or the
+ * status of a failure set in rs[0]. */
+static int section_read(struct sale_section *sec, redisContext *c, int probed) {
     struct sale_result *r = sec->rs[0];
-    redisReply *rep[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < probed + asked + 1; i++) {
+    redisReply *rep[2] = {NULL, NULL};
+    for (int i = 0; i < probed + 1; i++) {
         if (redisGetReply(c, (void **)&rep[i]) != REDIS_OK) {
             freeReplyObject(rep[0]);
-            freeReplyObject(rep[1]);
             return sale_backend(r, "GET stock", c->errstr);
         }
-    }
-    if (asked) {   /* ASKING's +OK sits right before the stock */
-        freeReplyObject(rep[probed]);
-        rep[probed] = rep[probed + 1];
-        rep[probed + 1] = NULL;
     }
     if (probed && script_missing(rep[0])) {
         freeReplyObject(rep[0]);
@@ -241,9 +235,8 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
         return;
     }
     int probed = inv->probe && probe_enter(inv->probe, sec->l, c, sec->k, r->order) == 0;
-    int asked = lock_asking(sec->l, c);   /* cluster mode, the slot migrating */
     redisAppendCommand(c, "GET %s", sec->k->stock);
-    int rc = section_read(sec, c, probed, asked);
+    int rc = section_read(sec, c, probed);
     mclock_sleep_ms(f->hold_ms);
     if (rc == INV_BACKEND) {
         sale_fail_all(sec->rs, sec->n, rc, r->errstr);

@@ -43,6 +43,7 @@ struct pubsub_channel {
     int sent;                         /* SUBSCRIBE written on this connection */
     int confirmed;                    /* and acknowledged */
     int leaving;                      /* UNSUBSCRIBE written, not yet acknowledged */
+    unsigned long epoch;              /* SUBSCRIBE confirmations so far */
     int64_t idle_since_us;            /* when its last waiter left */
     struct pubsub_waiter *waiters;    /* oldest first */
     struct pubsub_channel *next;
@@ -141,7 +142,10 @@ static void handle(struct pubsub_hub *h, redisReply *r) {
     struct pubsub_channel *ch = find_channel(h, r->element[1]->str, r->element[1]->len);
     if (!ch) return;
     if (strcmp(kind, "subscribe") == 0) {
-        if (!ch->leaving) ch->confirmed = 1;
+        if (!ch->leaving) {
+            ch->confirmed = 1;
+            ch->epoch++;
+        }
         pthread_cond_broadcast(&h->confirmed_cond);
     } else if (strcmp(kind, "unsubscribe") == 0) {
         ch->leaving = ch->sent = ch->confirmed = 0;
@@ -351,6 +355,7 @@ int pubsub_wait_begin(struct pubsub *ps, struct pubsub_waiter *w, struct rpool *
     }
     /* A wake-up already set (an unlock just after the confirmation) only
      * costs the caller one more try. */
+    w->epoch = ch->epoch;
     pthread_mutex_unlock(&ps->mu);
     return 0;
 }
@@ -360,7 +365,12 @@ int pubsub_wait(struct pubsub_waiter *w, int64_t until_us) {
     struct pubsub_hub *h = w->ch->hub;
     pthread_mutex_lock(&ps->mu);
     int retry = 0;
-    if (!w->ch->confirmed) {
+    if (w->ch->confirmed && w->ch->epoch != w->epoch) {
+        /* Subscribed anew since the caller's last try began (that try was
+         * the reconnect's wake-up, sent before the new SUBSCRIBE): an
+         * unlock between the two reached no one, so try once more. */
+        retry = 1;
+    } else if (!w->ch->confirmed) {
         /* Subscribed anew after a reconnect: sleeping before that could
          * miss an unlock, so wait for it, then have the caller re-try. */
         if (!w->ch->sent) poke(h);
@@ -375,6 +385,7 @@ int pubsub_wait(struct pubsub_waiter *w, int64_t until_us) {
         retry = w->signalled > 0;
         if (retry) w->signalled--;   /* one wake-up, one re-try */
     }
+    w->epoch = w->ch->epoch;   /* the caller's next try starts after these */
     pthread_mutex_unlock(&ps->mu);
     return retry;
 }

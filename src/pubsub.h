@@ -34,6 +34,8 @@ struct pubsub_waiter {
     struct pubsub_channel *ch;
     pthread_cond_t cond;
     int signalled;             /* wake-ups not yet used */
+    unsigned long epoch;       /* the channel's confirmations seen before the
+                                  caller's last try */
     struct pubsub_waiter *next;
 };
 

@@ -427,6 +427,7 @@ item_with_replica
 hazard fenced "$hz"
 [ -n "$b_sold" ] || fail "hazard fenced: B never sold after the failover"
 [ "$b_sold" -lt 3500 ] || fail "hazard fenced: B sold at $b_sold ms, not while A held the lost lock"
+[[ "$fence_a" =~ ^[1-9][0-9]*$ ]] || fail "hazard fenced: A's fence counter reads '$fence_a', not a token"
 expect "hazard fenced: B's token (the counter on the promoted replica) against A's" "$fence_b" "$fence_a"
 log "hazard fenced: A and B were both given token $fence_a: the counter lost A's increment with the master"
 for it in "${items[0]}" "$hz_redlock" "$hz"; do

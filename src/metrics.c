@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "metrics.h"
 #include "redlock.h"
+#include "cluster.h"
 #include "rpool.h"
 #include "strategy.h"
 
@@ -181,7 +182,7 @@ char *metrics_render(void) {
         }
     }
     if (cluster_root) {
-        struct rpool_cluster_stats st;
+        struct cluster_stats st;
         rpool_cluster_stats(cluster_root, &st);
         put(&o, "# HELP inventoryd_cluster_refusals_followed_total Commands refused by a cluster "
                 "node (they did not run) and sent again where the refusal said.\n"

@@ -471,16 +471,10 @@ int rpool_follow(struct rpool *root, const redisReply *r, int *hops, struct rpoo
     return -1;
 }
 
-void rpool_cluster_stats(struct rpool *p, struct rpool_cluster_stats *out) {
+void rpool_cluster_stats(struct rpool *p, struct cluster_stats *out) {
     memset(out, 0, sizeof(*out));
     struct cluster *cl = rpool_cluster(p);
-    if (!cl) return;
-    struct cluster_stats st;
-    cluster_stats(cl, &st);
-    out->moved = st.moved;
-    out->ask = st.ask;
-    out->tryagain = st.tryagain;
-    out->refreshes = st.refreshes;
+    if (cl) cluster_stats(cl, out);
 }
 
 struct rpool *rpool_route(struct rpool *p, const char *key) {

@@ -127,12 +127,10 @@ int rpool_follow(struct rpool *root, const redisReply *r, int *hops, struct rpoo
                  redisContext **c, int wait_ms, char *errstr, size_t errlen);
 
 /* Cluster mode: the refusals followed (MOVED, ASK, TRYAGAIN) and the map
- * loads since the pool was made; zeros before the map is first loaded or
- * not in cluster mode. */
-struct rpool_cluster_stats {
-    long long moved, ask, tryagain, refreshes;
-};
-void rpool_cluster_stats(struct rpool *p, struct rpool_cluster_stats *out);
+ * loads since the pool was made (struct cluster_stats, cluster.h); zeros
+ * before the map is first loaded or not in cluster mode. */
+struct cluster_stats;
+void rpool_cluster_stats(struct rpool *p, struct cluster_stats *out);
 
 /* Connects one context outside any pool, with the same options (for the
  * subscriber and for tools). With sentinels, asks them in the order given

@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "addr.h"
+#include "item.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -582,12 +583,6 @@ static void join_names(const char *const *names, char *buf, size_t len) {
     }
 }
 
-/* A stock key: 1 to 64 bytes of [A-Za-z0-9_:.-] (inventory_item_valid). */
-static int item_valid(const char *s) {
-    size_t n = strlen(s);
-    return n > 0 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                         "0123456789_:.-") == n;
-}
 
 /* Cluster mode's rules: what cannot share a cluster, said with its reason. */
 static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) {
@@ -627,10 +622,10 @@ static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) 
 int config_check(const struct config *cfg, const char *const *names,
                  char *errstr, size_t errlen) {
     char known[1024];
-    if (!item_valid(cfg->stock_key)) {
-        set_err(errstr, errlen, "%s: inventory.key: '%.*s' must be 1 to 64 characters of "
-                "A-Z, a-z, 0-9, '_', ':', '.' and '-'", config_origin(cfg, "inventory.key"),
-                ECHO_MAX, cfg->stock_key);
+    char why[192];
+    if (item_check(cfg->stock_key, cfg->lock_name, why, sizeof(why)) != 0) {
+        set_err(errstr, errlen, "%s: inventory.key: '%.*s': %s", config_origin(cfg, "inventory.key"),
+                ECHO_MAX, cfg->stock_key, why);
         return CONFIG_ERR;
     }
     join_names(names, known, sizeof known);

@@ -14,7 +14,8 @@
 # DESIGN
 # The targets are built here, not by CMake: each one is compiled with
 # -fsanitize=fuzzer,address,undefined against the sources it needs.
-#   fuzz_config  src/config.c and the host:port parser it uses, src/addr.c.
+#   fuzz_config  src/config.c and what it uses: the host:port parser, src/addr.c,
+#                and the item rule, src/item.c.
 #   fuzz_route   route.c, reply.c, inventory.c and what they pull in: every
 #                src/*.c but main.c, plus the embedded Lua table generated
 #                with cmake/embed_lua.cmake as CMakeLists.txt does, put in a
@@ -110,7 +111,7 @@ build_target() {
   local t=$1
   case $t in
     config)
-      $CC $CFLAGS_COMMON -fsanitize=fuzzer "$HERE/fuzz_config.c" "$SRC/config.c" "$SRC/addr.c" \
+      $CC $CFLAGS_COMMON -fsanitize=fuzzer "$HERE/fuzz_config.c" "$SRC/config.c" "$SRC/addr.c" "$SRC/item.c" \
         -o "$BUILD/fuzz_config" || return 1
       ;;
     route)

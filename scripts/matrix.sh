@@ -408,7 +408,7 @@ judge() {
     "$checker" --redis "127.0.0.1:${judge_port:-$redis_port}" --item "$item" \
         --since-us "${since:-0}" --max-findings 20 "${skew[@]}" "${told[@]}" >"$cell/check.json" 2>"$cell/check.log"
     local rc=$?
-    [ "$rc" -le 1 ] || { log "$s/$n: the checker failed: $(cat "$cell/check.log")"; }
+    [ "$rc" -le 1 ] || [ "$rc" -eq 3 ] || { log "$s/$n: the checker failed: $(cat "$cell/check.log")"; }
     # Served, from the moment the nemesis struck: a sale that got sold or
     # sold_out, a definite answer about the stock; lock_timeout, 503 and
     # transport errors are not.
@@ -434,6 +434,7 @@ judge() {
     untold=$(jq -r '.counts.untold_sale // 0' "$c" 2>/dev/null || echo 0)
     mismatch=$(jq -r '.counts.stock_ledger // 0' "$c" 2>/dev/null || echo 0)
     if [ "$rc" -eq 1 ]; then verdict=unsafe
+    elif [ "$rc" -eq 3 ]; then verdict=inconclusive   # the history lost events: no verdict
     elif [ "$rc" -ne 0 ]; then verdict=error
     elif [ "$recovered" != 1 ]; then verdict=unavailable
     else verdict=safe

@@ -6,8 +6,10 @@
 #include <string.h>
 #include "checker.h"
 
+/* An event; owned as Redis saw it when it applied (-1: it did not look),
+ * written_us unset (the write applied no earlier than released). */
 static struct chk_event ev(const char *id, const char *owner, int64_t granted, int64_t released,
-                           int64_t lease, const char *outcome, long long unit, int late) {
+                           int64_t lease, const char *outcome, long long unit, int owned) {
     struct chk_event e;
     memset(&e, 0, sizeof(e));
     snprintf(e.id, sizeof(e.id), "%s", id);
@@ -19,7 +21,7 @@ static struct chk_event ev(const char *id, const char *owner, int64_t granted, i
     e.released_us = released;
     e.lease_us = lease;
     e.unit = unit;
-    e.late = late;
+    e.owned = owned;
     return e;
 }
 
@@ -48,12 +50,12 @@ static struct chk_report judge(const struct chk_input *in) {
 }
 
 START_TEST(test_holds_one_after_another_with_a_matching_ledger_pass) {
-    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 0),
-                            ev("2-0", "b:1", 200, 300, 1100, "sold", 9, 0)};
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, -1),
+                            ev("2-0", "b:1", 200, 300, 1100, "sold", 9, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
     struct chk_told t[] = {told("sold", "o-1-0", 10), told("sold", "o-2-0", 9),
                            told("lock_timeout", "-", 0)};
-    struct chk_input in = {e, 2, l, 2, t, 3, 8, 10, 0};
+    struct chk_input in = {e, 2, l, 2, t, 3, 8, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert(r.safe);
     for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
@@ -62,10 +64,10 @@ START_TEST(test_holds_one_after_another_with_a_matching_ledger_pass) {
 END_TEST
 
 START_TEST(test_two_owners_holding_at_once_are_an_overlap_naming_both_events) {
-    struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, 0),
-                            ev("2-0", "b:1", 200, 400, 0, "sold", 9, 0)};
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, -1),
+                            ev("2-0", "b:1", 200, 400, 0, "sold", 9, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert(!r.safe);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
@@ -78,10 +80,10 @@ END_TEST
 START_TEST(test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is) {
     /* A drifting host: the two holds look overlapped on the wall clock, which
      * proves nothing; the unit sold in two orders still does. */
-    struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, 0),
-                            ev("2-0", "b:1", 200, 400, 0, "sold", 10, 0)};
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, -1),
+                            ev("2-0", "b:1", 200, 400, 0, "sold", 10, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(10, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 1};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 1, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
@@ -90,24 +92,90 @@ START_TEST(test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger
 }
 END_TEST
 
-START_TEST(test_a_hold_is_cut_at_its_lease_deadline_but_a_write_after_it_is_late) {
-    /* A's lease ended at 150; B was granted at 200: not two valid holds at
-     * once. But A wrote after its deadline: a late write. */
-    struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold", 10, 1),
-                            ev("2-0", "b:1", 200, 300, 1200, "sold", 9, 0)};
-    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0};
+START_TEST(test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline) {
+    /* A's lease ended at 150 and it wrote nothing; B was granted at 200:
+     * not two valid holds at once. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold_out", 0, -1),
+                            ev("2-0", "b:1", 200, 300, 1200, "sold", 9, -1)};
+    struct chk_entry l[] = {entry(9, "o-2-0")};
+    struct chk_input in = {e, 2, l, 1, NULL, 0, 9, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_overlap) {
+    /* A was granted at 100 with a lease to 150, sent its write at 140, and
+     * Redis applied it at 400; B was granted at 200 and sold the next unit.
+     * No unit was sold twice, yet A wrote when B held the lock: judged from
+     * the times of the write, not from A's own view. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 140, 150, "sold", 10, -1),
+                            ev("2-0", "b:1", 200, 300, 1200, "sold", 9, -1)};
+    e[0].written_us = 400;
+    e[1].written_us = 310;
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
+    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 0);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_clocks_say) {
+    /* The guard looked as the write applied: the lock was not the
+     * holder's. Its lease on its own clock looks fine; Redis's word wins,
+     * with comparable clocks or not. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 140, 1000, "sold", 10, 0)};
+    e[0].written_us = 150;
+    struct chk_entry l[] = {entry(10, "o-1-0")};
+    for (int apart = 0; apart < 2; apart++) {
+        struct chk_input in = {e, 1, l, 1, NULL, 0, 9, 10, apart, 0};
+        struct chk_report r = judge(&in);
+        ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
+        ck_assert(!r.safe);
+        chk_report_free(&r);
+    }
+    /* And a write Redis saw inside its lock is not late, though it applied
+     * after the lease the holder counted (dated from its send, with a
+     * margin). */
+    e[0].owned = 1;
+    e[0].lease_us = 120;
+    struct chk_input in = {e, 1, l, 1, NULL, 0, 9, 10, 0, 0};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_trimmed_history_is_never_safe_however_clean) {
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 1)};
+    struct chk_entry l[] = {entry(10, "o-1-0")};
+    struct chk_input in = {e, 1, l, 1, NULL, 0, 9, 10, 0, 0};
+    in.trimmed = 5;
+    struct chk_report r = judge(&in);
+    for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
+    ck_assert(!r.complete);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+    /* Nor one with ledger entries whose events are gone. */
+    struct chk_entry l2[] = {entry(10, "o-1-0"), entry(9, "o-0-9")};
+    struct chk_input in2 = {e, 1, l2, 2, NULL, 0, 8, 10, 0, 0};
+    r = judge(&in2);
+    ck_assert_int_eq(r.missing, 1);
     ck_assert(!r.safe);
     chk_report_free(&r);
 }
 END_TEST
 
 START_TEST(test_a_late_hold_that_wrote_nothing_is_not_a_late_write) {
-    struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "lock_lost", 0, 1)};
-    struct chk_input in = {e, 1, NULL, 0, NULL, 0, 10, 10, 0};
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "lock_lost", 0, -1)};
+    struct chk_input in = {e, 1, NULL, 0, NULL, 0, 10, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert(r.safe);
     chk_report_free(&r);
@@ -115,11 +183,11 @@ START_TEST(test_a_late_hold_that_wrote_nothing_is_not_a_late_write) {
 END_TEST
 
 START_TEST(test_the_events_of_one_batch_are_one_hold) {
-    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 0, "sold", 10, 0),
-                            ev("1-1", "a:1", 100, 200, 0, "sold", 9, 0),
-                            ev("1-2", "a:1", 100, 200, 0, "sold", 8, 0)};
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 0, "sold", 10, -1),
+                            ev("1-1", "a:1", 100, 200, 0, "sold", 9, -1),
+                            ev("1-2", "a:1", 100, 200, 0, "sold", 8, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-1-1"), entry(8, "o-1-2")};
-    struct chk_input in = {e, 3, l, 3, NULL, 0, 7, 10, 0};
+    struct chk_input in = {e, 3, l, 3, NULL, 0, 7, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert(r.safe);
@@ -129,7 +197,7 @@ END_TEST
 
 START_TEST(test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders) {
     struct chk_entry l[] = {entry(10, "x-1"), entry(10, "y-7")};
-    struct chk_input in = {NULL, 0, l, 2, NULL, 0, 9, 10, 0};
+    struct chk_input in = {NULL, 0, l, 2, NULL, 0, 9, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);   /* 1 given, 2 entries */
@@ -152,7 +220,7 @@ START_TEST(test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are
      * and the promoted replica sold the unit again. */
     struct chk_entry l[] = {entry(10, "y-7")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("sold", "y-7", 10)};
-    struct chk_input in = {NULL, 0, l, 1, t, 2, 9, 10, 0};
+    struct chk_input in = {NULL, 0, l, 1, t, 2, 9, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     ck_assert_int_eq(r.counts[CHK_LOST_SALE], 1);
@@ -164,7 +232,7 @@ END_TEST
 START_TEST(test_a_ledger_entry_nobody_was_told_of_is_reported_but_safe) {
     struct chk_entry l[] = {entry(10, "x-1"), entry(9, "x-2")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("backend_unavailable", "-", 0)};
-    struct chk_input in = {NULL, 0, l, 2, t, 2, 8, 10, 0};
+    struct chk_input in = {NULL, 0, l, 2, t, 2, 8, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_UNTOLD_SALE], 1);
     ck_assert(r.safe);
@@ -174,7 +242,7 @@ END_TEST
 
 START_TEST(test_a_stock_that_disagrees_with_the_ledger_is_flagged) {
     struct chk_entry l[] = {entry(10, "x-1")};
-    struct chk_input in = {NULL, 0, l, 1, NULL, 0, 10, 10, 0};
+    struct chk_input in = {NULL, 0, l, 1, NULL, 0, 10, 10, 0, 0};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);
     ck_assert(!r.safe);
@@ -188,9 +256,9 @@ START_TEST(test_every_finding_is_counted_beyond_the_ones_listed) {
         char id[16], owner[16];
         snprintf(id, sizeof(id), "%d-0", i);
         snprintf(owner, sizeof(owner), "o:%d", i);
-        e[i] = ev(id, owner, 100, 500, 0, "sold_out", 0, 0);   /* all at once */
+        e[i] = ev(id, owner, 100, 500, 0, "sold_out", 0, -1);   /* all at once */
     }
-    struct chk_input in = {e, 40, NULL, 0, NULL, 0, 0, 0, 0};
+    struct chk_input in = {e, 40, NULL, 0, NULL, 0, 0, 0, 0, 0};
     struct chk_report r;
     ck_assert_int_eq(chk_run(&in, 5, &r), 0);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 39);
@@ -223,7 +291,10 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_holds_one_after_another_with_a_matching_ledger_pass);
     tcase_add_test(c, test_two_owners_holding_at_once_are_an_overlap_naming_both_events);
     tcase_add_test(c, test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is);
-    tcase_add_test(c, test_a_hold_is_cut_at_its_lease_deadline_but_a_write_after_it_is_late);
+    tcase_add_test(c, test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline);
+    tcase_add_test(c, test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_overlap);
+    tcase_add_test(c, test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_clocks_say);
+    tcase_add_test(c, test_a_trimmed_history_is_never_safe_however_clean);
     tcase_add_test(c, test_a_late_hold_that_wrote_nothing_is_not_a_late_write);
     tcase_add_test(c, test_the_events_of_one_batch_are_one_hold);
     tcase_add_test(c, test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders);

@@ -3,8 +3,10 @@
  * told (inventory-load --record files), judges them (checker.h) and prints
  * the findings as JSON, each naming the events or orders involved.
  *
- * Exit status: 0 when nothing unsafe was found, 1 when something was, 2 on
- * bad usage or when Redis or a file could not be read. */
+ * Exit status: 0 when nothing unsafe was found in a complete history, 1
+ * when something unsafe was, 2 on bad usage or when Redis or a file could
+ * not be read, 3 when nothing unsafe was found but the history is
+ * incomplete (trimmed by its cap): never a verdict of safe then. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
@@ -49,7 +51,8 @@ static void usage(FILE *f) {
         "  --no-overlaps       do not judge overlapping holds (the instances' clocks\n"
         "                      cannot be compared, e.g. one was made to drift)\n"
         "  --format json|text  (json)\n"
-        "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input.\n");
+        "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input, 3 incomplete\n"
+        "(nothing unsafe found, but the history lost events: no verdict of safe).\n");
 }
 
 /* One history entry's fields into e. */
@@ -65,12 +68,27 @@ static void event_fields(const redisReply *f, struct chk_event *e) {
         else if (!strcmp(k, "released_us")) e->released_us = strtoll(v, NULL, 10);
         else if (!strcmp(k, "lease_us")) e->lease_us = strtoll(v, NULL, 10);
         else if (!strcmp(k, "unit")) e->unit = strtoll(v, NULL, 10);
-        else if (!strcmp(k, "late")) e->late = atoi(v);
+        else if (!strcmp(k, "written_us")) e->written_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "owned")) e->owned = atoi(v);
     }
 }
 
 static long long as_ll(const redisReply *r) {
     return r && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+}
+
+/* Events the stream's cap dropped, from XINFO STREAM (an error: no stream,
+ * nothing dropped): entries-added - length. */
+static long long trimmed(const redisReply *info) {
+    long long length = -1, added = -1;
+    if (!info || info->type != REDIS_REPLY_ARRAY) return 0;
+    for (size_t i = 0; i + 1 < info->elements; i += 2) {
+        const redisReply *k = info->element[i], *v = info->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_INTEGER) continue;
+        if (!strcmp(k->str, "length")) length = v->integer;
+        else if (!strcmp(k->str, "entries-added")) added = v->integer;
+    }
+    return length >= 0 && added > length ? added - length : 0;
 }
 
 /* Reads the item's stock, initial stock, ledger and history. 0 or -1. */
@@ -86,10 +104,12 @@ static int load_redis(const struct options *o, struct loaded *L) {
     redisAppendCommand(c, "GET %s:initial", o->item);
     redisAppendCommand(c, "LRANGE %s:sold 0 -1", o->item);
     redisAppendCommand(c, "XRANGE %s:history - +", o->item);
-    redisReply *r[4] = {0};
+    redisAppendCommand(c, "XINFO STREAM %s:history", o->item);
+    redisReply *r[5] = {0};
     int rc = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (redisGetReply(c, (void **)&r[i]) != REDIS_OK) rc = -1;
+    if (rc == 0) L->in.trimmed = trimmed(r[4]);
     if (rc == 0 && (r[2]->type != REDIS_REPLY_ARRAY || r[3]->type != REDIS_REPLY_ARRAY)) rc = -1;
     if (rc == 0) {
         L->in.stock = as_ll(r[0]);
@@ -104,12 +124,13 @@ static int load_redis(const struct options *o, struct loaded *L) {
         const redisReply *e = r[3]->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements != 2) continue;
         struct chk_event *ev = &L->events[L->in.nevents++];
+        ev->owned = -1;
         snprintf(ev->id, sizeof(ev->id), "%s", e->element[0]->str);
         event_fields(e->element[1], ev);
     }
     if (rc < 0) fprintf(stderr, "inventory-check: cannot read %s from Redis: %s\n", o->item,
                         c->err ? c->errstr : "unexpected reply");
-    for (int i = 0; i < 4; i++) freeReplyObject(r[i]);
+    for (int i = 0; i < 5; i++) freeReplyObject(r[i]);
     redisFree(c);
     L->in.ledger = L->ledger;
     L->in.events = L->events;
@@ -145,10 +166,23 @@ static int load_told(const char *path, long long since_us, struct loaded *L) {
     return 0;
 }
 
+/* "safe", "unsafe", or "incomplete" (nothing unsafe found in a history
+ * that lost events). */
+static const char *verdict(const struct chk_report *r) {
+    if (r->safe) return "safe";
+    for (int k = 0; k < CHK_KINDS; k++)
+        if (k != CHK_UNTOLD_SALE && r->counts[k] > 0) return "unsafe";
+    return "incomplete";
+}
+
 static void print_json(const struct options *o, const struct loaded *L, const struct chk_report *r) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "item", o->item);
     cJSON_AddBoolToObject(root, "safe", r->safe);
+    cJSON_AddStringToObject(root, "verdict", verdict(r));
+    cJSON_AddBoolToObject(root, "complete", r->complete);
+    cJSON_AddNumberToObject(root, "trimmed", (double)L->in.trimmed);
+    cJSON_AddNumberToObject(root, "missing", (double)r->missing);
     cJSON_AddNumberToObject(root, "events", (double)L->in.nevents);
     cJSON_AddNumberToObject(root, "ledger", (double)L->in.nledger);
     cJSON_AddNumberToObject(root, "answers", (double)L->in.ntold);
@@ -178,8 +212,13 @@ static void print_json(const struct options *o, const struct loaded *L, const st
 
 static void print_text(const struct loaded *L, const struct chk_report *r) {
     printf("%s: %zu events, %zu ledger entries, %zu answers; stock %lld of %lld; oversold %lld\n",
-           r->safe ? "SAFE" : "UNSAFE", L->in.nevents, L->in.nledger, L->in.ntold, L->in.stock,
-           L->in.initial, r->oversold_units);
+           r->safe ? "SAFE" : strcmp(verdict(r), "unsafe") ? "INCOMPLETE" : "UNSAFE",
+           L->in.nevents, L->in.nledger, L->in.ntold, L->in.stock, L->in.initial,
+           r->oversold_units);
+    if (!r->complete)
+        printf("  the history is incomplete: %lld events trimmed by history.max-events, %lld "
+               "ledger entries without their event; no verdict of safe\n", L->in.trimmed,
+               r->missing);
     for (int k = 0; k < CHK_KINDS; k++) printf("  %-12s %lld\n", chk_kind_word(k), r->counts[k]);
     for (size_t i = 0; i < r->nfindings; i++)
         printf("  - %s: %s\n", chk_kind_word(r->findings[i].kind), r->findings[i].detail);
@@ -246,7 +285,7 @@ int main(int argc, char **argv) {
     if (rc == 0) {
         if (o.text) print_text(&L, &r);
         else print_json(&o, &L, &r);
-        status = r.safe ? 0 : 1;
+        status = r.safe ? 0 : strcmp(verdict(&r), "unsafe") == 0 ? 1 : 3;
         chk_report_free(&r);
     }
     free(L.events);

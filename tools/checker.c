@@ -16,8 +16,29 @@ struct hold {
     int64_t start, end;
 };
 
+static int wrote(const struct chk_event *e) {
+    return strcmp(e->outcome, "sold") == 0;
+}
+
+/* When e's write (or event) applied: Redis's clock, or when it was sent,
+ * its lower bound, in histories that lack it. */
+static int64_t applied(const struct chk_event *e) {
+    return e->written_us ? e->written_us : e->released_us;
+}
+
+/* Until when e held the lock (see checker.h). */
 static int64_t hold_end(const struct chk_event *e) {
-    return e->lease_us > 0 && e->lease_us < e->released_us ? e->lease_us : e->released_us;
+    int64_t end = applied(e) > e->released_us ? applied(e) : e->released_us;
+    if (e->lease_us > 0 && e->lease_us < end) end = e->lease_us;
+    if (wrote(e) && applied(e) > end) end = applied(e);
+    return end;
+}
+
+/* Whether e wrote when the lock was no longer its own (see checker.h). */
+static int wrote_late(const struct chk_event *e, int clocks_apart) {
+    if (!wrote(e)) return 0;
+    if (e->owned >= 0) return e->owned == 0;
+    return !clocks_apart && e->lease_us > 0 && applied(e) > e->lease_us;
 }
 
 static int cmp_hold_owner(const void *a, const void *b) {
@@ -167,14 +188,27 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
         chk_report_free(r);
         return -1;
     }
+    size_t nsold = 0;
     for (size_t i = 0; i < in->nevents; i++) {
         const struct chk_event *e = &in->events[i];
-        if (!e->late || strcmp(e->outcome, "sold") != 0) continue;
+        nsold += wrote(e);
+        if (!wrote_late(e, in->skip_overlaps)) continue;
         char d[256];
-        snprintf(d, sizeof(d), "order %s wrote unit %lld after its lease deadline (%lld)",
-                 e->order, e->unit, (long long)e->lease_us);
+        if (e->owned == 0)
+            snprintf(d, sizeof(d), "order %s wrote unit %lld at %lld, when Redis saw the lock was "
+                     "no longer its own (lease deadline %lld)", e->order, e->unit,
+                     (long long)e->written_us, (long long)e->lease_us);
+        else
+            snprintf(d, sizeof(d), "order %s wrote unit %lld at %lld, after its lease deadline "
+                     "%lld", e->order, e->unit,
+                     (long long)(e->written_us ? e->written_us : e->released_us),
+                     (long long)e->lease_us);
         add(r, max_findings, CHK_LATE_WRITE, e->id, e->order, e->unit, d);
     }
+    /* With no event at all the history was off, or the sales took no lock
+     * (atomic): there are no holds to miss. */
+    r->missing = in->nevents > 0 && in->nledger > nsold ? (long long)(in->nledger - nsold) : 0;
+    r->complete = in->trimmed == 0 && r->missing == 0;
     long long given = in->initial - in->stock;
     if (given != (long long)in->nledger) {
         char d[256];
@@ -183,7 +217,7 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
         add(r, max_findings, CHK_STOCK_LEDGER, NULL, NULL, 0, d);
     }
     r->oversold_units = (long long)in->nledger > given ? (long long)in->nledger - given : 0;
-    r->safe = 1;
+    r->safe = r->complete;
     for (int k = 0; k < CHK_KINDS; k++)
         if (k != CHK_UNTOLD_SALE && r->counts[k] > 0) r->safe = 0;
     return 0;

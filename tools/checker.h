@@ -5,12 +5,20 @@
  * tests feed it histories that it must flag and histories it must pass.
  *
  * The judgement (one kind of finding each):
- *   overlap       two holds of the lock were valid at once: each hold runs
- *                 from granted_us to released_us, cut short at its lease
- *                 deadline when it had one (a holder past its lease no
- *                 longer held it, whatever it believed)
+ *   overlap       two holds of the lock were valid at once. A hold runs from
+ *                 granted_us until its write and release were sent
+ *                 (released_us) or Redis applied its event (written_us),
+ *                 whichever is later, cut short at its lease deadline when
+ *                 it had one (a holder past its lease no longer held it,
+ *                 whatever it believed) -- but a hold that wrote lasts at
+ *                 least until its write applied: the write was its act
  *   sold_twice    one unit went to two orders (ledger and answers together)
- *   late_write    a hold wrote (outcome sold) after its lease deadline
+ *   late_write    a hold wrote (outcome sold) when the lock was no longer
+ *                 its own: Redis saw so as the write applied (owned 0), or,
+ *                 where Redis could not look (owned unknown), the write
+ *                 applied after the lease deadline (written_us, else
+ *                 released_us, past lease_us). The holder's own "late" flag
+ *                 is not evidence and is not read
  *   lost_sale     a client was told "sold" but the ledger has no entry for
  *                 its order
  *   untold_sale   the ledger has an entry no client was told was sold (a
@@ -19,7 +27,14 @@
  *                 differs from the number of entries
  * All but untold_sale are safety failures; an untold sale is reported but
  * is the honest outcome of a lost reply. Timestamps are compared as given:
- * events of different hosts carry their clock skew. */
+ * events of different hosts carry their clock skew.
+ *
+ * Completeness. A history that lost events (the stream is capped at
+ * history.max-events and was trimmed, or it has events but fewer sold
+ * events than ledger entries) cannot clear a run: the report says
+ * incomplete, and safe is never set then, whatever was found. A history
+ * with no event at all is that of sales that took no lock (atomic) or of
+ * history.enabled=false: only the ledger and the answers are judged. */
 #ifndef INVENTORYD_TOOLS_CHECKER_H
 #define INVENTORYD_TOOLS_CHECKER_H
 
@@ -34,8 +49,9 @@ struct chk_event {
     char order[48];
     char outcome[24];            /* sold, sold_out, lock_lost, stale_token, bad_stock */
     int64_t granted_us, released_us, lease_us;   /* lease_us 0: none */
+    int64_t written_us;          /* Redis's clock as the event applied; 0: not recorded */
+    int owned;                   /* the lock was the holder's as it applied: 1, 0; -1 unknown */
     long long unit;
-    int late;
 };
 
 struct chk_entry {               /* one ledger entry "unit|order|port" */
@@ -60,7 +76,10 @@ struct chk_input {
     size_t ntold;
     long long stock, initial;
     int skip_overlaps;           /* the events' clocks cannot be compared (a
-                                    drifting host): do not judge overlaps */
+                                    drifting host): judge neither overlaps nor a
+                                    write's time against its lease */
+    long long trimmed;           /* events the stream's cap dropped (XINFO STREAM
+                                    entries-added - length); 0 when none */
 };
 
 #define CHK_KINDS 6
@@ -77,7 +96,9 @@ struct chk_finding {
 struct chk_report {
     long long counts[CHK_KINDS];
     long long oversold_units;    /* entries - (initial - stock), at least 0 */
-    int safe;                    /* no safety failure (untold sales aside) */
+    int complete;                /* the history has every hold's event */
+    long long missing;           /* ledger entries without a sold event */
+    int safe;                    /* complete, and no safety failure (untold sales aside) */
     struct chk_finding *findings;   /* the first max_findings, malloc'd */
     size_t nfindings;
 };

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "config.h"
 #include "http.h"
+#include "item.h"
 #include "inventory.h"
 #include "lab.h"
 #include "log.h"
@@ -179,14 +180,10 @@ static int query_int(struct MHD_Connection *conn, const char *name, long min, lo
 
 /* The ?item= of a request: NULL when absent (the configured item). Returns
  * -1 with a sentence in why when it cannot name a stock key. */
-static int query_item(struct MHD_Connection *conn, const char **item, char *why, size_t whylen) {
+static int query_item(const struct http_server *s, struct MHD_Connection *conn, const char **item,
+                      char *why, size_t whylen) {
     *item = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "item");
-    if (*item && !inventory_item_valid(*item)) {
-        snprintf(why, whylen, "item must be 1 to %d characters of A-Z, a-z, 0-9, '_', ':', '.' "
-                 "and '-'", INVENTORY_ITEM_MAX);
-        return -1;
-    }
-    return 0;
+    return *item ? item_check(*item, s->cfg->lock_name, why, whylen) : 0;
 }
 
 /* Reads the fault parameters of a request into f. Returns 0, or the HTTP
@@ -204,9 +201,12 @@ static int read_faults(struct http_server *s, struct MHD_Connection *conn, struc
     given |= rc;
     if ((rc = query_int(conn, "crash", 0, 1, &f->crash, why, whylen)) < 0) return 400;
     given |= rc;
+    if ((rc = query_int(conn, "commit_delay_ms", 0, maxhold, &f->commit_delay_ms, why, whylen)) < 0)
+        return 400;
+    given |= rc;
     if (given && !s->cfg->faults_enabled) {
         snprintf(why, whylen, "fault injection is off: start the instance with faults.enabled=true "
-                 "to use hold_ms, crash, release_delay_ms or nested");
+                 "to use hold_ms, crash, release_delay_ms, nested or commit_delay_ms");
         return 403;
     }
     return 0;
@@ -285,8 +285,9 @@ static enum MHD_Result do_reset(const struct call *k) {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stock");
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(doc, "item");
     double v = cJSON_IsNumber(st) ? st->valuedouble : NAN;
-    char item[INVENTORY_ITEM_MAX + 1] = "";
-    int item_bad = it && !(cJSON_IsString(it) && inventory_item_valid(it->valuestring));
+    char item[INVENTORY_ITEM_MAX + 1] = "", item_why[192] = "\"item\" must be a string";
+    int item_bad = it && !(cJSON_IsString(it) && item_check(it->valuestring,
+                           s->cfg->lock_name, item_why, sizeof(item_why)) == 0);
     if (it && !item_bad) snprintf(item, sizeof(item), "%s", it->valuestring);
     cJSON_Delete(doc);
     if (!req->len) {
@@ -298,8 +299,7 @@ static enum MHD_Result do_reset(const struct call *k) {
     } else if (isnan(v) || v != floor(v) || v < 0 || v > 1e9) {
         snprintf(why, sizeof(why), "\"stock\" must be a whole number from 0 to 1000000000");
     } else if (item_bad) {
-        snprintf(why, sizeof(why), "\"item\" must be a string of 1 to %d characters of A-Z, "
-                 "a-z, 0-9, '_', ':', '.' and '-'", INVENTORY_ITEM_MAX);
+        snprintf(why, sizeof(why), "%s", item_why);
     } else {
         char err[192];
         if (inventory_reset(s->inv, item[0] ? item : NULL, (long long)v, err, sizeof(err)) != 0)
@@ -557,7 +557,7 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
     if (refuse(s, conn, url, method, req, &rt, text, &ret)) return ret;
     struct call k = {s, conn, method, &rt, req, NULL, text};
     char err[192];
-    if (handlers[rt.id].reads_item && query_item(conn, &k.item, err, sizeof(err)) < 0)
+    if (handlers[rt.id].reads_item && query_item(s, conn, &k.item, err, sizeof(err)) < 0)
         return answer_error(conn, 400, "bad_request", err, text);
     return handlers[rt.id].fn(&k);
 }

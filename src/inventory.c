@@ -12,6 +12,9 @@
 #include <uuid/uuid.h>
 #include "config.h"
 #include "inventory_int.h"
+#include "item.h"
+
+_Static_assert(INVENTORY_ITEM_MAX == ITEM_MAX, "one bound for item names");
 #include "lock.h"
 #include "mclock.h"
 #include "probe.h"
@@ -23,9 +26,9 @@ static atomic_uint_fast64_t order_seq;
 
 struct inventory *inventory_create(const struct config *cfg, struct rpool *pool,
                                    struct lock_core *core, char *errstr, size_t errlen) {
-    if (!inventory_item_valid(cfg->stock_key)) {
-        snprintf(errstr, errlen, "inventory.key: '%.80s' must be 1 to %d characters of "
-                 "A-Z, a-z, 0-9, '_', ':', '.' and '-'", cfg->stock_key, INVENTORY_ITEM_MAX);
+    char why[192];
+    if (item_check(cfg->stock_key, cfg->lock_name, why, sizeof(why)) != 0) {
+        snprintf(errstr, errlen, "inventory.key: %s", why);
         return NULL;
     }
     struct inventory *inv = calloc(1, sizeof(*inv));
@@ -67,18 +70,6 @@ void inventory_free(struct inventory *inv) {
 }
 
 int inventory_port(const struct inventory *inv) { return inv->port; }
-
-int inventory_item_valid(const char *item) {
-    size_t n = strlen(item);
-    if (n == 0 || n > INVENTORY_ITEM_MAX) return 0;
-    for (const char *p = item; *p; p++) {
-        char c = *p;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == ':' || c == '.' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
 
 void inventory_keys(const struct inventory *inv, const char *item, struct item_keys *k) {
     if (!item) item = inv->stock_key;
@@ -353,6 +344,8 @@ static void history_parse(const redisReply *fields, struct history_event *e) {
         else if (strcmp(f, "stock_read") == 0) e->stock_read = strtoll(v, NULL, 10);
         else if (strcmp(f, "token") == 0) e->token = strtoll(v, NULL, 10);
         else if (strcmp(f, "late") == 0) e->late = atoi(v);
+        else if (strcmp(f, "written_us") == 0) e->written_us = strtoll(v, NULL, 10);
+        else if (strcmp(f, "owned") == 0) e->owned = atoi(v);
     }
 }
 
@@ -378,6 +371,7 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
             continue;
         struct history_event *h = &out[(*n)++];
         memset(h, 0, sizeof(*h));
+        h->owned = -1;
         snprintf(h->id, sizeof(h->id), "%s", e->element[0]->str);
         history_parse(e->element[1], h);
     }

@@ -28,7 +28,7 @@ struct rpool;
 struct strategy;
 struct inventory;
 
-#define INVENTORY_ITEM_MAX 64    /* longest stock key, in bytes */
+#define INVENTORY_ITEM_MAX 64    /* longest stock key, in bytes (ITEM_MAX, item.h) */
 
 /* Results of inventory calls. */
 #define INV_SOLD 0
@@ -47,6 +47,7 @@ struct sale_faults {
     int crash;                   /* _exit(86) while holding the lock */
     int release_delay_ms;        /* pause between check and delete on release */
     int nested;                  /* re-acquire this many times inside */
+    int commit_delay_ms;         /* pause between the last lease check and the write's send */
 };
 
 struct sale_result {
@@ -88,11 +89,15 @@ struct history_event {
     char strategy[32];
     char outcome[24];            /* sold, sold_out, lock_lost, stale_token, bad_stock */
     char order[48];
-    int64_t granted_us, released_us, lease_us;   /* lease_us 0: no lease */
+    int64_t granted_us;          /* the outermost acquire returned */
+    int64_t released_us;         /* the write (or this event) and the release were sent */
+    int64_t lease_us;            /* the lease deadline as the holder knew it then; 0: no lease */
+    int64_t written_us;          /* Redis's clock when the write (or event) applied; 0: unknown */
+    int owned;                   /* as it applied the lock was the holder's (1), not (0); -1: not seen */
     long long unit;              /* 0 when nothing was sold */
     long long stock_read;
     long long token;
-    int late;                    /* the lease deadline had passed at commit */
+    int late;                    /* the holder's own view: its lease had passed at the send */
 };
 
 /* Makes the service from cfg over pool and core (both the caller's, and
@@ -105,12 +110,8 @@ struct inventory *inventory_create(const struct config *cfg, struct rpool *pool,
  * Accepts NULL. */
 void inventory_free(struct inventory *inv);
 
-/* True when item can name a stock key: 1 to INVENTORY_ITEM_MAX bytes of
- * [A-Za-z0-9_:.-]. */
-int inventory_item_valid(const char *item);
-
 /* In every call below, item NULL means the configured inventory.key; a
- * non-NULL item must pass inventory_item_valid(). */
+ * non-NULL item must pass item_check() (item.h). */
 
 /* Sells one unit of item with strategy s. Always fills r; returns r->status. */
 int inventory_sell(struct inventory *inv, const struct strategy *s, const char *item,

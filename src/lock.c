@@ -68,6 +68,10 @@ const struct redlock *lock_core_redlock(const struct lock_core *core) {
     return core->redlock;
 }
 
+int lock_core_lanes(struct lock_core *core, struct lock_lane_stats *out, int max) {
+    return watchdog_stats(core->watchdog, out, max);
+}
+
 const char *lock_vote_word(int outcome) {
     static const char *const words[] = {"restarted", "error", "busy", "yes"};
     return outcome >= LOCK_VOTE_RESTARTED && outcome <= LOCK_VOTE_YES ? words[outcome + 2] : "?";
@@ -458,12 +462,19 @@ static void gate_leave(struct lock *l) {
     waitq_leave(l->core->gates, &l->gate);
 }
 
+/* Takes l back from the watchdog, once. */
+static void unwatch(struct lock *l) {
+    if (!l->watching) return;
+    l->watching = 0;
+    watchdog_unwatch(l->core->watchdog, l);
+}
+
 /* Every hold of l ends in this process; in Redis they are given up by a
  * release checked against the owner, on a fresh connection, after the
  * holder's cleanups. If that fails too, the watchdog retries it once the
  * handle is freed. */
 static void give_up(struct lock *l) {
-    if (l->holds > 0 && (l->type->flags & LOCK_T_WATCHED)) watchdog_unwatch(l->core->watchdog, l);
+    unwatch(l);
     conn_drop(l);
     int rc;
     if (!l->type->abandon) {
@@ -507,8 +518,13 @@ static void wait_replicas(struct lock *l) {
     if (!l->c->err) redisSetTimeout(l->c, normal);
 }
 
+/* The gate is keyed by the family and the key: types of one family exclude
+ * each other on a key, two families do not, so a hold of one never queues
+ * the other's sales. */
 static int gate_enter(struct lock *l) {
-    int st = waitq_enter(l->core->gates, l->key, &l->gate, l, l->deadline_us);
+    char gate[sizeof(l->key) + 32];
+    snprintf(gate, sizeof(gate), "%s|%s", l->type->family, l->key);
+    int st = waitq_enter(l->core->gates, gate, &l->gate, l, l->deadline_us);
     if (st == WAITQ_OWNER) {
         l->gated = 1;
         return LOCK_OK;
@@ -541,7 +557,10 @@ int lock_acquire(struct lock *l) {
             l->acquired_us = mclock_us();
             l->granted_wall_us = mclock_wall_us();
             wait_replicas(l);
-            if (flags & LOCK_T_WATCHED) watchdog_watch(l->core->watchdog, l);
+            if (flags & LOCK_T_WATCHED) {
+                l->watching = 1;
+                watchdog_watch(l->core->watchdog, l);
+            }
         }
     }
     l->wait_us += mclock_us() - start;
@@ -561,7 +580,7 @@ int lock_release(struct lock *l) {
         give_up(l);
         return LOCK_ERR;
     }
-    if (l->holds == 1 && (l->type->flags & LOCK_T_WATCHED)) watchdog_unwatch(l->core->watchdog, l);
+    if (l->holds == 1) unwatch(l);
     l->holds--;
     int rc = l->type->release(l);
     if (rc == LOCK_ERR) {
@@ -584,6 +603,29 @@ int lock_check(struct lock *l) {
         return LOCK_LOST;
     }
     return LOCK_OK;
+}
+
+int lock_commit_check(struct lock *l) {
+    unwatch(l);
+    return lock_check(l);
+}
+
+void lock_guard(const struct lock *l, struct lock_guard *g) {
+    memset(g, 0, sizeof(*g));
+    g->kind = "";
+    g->key = l->key;
+    if (l->type->guard) l->type->guard(l, g);
+    g->enforce = g->kind[0] && (l->type->flags & LOCK_T_CHECKED);
+}
+
+void lock_string_guard(const struct lock *l, struct lock_guard *g) {
+    g->kind = "string";
+    snprintf(g->field, sizeof(g->field), "%s", l->owner);
+}
+
+void lock_hash_guard(const struct lock *l, struct lock_guard *g) {
+    g->kind = "hash";
+    snprintf(g->field, sizeof(g->field), "%s", l->owner);
 }
 
 int lock_lease_passed(const struct lock *l) {

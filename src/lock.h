@@ -104,6 +104,21 @@ void lock_core_shutdown(struct lock_core *core);
 /* The Redlock masters (for metrics), or NULL when none are configured. */
 const struct redlock *lock_core_redlock(const struct lock_core *core);
 
+/* What one of the watchdog's lanes did (watchdog.h): one lane per Redis
+ * server the core's watched locks live on, and one for the Redlock
+ * masters. */
+struct lock_lane_stats {
+    char name[64];              /* "host:port" of its server, the Sentinel master's name, or "redlock" */
+    long long renewed;          /* renewals that found the lock and reset its lease */
+    long long lost;             /* renewals that found it gone, or came after its lease */
+    long long unreached;        /* renewals that could not reach the server (tried again) */
+    long long retries;          /* compensations tried for holds that could not be given up */
+    int64_t longest_us;         /* the longest renewal seen, from its send to its outcome */
+};
+
+/* Fills out[] with up to max lanes' figures; returns how many. */
+int lock_core_lanes(struct lock_core *core, struct lock_lane_stats *out, int max);
+
 /* The lock types. */
 extern const struct lock_type lock_type_none;        /* no lock at all */
 extern const struct lock_type lock_type_local;       /* a pthread mutex in this process */
@@ -159,6 +174,30 @@ int lock_holds(const struct lock *l);
  * is not held, a renewal found it gone, or (for types that enforce their
  * lease) the lease deadline has passed. */
 int lock_check(struct lock *l);
+
+/* The commit point, called right before the holder appends its write:
+ * stops renewing the lock (waiting for a renewal of it in flight, and only
+ * for that one), then answers as lock_check does. After it the lease is no
+ * longer renewed, so the write must go out at once, with the release. */
+int lock_commit_check(struct lock *l);
+
+/* How Redis itself can tell, inside the script that writes, whether the
+ * lock is still the holder's: the write is then conditional in Redis, and a
+ * holder stalled between its last check and its write cannot write once
+ * its lock has gone. */
+struct lock_guard {
+    const char *kind;      /* "string": the key's value is the owner; "hash": the owner is
+                              a field of the hash; "": no script beside the stock can tell
+                              (the lock lives on other servers, or nowhere) */
+    const char *key;       /* the lock's key */
+    char field[96];        /* the value or field that names the owner */
+    int enforce;           /* refuse the write when the lock is not the holder's: the types
+                              that enforce their lease do, the ladder's flawed steps only
+                              record it */
+};
+
+/* Fills g for l. */
+void lock_guard(const struct lock *l, struct lock_guard *g);
 
 /* True when the lease deadline of a held lease has passed (whatever the
  * type enforces); 0 for locks without a lease. */

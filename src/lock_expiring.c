@@ -24,4 +24,5 @@ const struct lock_type lock_type_expiring = {
     .acquire = expiring_acquire,
     .release = expiring_release,
     .abandon = lock_string_abandon,
+    .guard = lock_string_guard,
 };

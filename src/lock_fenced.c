@@ -58,4 +58,5 @@ const struct lock_type lock_type_fenced = {
     .release = fenced_release,
     .abandon = lock_string_abandon,
     .report = fenced_report,
+    .guard = lock_string_guard,
 };

@@ -19,13 +19,16 @@
 
 struct pubsub;
 struct watchdog;
+struct wd_lane;
 
 /* struct lock_type.flags */
 #define LOCK_T_REDIS 1     /* the lock lives on the core's Redis, on the handle's connection */
 #define LOCK_T_GATED 2     /* threads of one process queue FIFO in front of it (the gate) */
 #define LOCK_T_WATCHED 4   /* renewed by the watchdog while held (needs renew) */
 #define LOCK_T_LEASED 8    /* it expires: the lease is dated from the granting send */
-#define LOCK_T_CHECKED 16  /* the holder may not commit past its lease deadline */
+#define LOCK_T_CHECKED 16  /* the holder may not commit past its lease deadline, and its
+                              write is refused in Redis when the lock is no longer its own */
+#define LOCK_T_QUORUM 32   /* it lives on the Redlock masters, not on the core's Redis */
 
 /* The connections a background operation (renew, abandon) may use: on the
  * watchdog thread its own, on a handle's thread fresh pooled ones. */
@@ -60,6 +63,10 @@ struct lock_type {
     int (*abandon)(struct lock *l, struct lock_link *k);
     /* Adds the type's own figures (token, depth, votes); may be NULL. */
     void (*report)(const struct lock *l, struct lock_report *r);
+    /* Says how a script on the lock's server finds the owner (g->kind and
+     * g->field); NULL when no script beside the stock can (the lock lives
+     * elsewhere, or nowhere). */
+    void (*guard)(const struct lock *l, struct lock_guard *g);
 };
 
 struct lock_core {
@@ -98,7 +105,10 @@ struct lock {
     atomic_int lost;             /* a renewal found the lock gone */
     atomic_int renewals;
 
+    int watching;                /* handed to the watchdog, not taken back yet */
+
     /* The watchdog's, under its mutex. */
+    struct wd_lane *wd_lane;     /* the lane renewing or retrying it */
     struct lock *wd_next;
     int64_t wd_due_us;
     int wd_busy;                 /* a renewal of it is in flight */
@@ -171,6 +181,11 @@ int lock_del_owned(struct lock *l);
 
 /* The abandon of every string lock: compare-and-delete on a link. */
 int lock_string_abandon(struct lock *l, struct lock_link *k);
+
+/* The guard of the string locks (the key's value is the owner id) and of
+ * the hash locks (the owner id is a field of the hash). */
+void lock_string_guard(const struct lock *l, struct lock_guard *g);
+void lock_hash_guard(const struct lock *l, struct lock_guard *g);
 
 /* Runs an embedded script on c (any thread); NULL with errstr set. */
 redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name,

@@ -34,4 +34,5 @@ const struct lock_type lock_type_owner_check = {
     .acquire = owner_check_acquire,
     .release = owner_check_release,
     .abandon = lock_string_abandon,
+    .guard = lock_string_guard,
 };

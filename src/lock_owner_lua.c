@@ -24,4 +24,5 @@ const struct lock_type lock_type_owner_lua = {
     .acquire = owner_lua_acquire,
     .release = owner_lua_release,
     .abandon = lock_string_abandon,
+    .guard = lock_string_guard,
 };

@@ -22,4 +22,5 @@ const struct lock_type lock_type_redisson = {
     .release = lock_hash_unlock,
     .renew = lock_hash_renew,
     .abandon = lock_hash_abandon,
+    .guard = lock_hash_guard,
 };

@@ -8,7 +8,8 @@
  *               so the lease deadline is the round's send time + TTL - drift
  *
  * A round that falls short gives the lock up on every master that granted
- * it or whose answer was lost (no partial win is kept), then waits for an
+ * it or whose answer was lost (no partial win is kept; for a nested hold,
+ * only where it was granted: see acquire_round), then waits for an
  * unlock message on a master that refused (where the holder holds the lock
  * and publishes on release), at most the holder's remaining lease. After a
  * round whose votes were split between racers, a random pause from a
@@ -39,6 +40,7 @@ struct redlock_state {
         int us;
     } votes[LOCK_MAX_NODES];
     int dirty;                  /* a failed round could not give up every master */
+    int count[LOCK_MAX_NODES];  /* holds each master is known to have granted this handle */
 };
 
 /* Outcome of one acquire round, beyond its votes. */
@@ -143,10 +145,16 @@ static int acquire_round(struct lock *l, struct round_result *res) {
     if (yes >= q && validity_ms > 0) {
         l->sent_us = t0;   /* the lease runs from the round's send */
         st->dirty = 0;
+        for (int i = 0; i < n; i++) st->count[i] = (l->holds ? st->count[i] : 0) + granted[i];
         return LOCK_OK;
     }
+    /* A first hold gives back every master that granted it or may have.
+     * A nested one gives back only those that granted it: on a master whose
+     * answer was lost the count may not have grown, and taking one off
+     * there could end the outer hold on it. A count left there too many is
+     * removed with the rest by the last release (hash-abandon). */
     int undo[LOCK_MAX_NODES], any = 0, unanswered = 0;
-    for (int i = 0; i < n; i++) any |= (undo[i] = granted[i] || unknown[i]);
+    for (int i = 0; i < n; i++) any |= (undo[i] = granted[i] || (unknown[i] && l->holds == 0));
     if (any) give_back(l, undo, &unanswered, NULL);
     st->dirty = unanswered > 0;
     if (res->can_vote < q) {
@@ -247,12 +255,20 @@ static int redlock_acquire(struct lock *l) {
     return rc;
 }
 
+/* The last release removes the owner's field on every master, even those
+ * that failed; an inner one takes a count off only where that nested hold
+ * is known to have been granted (a master whose answer was lost may never
+ * have counted it, and there the count is the outer hold's). */
 static int redlock_release(struct lock *l) {
     struct redlock *rl = l->core->redlock;
-    int all[LOCK_MAX_NODES], unanswered;
-    for (int i = 0; i < redlock_nodes(rl); i++) all[i] = 1;   /* every master, even those that failed */
+    struct redlock_state *st = l->priv;
+    int which[LOCK_MAX_NODES], unanswered;
+    for (int i = 0; i < redlock_nodes(rl); i++) {
+        which[i] = l->holds == 0 || st->count[i] > 1;
+        st->count[i] = l->holds == 0 ? 0 : st->count[i] - which[i];
+    }
     lock_release_pause(l);
-    int ours = give_back(l, all, &unanswered, NULL);
+    int ours = give_back(l, which, &unanswered, NULL);
     if (ours >= redlock_quorum(rl)) return LOCK_OK;
     if (unanswered > 0) {
         snprintf(l->errstr, sizeof(l->errstr), "%d Redlock masters did not answer the release",
@@ -316,7 +332,7 @@ static void redlock_report(const struct lock *l, struct lock_report *r) {
 const struct lock_type lock_type_redlock = {
     .name = "redlock",
     .family = "redlock",
-    .flags = LOCK_T_LEASED | LOCK_T_WATCHED | LOCK_T_CHECKED | LOCK_T_GATED,
+    .flags = LOCK_T_LEASED | LOCK_T_WATCHED | LOCK_T_CHECKED | LOCK_T_GATED | LOCK_T_QUORUM,
     .priv_size = sizeof(struct redlock_state),
     .acquire = redlock_acquire,
     .release = redlock_release,

@@ -13,4 +13,5 @@ const struct lock_type lock_type_reentrant = {
     .acquire = lock_hash_poll,
     .release = lock_hash_unlock,
     .abandon = lock_hash_abandon,
+    .guard = lock_hash_guard,
 };

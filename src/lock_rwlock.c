@@ -136,4 +136,5 @@ const struct lock_type lock_type_rw_write = {
     .release = write_release,
     .renew = lock_hash_renew,
     .abandon = write_abandon,
+    .guard = lock_hash_guard,
 };

@@ -70,4 +70,5 @@ const struct lock_type lock_type_setnx_retry = {
     .release = lock_del,
     .abandon = lock_string_abandon,
     .report = setnx_retry_report,
+    .guard = lock_string_guard,
 };

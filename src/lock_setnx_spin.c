@@ -18,4 +18,5 @@ const struct lock_type lock_type_setnx_spin = {
     .acquire = setnx_spin_acquire,
     .release = lock_del,
     .abandon = lock_string_abandon,
+    .guard = lock_string_guard,
 };

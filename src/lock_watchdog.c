@@ -14,4 +14,5 @@ const struct lock_type lock_type_watchdog = {
     .release = lock_hash_unlock,
     .renew = lock_hash_renew,
     .abandon = lock_hash_abandon,
+    .guard = lock_hash_guard,
 };

@@ -139,6 +139,7 @@ int main(int argc, char **argv) {
         return EXIT_CONFIG;
     }
     metrics_set_redlock(lock_core_redlock(svc.core));
+    metrics_set_core(svc.core);
     if (cfg.cluster_nodes[0]) metrics_set_cluster(svc.pool);
     struct lab *lab = NULL;
     if (cfg.lab_enabled) {

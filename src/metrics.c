@@ -41,6 +41,11 @@ struct strategy_row {
 
 static struct strategy_row rows[METRICS_MAX];
 static const struct redlock *redlock_nodes_seen;
+static struct lock_core *core_seen;
+
+void metrics_set_core(struct lock_core *core) {
+    core_seen = core;
+}
 
 void metrics_set_redlock(const struct redlock *rl) {
     redlock_nodes_seen = rl;
@@ -180,6 +185,25 @@ char *metrics_render(void) {
                 put(&o, "inventoryd_redlock_votes_total{node=\"%s\",outcome=\"%s\"} %lld\n",
                     redlock_node_name(redlock_nodes_seen, i), lock_vote_word(outcome[k]), n[k]);
         }
+    }
+    if (core_seen) {
+        struct lock_lane_stats lanes[16];
+        int n = lock_core_lanes(core_seen, lanes, 16);
+        put(&o, "# HELP inventoryd_watchdog_renewals_total Lease renewals by the watchdog lane "
+                "of each server, by outcome.\n"
+                "# TYPE inventoryd_watchdog_renewals_total counter\n");
+        for (int i = 0; i < n; i++)
+            put(&o, "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"renewed\"} %lld\n"
+                    "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"lost\"} %lld\n"
+                    "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"unreached\"} %lld\n",
+                lanes[i].name, lanes[i].renewed, lanes[i].name, lanes[i].lost, lanes[i].name,
+                lanes[i].unreached);
+        put(&o, "# HELP inventoryd_watchdog_longest_renewal_ms The longest renewal of each lane, "
+                "from its send to its outcome.\n"
+                "# TYPE inventoryd_watchdog_longest_renewal_ms gauge\n");
+        for (int i = 0; i < n; i++)
+            put(&o, "inventoryd_watchdog_longest_renewal_ms{lane=\"%s\"} %lld\n", lanes[i].name,
+                (long long)(lanes[i].longest_us / 1000));
     }
     if (cluster_root) {
         struct cluster_stats st;

@@ -17,6 +17,12 @@ struct redlock;
 /* Adds the Redlock masters' vote counters to the exposition (NULL: none). */
 void metrics_set_redlock(const struct redlock *rl);
 
+struct lock_core;
+
+/* Adds the watchdog's lanes (renewals by outcome, the longest renewal) to
+ * the exposition (NULL: none). */
+void metrics_set_core(struct lock_core *core);
+
 struct rpool;
 
 /* In cluster mode, adds the refusals the pool followed (MOVED, ASK,

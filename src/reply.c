@@ -181,9 +181,10 @@ char *reply_history(const struct history_event *ev, int n, int text) {
         for (int i = 0; i < n && off < cap; i++) {
             const struct history_event *e = &ev[i];
             off += (size_t)snprintf(s + off, cap - off, "%s %s:%d %s %s unit=%lld granted_us=%lld "
-                                    "released_us=%lld late=%d\n", e->id, e->instance, e->port,
-                                    e->strategy, e->outcome, e->unit, (long long)e->granted_us,
-                                    (long long)e->released_us, e->late);
+                                    "released_us=%lld written_us=%lld owned=%d late=%d\n", e->id,
+                                    e->instance, e->port, e->strategy, e->outcome, e->unit,
+                                    (long long)e->granted_us, (long long)e->released_us,
+                                    (long long)e->written_us, e->owned, e->late);
         }
         return s;
     }
@@ -202,6 +203,8 @@ char *reply_history(const struct history_event *ev, int n, int text) {
         cJSON_AddNumberToObject(x, "granted_us", (double)e->granted_us);
         cJSON_AddNumberToObject(x, "released_us", (double)e->released_us);
         if (e->lease_us) cJSON_AddNumberToObject(x, "lease_us", (double)e->lease_us);
+        if (e->written_us) cJSON_AddNumberToObject(x, "written_us", (double)e->written_us);
+        if (e->owned >= 0) cJSON_AddBoolToObject(x, "owned", e->owned);
         if (e->unit) cJSON_AddNumberToObject(x, "unit", (double)e->unit);
         cJSON_AddNumberToObject(x, "stock_read", (double)e->stock_read);
         if (e->token) cJSON_AddNumberToObject(x, "token", (double)e->token);

@@ -6,11 +6,26 @@
  * A locked sale costs two round trips besides its acquire: the probe's entry
  * pipelined with GET stock; then the write (one all-or-nothing script that
  * also records the lock family and the history event), the probe's exit and
- * the release, in one write. Before the write, the lock is asked whether
- * the holder may still commit (lock_check): a lock whose renewal failed, or
- * whose enforced lease has run out, sells nothing and answers lock_lost.
+ * the release, in one write.
+ *
+ * The commit point. Right before the write is built, lock_commit_check()
+ * stops the lock's renewal (waiting only for a renewal of this lock in
+ * flight) and checks the lease one last time: a lock whose renewal failed,
+ * or whose enforced lease has run out, sells nothing and answers lock_lost.
+ * The write then goes out at once with the release, and it is conditional
+ * in Redis too: the script looks at the lock as it applies (the guard,
+ * lock_guard()), and for the types that enforce their lease refuses to
+ * write once the lock is no longer the holder's. So a holder stalled after
+ * its last check (a pause, a slow scheduler) can never land a stale write.
  * For the holds that write nothing (sold out, lock lost, bad stock), the
- * history event goes instead of the write.
+ * history event goes instead of the write, through a script that looks at
+ * the lock the same way.
+ *
+ * The history dates each hold by what happened: granted_us when the
+ * acquire returned, released_us when the write (or event) and the release
+ * were sent, lease_us the lease deadline as the holder knew it at that
+ * send, and, from the script itself, written_us (Redis's clock as it
+ * applied) and owned (whether the lock was the holder's then).
  *
  * Nothing here is ever re-sent after an I/O error: a write whose reply was
  * lost may have been applied, so the sale answers backend_unavailable, and
@@ -49,7 +64,8 @@ struct sale_section {
     long long sold;               /* units written */
     char (*entries)[128];         /* ledger entries "unit|order|port" */
     int commit_reply;             /* index of the write's reply in the pipeline, or -1 */
-    int late;                     /* the lease had passed at commit */
+    int late;                     /* the lease had passed at the send */
+    struct lock_guard guard;      /* how the write's script looks at the lock */
     /* The history fields shared by the section's events. */
     const char *hist[HISTORY_ARGS];
     int nhist;
@@ -116,29 +132,32 @@ static void history_nothing(struct sale_section *sec, const char *outcome) {
     if (sec->inv->history_max <= 0) return;
     char cap[16];
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
-    const char *argv[8 + HISTORY_ARGS] = {"XADD", sec->k->history, "MAXLEN", "~", cap, "*",
-                                          "outcome", outcome};
-    memcpy(argv + 8, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    lock_append(sec->l, 8 + sec->nhist, argv, NULL);
+    const struct lock_guard *g = &sec->guard;
+    const char *argv[6 + HISTORY_ARGS] = {sec->k->history, g->key, cap, g->kind, g->field,
+                                          outcome};
+    memcpy(argv + 6, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    lock_append_script(sec->l, "history-event", 2, 6 + sec->nhist, argv, NULL);
 }
 
 /* ---- writes --------------------------------------------------------------- */
 
 int sale_commit_plain(struct sale_section *sec) {
     int n = (int)sec->sold, argc = 0;
-    const char **argv = malloc(sizeof(*argv) * (size_t)(8 + n + HISTORY_ARGS));
+    const char **argv = malloc(sizeof(*argv) * (size_t)(12 + n + HISTORY_ARGS));
     if (!argv) return -1;
     char stock[24], cap[16], count[16];
     snprintf(stock, sizeof(stock), "%lld", sec->stock - sec->sold);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     snprintf(count, sizeof(count), "%d", n);
     const struct item_keys *k = sec->k;
-    const char *head[] = {k->stock, k->ledger, k->families, k->history, stock,
-                          lock_type_family(lock_type_of(sec->l)), cap, count};
+    const struct lock_guard *g = &sec->guard;
+    const char *head[] = {k->stock, k->ledger, k->families, k->history, g->key, stock,
+                          lock_type_family(lock_type_of(sec->l)), cap, g->kind, g->field,
+                          g->enforce ? "1" : "0", count};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) argv[argc++] = head[i];
     for (int i = 0; i < n; i++) argv[argc++] = sec->entries[i];
     for (int i = 0; i < sec->nhist; i++) argv[argc++] = sec->hist[i];
-    int rc = lock_append_script(sec->l, "sale-write", 4, argc, argv, NULL);
+    int rc = lock_append_script(sec->l, "sale-write", 5, argc, argv, NULL);
     free(argv);
     return rc;
 }
@@ -152,11 +171,12 @@ static int commit_fenced(struct sale_section *sec) {
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct item_keys *k = sec->k;
-    const char *argv[10 + HISTORY_ARGS] = {k->stock, k->ledger, fence, k->families, k->history,
-                                           token, stock, sec->entries[0],
-                                           lock_type_family(lock_type_of(sec->l)), cap};
-    memcpy(argv + 10, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    return lock_append_script(sec->l, "fenced-sale", 5, 10 + sec->nhist, argv, NULL);
+    const char *argv[12 + HISTORY_ARGS] = {k->stock, k->ledger, fence, k->families, k->history,
+                                           sec->guard.key, token, stock, sec->entries[0],
+                                           lock_type_family(lock_type_of(sec->l)), cap,
+                                           sec->guard.field};
+    memcpy(argv + 12, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    return lock_append_script(sec->l, "fenced-sale", 6, 12 + sec->nhist, argv, NULL);
 }
 
 /* ---- the critical section ------------------------------------------------- */
@@ -243,14 +263,18 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
         return;   /* the connection failed: the release gives the lock up */
     }
     sec->sold = rc || sec->stock <= 0 ? 0 : (sec->stock < sec->n ? sec->stock : sec->n);
-    if (sec->sold > 0 && lock_check(sec->l) != LOCK_OK) {
+    /* The commit point: no renewal from here on, and the last check of the
+     * lease right before the write goes out with the release. */
+    if (lock_commit_check(sec->l) != LOCK_OK && sec->sold > 0) {
         snprintf(r->errstr, sizeof(r->errstr), "the lock %.100s was lost before the write (%.80s); "
                  "nothing was sold", sec->k->lock, lock_errstr(sec->l)[0] ? lock_errstr(sec->l)
                  : "a renewal found it gone");
         rc = r->status = INV_LOCK_LOST;
         sec->sold = 0;
     }
+    mclock_sleep_ms(f->commit_delay_ms);   /* fault: a stall after the last check */
     sec->late = lock_lease_passed(sec->l);
+    lock_guard(sec->l, &sec->guard);
     history_fields(sec);
     rc = section_write(sec, commit, rc);
     if (rc) sale_fail_all(sec->rs, sec->n, rc, r->errstr);
@@ -278,6 +302,10 @@ static void section_finish(struct sale_section *sec) {
     } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "BADKEY", 6) == 0) {
         snprintf(r->errstr, sizeof(r->errstr), "nothing was written: %.200s", w->str + 7);
         rc = r->status = INV_BAD_DATA;
+    } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "LOST", 4) == 0) {
+        snprintf(r->errstr, sizeof(r->errstr), "write refused by Redis: %.200s; nothing was sold",
+                 w->str + 5);
+        rc = r->status = INV_LOCK_LOST;
     } else if (w->type != REDIS_REPLY_INTEGER) {
         if (w->type == REDIS_REPLY_ERROR) rpool_note_error(sec->inv->pool, w->str);
         rc = sale_backend(r, "write", w->type == REDIS_REPLY_ERROR ? w->str : "unexpected reply");

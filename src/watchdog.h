@@ -1,12 +1,15 @@
-/* watchdog.h -- the lock core's background thread: Redisson's lock
+/* watchdog.h -- the lock core's background renewals: Redisson's lock
  * watchdog, and the retrier of holds that could not be given up.
  *
- * While a lock is watched, its lease is renewed every TTL/3 by ONE thread
- * for all the held locks of the core, on connections of its own (one per
- * Redis server, never from the sale pool). Each renewal dates the lease from
- * when it was sent. A renewal that finds the lock gone marks it lost; one
- * that cannot reach Redis is tried again sooner, and the lock is marked lost
- * once the lease it had has run out.
+ * While a lock is watched, its lease is renewed every TTL/3 by the thread
+ * of its lane: one lane per Redis server the core's locks live on (the
+ * core's Redis, or each cluster master) and one for the Redlock masters, so
+ * a stalled server delays only the locks that live on it. Lanes renew on
+ * connections of their own, never from the sale pool. Each renewal dates
+ * the lease from when it was sent, and its outcome is recorded as soon as
+ * its own reply is in. A renewal that finds the lock gone marks it lost;
+ * one that cannot reach Redis is tried again sooner, and the lock is marked
+ * lost once the lease it had has run out.
  *
  * An orphan is a handle whose compensating release failed (see lock.h); the
  * thread retries it every ORPHAN_RETRY_MS until it succeeds or its lease is
@@ -18,19 +21,21 @@ struct lock;
 struct lock_core;
 struct watchdog;
 
-/* Starts the thread. NULL when it cannot be started. */
+/* Starts the first lane's thread (the core's pool); the others start when
+ * a lock first needs them. NULL when no thread can be started. */
 struct watchdog *watchdog_create(struct lock_core *core);
 
-/* Retries every orphan once more, stops and joins the thread, closes its
- * connections and frees the orphans. No lock may be watched. Accepts NULL. */
+/* Retries every orphan once more, stops and joins every lane's thread,
+ * closes their connections and frees the orphans. No lock may be watched.
+ * Accepts NULL. */
 void watchdog_free(struct watchdog *wd);
 
 /* Starts renewing l (held; its lease set). l must stay valid until
  * watchdog_unwatch(l). */
 void watchdog_watch(struct watchdog *wd, struct lock *l);
 
-/* Stops renewing l; waits for a renewal of l in flight to end. When it
- * returns, the watchdog no longer touches l. */
+/* Stops renewing l; waits for a renewal of l in flight to end (never for
+ * another lock's). When it returns, the watchdog no longer touches l. */
 void watchdog_unwatch(struct watchdog *wd, struct lock *l);
 
 /* Takes over an orphaned handle (holds given up in this process, maybe not
@@ -39,5 +44,9 @@ void watchdog_adopt(struct watchdog *wd, struct lock *l);
 
 /* Orphans not yet given up (for tests). */
 int watchdog_orphans(struct watchdog *wd);
+
+/* Fills out[] with up to max lanes' figures; returns how many. */
+struct lock_lane_stats;
+int watchdog_stats(struct watchdog *wd, struct lock_lane_stats *out, int max);
 
 #endif

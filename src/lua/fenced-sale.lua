@@ -3,12 +3,14 @@
 -- applied only if the caller's token is still the newest one issued, so a
 -- holder that lost its lock (paused past its TTL while another owner took
 -- it) cannot write what it read before. All or nothing, as sale-write.lua:
--- key types are checked first.
+-- key types are checked first. Its events carry written_us (Redis's clock
+-- when it applied) and owned (whether the lock was still the caller's): the
+-- fence, not the lock, decides.
 -- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] fencing counter,
--- KEYS[4] families set, KEYS[5] history stream
+-- KEYS[4] families set, KEYS[5] history stream, KEYS[6] lock
 -- ARGV[1] token, ARGV[2] new stock, ARGV[3] ledger entry "unit|order|port",
 -- ARGV[4] lock family, ARGV[5] history cap (0: no history),
--- ARGV[6 ..] history fields and values
+-- ARGV[6] the lock's owner value, ARGV[7 ..] history fields and values
 -- Returns 1 when written, or an error STALE naming both tokens (the refusal
 -- is recorded in the history), or BADKEY.
 local function is(key, ...)
@@ -24,19 +26,23 @@ if not is(KEYS[1], 'string') or not is(KEYS[2], 'none', 'list') or
   return redis.error_reply('BADKEY a key of ' .. KEYS[1] .. ' has the wrong type')
 end
 local unit, order = string.match(ARGV[3], '^([^|]*)|([^|]*)|')
+local mine = is(KEYS[6], 'string') and redis.call('get', KEYS[6]) == ARGV[6]
+local t = redis.call('time')
+local function event(outcome)
+  if cap <= 0 then return end
+  local a = {'xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', outcome, 'unit', unit,
+             'order', order, 'written_us', t[1] .. string.format('%06d', tonumber(t[2])),
+             'owned', mine and '1' or '0'}
+  for i = 7, #ARGV do a[#a + 1] = ARGV[i] end
+  redis.call(unpack(a))
+end
 local newest = tonumber(redis.call('get', KEYS[3]) or '0')
 if tonumber(ARGV[1]) < newest then
-  if cap > 0 then
-    redis.call('xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', 'stale_token', 'unit', unit,
-               'order', order, unpack(ARGV, 6))
-  end
+  event('stale_token')
   return redis.error_reply('STALE token ' .. ARGV[1] .. ' is older than token ' .. newest)
 end
 redis.call('set', KEYS[1], ARGV[2])
 redis.call('rpush', KEYS[2], ARGV[3])
 redis.call('sadd', KEYS[4], ARGV[4])
-if cap > 0 then
-  redis.call('xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', 'sold', 'unit', unit,
-             'order', order, unpack(ARGV, 6))
-end
+event('sold')
 return 1

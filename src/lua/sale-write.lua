@@ -5,17 +5,40 @@
 -- Every key's type is checked before anything is written, so a ledger or
 -- history key of the wrong type cannot leave the stock decremented without
 -- its entries; the shebang makes Redis refuse it whole when out of memory.
--- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] families set, KEYS[4] history stream
+--
+-- The lock is looked at in the same step as the write (the guard): when
+-- ARGV[4] names how its owner is found, the script sees whether the lock
+-- is still ARGV[5]'s as the write applies. With ARGV[6] = 1 (the types
+-- that enforce their lease) a lock that is not the caller's any more gets
+-- nothing written and the hold's event says lock_lost: a holder stalled
+-- after its last check cannot write once its lock has gone. Otherwise the
+-- write goes ahead and its events say what the script saw (owned 1 or 0).
+-- Every event carries written_us, Redis's own clock when it applied.
+--
+-- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] families set,
+-- KEYS[4] history stream, KEYS[5] lock
 -- ARGV[1] new stock, ARGV[2] lock family, ARGV[3] history cap (0: no history)
--- ARGV[4] n, ARGV[5 .. 4+n] ledger entries "unit|order|port"
--- ARGV[5+n ..] history fields and values shared by the n events
--- Returns n, or an error BADKEY naming the key of the wrong type.
+-- ARGV[4] guard: 'string' (the lock's value is the owner), 'hash' (the owner
+-- is a field of it) or '' (not looked at), ARGV[5] the owner's value or field,
+-- ARGV[6] 1: refuse the write when the lock is not the owner's
+-- ARGV[7] n, ARGV[8 .. 7+n] ledger entries "unit|order|port"
+-- ARGV[8+n ..] history fields and values shared by the n events
+-- Returns n; an error LOST (nothing written, the event recorded); or an
+-- error BADKEY naming the key of the wrong type.
 local function is(key, ...)
   local kind = redis.call('type', key)['ok']
   for _, k in ipairs({...}) do
     if kind == k then return true end
   end
   return false
+end
+local function owned(kind, key, field)
+  if kind == 'string' then
+    return is(key, 'string') and redis.call('get', key) == field
+  elseif kind == 'hash' then
+    return is(key, 'hash') and redis.call('hexists', key, field) == 1
+  end
+  return nil
 end
 local cap = tonumber(ARGV[3])
 if not is(KEYS[1], 'string') then
@@ -30,15 +53,32 @@ end
 if cap > 0 and not is(KEYS[4], 'none', 'stream') then
   return redis.error_reply('BADKEY ' .. KEYS[4] .. ' is not a stream')
 end
-local n = tonumber(ARGV[4])
+local n = tonumber(ARGV[7])
+local mine = owned(ARGV[4], KEYS[5], ARGV[5])
+local t = redis.call('time')
+local seen = {'written_us', t[1] .. string.format('%06d', tonumber(t[2]))}
+if mine ~= nil then
+  seen[3] = 'owned'
+  seen[4] = mine and '1' or '0'
+end
+local function event(...)
+  if cap <= 0 then return end
+  local a = {'xadd', KEYS[4], 'MAXLEN', '~', cap, '*'}
+  for _, v in ipairs({...}) do a[#a + 1] = v end
+  for _, v in ipairs(seen) do a[#a + 1] = v end
+  for i = 8 + n, #ARGV do a[#a + 1] = ARGV[i] end
+  redis.call(unpack(a))
+end
+if mine == false and ARGV[6] == '1' then
+  event('outcome', 'lock_lost')
+  return redis.error_reply('LOST the lock ' .. KEYS[5] .. ' was no longer ' .. ARGV[5] ..
+                           "'s when the write arrived")
+end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call('rpush', KEYS[2], unpack(ARGV, 5, 4 + n))
+redis.call('rpush', KEYS[2], unpack(ARGV, 8, 7 + n))
 redis.call('sadd', KEYS[3], ARGV[2])
-if cap > 0 then
-  for i = 5, 4 + n do
-    local unit, order = string.match(ARGV[i], '^([^|]*)|([^|]*)|')
-    redis.call('xadd', KEYS[4], 'MAXLEN', '~', cap, '*', 'outcome', 'sold', 'unit', unit,
-               'order', order, unpack(ARGV, 5 + n))
-  end
+for i = 8, 7 + n do
+  local unit, order = string.match(ARGV[i], '^([^|]*)|([^|]*)|')
+  event('outcome', 'sold', 'unit', unit, 'order', order)
 end
 return n

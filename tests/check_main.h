@@ -23,5 +23,6 @@ Suite *safety_suite(void);
 Suite *stats_suite(void);
 Suite *lab_suite(void);
 Suite *cluster_suite(void);
+Suite *commit_suite(void);
 
 #endif

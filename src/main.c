@@ -180,6 +180,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs off: lab.enabled=false)\n",
                 cfg.bind, cfg.port);
     }
+    if (cfg.admin_token[0])
+        fprintf(stderr, "inventoryd: admin.token is set: a reset, a lab run and any fault parameter "
+                "need 'Authorization: Bearer <admin.token>'\n");
     int seeded = 0;
     if (inventory_ping(svc.inv, err, sizeof(err)) != 0 ||
         inventory_seed(svc.inv, cfg.initial_stock, &seeded, err, sizeof(err)) != 0)

@@ -147,6 +147,7 @@ int main(int argc, char **argv) {
             .instances = cfg.lab_instances, .results_dir = cfg.lab_results_dir,
             .ttl_ms = cfg.lock_ttl_ms, .wait_ms = cfg.lock_wait_ms,
             .io_timeout_ms = cfg.lock_wait_ms + cfg.redis_timeout_ms * 3 + 5000,
+            .admin_token = cfg.admin_token,
         };
         if (!(lab = lab_create(&lo, err, sizeof(err)))) {
             fprintf(stderr, "inventoryd: %s\n", err);

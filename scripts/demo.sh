@@ -22,6 +22,15 @@
 # terminal the stack then stays up until Ctrl-C, so that the URL can be
 # opened; otherwise (or with DEMO_KEEP=0) it is stopped first.
 #
+# The admin token: the instances run with admin.token, so a reset, a lab run
+# and a fault parameter need "Authorization: Bearer <token>" (the lab page
+# asks for it). It is INVENTORYD_ADMIN_TOKEN when set (at least 16
+# characters), else a random one made here. It reaches the instances through
+# their environment and this script's curl on its stdin, never a command
+# line (ps shows those); the demo prints it once, while the stack is up, in a
+# line that shows how to send it with curl (a token of your own is named,
+# not printed).
+#
 # Two columns measure cost rather than outcome:
 #   redis_cmds_per_sale  the calls= deltas of Redis' INFO commandstats over
 #       the load alone (snapshots after the reset and before the audit; the
@@ -129,6 +138,17 @@ if [ "$keep" = auto ]; then
     if [ -t 0 ] && [ -t 1 ]; then keep=1; else keep=0; fi
 fi
 [ "$keep" = 0 ] || [ "$keep" = 1 ] || die "DEMO_KEEP must be 0 or 1 (or auto), not '$keep'"
+token_given=0
+if [ -n "${INVENTORYD_ADMIN_TOKEN:-}" ]; then
+    token_given=1
+    [ ${#INVENTORYD_ADMIN_TOKEN} -ge 16 ] ||
+        die "INVENTORYD_ADMIN_TOKEN must be at least 16 characters (or unset: the demo makes one)"
+else
+    INVENTORYD_ADMIN_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+    [ ${#INVENTORYD_ADMIN_TOKEN} -eq 32 ] || die "cannot read /dev/urandom for an admin token"
+fi
+export INVENTORYD_ADMIN_TOKEN
+admin_token=$INVENTORYD_ADMIN_TOKEN   # reset_stock sends it (tests/lib.sh)
 if [ -n "${DEMO_INVENTORYD:-}${DEMO_LOAD:-}" ]; then
     if ! [ -x "${DEMO_INVENTORYD:-}" ] || ! [ -x "${DEMO_LOAD:-}" ]; then
         die "DEMO_INVENTORYD and DEMO_LOAD must both name executables (got '${DEMO_INVENTORYD:-}' and '${DEMO_LOAD:-}')"
@@ -248,6 +268,19 @@ start_instance "$port2" "${sets[@]}"; pid2=$inst_pid
 # Waits for both, renders nginx/nginx.conf.in into $run/nginx, checks it
 # (nginx -t) and starts nginx; sets base.
 start_front
+
+# say_token: the one line that gives the admin token and shows its use.
+say_token() {
+    if [ "$token_given" = 1 ]; then
+        echo "demo: admin token: yours, from INVENTORYD_ADMIN_TOKEN; resets, lab runs and fault parameters need it:" \
+            "curl -H \"Authorization: Bearer \$INVENTORYD_ADMIN_TOKEN\" -X POST -d '{\"stock\":200}' $base/inventory/reset"
+    else
+        echo "demo: admin token: $admin_token (resets, lab runs and fault parameters need it; the lab page asks for it):" \
+            "curl -H 'Authorization: Bearer $admin_token' -X POST -d '{\"stock\":200}' $base/inventory/reset"
+    fi
+}
+# Once, while the stack is up: here, or before the lab's URL when it stays up.
+[ "$keep" = 1 ] || say_token
 
 # ---- cost snapshots --------------------------------------------------------
 # cmdstats FILE: "<command> <calls>" per command Redis has run, but INFO (the
@@ -415,6 +448,7 @@ lab_url="http://127.0.0.1:$nginx_port/"
 if [ "$keep" = 1 ]; then
     echo "demo: the stack stays up: the lock lab shows this run's results (Compare) and runs"
     echo "demo: any strategy or flaw from the browser; Ctrl-C stops everything."
+    say_token
     echo "demo: lab: $lab_url"
     stopping=0
     trap 'stopping=1' INT TERM

@@ -22,6 +22,7 @@
 #include "addr.h"
 #include "item.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -41,6 +42,7 @@ enum key_type {
     KEY_CHOICE, /* one of the '|'-separated words in choices */
     KEY_ADDRS,  /* host:port,... (addr.h), at most max entries; empty when min is 0 */
     KEY_NAMES,  /* "all" or names [a-z0-9-] separated by commas */
+    KEY_TOKEN,  /* empty, or at least min visible ASCII characters; secret */
 };
 
 struct config_key {
@@ -71,6 +73,8 @@ struct config_key {
     { n, KEY_ADDRS, offsetof(struct config, f), FIELD_SIZE(f), minn, maxn, 0, d, NULL }
 #define K_NAMES(n, f, d) \
     { n, KEY_NAMES, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
+#define K_TOKEN(n, f, minlen) \
+    { n, KEY_TOKEN, offsetof(struct config, f), FIELD_SIZE(f), minlen, 0, 1, "", NULL }
 
 static const struct config_key keys[] = {
     K_STR ("server.bind",                bind,                 "127.0.0.1", 1, 0),
@@ -120,6 +124,8 @@ static const struct config_key keys[] = {
 
     K_BOOL("faults.enabled",             faults_enabled,       "false"),
     K_INT ("faults.max-hold-ms",         faults_max_hold_ms,   "60000", 0, 3600000),
+
+    K_TOKEN("admin.token",               admin_token,          CONFIG_TOKEN_MIN),
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -349,10 +355,35 @@ static int check_addrs(const struct config_key *k, const char *value, char *fiel
     return check_string(k, value, field, origin, errstr, errlen);
 }
 
+/* A token: empty (none), or at least k->min characters a header can carry
+ * and a shell can pass unquoted, 0x21 to 0x7e. The value is never repeated. */
+static int check_token(const struct config_key *k, const char *value, char *field,
+                       const char *origin, char *errstr, size_t errlen) {
+    size_t len = strlen(value);
+    if (len == 0) {   /* no token */
+        field[0] = '\0';
+        return CONFIG_OK;
+    }
+    if (len < (size_t)k->min) {
+        set_err(errstr, errlen, "%s: %s: the token is shorter than %lld characters; pick a "
+                "random one, e.g. the output of od -An -tx1 -N24 /dev/urandom | tr -d ' \\n'",
+                origin, k->name, k->min);
+        return CONFIG_ERR;
+    }
+    for (const char *p = value; *p; p++) {
+        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) {
+            set_err(errstr, errlen, "%s: %s: the token may hold only visible ASCII characters "
+                    "(no spaces, no control characters)", origin, k->name);
+            return CONFIG_ERR;
+        }
+    }
+    return store_string(k, value, len, field, origin, errstr, errlen);
+}
+
 static const key_check checks[] = {
     [KEY_INT] = check_int,       [KEY_BOOL] = check_bool,   [KEY_STRING] = check_string,
     [KEY_NAME] = check_name,     [KEY_PATH] = check_path,   [KEY_CHOICE] = check_choice,
-    [KEY_ADDRS] = check_addrs,   [KEY_NAMES] = check_names,
+    [KEY_ADDRS] = check_addrs,   [KEY_NAMES] = check_names, [KEY_TOKEN] = check_token,
 };
 
 /* Checks value against k and stores it; on error leaves cfg untouched and
@@ -619,6 +650,30 @@ static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) 
     return CONFIG_OK;
 }
 
+/* Whether server.bind is an IPv4 address in 127.0.0.0/8. Anything else,
+ * unparsable included, counts as reachable from outside. */
+static int bind_loopback(const char *bind) {
+    struct in_addr a;
+    return inet_pton(AF_INET, bind, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* lab.enabled makes the instance a load generator and faults.enabled lets a
+ * request hold the lock for a minute or kill the process: off loopback,
+ * either needs admin.token, which then guards them (http.c). */
+static int admin_check(const struct config *cfg, char *errstr, size_t errlen) {
+    const char *on = cfg->lab_enabled && cfg->faults_enabled ? "lab.enabled and faults.enabled are"
+                     : cfg->lab_enabled ? "lab.enabled is" : "faults.enabled is";
+    if ((!cfg->lab_enabled && !cfg->faults_enabled) || cfg->admin_token[0] ||
+        bind_loopback(cfg->bind))
+        return CONFIG_OK;
+    set_err(errstr, errlen, "%s: server.bind: %.*s is not a loopback address (127.0.0.0/8) and %s "
+            "true, so anyone who reaches the port could reset the stock, start load runs or "
+            "inject faults; set admin.token (at least %d characters, or INVENTORYD_ADMIN_TOKEN) "
+            "to require 'Authorization: Bearer <admin.token>' for them, or bind 127.0.0.1",
+            config_origin(cfg, "server.bind"), ECHO_MAX, cfg->bind, on, CONFIG_TOKEN_MIN);
+    return CONFIG_ERR;
+}
+
 int config_check(const struct config *cfg, const char *const *names,
                  char *errstr, size_t errlen) {
     char known[1024];
@@ -646,7 +701,7 @@ int config_check(const struct config *cfg, const char *const *names,
                 config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, cfg->strategy);
         return CONFIG_ERR;
     }
-    return CONFIG_OK;
+    return admin_check(cfg, errstr, errlen);
 }
 
 const char *config_origin(const struct config *cfg, const char *key) {

@@ -19,8 +19,11 @@
 
 #define CONFIG_ORIGIN_MAX 256
 
+/* The shortest admin.token accepted: a guessable token guards nothing. */
+#define CONFIG_TOKEN_MIN 16
+
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 39
+#define CONFIG_KEY_COUNT 40
 
 struct config {
     /* server.* */
@@ -93,6 +96,14 @@ struct config {
     int faults_enabled;         /* faults.enabled, default false */
     int faults_max_hold_ms;     /* faults.max-hold-ms, default 60000 */
 
+    /* admin.* */
+    char admin_token[128];      /* admin.token: empty (the default: nothing
+                                   needs a token), or CONFIG_TOKEN_MIN to 127
+                                   visible ASCII characters, which a reset,
+                                   a lab run and any fault parameter must then
+                                   carry as "Authorization: Bearer <token>".
+                                   Secret: never echoed, masked in config_dump */
+
     /* Where each key's value came from, in config.c's table order; read it
      * with config_origin(). An empty string means "default". */
     char origins[CONFIG_KEY_COUNT][CONFIG_ORIGIN_MAX];
@@ -129,7 +140,9 @@ int config_apply(struct config *cfg, const char *key, const char *value,
 
 /* Checks what no single key can: that inventory.key can name a stock key,
  * that lock.strategy and every name in lock.allowed is one of names
- * (NULL-terminated), and that lock.strategy is allowed. Returns CONFIG_OK, or CONFIG_ERR with "ORIGIN: key: why". */
+ * (NULL-terminated), that lock.strategy is allowed, and that lab.enabled or
+ * faults.enabled on a server.bind outside 127.0.0.0/8 come with an
+ * admin.token. Returns CONFIG_OK, or CONFIG_ERR with "ORIGIN: key: why". */
 int config_check(const struct config *cfg, const char *const *names,
                  char *errstr, size_t errlen);
 
@@ -140,7 +153,8 @@ int config_allows(const struct config *cfg, const char *name);
  * "default". NULL for an unknown key. The string lives as long as cfg. */
 const char *config_origin(const struct config *cfg, const char *key);
 
-/* Writes "key=value\n" for every key, with redis.password masked, into buf.
+/* Writes "key=value\n" for every key, with redis.password and admin.token
+ * masked, into buf.
  * Returns the length that was needed (as snprintf). */
 size_t config_dump(const struct config *cfg, char *buf, size_t len);
 

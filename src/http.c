@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "config.h"
@@ -102,16 +103,19 @@ static enum MHD_Result count_value(void *cls, enum MHD_ValueKind kind, const cha
     return MHD_YES;
 }
 
-/* Queues body (taken over, freed by MHD) with code. A NULL body is an out of
- * memory: a fixed 500 goes out instead. */
-static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body,
-                              const char *type, const char *allow) {
+/* Queues body (taken over, freed by MHD) with code, and the header name:
+ * value when name is not NULL. A NULL body is an out of memory: a fixed 500
+ * goes out instead. */
+static enum MHD_Result answer_with(struct MHD_Connection *conn, int code, char *body,
+                                   const char *type, const char *name, const char *value) {
     struct MHD_Response *resp;
-    if (!body) {
-        static const char oom[] = "{\"status\":\"internal_error\",\"error\":\"out of memory\"}";
+    int oom = !body;
+    if (oom) {
+        static const char oom_body[] = "{\"status\":\"internal_error\",\"error\":\"out of memory\"}";
         code = 500;
         type = CT_JSON;
-        resp = MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+        resp = MHD_create_response_from_buffer(sizeof(oom_body) - 1, (void *)oom_body,
+                                               MHD_RESPMEM_PERSISTENT);
     } else {
         resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     }
@@ -121,11 +125,17 @@ static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body,
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (name && !oom) MHD_add_response_header(resp, name, value);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
     metrics_http(code);
     return ret;
+}
+
+/* answer_with and, when allow is not NULL, that Allow header. */
+static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body,
+                              const char *type, const char *allow) {
+    return answer_with(conn, code, body, type, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
 /* Queues one of the page's embedded files, with the page's security headers. */
@@ -147,6 +157,62 @@ static enum MHD_Result answer_asset(struct MHD_Connection *conn, const struct we
 static enum MHD_Result answer_error(struct MHD_Connection *conn, int code, const char *word,
                                     const char *sentence, int text) {
     return answer(conn, code, reply_error(word, sentence, text), text ? CT_TEXT : CT_JSON, NULL);
+}
+
+/* ---- the admin token ----------------------------------------------------------
+ * With admin.token set, a reset, a lab run and any fault parameter need
+ * "Authorization: Bearer <admin.token>"; without it they answer 401 with
+ * WWW-Authenticate. The token is never written anywhere: not in an answer,
+ * not in a log line. */
+
+/* Whether the n bytes of given are the token want, in a time that depends on
+ * strlen(want) and n only, never on where the first differing byte is. */
+static int token_equal(const char *given, size_t n, const char *want) {
+    size_t wlen = strlen(want);
+    volatile unsigned char diff = (unsigned char)(n != wlen);
+    for (size_t i = 0; i < wlen; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)(i < n ? given[i] : 0);
+    return diff == 0;
+}
+
+/* Whether the request may do what needs the admin token: always when
+ * admin.token is empty. Otherwise 0, with a sentence naming the header in
+ * why, when its Authorization header is missing, not Bearer, or another
+ * token. what names the refused thing ("a reset"). */
+static int admin_allowed(const struct http_server *s, struct MHD_Connection *conn,
+                         const char *what, char *why, size_t whylen) {
+    const char *want = s->cfg->admin_token;
+    if (!want[0]) return 1;
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h) {
+        snprintf(why, whylen, "%s needs the admin token: send the header "
+                 "'Authorization: Bearer <admin.token>'", what);
+        return 0;
+    }
+    if (strncasecmp(h, "Bearer ", 7) != 0) {
+        snprintf(why, whylen, "%s needs the admin token, and the Authorization header is not "
+                 "'Bearer <admin.token>'", what);
+        return 0;
+    }
+    const char *tok = h + 7;
+    while (*tok == ' ') tok++;
+    size_t n = strlen(tok);
+    while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) n--;
+    if (!token_equal(tok, n, want)) {
+        snprintf(why, whylen, "%s needs the admin token, and the one in the Authorization "
+                 "header is not this instance's admin.token", what);
+        log_limited("auth", "refused %s: the Authorization header holds a wrong admin token", what);
+        return 0;
+    }
+    return 1;
+}
+
+/* The 401 for a request without the admin token. */
+static enum MHD_Result answer_unauthorized(struct MHD_Connection *conn, const char *why,
+                                           int text) {
+    return answer_with(conn, 401, reply_error("unauthorized", why, text), text ? CT_TEXT : CT_JSON,
+                       MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"inventoryd\"");
 }
 
 /* The demo's one-line text is asked for with ?format=text or an Accept header
@@ -187,7 +253,8 @@ static int query_item(const struct http_server *s, struct MHD_Connection *conn, 
 }
 
 /* Reads the fault parameters of a request into f. Returns 0, or the HTTP
- * status to refuse it with (400 malformed, 403 faults off) and a sentence. */
+ * status to refuse it with (400 malformed, 403 faults off, 401 without the
+ * admin token: any fault parameter given needs it) and a sentence. */
 static int read_faults(struct http_server *s, struct MHD_Connection *conn, struct sale_faults *f,
                        char *why, size_t whylen) {
     memset(f, 0, sizeof(*f));
@@ -209,7 +276,15 @@ static int read_faults(struct http_server *s, struct MHD_Connection *conn, struc
                  "to use hold_ms, crash, release_delay_ms, nested or commit_delay_ms");
         return 403;
     }
+    if (given && !admin_allowed(s, conn, "a fault parameter", why, whylen)) return 401;
     return 0;
+}
+
+/* The answer for read_faults' refusal code. */
+static enum MHD_Result answer_faults_refused(struct MHD_Connection *conn, int code,
+                                             const char *why, int text) {
+    if (code == 401) return answer_unauthorized(conn, why, text);
+    return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
 }
 
 /* One request being answered, as the handlers see it. */
@@ -239,7 +314,7 @@ static enum MHD_Result do_sale(const struct call *k) {
     struct sale_faults f;
     char why[192];
     int code = read_faults(s, conn, &f, why, sizeof(why));
-    if (code) return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
+    if (code) return answer_faults_refused(conn, code, why, text);
 
     struct sale_result r;
     inventory_sell(s->inv, t, k->item, &f, &r);
@@ -324,8 +399,7 @@ static enum MHD_Result do_inventory(const struct call *k) {
     char err[192];
     long long stock;
     int code = read_faults(k->s, k->conn, &f, err, sizeof(err));
-    if (code)
-        return answer_error(k->conn, code, code == 403 ? "faults_disabled" : "bad_request", err, k->text);
+    if (code) return answer_faults_refused(k->conn, code, err, k->text);
     int rc = inventory_stock(k->s->inv, k->item, f.hold_ms, &stock, err, sizeof(err));
     if (rc != 0) return answer_inventory_error(k->conn, rc, err, k->text);
     return answer(k->conn, 200, reply_stock(stock, k->s->cfg->port, k->text),
@@ -497,19 +571,23 @@ static enum MHD_Result do_lab_result(const struct call *k) {
     return answer(k->conn, 200, body, CT_CSV, NULL);
 }
 
-/* The handler of each route; the routes reading ?item= are marked. */
+/* The handler of each route; the routes reading ?item= are marked, and so
+ * are those whose POST needs the admin token (a sale's and GET /inventory's
+ * fault parameters need it too: read_faults asks). */
 static const struct {
     handler fn;
     int reads_item;
+    const char *admin_post;    /* what a POST here is, for the 401; NULL: open */
 } handlers[] = {
-    [ROUTE_SALE] = {do_sale, 1},          [ROUTE_INVENTORY] = {do_inventory, 1},
-    [ROUTE_RESET] = {do_reset, 0},        [ROUTE_AUDIT] = {do_audit, 1},
-    [ROUTE_STRATEGIES] = {do_strategies, 0}, [ROUTE_HEALTHZ] = {do_healthz, 0},
-    [ROUTE_METRICS] = {do_metrics, 0},    [ROUTE_HISTORY] = {do_history, 1},
-    [ROUTE_LAB_PAGE] = {do_lab_page, 0},  [ROUTE_LAB_ASSET] = {do_lab_page, 0},
-    [ROUTE_LAB_STATUS] = {do_lab_status, 0},
-    [ROUTE_LAB_RUNS] = {do_lab_runs, 0},  [ROUTE_LAB_RUN] = {do_lab_run, 0},
-    [ROUTE_LAB_SCENARIOS] = {do_lab_scenarios, 0}, [ROUTE_LAB_RESULT] = {do_lab_result, 0},
+    [ROUTE_SALE] = {do_sale, 1, NULL},              [ROUTE_INVENTORY] = {do_inventory, 1, NULL},
+    [ROUTE_RESET] = {do_reset, 0, "a reset"},       [ROUTE_AUDIT] = {do_audit, 1, NULL},
+    [ROUTE_STRATEGIES] = {do_strategies, 0, NULL},  [ROUTE_HEALTHZ] = {do_healthz, 0, NULL},
+    [ROUTE_METRICS] = {do_metrics, 0, NULL},        [ROUTE_HISTORY] = {do_history, 1, NULL},
+    [ROUTE_LAB_PAGE] = {do_lab_page, 0, NULL},      [ROUTE_LAB_ASSET] = {do_lab_page, 0, NULL},
+    [ROUTE_LAB_STATUS] = {do_lab_status, 0, NULL},
+    [ROUTE_LAB_RUNS] = {do_lab_runs, 0, "a lab run"}, [ROUTE_LAB_RUN] = {do_lab_run, 0, NULL},
+    [ROUTE_LAB_SCENARIOS] = {do_lab_scenarios, 0, NULL},
+    [ROUTE_LAB_RESULT] = {do_lab_result, 0, NULL},
 };
 
 /* Answers what is refused before any route runs: oversized URL or headers,
@@ -557,6 +635,9 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
     if (refuse(s, conn, url, method, req, &rt, text, &ret)) return ret;
     struct call k = {s, conn, method, &rt, req, NULL, text};
     char err[192];
+    if (handlers[rt.id].admin_post && strcmp(method, "POST") == 0 &&
+        !admin_allowed(s, conn, handlers[rt.id].admin_post, err, sizeof(err)))
+        return answer_unauthorized(conn, err, text);
     if (handlers[rt.id].reads_item && query_item(s, conn, &k.item, err, sizeof(err)) < 0)
         return answer_error(conn, 400, "bad_request", err, text);
     return handlers[rt.id].fn(&k);

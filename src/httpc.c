@@ -333,6 +333,8 @@ static int parse_header(struct httpc *h, const char *name, size_t nlen,
         copy_value(resp->content_type, sizeof(resp->content_type), v, vlen);
     } else if (IS("Allow")) {
         copy_value(resp->allow, sizeof(resp->allow), v, vlen);
+    } else if (IS("WWW-Authenticate")) {
+        copy_value(resp->www_authenticate, sizeof(resp->www_authenticate), v, vlen);
     } else if (IS("Transfer-Encoding")) {
         copy_value(tmp, sizeof(tmp), v, vlen);
         if (strcasestr(tmp, "chunked") != NULL)
@@ -549,6 +551,7 @@ static int read_head(struct httpc *h, struct head *hd, struct httpc_response *re
             return 0;
         resp->content_type[0] = '\0';
         resp->allow[0] = '\0';
+        resp->www_authenticate[0] = '\0';
     }
 }
 

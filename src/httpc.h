@@ -15,6 +15,7 @@ struct httpc_response {
     size_t body_len;
     char content_type[64];
     char allow[64];        /* the Allow header, if any */
+    char www_authenticate[64]; /* the WWW-Authenticate header of a 401, if any */
 };
 
 struct httpc;

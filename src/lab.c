@@ -72,6 +72,7 @@ struct run {
 
 struct lab {
     char results_dir[256];
+    char auth[200];              /* "Authorization: Bearer <admin.token>\r\n", or "" */
     int ttl_ms, wait_ms, io_timeout_ms;
     struct addr target;
     struct addr role[2];         /* where scenario sales A and B go */
@@ -214,7 +215,7 @@ static void *scenario_sale(void *arg) {
     struct httpc_response resp = {0};
     int64_t sent = mclock_wall_us();
     monotime_us t0 = mclock_us();
-    int rc = h ? httpc_request(h, "GET", path, NULL, NULL, &resp) : -1;
+    int rc = h ? httpc_request(h, "GET", path, lab->auth, NULL, &resp) : -1;
     double took = (double)(mclock_us() - t0) / 1000.0;
     r->lat_ms[c->step] = took;
     if (h) count_answer(lab, r, h, rc, &resp, word, sizeof(word));
@@ -266,7 +267,7 @@ static int reset_stock(struct lab *lab, struct run *r) {
     snprintf(body, sizeof(body), "{\"stock\":%lld}", r->req.stock);
     struct httpc *h = httpc_create(lab->target.host, lab->target.port, lab->io_timeout_ms);
     struct httpc_response resp;
-    int rc = h ? httpc_request(h, "POST", "/inventory/reset", NULL, body, &resp) : -1;
+    int rc = h ? httpc_request(h, "POST", "/inventory/reset", lab->auth, body, &resp) : -1;
     if (rc != 0) set_error(lab, r, "the reset at %s failed: %s", where, h ? httpc_errstr(h) : "out of memory");
     else if (resp.status != 200) set_error(lab, r, "the reset at %s answered %d: %.160s", where, resp.status, resp.body);
     httpc_free(h);
@@ -418,6 +419,13 @@ struct lab *lab_create(const struct lab_options *o, char *errstr, size_t errlen)
     lab->ttl_ms = o->ttl_ms > 0 ? o->ttl_ms : 10000;
     lab->wait_ms = o->wait_ms >= 0 ? o->wait_ms : 5000;
     lab->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 30000;
+    if (o->admin_token && o->admin_token[0] &&
+        (size_t)snprintf(lab->auth, sizeof(lab->auth), "Authorization: Bearer %s\r\n",
+                         o->admin_token) >= sizeof(lab->auth)) {
+        snprintf(errstr, errlen, "admin.token is too long for the lab's requests");
+        free(lab);
+        return NULL;
+    }
     pthread_mutex_init(&lab->mu, NULL);
     mclock_cond_init(&lab->cond);
     lab->next_id = 1;
@@ -650,6 +658,7 @@ void lab_get_info(struct lab *lab, struct lab_info *info) {
         addr_format(&lab->inst[i], info->instances[i], sizeof(info->instances[i]));
     info->ttl_ms = lab->ttl_ms;
     info->wait_ms = lab->wait_ms;
+    info->token_required = lab->auth[0] != '\0';
     pthread_mutex_lock(&lab->mu);
     info->running = lab->current ? lab->current->id : 0;
     pthread_mutex_unlock(&lab->mu);

@@ -9,7 +9,8 @@
  * A run resets the stock at the target (POST /inventory/reset), sends its
  * sales (GET /inventory/sale/<strategy>, with fault parameters for a
  * scenario), then reads the target's audit (GET /inventory/audit) and keeps
- * its body in the result. It talks to the target through the service's
+ * its body in the result. The reset and the scenario sales carry the admin
+ * token when there is one (the instances of a lab share it). It talks to the target through the service's
  * HTTP API only (httpc.h): the lab knows nothing of Redis, and the target
  * may be this instance, another one, or nginx in front of both.
  *
@@ -55,6 +56,10 @@ struct lab_options {
     int ttl_ms;                  /* lock.ttl-ms: scenario times are in its units */
     int wait_ms;                 /* lock.wait-ms: how long a sale may wait */
     int io_timeout_ms;           /* per request of a load */
+    const char *admin_token;     /* admin.token: "" or NULL = none; else sent as
+                                    "Authorization: Bearer" with the run's reset
+                                    and its scenario sales, and POST /lab/runs
+                                    needs it (http.c) */
 };
 
 /* What a run is asked to do (POST /lab/runs). */
@@ -109,6 +114,7 @@ struct lab_info {
     int ttl_ms, wait_ms;
     int running;                 /* the id of the run under way, or 0 */
     int has_demo, has_matrix;    /* results/demo.csv, results/matrix.csv exist */
+    int token_required;          /* POST /lab/runs needs the admin token */
 };
 
 struct lab;

@@ -148,6 +148,7 @@ int main(int argc, char **argv) {
             .instances = cfg.lab_instances, .results_dir = cfg.lab_results_dir,
             .ttl_ms = cfg.lock_ttl_ms, .wait_ms = cfg.lock_wait_ms,
             .io_timeout_ms = cfg.lock_wait_ms + cfg.redis_timeout_ms * 3 + 5000,
+            .admin_token = cfg.admin_token,
         };
         if (!(lab = lab_create(&lo, err, sizeof(err)))) {
             fprintf(stderr, "inventoryd: %s\n", err);
@@ -181,6 +182,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs off: lab.enabled=false)\n",
                 cfg.bind, cfg.port);
     }
+    if (cfg.admin_token[0])
+        fprintf(stderr, "inventoryd: admin.token is set: a reset, a lab run and any fault parameter "
+                "need 'Authorization: Bearer <admin.token>'\n");
     int seeded = 0;
     if (inventory_ping(svc.inv, err, sizeof(err)) != 0 ||
         inventory_seed(svc.inv, cfg.initial_stock, &seeded, err, sizeof(err)) != 0)

@@ -333,6 +333,7 @@ char *reply_lab_status(const struct lab_info *info) {
         cJSON_AddItemToArray(inst, cJSON_CreateString(info->instances[i]));
     cJSON_AddNumberToObject(o, "ttl_ms", info->ttl_ms);
     cJSON_AddNumberToObject(o, "wait_ms", info->wait_ms);
+    cJSON_AddBoolToObject(o, "token_required", info->token_required);
     if (info->running) cJSON_AddNumberToObject(o, "running", info->running);
     else cJSON_AddNullToObject(o, "running");
     cJSON *b = cJSON_AddObjectToObject(o, "bounds");

@@ -58,7 +58,8 @@ char *reply_lab_run(const struct lab_run_view *v);
 
 /* GET /lab: {"enabled":false,"error":sentence} when info is NULL (runs
  * off); else "enabled":true, "target", "instances", "ttl_ms", "wait_ms",
- * "running" (an id or null), "bounds" and "results" (which files exist). */
+ * "token_required" (POST /lab/runs needs the admin token), "running" (an
+ * id or null), "bounds" and "results" (which files exist). */
 char *reply_lab_status(const struct lab_info *info);
 
 /* The kept runs, newest first, as reply_lab_run, and "running". */

@@ -10,7 +10,9 @@
 #   - instance 2: lab.enabled=false, so POST /lab/runs there must be a 404;
 #   - both: faults.enabled=true (scenarios send hold_ms and friends), and
 #     working directory $work, where results/demo.csv and results/matrix.csv
-#     are written as scripts/demo.sh and the safety matrix would.
+#     are written as scripts/demo.sh and the safety matrix would;
+#   - instance 3, on its own (not behind nginx): admin.token set, runs on and
+#     aimed at itself, so the page must ask for the token before a run.
 # The checks save their screenshots as results/lab-*.png in the checkout.
 # Both instances must then stop cleanly on SIGTERM (a lab run's threads are
 # joined; under the sanitizer build, nothing leaked).
@@ -60,10 +62,16 @@ start_instance "$port1" "${common[@]}" --set lab.enabled=true \
 pid1=$inst_pid
 start_instance "$port2" "${common[@]}" --set lab.enabled=false
 pid2=$inst_pid
+pick_port; port3=$port
+token=browser-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
+start_instance "$port3" "${common[@]}" --set lab.enabled=true --set admin.token="$token"
+pid3=$inst_pid
 start_front
+wait_http "$pid3" "$port3" /healthz "inventoryd on $port3"
 
-log "the page at $base/ (runs on), and at http://127.0.0.1:$port2/ (runs off)"
+log "the page at $base/ (runs on), at http://127.0.0.1:$port2/ (runs off) and at http://127.0.0.1:$port3/ (admin.token set)"
 LAB_BASE=$base LAB_OFF="http://127.0.0.1:$port2" LAB_SHOTS="$root/results" LAB_CHROMIUM=$chromium \
+LAB_TOKEN_BASE="http://127.0.0.1:$port3" LAB_TOKEN=$token \
     node "$root/tests/browser/lab.spec.mjs" >"$work/spec.out" 2>&1 &
 load_pid=$!
 wait "$load_pid"
@@ -73,5 +81,9 @@ sed "s/^/$tag: /" "$work/spec.out"
 [ "$rc" -eq 0 ] || fail "the browser checks failed (exit $rc)"
 
 stop_stack_cleanly
-log "PASS the lab page, its runs and its 404 when off, in chromium"
+stop_pid "$pid3"
+forget_pid "$pid3"
+[ "$stop_status" = 0 ] || fail "inventoryd on $port3 exited with status $stop_status after SIGTERM"
+grep -qF "$token" "$work"/inventoryd-*.log && fail "the admin token is in an instance's log"
+log "PASS the lab page, its runs, its 404 when off and its token prompt, in chromium"
 exit 0

@@ -201,6 +201,63 @@ START_TEST(test_an_unknown_key_in_a_file_is_a_warning_not_an_error) {
 }
 END_TEST
 
+START_TEST(test_lab_or_faults_off_loopback_need_admin_token_and_loopback_does_not) {
+    static const char *const names[] = {"atomic", NULL};
+    ck_assert_int_eq(load("server.bind=0.0.0.0\nlab.enabled=true\n"), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, at_line(1)));
+    ck_assert_msg(strstr(err, "server.bind: 0.0.0.0") && strstr(err, "admin.token") &&
+                  strstr(err, "lab.enabled"), "got: %s", err);
+    ck_assert_int_eq(config_set(&cfg, "lab.enabled=false", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "faults.enabled=true", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, "faults.enabled"));
+    static const char *const loopback[] = {"127.0.0.1", "127.0.0.2", "127.255.255.254"};
+    for (size_t i = 0; i < sizeof loopback / sizeof loopback[0]; i++) {
+        char set[64];
+        snprintf(set, sizeof set, "server.bind=%s", loopback[i]);
+        ck_assert_int_eq(config_set(&cfg, set, err, sizeof err), CONFIG_OK);
+        ck_assert_msg(config_check(&cfg, names, err, sizeof err) == CONFIG_OK, "%s: %s", set, err);
+    }
+    static const char *const outside[] = {"128.0.0.1", "10.0.0.1", "126.255.255.255", "localhost"};
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
+        char set[64];
+        snprintf(set, sizeof set, "server.bind=%s", outside[i]);
+        ck_assert_int_eq(config_set(&cfg, set, err, sizeof err), CONFIG_OK);
+        ck_assert_msg(config_check(&cfg, names, err, sizeof err) == CONFIG_ERR, "%s passed", set);
+    }
+    ck_assert_int_eq(config_set(&cfg, "admin.token=0123456789abcdef", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+}
+END_TEST
+
+START_TEST(test_admin_token_is_empty_or_16_visible_characters_and_never_repeated) {
+    ck_assert_str_eq(cfg.admin_token, "");
+    static const char *const bad[] = {"admin.token=s3cret-is-15chr", "admin.token=s3cret is sixteen+",
+                                      "admin.token=s3cret\tis-sixteen+"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(config_set(&cfg, bad[i], err, sizeof err), CONFIG_ERR);
+        ck_assert_msg(strstr(err, "--set: admin.token: ") != NULL, "got: %s", err);
+        ck_assert_msg(strstr(err, "s3cret") == NULL, "the token is repeated: %s", err);
+    }
+    ck_assert_ptr_nonnull(strstr(err, "visible ASCII"));
+    ck_assert_int_eq(config_set(&cfg, "admin.token=s3cret-is-15chr", err, sizeof err), CONFIG_ERR);
+    ck_assert_ptr_nonnull(strstr(err, "shorter than 16"));
+    ck_assert_str_eq(cfg.admin_token, "");
+    char *env[] = {"INVENTORYD_ADMIN_TOKEN=s3cret-from-the-env", NULL};
+    ck_assert_int_eq(config_load_env(&cfg, env, err, sizeof err, warn, sizeof warn), CONFIG_OK);
+    ck_assert_str_eq(cfg.admin_token, "s3cret-from-the-env");
+    ck_assert_str_eq(config_origin(&cfg, "admin.token"), "env INVENTORYD_ADMIN_TOKEN");
+    char buf[8192];
+    config_dump(&cfg, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\nadmin.token=****\n"));
+    ck_assert_ptr_null(strstr(buf, "s3cret"));
+    ck_assert_int_eq(config_set(&cfg, "admin.token=", err, sizeof err), CONFIG_OK);   /* off again */
+    ck_assert_str_eq(cfg.admin_token, "");
+}
+END_TEST
+
 START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
     static const char *const names[] = {"atomic", "redisson", NULL};
     ck_assert_int_eq(load("redis.cluster.nodes=127.0.0.1:6371, 127.0.0.1:6372\n"), CONFIG_OK);
@@ -682,6 +739,8 @@ Suite *config_suite(void) {
     tcase_add_test(limits, test_warnings_that_do_not_fit_are_cut_not_overflowed);
     tcase_add_test(limits, test_a_long_origin_keeps_its_line_number);
     tcase_add_test(limits, test_a_null_errstr_is_allowed);
+    tcase_add_test(limits, test_lab_or_faults_off_loopback_need_admin_token_and_loopback_does_not);
+    tcase_add_test(limits, test_admin_token_is_empty_or_16_visible_characters_and_never_repeated);
     suite_add_tcase(s, limits);
     return s;
 }

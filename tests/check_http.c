@@ -775,6 +775,334 @@ START_TEST(test_a_reset_of_another_item_leaves_the_held_global_lock_alone) {
 }
 END_TEST
 
+/* ---- Admin: admin.token guards the reset, lab runs and fault parameters --- */
+
+#define ADMIN_TOKEN "admin-test-7f3a9c2e5b1d-token"
+#define ADMIN_AUTH "Authorization: Bearer " ADMIN_TOKEN "\r\n"
+
+static char admin_log[64];
+
+/* An instance with admin.token, faults and the lab on (runs aimed at
+ * itself), its output in admin_log; the stock reset to 200 with the token. */
+static void setup_admin(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    snprintf(redis_set, sizeof(redis_set), "redis.port=%d", redis_port);
+    snprintf(admin_log, sizeof(admin_log), "/tmp/inventoryd-admin-XXXXXX");
+    close(mkstemp(admin_log));
+    const char *sets[] = {redis_set, "redis.timeout=500", "lock.ttl-ms=1000", "lock.wait-ms=3000",
+                          "faults.enabled=true", "lab.enabled=true",
+                          "admin.token=" ADMIN_TOKEN, NULL};
+    inst_port = harness_free_port();
+    inst_pid = harness_inventoryd_start_logged(inst_port, sets, admin_log);
+    ck_assert_int_gt(inst_pid, 0);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", ADMIN_AUTH,
+                                  "{\"stock\":200}", &r), 200);
+}
+
+static void teardown_admin(void) {
+    teardown();
+    unlink(admin_log);
+}
+
+/* Asserts a 401 as the contract has it: JSON "unauthorized", a sentence
+ * naming the header, and WWW-Authenticate: Bearer. */
+static void expect_401(const struct httpc_response *r, const char *what) {
+    ck_assert_msg(r->status == 401, "%s: answered %d %s", what, r->status, r->body);
+    ck_assert_ptr_nonnull(strstr(r->content_type, "application/json"));
+    ck_assert_str_eq(harness_json_str(r->body, "status"), "unauthorized");
+    ck_assert_msg(strstr(harness_json_str(r->body, "error"), "Authorization") != NULL,
+                  "%s: the sentence does not name the header: %s", what, r->body);
+    ck_assert_str_eq(r->www_authenticate, "Bearer realm=\"inventoryd\"");
+}
+
+START_TEST(test_with_admin_token_set_a_reset_without_the_bearer_token_answers_401_and_changes_nothing) {
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+    static const char *const refused[] = {
+        NULL,                                        /* no header */
+        "Authorization: Basic YWRtaW46YWRtaW4=\r\n", /* not Bearer */
+        "Authorization: Bearer\r\n",                 /* no token */
+        "Authorization: " ADMIN_TOKEN "\r\n",        /* no scheme */
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        harness_http(inst_port, "POST", "/inventory/reset", refused[i], "{\"stock\":5}", &r);
+        expect_401(&r, refused[i] ? refused[i] : "no Authorization header");
+    }
+    /* Refused before the body is read: a bad body gets 401, not 400. */
+    harness_http(inst_port, "POST", "/inventory/reset", NULL, "not json", &r);
+    expect_401(&r, "a bad body without the token");
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:initial"), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 1);
+}
+END_TEST
+
+START_TEST(test_with_admin_token_set_the_reset_works_with_the_token) {
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", ADMIN_AUTH,
+                                  "{\"stock\":5}", &r), 200);
+    ck_assert_int_eq(harness_json_num(r.body, "stock"), 5);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 5);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
+    /* The scheme is case-insensitive (RFC 9110). */
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset",
+                                  "Authorization: bearer " ADMIN_TOKEN "\r\n", "{\"stock\":7}", &r), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 7);
+}
+END_TEST
+
+START_TEST(test_a_wrong_token_of_the_same_length_answers_401) {
+    char first[] = ADMIN_TOKEN, last[] = ADMIN_TOKEN;
+    first[0] ^= 1;
+    last[sizeof(last) - 2] ^= 1;
+    ck_assert_int_eq(strlen(first), strlen(ADMIN_TOKEN));
+    /* The same length differing in the first or the last byte, a prefix,
+     * the token with a byte more: each is another token. */
+    const char *wrong[] = {first, last, "admin-test-7f3a9c2e5b1d-toke", ADMIN_TOKEN "x"};
+    struct httpc_response r;
+    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        char h[128];
+        snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", wrong[i]);
+        harness_http(inst_port, "POST", "/inventory/reset", h, "{\"stock\":5}", &r);
+        expect_401(&r, wrong[i]);
+        ck_assert_ptr_nonnull(strstr(harness_json_str(r.body, "error"), "not this instance's admin.token"));
+    }
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
+}
+END_TEST
+
+START_TEST(test_a_fault_parameter_without_the_token_answers_401_and_sells_nothing) {
+    /* Every fault parameter, even a zero one, on a sale and on GET /inventory. */
+    static const char *const paths[] = {
+        "/inventory/sale/atomic?hold_ms=1", "/inventory/sale/owner-lua?hold_ms=0",
+        "/inventory/sale/owner-lua?crash=1", "/inventory/sale/owner-lua?crash=0",
+        "/inventory/sale/owner-check?release_delay_ms=1", "/inventory/sale/reentrant?nested=1",
+        "/inventory/sale?hold_ms=1", "/redis/distributed/lock/inventory/sale?hold_ms=1",
+        "/inventory?hold_ms=1",
+    };
+    struct httpc_response r;
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        harness_http(inst_port, "GET", paths[i], NULL, NULL, &r);
+        expect_401(&r, paths[i]);
+        harness_http(inst_port, "POST", paths[i], "Authorization: Bearer wrong-token-0123456789\r\n",
+                     NULL, &r);
+        if (strncmp(paths[i], "/inventory?", 11) != 0) expect_401(&r, paths[i]);
+    }
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r), 200); /* no crash */
+    /* With the token the same parameter is taken. */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/owner-lua?hold_ms=50", ADMIN_AUTH,
+                                  NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_ge(harness_json_num(r.body, "lock.hold_ms"), 50);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
+}
+END_TEST
+
+START_TEST(test_a_plain_sale_and_every_read_need_no_token) {
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/redis/distributed/lock/inventory/sale?format=text",
+                                  NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 197);
+    static const char *const open[] = {"/inventory", "/inventory/audit", "/inventory/history",
+                                       "/metrics", "/healthz", "/strategies", "/", "/lab/app.js",
+                                       "/lab", "/lab/runs", "/lab/scenarios"};
+    for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++)
+        ck_assert_msg(harness_http(inst_port, "GET", open[i], NULL, NULL, &r) == 200,
+                      "GET %s without the token: %d %s", open[i], r.status, r.body);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab", NULL, NULL, &r), 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"token_required\":true"));
+}
+END_TEST
+
+START_TEST(test_post_lab_runs_without_the_token_answers_401_and_starts_no_run) {
+    struct httpc_response r;
+    const char *run = "{\"strategy\":\"atomic\",\"clients\":1,\"requests\":5,\"stock\":50}";
+    harness_http(inst_port, "POST", "/lab/runs", NULL, run, &r);
+    expect_401(&r, "POST /lab/runs without the token");
+    harness_http(inst_port, "POST", "/lab/runs", "Authorization: Bearer not-the-token-at-all\r\n", run, &r);
+    expect_401(&r, "POST /lab/runs with a wrong token");
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/runs", NULL, NULL, &r), 200);
+    cJSON *j = json(&r);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "runs")), 0);
+    cJSON_Delete(j);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/runs/1", NULL, NULL, &r), 404);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);  /* no reset */
+}
+END_TEST
+
+/* The lab's own requests need the token too: it sends it with the run's
+ * reset and with a scenario's sales (hold_ms and friends). */
+START_TEST(test_a_lab_run_started_with_the_token_resets_and_sends_its_fault_parameters_with_it) {
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/lab/runs", ADMIN_AUTH,
+                                  "{\"strategy\":\"owner-lua\",\"scenario\":\"race\",\"stock\":50}", &r), 202);
+    int id = (int)harness_json_num(r.body, "id");
+    char path[64];
+    snprintf(path, sizeof(path), "/lab/runs/%d", id);
+    cJSON *j = NULL;
+    for (int64_t deadline = mclock_ms() + 30000; mclock_ms() < deadline; mclock_sleep_ms(100)) {
+        ck_assert_int_eq(harness_http(inst_port, "GET", path, NULL, NULL, &r), 200);
+        if (strcmp(harness_json_str(r.body, "state"), "running") != 0) break;
+    }
+    j = json(&r);
+    ck_assert_msg(strcmp(str(j, "state"), "done") == 0, "the run: %s", r.body);
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(j, "steps");
+    ck_assert_int_eq(cJSON_GetArraySize(steps), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *st = cJSON_GetArrayItem(steps, i);
+        ck_assert_msg(num(st, "status") == 200, "step %d: %s", i, r.body);
+        ck_assert_str_eq(str(st, "word"), "sold");
+    }
+    ck_assert_ptr_nonnull(strstr(str(cJSON_GetArrayItem(steps, 0), "query"), "hold_ms="));
+    cJSON_Delete(j);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:initial"), 50);   /* its reset */
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 48);
+}
+END_TEST
+
+/* Runs INVENTORYD_BIN with args under a 20 s timeout (so that an instance
+ * that starts instead of refusing fails the test rather than hanging it);
+ * its exit status, and its stdout and stderr in out. */
+static int run_bounded(const char *args, char *out, size_t outlen) {
+    char full[1024];
+    snprintf(full, sizeof(full), "%s %s", INVENTORYD_BIN, args);
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "timeout 20 %s 2>&1", full);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, outlen - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming_admin_token) {
+    char out[2048], args[512];
+    int port = harness_free_port();
+    static const char *const on[] = {"faults.enabled", "lab.enabled"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof(args), "--set server.bind=0.0.0.0 --set server.port=%d --set %s "
+                 "--set %s=true", port, redis_set, on[i]);
+        int rc = run_bounded(args, out, sizeof(out));
+        ck_assert_msg(rc == 2, "%s on 0.0.0.0 without a token: exit %d: %s", on[i], rc, out);
+        ck_assert_msg(strstr(out, "admin.token") && strstr(out, "server.bind") && strstr(out, on[i]),
+                      "%s: %s", on[i], out);
+        ck_assert_msg(strstr(out, "listening") == NULL, "it listened: %s", out);
+    }
+    /* A file's value is named by its line, as other errors are. */
+    char path[] = "/tmp/inventoryd-admin-conf-XXXXXX";
+    int fd = mkstemp(path);
+    const char text[] = "# test\nfaults.enabled=true\nserver.bind=10.1.2.3\n";
+    ck_assert_int_eq(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+    close(fd);
+    snprintf(args, sizeof(args), "--config %s --check-config", path);
+    ck_assert_int_eq(run_bounded(args, out, sizeof(out)), 2);
+    char where[128];
+    snprintf(where, sizeof(where), "%s:3: server.bind", path);
+    unlink(path);
+    ck_assert_msg(strstr(out, where) && strstr(out, "admin.token"), "got: %s", out);
+    /* Loopback needs no token; a token makes 0.0.0.0 acceptable. */
+    ck_assert_int_eq(run_bounded("--set server.bind=127.0.0.2 --set faults.enabled=true "
+                                 "--set lab.enabled=true --check-config", out, sizeof(out)), 0);
+    ck_assert_int_eq(run_bounded("--set server.bind=0.0.0.0 --check-config", out, sizeof(out)), 0);
+    ck_assert_int_eq(run_bounded("--set server.bind=0.0.0.0 --set faults.enabled=true --set "
+                                 "lab.enabled=true --set admin.token=" ADMIN_TOKEN " --check-config",
+                                 out, sizeof(out)), 0);
+    ck_assert_ptr_nonnull(strstr(out, "admin.token=****\n"));
+    ck_assert_ptr_null(strstr(out, ADMIN_TOKEN));
+    /* A short token is refused with the reason, and not repeated. */
+    ck_assert_int_eq(run_bounded("--set admin.token=short-secret15c --check-config", out, sizeof(out)), 2);
+    ck_assert_msg(strstr(out, "admin.token") && strstr(out, "shorter than 16"), "got: %s", out);
+    ck_assert_ptr_null(strstr(out, "short-secret15c"));
+}
+END_TEST
+
+START_TEST(test_inventoryd_admin_token_in_the_environment_sets_admin_token) {
+    setenv("INVENTORYD_ADMIN_TOKEN", "env-token-0123456789abcdef", 1);
+    char out[4096];
+    int rc = run_bounded("--set server.bind=0.0.0.0 --set faults.enabled=true --check-config",
+                         out, sizeof(out));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_ptr_nonnull(strstr(out, "admin.token=****\n"));
+    ck_assert_ptr_null(strstr(out, "env-token-0123456789abcdef"));
+    int port = harness_free_port();
+    const char *sets[] = {redis_set, NULL};
+    pid_t pid = harness_inventoryd_start(port, sets);
+    unsetenv("INVENTORYD_ADMIN_TOKEN");
+    ck_assert_int_gt(pid, 0);
+    struct httpc_response r;
+    int without = harness_http(port, "POST", "/inventory/reset", NULL, "{\"stock\":3}", &r);
+    int with = harness_http(port, "POST", "/inventory/reset",
+                            "Authorization: Bearer env-token-0123456789abcdef\r\n", "{\"stock\":3}", &r);
+    harness_stop(pid);
+    ck_assert_int_eq(without, 401);
+    ck_assert_int_eq(with, 200);
+}
+END_TEST
+
+START_TEST(test_the_token_appears_in_no_answer_and_no_log_line) {
+    struct httpc_response r;
+    char seen[65536];
+    size_t off = 0;
+    /* Every kind of answer this instance gives about the token, collected. */
+    static const struct { const char *method, *path, *headers, *body; } calls[] = {
+        {"POST", "/inventory/reset", NULL, "{\"stock\":9}"},
+        {"POST", "/inventory/reset", "Authorization: Bearer admin-test-7f3a9c2e5b1d-tokeX\r\n", "{\"stock\":9}"},
+        {"POST", "/inventory/reset?format=text", "Authorization: Bearer wrong\r\n", "{\"stock\":9}"},
+        {"POST", "/inventory/reset", ADMIN_AUTH, "{\"stock\":9}"},
+        {"POST", "/inventory/reset", ADMIN_AUTH, "{\"stock\":-1}"},
+        {"GET", "/inventory/sale/atomic?hold_ms=1", NULL, NULL},
+        {"GET", "/inventory/sale/atomic?hold_ms=1", ADMIN_AUTH, NULL},
+        {"GET", "/inventory/sale/atomic?hold_ms=x", ADMIN_AUTH, NULL},
+        {"POST", "/lab/runs", NULL, "{\"strategy\":\"atomic\"}"},
+        {"POST", "/lab/runs", ADMIN_AUTH, "{\"strategy\":\"atomic\",\"clients\":2,\"requests\":4}"},
+        {"POST", "/lab/runs", ADMIN_AUTH, "{\"strategy\":\"nope\"}"},
+        {"GET", "/lab", NULL, NULL},
+        {"GET", "/lab/runs", NULL, NULL},
+        {"GET", "/metrics", NULL, NULL},
+        {"GET", "/inventory/history", NULL, NULL},
+        {"GET", "/nowhere", ADMIN_AUTH, NULL},
+    };
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        int code = harness_http(inst_port, calls[i].method, calls[i].path, calls[i].headers,
+                                calls[i].body, &r);
+        ck_assert_msg(code > 0, "%s %s: no answer", calls[i].method, calls[i].path);
+        ck_assert_msg(strstr(r.body, ADMIN_TOKEN) == NULL, "%s %s answered the token: %s",
+                      calls[i].method, calls[i].path, r.body);
+        off += (size_t)snprintf(seen + off, sizeof(seen) - off, "%d ", code);
+    }
+    ck_assert_msg(strstr(seen, "401 ") && strstr(seen, "202 ") && strstr(seen, "400 "), "%s", seen);
+    /* The run's record, once it is over (its reset and audit went out with the token). */
+    for (int64_t deadline = mclock_ms() + 20000; mclock_ms() < deadline; mclock_sleep_ms(100)) {
+        harness_http(inst_port, "GET", "/lab/runs/1", NULL, NULL, &r);
+        if (strcmp(harness_json_str(r.body, "state"), "running") != 0) break;
+    }
+    ck_assert_str_eq(harness_json_str(r.body, "state"), "done");
+    ck_assert_ptr_null(strstr(r.body, ADMIN_TOKEN));
+    /* The whole log, from start-up to exit. */
+    harness_stop(inst_pid);
+    inst_pid = 0;
+    char log[65536];
+    FILE *f = fopen(admin_log, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(log, 1, sizeof(log) - 1, f);
+    log[n] = '\0';
+    fclose(f);
+    ck_assert_msg(strstr(log, "admin.token is set") && strstr(log, "refused a reset") &&
+                  strstr(log, "stopped"), "the log was not all written: %s", log);
+    ck_assert_msg(strstr(log, ADMIN_TOKEN) == NULL, "the token is in the log: %s", log);
+    ck_assert_msg(strstr(log, "7f3a9c2e5b1d") == NULL, "part of the token is in the log: %s", log);
+}
+END_TEST
+
 Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -820,5 +1148,19 @@ Suite *http_suite(void) {
     tcase_add_test(contract, test_a_reset_never_lowers_the_fencing_token);
     tcase_add_test(contract, test_a_reset_of_another_item_leaves_the_held_global_lock_alone);
     suite_add_tcase(s, contract);
+    TCase *admin = tcase_create("Admin");
+    tcase_add_checked_fixture(admin, setup_admin, teardown_admin);
+    tcase_set_timeout(admin, 90);
+    tcase_add_test(admin, test_with_admin_token_set_a_reset_without_the_bearer_token_answers_401_and_changes_nothing);
+    tcase_add_test(admin, test_with_admin_token_set_the_reset_works_with_the_token);
+    tcase_add_test(admin, test_a_wrong_token_of_the_same_length_answers_401);
+    tcase_add_test(admin, test_a_fault_parameter_without_the_token_answers_401_and_sells_nothing);
+    tcase_add_test(admin, test_a_plain_sale_and_every_read_need_no_token);
+    tcase_add_test(admin, test_post_lab_runs_without_the_token_answers_401_and_starts_no_run);
+    tcase_add_test(admin, test_a_lab_run_started_with_the_token_resets_and_sends_its_fault_parameters_with_it);
+    tcase_add_test(admin, test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming_admin_token);
+    tcase_add_test(admin, test_inventoryd_admin_token_in_the_environment_sets_admin_token);
+    tcase_add_test(admin, test_the_token_appears_in_no_answer_and_no_log_line);
+    suite_add_tcase(s, admin);
     return s;
 }

@@ -12,11 +12,14 @@
 #   - results/demo.png is a PNG of non-zero size;
 #   - nothing listens on its ports afterwards, and no process it started is
 #     left; the checkout's results/ is untouched;
-#   - its last line names the lab's URL, http://127.0.0.1:<nginx port>/.
+#   - its last line names the lab's URL, http://127.0.0.1:<nginx port>/;
+#   - it printed the admin token it made once, in a line showing the curl
+#     header, and no log it keeps holds the token.
 # With "keep" (DEMO_KEEP=1, as on a terminal): once the table is written the
 # demo prints the lab's URL and keeps the stack up; through nginx, that URL
 # serves the page, GET /lab says runs are on and results/demo.csv exists,
-# and GET /lab/results/demo.csv is the CSV just written. Then Ctrl-C (SIGINT
+# GET /lab/results/demo.csv is the CSV just written, and a reset answers 401
+# without the printed token and 200 with it. Then Ctrl-C (SIGINT
 # to its process group) stops everything, the demo exits 0, and the checks
 # above follow.
 # With "cluster": the same on a local Redis Cluster (DEMO_CLUSTER=1, six
@@ -182,6 +185,14 @@ if [ "$mode" = keep ]; then
         fail "GET /lab/results/demo.csv through nginx failed"
     cmp -s "$work/served.csv" "$results/demo.csv" || fail "the lab serves another demo.csv than the one just written"
     log "ok: the demo kept the lab up at $lab_url, serving this run's demo.csv"
+    token=$(sed -n 's/^demo: admin token: \([0-9a-f]\{32\}\) .*/\1/p' "$work/demo.out")
+    [ -n "$token" ] || fail "the kept demo printed no admin token before the lab's URL"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -X POST -d '{"stock":200}' "${lab_url}inventory/reset")
+    [ "$code" = 401 ] || fail "a reset without the admin token answered $code, expected 401"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -X POST -H "Authorization: Bearer $token" \
+        -d '{"stock":200}' "${lab_url}inventory/reset")
+    [ "$code" = 200 ] || fail "a reset with the printed admin token answered $code, expected 200"
+    log "ok: a reset needs the printed admin token (401 without it, 200 with it)"
     kill -INT -- "-$demo_pid"
     for _ in $(seq 1 300); do
         kill -0 "$demo_pid" 2>/dev/null || break
@@ -200,6 +211,15 @@ if [ "$mode" = keep ]; then
 else
     tail -n 1 "$work/demo.out" | grep -qF "demo: lab: $lab_url" || fail "the demo's last line does not name the lab's URL $lab_url"
 fi
+
+n=$(grep -c '^demo: admin token: ' "$work/demo.out")
+[ "$n" -eq 1 ] || fail "the demo printed $n admin token lines, expected 1"
+token=$(sed -n 's/^demo: admin token: \([0-9a-f]\{32\}\) .*/\1/p' "$work/demo.out")
+[ -n "$token" ] || fail "the demo's admin token line holds no 32-digit token: $(grep '^demo: admin token: ' "$work/demo.out")"
+grep -qF "curl -H 'Authorization: Bearer $token'" "$work/demo.out" || fail "the token line does not show the curl header"
+leaks=$(grep -rlF "$token" "$results" 2>/dev/null)
+[ -z "$leaks" ] || fail "the admin token is in $leaks"
+log "ok: the demo printed its admin token once, with its curl header, and no log holds it"
 
 if [ "$mode" = cluster ]; then
     grep -q "^demo: starting a Redis Cluster on ${cluster_ports[*]} " "$work/demo.out" ||

@@ -15,10 +15,14 @@
 #       -dev packages scripts/deps.sh names too), and copies every source
 #       folder CMakeLists.txt reads; the cluster profile runs six
 #       cluster-enabled nodes on 6371-6376, joins them with one replica per
-#       master, and an instance on 3796 whose settings name them.
+#       master, and an instance on 3796 whose settings name them; every
+#       instance gets INVENTORYD_ADMIN_TOKEN from the caller's environment,
+#       and the file is valid with it unset.
 # With INVENTORYD (a built binary), each instance's compose command is also
-# run through `inventoryd --check-config`, so an unknown key or a bad value
-# fails here, and the effective settings are the ones compared.
+# run through `inventoryd --check-config`, with its compose environment (a
+# test token for INVENTORYD_ADMIN_TOKEN), so an unknown key or a bad value
+# fails here, and the effective settings are the ones compared; without the
+# token the instances must refuse, naming admin.token.
 #
 # No Docker engine is needed. Prints every check; exits 0 when all passed,
 # 1 otherwise (each failure named on stderr).
@@ -66,11 +70,19 @@ trap 'rm -rf "$work"' EXIT
 # ---- (a) the file is valid ---------------------------------------------------
 cd "$root" || die "cannot cd to $root"
 [ -f docker-compose.yml ] || die "docker-compose.yml is missing at the repository root"
-if ! docker-compose -f docker-compose.yml config >"$work/config.yml" 2>"$work/config.err"; then
+# The token the instances get from the caller's environment: a test one
+# here (the comparison below looks for it), and none at all must be valid.
+check_token=compose-check-token-0123456789
+if ! env -u INVENTORYD_ADMIN_TOKEN docker-compose -f docker-compose.yml config >/dev/null 2>"$work/config.err"; then
+    cat "$work/config.err" >&2
+    die "docker-compose -f docker-compose.yml config rejected the file with INVENTORYD_ADMIN_TOKEN unset (above)"
+fi
+if ! INVENTORYD_ADMIN_TOKEN=$check_token docker-compose -f docker-compose.yml config \
+        >"$work/config.yml" 2>"$work/config.err"; then
     cat "$work/config.err" >&2
     die "docker-compose -f docker-compose.yml config rejected the file (above)"
 fi
-echo "compose: ok: docker-compose -f docker-compose.yml config accepts the file ($(docker-compose version --short 2>/dev/null || echo '?'))"
+echo "compose: ok: docker-compose -f docker-compose.yml config accepts the file, with INVENTORYD_ADMIN_TOKEN set or unset ($(docker-compose version --short 2>/dev/null || echo '?'))"
 if [ -s "$work/config.err" ]; then
     echo "compose: note: docker-compose config said:"
     sed 's/^/    /' "$work/config.err"
@@ -82,11 +94,11 @@ bash scripts/nginx-conf.sh --listen-host 0.0.0.0 --up1-host inventoryd-3786 \
     die "scripts/nginx-conf.sh could not render the compose variant"
 
 # ---- (b) it agrees with the local stack --------------------------------------
-python3 - "$root" "$work/config.yml" "$work/nginx/nginx.compose.conf" "$inventoryd" <<'PY'
+python3 - "$root" "$work/config.yml" "$work/nginx/nginx.compose.conf" "$inventoryd" "$check_token" <<'PY'
 import os, re, shlex, subprocess, sys
 import yaml
 
-root, config_path, fresh_nginx, inventoryd = sys.argv[1:5]
+root, config_path, fresh_nginx, inventoryd, check_token = sys.argv[1:6]
 failures = []
 
 def ok(msg):
@@ -165,18 +177,50 @@ def publishes(svc, port):
                  f"{svc} publishes 127.0.0.1:{port} -> {port} and nothing else",
                  f"{svc} should publish exactly 127.0.0.1:{port}:{port}, has {ps or 'no ports'}")
 
-def effective(svc, cmd):
-    """The settings inventoryd --check-config gives for svc's command, with
-    the shipped file in place of the image's copy; None when it refuses."""
+def environment_of(svc):
+    """svc's environment as compose resolved it, in the dict or list syntax."""
+    e = services[svc].get("environment") or {}
+    if isinstance(e, list):
+        e = dict(x.split("=", 1) if "=" in x else (x, "") for x in e)
+    return {str(k): "" if v is None else str(v) for k, v in e.items()}
+
+def check_config(svc, cmd, with_env=True):
+    """inventoryd --check-config on svc's command, the shipped file in place
+    of the image's copy, with svc's compose environment (or none)."""
     args = [a if a != CONFIG_IN_IMAGE else os.path.join(root, "config/inventoryd.properties")
             for a in cmd]
     env = {k: v for k, v in os.environ.items() if not k.startswith("INVENTORYD_")}
-    r = subprocess.run([inventoryd] + args + ["--check-config"], capture_output=True,
-                       text=True, env=env, timeout=30)
+    if with_env:
+        env.update(environment_of(svc))
+    return subprocess.run([inventoryd] + args + ["--check-config"], capture_output=True,
+                          text=True, env=env, timeout=30)
+
+def effective(svc, cmd):
+    """The settings inventoryd --check-config gives for svc's command and
+    environment; None when it refuses."""
+    r = check_config(svc, cmd)
     if not check(r.returncode == 0, f"{svc}: inventoryd --check-config accepts its command",
                  f"{svc}: inventoryd --check-config rejected its command: {r.stderr.strip()}"):
         return None
     return dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
+
+def admin_token(svc, cmd, eff):
+    """svc gets admin.token from the caller's INVENTORYD_ADMIN_TOKEN, never
+    shows it, and (on 0.0.0.0 with the lab or faults on) refuses without it."""
+    got = environment_of(svc).get("INVENTORYD_ADMIN_TOKEN")
+    check(got == check_token,
+          f"{svc}: environment INVENTORYD_ADMIN_TOKEN is the caller's (${{INVENTORYD_ADMIN_TOKEN:-}})",
+          f"{svc}: environment INVENTORYD_ADMIN_TOKEN is {got!r}, expected the caller's value")
+    if not inventoryd or eff is None:
+        return
+    check(eff.get("admin.token") == "****" and check_token not in str(eff),
+          f"{svc}: effective admin.token is set, and shown as ****",
+          f"{svc}: effective admin.token is {eff.get('admin.token')!r}, expected ****")
+    r = check_config(svc, cmd, with_env=False)
+    check(r.returncode != 0 and "admin.token" in r.stderr,
+          f"{svc}: without INVENTORYD_ADMIN_TOKEN it refuses to start, naming admin.token",
+          f"{svc}: without INVENTORYD_ADMIN_TOKEN --check-config exits {r.returncode}: "
+          f"{r.stderr.strip() or r.stdout[:200]}")
 
 # --- the services
 want = ["redis"] + [f"redis-{p}" for p in MASTERS] + \
@@ -243,8 +287,9 @@ for p in INSTANCES:
           f"{svc}: depends_on {dep}, should name {need}")
 
     # The effective settings, from the real parser.
+    eff = effective(svc, cmd) if inventoryd else None
+    admin_token(svc, cmd, eff)
     if inventoryd:
-        eff = effective(svc, cmd)
         if eff is None:
             continue
         for key, val in (("server.port", str(p)), ("server.bind", "0.0.0.0"),
@@ -284,6 +329,7 @@ if check(svc in services, f"cluster profile: {svc}", f"docker-compose.yml lacks 
     publishes(svc, CLUSTER_INSTANCE)
     cmd = command_of(svc)
     eff = effective(svc, cmd) if inventoryd else None
+    admin_token(svc, cmd, eff)
     if eff is not None:
         seeds = eff.get("redis.cluster.nodes", "")
         check(seeds and all(n.rpartition(":")[0] in services and

@@ -16,19 +16,6 @@
 #include "harness.h"
 #include "mclock.h"
 
-int harness_free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(sa);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 int harness_wait_port(int port, int timeout_ms) {
     int64_t deadline = mclock_ms() + timeout_ms;
     do {
@@ -140,6 +127,27 @@ static int port_bindable(int port) {
     int ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
     if (fd >= 0) close(fd);
     return ok;
+}
+
+/* At random in 23000..29999: below the ephemeral range (32768 and up on
+ * Linux), where no outgoing connection takes the port between the pick and
+ * the server's bind, and clear of the cluster ports and their bus ports
+ * (20000..22767 and 30000..32767, below). The last picks of this thread
+ * are not handed out again, since a caller may pick several before it
+ * starts anything on them. */
+int harness_free_port(void) {
+    static __thread unsigned seed;
+    static __thread int recent[32];
+    static __thread unsigned nrecent;
+    if (!seed) seed = ((unsigned)getpid() * 2654435761u) ^ (unsigned)mclock_us() ^ 1u;
+    for (int i = 0; i < 500; i++) {
+        int port = 23000 + (int)((unsigned)rand_r(&seed) % 7000u), again = 0;
+        for (int k = 0; k < 32; k++) again |= recent[k] == port;
+        if (again || !port_bindable(port)) continue;
+        recent[nrecent++ % 32] = port;
+        return port;
+    }
+    return -1;
 }
 
 int harness_free_cluster_port(void) {

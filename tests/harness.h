@@ -24,7 +24,9 @@
 #define HARNESS_SANITIZED 0
 #endif
 
-/* A TCP port on 127.0.0.1 that nothing listens on right now. */
+/* A TCP port on 127.0.0.1 below 32768 (out of the ephemeral range) that
+ * nothing listens on right now and that this thread was not given lately;
+ * -1 when none was found. */
 int harness_free_port(void);
 
 /* Starts redis-server on port (0 = a free one), without persistence, and

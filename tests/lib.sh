@@ -28,6 +28,7 @@
 #   redis_pid inst_pid nginx_pid       set by start_redis, start_instance, start_nginx
 #   pid1 pid2  the instances on port1 and port2 (stop_stack_cleanly reads them)
 #   inventoryd load clients requests stock base  read from the script
+#   admin_token  the instances' admin.token, or empty: reset_stock sends it
 # A script changes a behaviour by defining the function again after sourcing
 # (on_fail, on_signal, cleanup), or by setting the variables above.
 
@@ -439,12 +440,23 @@ owner_of() {
 
 # ---- one round through nginx ($base) ---------------------------------------
 
-# reset_stock [LABEL]: POST /inventory/reset with $stock, the answer in
-# $work/reset[-LABEL].json; fails (the message prefixed "LABEL: " when given)
-# unless it answers 200.
+# admin_curl ARG...: curl ARG..., with "Authorization: Bearer $admin_token"
+# when admin_token is set, given on curl's stdin (-H @-) so that ps does not
+# show it.
+admin_curl() {
+    if [ -n "${admin_token:-}" ]; then
+        printf 'Authorization: Bearer %s\n' "$admin_token" | curl -H @- "$@"
+    else
+        curl "$@"
+    fi
+}
+
+# reset_stock [LABEL]: POST /inventory/reset with $stock (and $admin_token,
+# admin_curl), the answer in $work/reset[-LABEL].json; fails (the message
+# prefixed "LABEL: " when given) unless it answers 200.
 reset_stock() {
     local code answer=$work/reset${1:+-$1}.json
-    code=$(curl -s -o "$answer" -w '%{http_code}' --max-time 10 \
+    code=$(admin_curl -s -o "$answer" -w '%{http_code}' --max-time 10 \
         -X POST -H 'Content-Type: application/json' \
         -d "{\"stock\":$stock}" "$base/inventory/reset")
     [ "$code" = 200 ] || fail "${1:+$1: }POST /inventory/reset answered $code: $(cat "$answer" 2>/dev/null)"

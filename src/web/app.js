@@ -5,12 +5,19 @@
  * GET /inventory/audit: every 250 ms while a run is going or holds keep
  * arriving, every second otherwise. Runs start with POST /lab/runs and are
  * followed with GET /lab/runs/{id}. Everything it draws is also written as
- * text or in a table. It talks only to the origin that served it. */
+ * text or in a table. It talks only to the origin that served it.
+ *
+ * On an instance with admin.token set (GET /lab says "token_required"),
+ * POST /lab/runs needs "Authorization: Bearer <token>": the page asks for
+ * the token in a password field before the first run, and again whenever
+ * a run is answered 401; it keeps it in sessionStorage (this tab only, gone
+ * when the tab closes) and sends it with POST /lab/runs alone. */
 'use strict';
 (function () {
   const $ = (id) => document.getElementById(id);
   const SVGNS = 'http://www.w3.org/2000/svg';
   const FAST_MS = 250, SLOW_MS = 1000, PAGE = 5000, KEEP = 20000;
+  const TOKEN_KEY = 'inventoryd.admin-token';
 
   /* Why a step has no scenario in the lab. */
   const NO_SCENARIO = {
@@ -27,7 +34,7 @@
     run: null, active: false, awaitReset: false,
     events: [], since: '0', audit: null, lastNew: 0,
     paused: false, follow: true, win: null, dirty: true,
-    demo: null, matrix: null, source: 'runs', timer: 0,
+    demo: null, matrix: null, source: 'runs', timer: 0, pending: null,
   };
 
   /* ---- small helpers ------------------------------------------------------ */
@@ -58,12 +65,24 @@
     return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + ' s';
   }
 
-  async function api(method, path, body) {
+  /* The admin token kept for this tab, or '' (sessionStorage may be refused). */
+  function storedToken() {
+    try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+  function storeToken(t) {
+    try {
+      if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) { /* not kept: asked again next time */ }
+  }
+
+  /* auth: send the admin token, when one is kept, as the Bearer header. */
+  async function api(method, path, body, auth) {
     const opt = { method, cache: 'no-store', headers: { Accept: 'application/json' } };
     if (body !== undefined) {
       opt.body = JSON.stringify(body);
       opt.headers['Content-Type'] = 'application/json';
     }
+    if (auth && storedToken()) opt.headers.Authorization = 'Bearer ' + storedToken();
     const r = await fetch(path, opt);
     const text = await r.text();
     let json = null;
@@ -145,7 +164,8 @@
     const self = S.lab.target === location.host ? ' (where this page came from)' : '';
     c.textContent = `Page served by ${location.host}. A run's sales go to ${S.lab.target}${self}; ` +
       `a scenario's sales A and B go to ${inst}. Lock TTL ${num(S.lab.ttl_ms)} ms, ` +
-      `lock wait ${num(S.lab.wait_ms)} ms.`;
+      `lock wait ${num(S.lab.wait_ms)} ms.` +
+      (S.lab.token_required ? ' Runs need the instance\u2019s admin token (admin.token).' : '');
   }
 
   /* ---- the ladder ------------------------------------------------------------ */
@@ -196,6 +216,34 @@
     });
     $('f-scenario').addEventListener('change', showScenarioInfo);
     $('f-strategy').addEventListener('change', showScenarioInfo);
+    $('token-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const t = $('f-token').value.trim();
+      if (!t) return;
+      storeToken(t);
+      const req = S.pending;
+      hideTokenForm();
+      if (req) startRun(req);
+    });
+    $('f-token-cancel').addEventListener('click', () => {
+      hideTokenForm();
+      notice('The run was not started: it needs the admin token.');
+    });
+  }
+
+  /* Asks for the admin token (why: the sentence shown above the field); the
+   * run req starts once it is given. */
+  function askToken(req, why) {
+    S.pending = req;
+    $('token-why').textContent = why;
+    $('token-form').hidden = false;
+    $('f-token').value = '';
+    $('f-token').focus();
+  }
+  function hideTokenForm() {
+    S.pending = null;
+    $('token-form').hidden = true;
+    $('f-token').value = '';
   }
 
   const stockValue = () => +$('f-stock').value;
@@ -250,8 +298,20 @@
     $('f-strategy').value = req.strategy;
     $('f-scenario').value = req.scenario || '';
     showScenarioInfo();
+    if (S.lab.token_required && !storedToken()) {
+      askToken(req, 'Runs on this instance need its admin token (admin.token, sent as ' +
+        '\u201cAuthorization: Bearer\u201d). It is kept in this tab only.');
+      return;
+    }
     let r;
-    try { r = await api('POST', '/lab/runs', req); } catch (e) { notice('The run could not be sent: ' + e.message, true); return; }
+    try { r = await api('POST', '/lab/runs', req, true); } catch (e) { notice('The run could not be sent: ' + e.message, true); return; }
+    if (r.status === 401) {
+      const had = !!storedToken();
+      storeToken('');
+      askToken(req, (had ? 'The token was refused (401): ' : 'This run needs the admin token (401): ') +
+        (r.json ? r.json.error : r.text));
+      return;
+    }
     if (r.status === 202) {
       S.run = r.json;
       S.active = true;

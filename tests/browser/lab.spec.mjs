@@ -8,6 +8,8 @@
 //   LAB_OFF      one instance started with lab.enabled=false
 //   LAB_SHOTS    where each check saves its screenshot (results/ of the checkout)
 //   LAB_CHROMIUM the browser (/usr/bin/chromium)
+//   LAB_TOKEN_BASE, LAB_TOKEN  an instance with admin.token=LAB_TOKEN and runs
+//                on (optional: without them the token check is skipped)
 //
 // Each check is named by a sentence, prints "ok" or "not ok" with its time,
 // and saves results/lab-<name>.png. The first failure saves a screenshot
@@ -19,6 +21,7 @@ const base = process.env.LAB_BASE;
 const off = process.env.LAB_OFF;
 const shots = process.env.LAB_SHOTS || 'results';
 const exe = process.env.LAB_CHROMIUM || '/usr/bin/chromium';
+const tokenBase = process.env.LAB_TOKEN_BASE, token = process.env.LAB_TOKEN;
 if (!base || !off) {
   console.error('lab.spec: LAB_BASE and LAB_OFF must be set (run tests/browser_lab.sh)');
   process.exit(2);
@@ -202,6 +205,58 @@ await check('runs-off', 'POST /lab/runs answers 404 when lab.enabled=false, and 
   assert(await current.isDisabled('#f-start'), 'Start run is not disabled');
   assert(await current.locator('.show-flaw').count() === 0, 'Show the flaw buttons are offered');
 });
+
+if (tokenBase && token) {
+  await check('token', 'with admin.token set, a run from the page asks for the token, then runs; a refused token is asked for again', async () => {
+    const tp = await context.newPage();
+    current = tp;
+    const torigin = new URL(tokenBase).origin, terr = [], tout = [];
+    tp.on('console', (m) => { if (m.type() === 'error') terr.push(m.text()); });
+    tp.on('pageerror', (e) => terr.push(e.message));
+    tp.on('request', (r) => { if (new URL(r.url()).origin !== torigin) tout.push(r.url()); });
+    const runsThere = async () => (await (await fetch(tokenBase + '/lab/runs')).json()).runs.length;
+    await tp.goto(tokenBase + '/#lab');
+    await tp.waitForSelector('#cards .card', { state: 'attached' });
+    await tp.waitForFunction(() => document.getElementById('conn').textContent.includes('admin token'));
+    await tp.selectOption('#f-strategy', 'owner-lua');
+    await tp.selectOption('#f-scenario', '');
+    await tp.fill('#f-clients', '5');
+    await tp.fill('#f-requests', '50');
+    await tp.fill('#f-stock', '20');
+    await tp.click('#f-start');
+    // Asked before anything is sent: no run, no 401 in the console.
+    await tp.waitForSelector('#token-form:not([hidden])', { timeout: 5000 });
+    assert(await tp.getAttribute('#f-token', 'type') === 'password', 'the token field is not a password field');
+    assert(await tp.locator('label[for=f-token]').count() === 1, 'the token field has no label');
+    assert(await tp.evaluate(() => document.activeElement.id) === 'f-token', 'the token field has no focus');
+    assert(await runsThere() === 0, 'a run started before the token was given');
+    await tp.fill('#f-token', token);
+    await tp.click('#f-token-use');
+    await tp.waitForFunction(() => {
+      const st = document.getElementById('run-status');
+      return st.dataset.run && st.dataset.state !== 'running';
+    }, null, { timeout: 30000 });
+    const state = await tp.getAttribute('#run-status', 'data-state');
+    assert(state === 'done', `the run ended ${state}: ${(await tp.locator('#run-status').innerText()).trim()}`);
+    const audit = await (await fetch(tokenBase + '/inventory/audit')).json();
+    const sold = Number((await tp.locator('#run-sold').innerText()).replace(/,/g, ''));
+    assert(sold === 20 && audit.sold === 20 && audit.initial === 20, `sold ${sold}, audit ${JSON.stringify(audit)}`);
+    assert(await tp.isHidden('#token-form'), 'the token form is still shown');
+    assert(await tp.evaluate(() => sessionStorage.getItem('inventoryd.admin-token')) === token, 'the token is not kept for the tab');
+    assert(terr.length === 0, 'console errors: ' + terr.join(' | '));
+    // A kept token the instance refuses: the 401 asks for it again, and forgets it.
+    await tp.evaluate(() => sessionStorage.setItem('inventoryd.admin-token', 'not-the-token-0123456789'));
+    await tp.click('#f-start');
+    await tp.waitForSelector('#token-form:not([hidden])', { timeout: 5000 });
+    assert((await tp.locator('#token-why').innerText()).includes('401'), 'the page does not say the token was refused');
+    assert(await tp.evaluate(() => sessionStorage.getItem('inventoryd.admin-token')) === null, 'the refused token is kept');
+    assert(await runsThere() === 1, 'the refused token started a run');
+    // The browser itself reports the 401 it was answered; nothing else.
+    const other = terr.filter((t) => !/status of 401/.test(t));
+    assert(other.length === 0, 'console errors: ' + other.join(' | '));
+    assert(tout.length === 0, 'requests outside the origin: ' + tout.join(' '));
+  });
+}
 
 await browser.close();
 console.log('lab.spec: every check passed');

@@ -290,7 +290,8 @@ static void check_dump(const struct config *cfg, size_t small, const char *stage
 /* Every line of the dump goes back through config_set and comes out the
  * same: what config.c stores is always what config.c accepts. Values with
  * spaces at either end are skipped: only the environment keeps those, and
- * config_set trims them by design. */
+ * config_set trims them by design; so are secrets, which the dump shows as
+ * **** (admin.token refuses that as too short). */
 static void check_round_trip(const struct config *cfg, const char *stage) {
     char *d = dump(cfg, 0);
     struct config *again = malloc(sizeof *again);
@@ -305,6 +306,7 @@ static void check_round_trip(const struct config *cfg, const char *stage) {
         if (eq[1] && (isspace((unsigned char)eq[1]) || isspace((unsigned char)lines[i][n - 1])))
             continue;
         if (n >= 1024) continue; /* longer than config_set takes; no field is that long */
+        if (strcmp(eq + 1, "****") == 0) continue; /* a secret: the dump hides its value */
         int rc = config_set(again, lines[i], err, sizeof err);
         CHECK(rc == CONFIG_OK, "config_set refuses its own dump line '%.120s': %s (%s)",
               lines[i], err, stage);
@@ -315,7 +317,8 @@ static void check_round_trip(const struct config *cfg, const char *stage) {
         const char *eq = strchr(lines[i], '=');
         size_t n = strlen(lines[i]);
         if (n == 0 || (eq[1] && (isspace((unsigned char)eq[1]) ||
-                                 isspace((unsigned char)lines[i][n - 1]))))
+                                 isspace((unsigned char)lines[i][n - 1]))) ||
+            strcmp(eq + 1, "****") == 0)
             continue;
         CHECK(strcmp(lines[i], lines2[i]) == 0, "round trip changed '%.120s' into '%.120s' (%s)",
               lines[i], lines2[i], stage);

@@ -8,7 +8,9 @@
 #   PLAN         a .jmx file, or the name of one here: sale-200, sale-3000
 #   JMETER_ARGS  handed to JMeter as they are, typically the plan's -J
 #                properties: -Jhost=127.0.0.1 -Jport=8080 -Jstrategy=owner-lua
-#                -Jthreads=200 -Jloops=1 -Jstock=200 (-Jrampup, -Jtimeout_ms)
+#                -Jthreads=200 -Jloops=1 -Jstock=200 (-Jrampup, -Jtimeout_ms),
+#                and -Jtoken=$INVENTORYD_ADMIN_TOKEN when the instances have an
+#                admin.token (the reset needs it; the demo prints it)
 #   -o DIR       where results.jtl, jmeter.log and jmeter.out go
 #                (default loadtest/jmeter/results/<plan>/; the three are replaced)
 #

@@ -60,7 +60,8 @@ static void batched_sell(struct inventory *inv, const struct strategy *s,
     snprintf(key, sizeof(key), "%s|%s", k->lock, k->stock);
     struct batch_request req = {r, mclock_us()};
     struct waitq_node me;
-    int64_t deadline = req.queued_us + (int64_t)inv->cfg->lock_wait_ms * 1000;
+    int wait_ms = f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms;
+    int64_t deadline = req.queued_us + (int64_t)wait_ms * 1000;
     switch (waitq_enter(inv->batches, key, &me, &req, deadline)) {
     case WAITQ_OWNER:
         lead(inv, s, k, f, &me, &req);
@@ -69,9 +70,9 @@ static void batched_sell(struct inventory *inv, const struct strategy *s,
         break;   /* a leader sold for it */
     case WAITQ_TIMEOUT:
         snprintf(r->errstr, sizeof(r->errstr), "lock %.80s still busy after waiting %d ms "
-                 "(queued in this process behind a batch)", k->lock, inv->cfg->lock_wait_ms);
+                 "(queued in this process behind a batch)", k->lock, wait_ms);
         r->status = INV_LOCK_TIMEOUT;
-        r->wait_ms = inv->cfg->lock_wait_ms;
+        r->wait_ms = wait_ms;
         break;
     default:
         sale_backend(r, "batch", "out of memory");

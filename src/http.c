@@ -271,9 +271,12 @@ static int read_faults(struct http_server *s, struct MHD_Connection *conn, struc
     if ((rc = query_int(conn, "commit_delay_ms", 0, maxhold, &f->commit_delay_ms, why, whylen)) < 0)
         return 400;
     given |= rc;
+    if ((rc = query_int(conn, "wait_ms", 0, maxhold, &f->wait_ms, why, whylen)) < 0) return 400;
+    f->wait_given = rc;
+    given |= rc;
     if (given && !s->cfg->faults_enabled) {
         snprintf(why, whylen, "fault injection is off: start the instance with faults.enabled=true "
-                 "to use hold_ms, crash, release_delay_ms, nested or commit_delay_ms");
+                 "to use hold_ms, crash, release_delay_ms, nested, commit_delay_ms or wait_ms");
         return 403;
     }
     if (given && !admin_allowed(s, conn, "a fault parameter", why, whylen)) return 401;

@@ -48,6 +48,8 @@ struct sale_faults {
     int release_delay_ms;        /* pause between check and delete on release */
     int nested;                  /* re-acquire this many times inside */
     int commit_delay_ms;         /* pause between the last lease check and the write's send */
+    int wait_given;              /* wait_ms replaces lock.wait-ms for this sale */
+    int wait_ms;
 };
 
 struct sale_result {

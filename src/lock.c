@@ -104,6 +104,7 @@ struct lock *lock_new(struct lock_core *core, const struct lock_type *t, const c
     if (!l) return NULL;
     l->type = t;
     l->core = core;
+    l->wait_ms = core->wait_ms;
     l->priv = t->priv_size ? (char *)l + head : NULL;
     snprintf(l->key, sizeof(l->key), "%s", key);
     l->pool = core->pool ? rpool_route(core->pool, l->key) : NULL;
@@ -133,6 +134,8 @@ void lock_destroy(struct lock *l) {
 const char *lock_errstr(const struct lock *l) { return l->errstr; }
 
 void lock_set_release_delay(struct lock *l, int ms) { l->release_delay_ms = ms; }
+
+void lock_set_wait(struct lock *l, int wait_ms) { l->wait_ms = wait_ms; }
 
 /* ---- connections ---------------------------------------------------------- */
 
@@ -536,7 +539,7 @@ static int gate_enter(struct lock *l) {
 
 int lock_acquire(struct lock *l) {
     monotime_us start = mclock_us();
-    l->deadline_us = start + (monotime_us)l->core->wait_ms * 1000;
+    l->deadline_us = start + (monotime_us)l->wait_ms * 1000;
     l->errstr[0] = '\0';
     l->unknown = 0;
     int outer = l->holds == 0;

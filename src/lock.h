@@ -237,6 +237,10 @@ const redisReply *lock_reply(const struct lock *l, int i);
  * delete (or before a one-step release). */
 void lock_set_release_delay(struct lock *l, int ms);
 
+/* The longest wait of l's acquires from now on, instead of lock.wait-ms
+ * (0: one try). */
+void lock_set_wait(struct lock *l, int wait_ms);
+
 /* Why the last call failed. */
 const char *lock_errstr(const struct lock *l);
 

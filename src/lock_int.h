@@ -90,6 +90,7 @@ struct lock {
     char owner[64];
     redisContext *c;             /* the handle's connection, or NULL */
     int64_t deadline_us;         /* of the acquire in progress */
+    int wait_ms;                 /* the longest acquire wait: lock.wait-ms, or lock_set_wait's */
     int release_delay_ms;        /* fault: see lock_set_release_delay */
     int holds;
     int unknown;                 /* the last command's reply was lost */

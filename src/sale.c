@@ -338,6 +338,7 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
         return;
     }
     lock_set_release_delay(l, f->release_delay_ms);
+    if (f->wait_given) lock_set_wait(l, f->wait_ms);
     int rc = lock_acquire(l);
     for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(l);
     struct sale_section sec = {.inv = inv, .s = s, .k = k, .l = l, .rs = rs, .n = n,
@@ -350,7 +351,8 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
         struct lock_report rep;
         lock_report(l, &rep);
         snprintf(r->errstr, sizeof(r->errstr), "lock %.80s still busy after waiting %d ms "
-                 "(%d attempts%s%.60s)", k->lock, inv->cfg->lock_wait_ms, rep.attempts,
+                 "(%d attempts%s%.60s)", k->lock, f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms,
+                 rep.attempts,
                  lock_errstr(l)[0] ? "; " : "", lock_errstr(l));
         sale_fail_all(rs, n, INV_LOCK_TIMEOUT, r->errstr);
     } else {

@@ -369,11 +369,14 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
         if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
             e->element[1]->type != REDIS_REPLY_ARRAY)
             continue;
-        struct history_event *h = &out[(*n)++];
+        struct history_event *h = &out[*n];
         memset(h, 0, sizeof(*h));
         h->owned = -1;
         snprintf(h->id, sizeof(h->id), "%s", e->element[0]->str);
         history_parse(e->element[1], h);
+        /* A fault's coverage event (outcome "coverage", written by the
+         * matrix and the campaigns for inventory-check) is not a hold. */
+        if (strcmp(h->outcome, "coverage") != 0) (*n)++;
     }
     free_replies(rep, 1);
     return 0;

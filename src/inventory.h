@@ -147,7 +147,9 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
 
 /* Reads at most max events of item's history recorded after the event id
  * since ("0" or NULL: from the oldest kept), oldest first, into out[];
- * *n says how many. Returns 0, or INV_BACKEND with errstr set. */
+ * *n says how many. Holds only: the faults' coverage events in the same
+ * stream are skipped (they are for inventory-check). Returns 0, or
+ * INV_BACKEND with errstr set. */
 int inventory_history(struct inventory *inv, const char *item, const char *since, int max,
                       struct history_event *out, int *n, char *errstr, size_t errlen);
 

@@ -55,7 +55,7 @@ START_TEST(test_holds_one_after_another_with_a_matching_ledger_pass) {
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
     struct chk_told t[] = {told("sold", "o-1-0", 10), told("sold", "o-2-0", 9),
                            told("lock_timeout", "-", 0)};
-    struct chk_input in = {e, 2, l, 2, t, 3, 8, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .told = t, .ntold = 3, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert(r.safe);
     for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
@@ -67,7 +67,7 @@ START_TEST(test_two_owners_holding_at_once_are_an_overlap_naming_both_events) {
     struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, -1),
                             ev("2-0", "b:1", 200, 400, 0, "sold", 9, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert(!r.safe);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
@@ -83,7 +83,7 @@ START_TEST(test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger
     struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, -1),
                             ev("2-0", "b:1", 200, 400, 0, "sold", 10, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(10, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 1, 0};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10, .skip_overlaps = 1};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
@@ -98,7 +98,7 @@ START_TEST(test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline)
     struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold_out", 0, -1),
                             ev("2-0", "b:1", 200, 300, 1200, "sold", 9, -1)};
     struct chk_entry l[] = {entry(9, "o-2-0")};
-    struct chk_input in = {e, 2, l, 1, NULL, 0, 9, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
@@ -117,7 +117,7 @@ START_TEST(test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_over
     e[0].written_us = 400;
     e[1].written_us = 310;
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {e, 2, l, 2, NULL, 0, 8, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 0);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
@@ -135,7 +135,7 @@ START_TEST(test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_c
     e[0].written_us = 150;
     struct chk_entry l[] = {entry(10, "o-1-0")};
     for (int apart = 0; apart < 2; apart++) {
-        struct chk_input in = {e, 1, l, 1, NULL, 0, 9, 10, apart, 0};
+        struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10, .skip_overlaps = apart};
         struct chk_report r = judge(&in);
         ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
         ck_assert(!r.safe);
@@ -146,7 +146,7 @@ START_TEST(test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_c
      * margin). */
     e[0].owned = 1;
     e[0].lease_us = 120;
-    struct chk_input in = {e, 1, l, 1, NULL, 0, 9, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
     chk_report_free(&r);
@@ -156,7 +156,7 @@ END_TEST
 START_TEST(test_a_trimmed_history_is_never_safe_however_clean) {
     struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 1)};
     struct chk_entry l[] = {entry(10, "o-1-0")};
-    struct chk_input in = {e, 1, l, 1, NULL, 0, 9, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
     in.trimmed = 5;
     struct chk_report r = judge(&in);
     for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
@@ -165,7 +165,7 @@ START_TEST(test_a_trimmed_history_is_never_safe_however_clean) {
     chk_report_free(&r);
     /* Nor one with ledger entries whose events are gone. */
     struct chk_entry l2[] = {entry(10, "o-1-0"), entry(9, "o-0-9")};
-    struct chk_input in2 = {e, 1, l2, 2, NULL, 0, 8, 10, 0, 0};
+    struct chk_input in2 = {.events = e, .nevents = 1, .ledger = l2, .nledger = 2, .stock = 8, .initial = 10};
     r = judge(&in2);
     ck_assert_int_eq(r.missing, 1);
     ck_assert(!r.safe);
@@ -175,7 +175,7 @@ END_TEST
 
 START_TEST(test_a_late_hold_that_wrote_nothing_is_not_a_late_write) {
     struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "lock_lost", 0, -1)};
-    struct chk_input in = {e, 1, NULL, 0, NULL, 0, 10, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 1, .stock = 10, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert(r.safe);
     chk_report_free(&r);
@@ -187,7 +187,7 @@ START_TEST(test_the_events_of_one_batch_are_one_hold) {
                             ev("1-1", "a:1", 100, 200, 0, "sold", 9, -1),
                             ev("1-2", "a:1", 100, 200, 0, "sold", 8, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-1-1"), entry(8, "o-1-2")};
-    struct chk_input in = {e, 3, l, 3, NULL, 0, 7, 10, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 3, .ledger = l, .nledger = 3, .stock = 7, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert(r.safe);
@@ -197,7 +197,7 @@ END_TEST
 
 START_TEST(test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders) {
     struct chk_entry l[] = {entry(10, "x-1"), entry(10, "y-7")};
-    struct chk_input in = {NULL, 0, l, 2, NULL, 0, 9, 10, 0, 0};
+    struct chk_input in = {.ledger = l, .nledger = 2, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);   /* 1 given, 2 entries */
@@ -220,7 +220,7 @@ START_TEST(test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are
      * and the promoted replica sold the unit again. */
     struct chk_entry l[] = {entry(10, "y-7")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("sold", "y-7", 10)};
-    struct chk_input in = {NULL, 0, l, 1, t, 2, 9, 10, 0, 0};
+    struct chk_input in = {.ledger = l, .nledger = 1, .told = t, .ntold = 2, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     ck_assert_int_eq(r.counts[CHK_LOST_SALE], 1);
@@ -232,7 +232,7 @@ END_TEST
 START_TEST(test_a_ledger_entry_nobody_was_told_of_is_reported_but_safe) {
     struct chk_entry l[] = {entry(10, "x-1"), entry(9, "x-2")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("backend_unavailable", "-", 0)};
-    struct chk_input in = {NULL, 0, l, 2, t, 2, 8, 10, 0, 0};
+    struct chk_input in = {.ledger = l, .nledger = 2, .told = t, .ntold = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_UNTOLD_SALE], 1);
     ck_assert(r.safe);
@@ -242,7 +242,7 @@ END_TEST
 
 START_TEST(test_a_stock_that_disagrees_with_the_ledger_is_flagged) {
     struct chk_entry l[] = {entry(10, "x-1")};
-    struct chk_input in = {NULL, 0, l, 1, NULL, 0, 10, 10, 0, 0};
+    struct chk_input in = {.ledger = l, .nledger = 1, .stock = 10, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);
     ck_assert(!r.safe);
@@ -258,7 +258,7 @@ START_TEST(test_every_finding_is_counted_beyond_the_ones_listed) {
         snprintf(owner, sizeof(owner), "o:%d", i);
         e[i] = ev(id, owner, 100, 500, 0, "sold_out", 0, -1);   /* all at once */
     }
-    struct chk_input in = {e, 40, NULL, 0, NULL, 0, 0, 0, 0, 0};
+    struct chk_input in = {.events = e, .nevents = 40, .stock = 0, .initial = 0};
     struct chk_report r;
     ck_assert_int_eq(chk_run(&in, 5, &r), 0);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 39);
@@ -285,6 +285,79 @@ START_TEST(test_ledger_entries_and_recorded_answers_parse_and_malformed_ones_do_
 }
 END_TEST
 
+START_TEST(test_a_clean_run_whose_fault_missed_its_window_is_inconclusive_not_safe) {
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 1)};
+    struct chk_entry l[] = {entry(10, "o-1-0")};
+    const char *needs[] = {"holder_inside"};
+    struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9,
+                           .initial = 10, .needs = needs, .nneeds = 1};
+    struct chk_report r = judge(&in);
+    ck_assert(!r.safe);
+    ck_assert(!r.covered);
+    ck_assert(r.complete);
+    ck_assert_str_eq(chk_verdict(&r), "inconclusive");
+    chk_report_free(&r);
+    /* the same run, with the fault's event recorded: safe */
+    const char *seen[] = {"holder_inside", "holder_inside", "reply_lost"};
+    in.coverage = seen;
+    in.ncoverage = 3;
+    r = judge(&in);
+    ck_assert(r.safe);
+    ck_assert(r.covered);
+    ck_assert_str_eq(chk_verdict(&r), "safe");
+    ck_assert_int_eq(chk_coverage(&r, "holder_inside"), 2);
+    ck_assert_int_eq(chk_coverage(&r, "reply_lost"), 1);
+    ck_assert_int_eq(chk_coverage(&r, "failover"), 0);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_violation_is_its_own_evidence_whatever_the_coverage) {
+    struct chk_entry l[] = {entry(10, "o-1"), entry(10, "o-2")};
+    const char *needs[] = {"holder_inside"};
+    struct chk_input in = {.ledger = l, .nledger = 2, .stock = 9, .initial = 10, .needs = needs,
+                           .nneeds = 1};
+    struct chk_report r = judge(&in);
+    ck_assert(!r.covered);
+    ck_assert_str_eq(chk_verdict(&r), "unsafe");
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds) {
+    /* 1: Redis saw the write outside the lock; 2: the commit found the lease
+     * gone; 3: the write applied past the deadline; 4: a clean hold. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 0),
+                            ev("2-0", "b:1", 2000, 2100, 2050, "lock_lost", 0, -1),
+                            ev("3-0", "c:1", 3000, 3300, 3200, "sold_out", 0, -1),
+                            ev("4-0", "d:1", 4000, 4100, 5000, "sold", 9, 1)};
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-4-0")};
+    const char *needs[] = {CHK_LEASE_EXPIRED_INSIDE};
+    struct chk_input in = {.events = e, .nevents = 4, .ledger = l, .nledger = 2, .stock = 8,
+                           .initial = 10, .needs = needs, .nneeds = 1};
+    struct chk_report r = judge(&in);
+    ck_assert(r.covered);
+    ck_assert_int_eq(chk_coverage(&r, CHK_LEASE_EXPIRED_INSIDE), 3);
+    chk_report_free(&r);
+    /* with clocks that cannot be compared, only what Redis saw counts */
+    in.skip_overlaps = 1;
+    r = judge(&in);
+    ck_assert_int_eq(chk_coverage(&r, CHK_LEASE_EXPIRED_INSIDE), 2);
+    chk_report_free(&r);
+    /* and a calm run shows none */
+    in.events = e + 3;
+    in.nevents = 1;
+    in.ledger = l + 1;
+    in.nledger = 1;
+    in.stock = 9;
+    r = judge(&in);
+    ck_assert(!r.covered);
+    ck_assert_int_eq(chk_coverage(&r, CHK_LEASE_EXPIRED_INSIDE), 0);
+    ck_assert_str_eq(chk_verdict(&r), "inconclusive");
+    chk_report_free(&r);
+}
+END_TEST
+
 Suite *checker_suite(void) {
     Suite *s = suite_create("checker");
     TCase *c = tcase_create("Core");
@@ -303,6 +376,9 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_a_stock_that_disagrees_with_the_ledger_is_flagged);
     tcase_add_test(c, test_every_finding_is_counted_beyond_the_ones_listed);
     tcase_add_test(c, test_ledger_entries_and_recorded_answers_parse_and_malformed_ones_do_not);
+    tcase_add_test(c, test_a_clean_run_whose_fault_missed_its_window_is_inconclusive_not_safe);
+    tcase_add_test(c, test_a_violation_is_its_own_evidence_whatever_the_coverage);
+    tcase_add_test(c, test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds);
     suite_add_tcase(s, c);
     return s;
 }

@@ -6,8 +6,11 @@
  * Exit status: 0 when nothing unsafe was found in a complete history, 1
  * when something unsafe was, 2 on bad usage or when Redis or a file could
  * not be read, 3 when nothing unsafe was found but the history is
- * incomplete (trimmed by its cap): never a verdict of safe then. */
+ * incomplete (trimmed by its cap), 4 when nothing unsafe was found but a
+ * coverage event named by --need was not seen (the fault missed its
+ * window): never a verdict of safe then. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include "stats.h"
 
 #define TOLD_FILES_MAX 16
+#define NEEDS_MAX 8
 
 struct options {
     struct addr redis;
@@ -28,6 +32,8 @@ struct options {
     long max_findings;
     int text;
     int no_overlaps;
+    char *needs[NEEDS_MAX];      /* --need, split at commas (strtok on optarg) */
+    int nneeds;
 };
 
 /* The loaded input and the storage behind it. */
@@ -36,6 +42,8 @@ struct loaded {
     struct chk_entry *ledger;
     struct chk_told *told;
     size_t ntold, cap_told;
+    char (*cov)[32];             /* the coverage events' names */
+    const char **covp;
     struct chk_input in;
 };
 
@@ -50,9 +58,13 @@ static void usage(FILE *f) {
         "  --max-findings N    findings listed (100); all are counted\n"
         "  --no-overlaps       do not judge overlapping holds (the instances' clocks\n"
         "                      cannot be compared, e.g. one was made to drift)\n"
+        "  --need EV[,EV...]   coverage events the fault must have shown for a verdict\n"
+        "                      of safe (holder_inside, lease_expired_inside, ...);\n"
+        "                      repeatable, up to 8 in all\n"
         "  --format json|text  (json)\n"
         "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input, 3 incomplete\n"
-        "(nothing unsafe found, but the history lost events: no verdict of safe).\n");
+        "(nothing unsafe found, but the history lost events), 4 inconclusive (nothing\n"
+        "unsafe found, but a --need event was not seen): no verdict of safe then.\n");
 }
 
 /* One history entry's fields into e. */
@@ -71,6 +83,20 @@ static void event_fields(const redisReply *f, struct chk_event *e) {
         else if (!strcmp(k, "written_us")) e->written_us = strtoll(v, NULL, 10);
         else if (!strcmp(k, "owned")) e->owned = atoi(v);
     }
+}
+
+/* When the entry's fields are a coverage event (outcome "coverage"), its
+ * name into name and 1; else 0. */
+static int coverage_name(const redisReply *f, char *name, size_t len) {
+    int is = 0;
+    name[0] = '\0';
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+        const char *k = f->element[j]->str, *v = f->element[j + 1]->str;
+        if (!k || !v) continue;
+        if (!strcmp(k, "outcome")) is = !strcmp(v, "coverage");
+        else if (!strcmp(k, "event")) snprintf(name, len, "%s", v);
+    }
+    return is && name[0];
 }
 
 static long long as_ll(const redisReply *r) {
@@ -116,17 +142,26 @@ static int load_redis(const struct options *o, struct loaded *L) {
         L->in.initial = as_ll(r[1]);
         L->ledger = calloc(r[2]->elements + 1, sizeof(*L->ledger));
         L->events = calloc(r[3]->elements + 1, sizeof(*L->events));
-        rc = L->ledger && L->events ? 0 : -1;
+        L->cov = calloc(r[3]->elements + 1, sizeof(*L->cov));
+        L->covp = calloc(r[3]->elements + 1, sizeof(*L->covp));
+        rc = L->ledger && L->events && L->cov && L->covp ? 0 : -1;
     }
     for (size_t i = 0; rc == 0 && i < r[2]->elements; i++)
         if (chk_parse_entry(r[2]->element[i]->str, &L->ledger[L->in.nledger]) == 0) L->in.nledger++;
     for (size_t i = 0; rc == 0 && i < r[3]->elements; i++) {
         const redisReply *e = r[3]->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements != 2) continue;
-        struct chk_event *ev = &L->events[L->in.nevents++];
+        struct chk_event *ev = &L->events[L->in.nevents];
+        memset(ev, 0, sizeof(*ev));
         ev->owned = -1;
         snprintf(ev->id, sizeof(ev->id), "%s", e->element[0]->str);
+        if (coverage_name(e->element[1], L->cov[L->in.ncoverage], sizeof(L->cov[0]))) {
+            L->covp[L->in.ncoverage] = L->cov[L->in.ncoverage];
+            L->in.ncoverage++;
+            continue;   /* a fault's coverage, not a hold */
+        }
         event_fields(e->element[1], ev);
+        L->in.nevents++;
     }
     if (rc < 0) fprintf(stderr, "inventory-check: cannot read %s from Redis: %s\n", o->item,
                         c->err ? c->errstr : "unexpected reply");
@@ -134,6 +169,7 @@ static int load_redis(const struct options *o, struct loaded *L) {
     redisFree(c);
     L->in.ledger = L->ledger;
     L->in.events = L->events;
+    L->in.coverage = L->covp;
     return rc;
 }
 
@@ -166,21 +202,18 @@ static int load_told(const char *path, long long since_us, struct loaded *L) {
     return 0;
 }
 
-/* "safe", "unsafe", or "incomplete" (nothing unsafe found in a history
- * that lost events). */
-static const char *verdict(const struct chk_report *r) {
-    if (r->safe) return "safe";
-    for (int k = 0; k < CHK_KINDS; k++)
-        if (k != CHK_UNTOLD_SALE && r->counts[k] > 0) return "unsafe";
-    return "incomplete";
-}
-
 static void print_json(const struct options *o, const struct loaded *L, const struct chk_report *r) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "item", o->item);
     cJSON_AddBoolToObject(root, "safe", r->safe);
-    cJSON_AddStringToObject(root, "verdict", verdict(r));
+    cJSON_AddStringToObject(root, "verdict", chk_verdict(r));
     cJSON_AddBoolToObject(root, "complete", r->complete);
+    cJSON_AddBoolToObject(root, "covered", r->covered);
+    cJSON *needs = cJSON_AddArrayToObject(root, "needs");
+    for (int i = 0; i < o->nneeds; i++) cJSON_AddItemToArray(needs, cJSON_CreateString(o->needs[i]));
+    cJSON *cov = cJSON_AddObjectToObject(root, "coverage");
+    for (int i = 0; i < r->ncover; i++)
+        cJSON_AddNumberToObject(cov, r->cover[i].name, (double)r->cover[i].count);
     cJSON_AddNumberToObject(root, "trimmed", (double)L->in.trimmed);
     cJSON_AddNumberToObject(root, "missing", (double)r->missing);
     cJSON_AddNumberToObject(root, "events", (double)L->in.nevents);
@@ -211,14 +244,23 @@ static void print_json(const struct options *o, const struct loaded *L, const st
 }
 
 static void print_text(const struct loaded *L, const struct chk_report *r) {
+    char word[16];
+    size_t i = 0;
+    for (const char *v = chk_verdict(r); *v && i + 1 < sizeof(word); v++)
+        word[i++] = (char)toupper((unsigned char)*v);
+    word[i] = '\0';
     printf("%s: %zu events, %zu ledger entries, %zu answers; stock %lld of %lld; oversold %lld\n",
-           r->safe ? "SAFE" : strcmp(verdict(r), "unsafe") ? "INCOMPLETE" : "UNSAFE",
+           word,
            L->in.nevents, L->in.nledger, L->in.ntold, L->in.stock, L->in.initial,
            r->oversold_units);
     if (!r->complete)
         printf("  the history is incomplete: %lld events trimmed by history.max-events, %lld "
                "ledger entries without their event; no verdict of safe\n", L->in.trimmed,
                r->missing);
+    if (!r->covered)
+        printf("  the fault missed its window: a needed coverage event was not seen; no verdict "
+               "of safe\n");
+    for (int k = 0; k < r->ncover; k++) printf("  covered %-20s %lld\n", r->cover[k].name, r->cover[k].count);
     for (int k = 0; k < CHK_KINDS; k++) printf("  %-12s %lld\n", chk_kind_word(k), r->counts[k]);
     for (size_t i = 0; i < r->nfindings; i++)
         printf("  - %s: %s\n", chk_kind_word(r->findings[i].kind), r->findings[i].detail);
@@ -230,12 +272,13 @@ static int parse_args(int argc, char **argv, struct options *o) {
         {"told", required_argument, NULL, 't'},    {"since-us", required_argument, NULL, 's'},
         {"max-findings", required_argument, NULL, 'm'}, {"format", required_argument, NULL, 'f'},
         {"no-overlaps", no_argument, NULL, 'O'},  {"help", no_argument, NULL, 'h'},
+        {"need", required_argument, NULL, 'n'},
         {NULL, 0, NULL, 0},
     };
     int ch;
     long v;
     char why[128];
-    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:Oh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:n:Oh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'r':
             if (addr_parse(optarg, strlen(optarg), &o->redis, why, sizeof(why)) != 0) goto bad;
@@ -255,6 +298,12 @@ static int parse_args(int argc, char **argv, struct options *o) {
             o->text = strcmp(optarg, "text") == 0;
             break;
         case 'O': o->no_overlaps = 1; break;
+        case 'n':
+            for (char *save, *t = strtok_r(optarg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (o->nneeds == NEEDS_MAX || strlen(t) >= 32) goto bad;
+                o->needs[o->nneeds++] = t;
+            }
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -275,6 +324,8 @@ int main(int argc, char **argv) {
     memset(&L, 0, sizeof(L));
     int rc = load_redis(&o, &L);
     L.in.skip_overlaps = o.no_overlaps;
+    L.in.needs = (const char *const *)o.needs;
+    L.in.nneeds = (size_t)o.nneeds;
     for (int i = 0; rc == 0 && i < o.ntold; i++) rc = load_told(o.told[i], o.since_us, &L);
     struct chk_report r;
     if (rc == 0 && chk_run(&L.in, (size_t)o.max_findings, &r) != 0) {
@@ -285,10 +336,13 @@ int main(int argc, char **argv) {
     if (rc == 0) {
         if (o.text) print_text(&L, &r);
         else print_json(&o, &L, &r);
-        status = r.safe ? 0 : strcmp(verdict(&r), "unsafe") == 0 ? 1 : 3;
+        const char *v = chk_verdict(&r);
+        status = r.safe ? 0 : !strcmp(v, "unsafe") ? 1 : !strcmp(v, "incomplete") ? 3 : 4;
         chk_report_free(&r);
     }
     free(L.events);
+    free(L.cov);
+    free(L.covp);
     free(L.ledger);
     free(L.told);
     return status;

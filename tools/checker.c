@@ -178,6 +178,51 @@ static int find_lost_and_untold(const struct chk_input *in, size_t max, struct c
     return 0;
 }
 
+/* Counts one coverage event named name (names past CHK_COVER_MAX distinct
+ * ones are dropped: a run records a handful). */
+static void cover(struct chk_report *r, const char *name) {
+    for (int i = 0; i < r->ncover; i++) {
+        if (strcmp(r->cover[i].name, name) == 0) {
+            r->cover[i].count++;
+            return;
+        }
+    }
+    if (r->ncover == CHK_COVER_MAX) return;
+    snprintf(r->cover[r->ncover].name, sizeof(r->cover[0].name), "%s", name);
+    r->cover[r->ncover++].count = 1;
+}
+
+long long chk_coverage(const struct chk_report *r, const char *name) {
+    for (int i = 0; i < r->ncover; i++)
+        if (strcmp(r->cover[i].name, name) == 0) return r->cover[i].count;
+    return 0;
+}
+
+/* Whether e's lease ran out while its holder was inside (see checker.h). */
+static int expired_inside(const struct chk_event *e, int clocks_apart) {
+    if (e->owned == 0) return 1;
+    if (!strcmp(e->outcome, "lock_lost") || !strcmp(e->outcome, "stale_token")) return 1;
+    return !clocks_apart && e->lease_us > 0 && applied(e) > e->lease_us;
+}
+
+/* Coverage: the recorded events, the derived one, and whether every need
+ * was seen. */
+static void find_coverage(const struct chk_input *in, struct chk_report *r) {
+    for (size_t i = 0; i < in->ncoverage; i++) cover(r, in->coverage[i]);
+    for (size_t i = 0; i < in->nevents; i++)
+        if (expired_inside(&in->events[i], in->skip_overlaps)) cover(r, CHK_LEASE_EXPIRED_INSIDE);
+    r->covered = 1;
+    for (size_t i = 0; i < in->nneeds; i++)
+        if (chk_coverage(r, in->needs[i]) == 0) r->covered = 0;
+}
+
+const char *chk_verdict(const struct chk_report *r) {
+    if (r->safe) return "safe";
+    for (int k = 0; k < CHK_KINDS; k++)
+        if (k != CHK_UNTOLD_SALE && r->counts[k] > 0) return "unsafe";
+    return r->complete ? "inconclusive" : "incomplete";
+}
+
 int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *r) {
     memset(r, 0, sizeof(*r));
     r->findings = calloc(max_findings ? max_findings : 1, sizeof(*r->findings));
@@ -217,7 +262,8 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
         add(r, max_findings, CHK_STOCK_LEDGER, NULL, NULL, 0, d);
     }
     r->oversold_units = (long long)in->nledger > given ? (long long)in->nledger - given : 0;
-    r->safe = r->complete;
+    find_coverage(in, r);
+    r->safe = r->complete && r->covered;
     for (int k = 0; k < CHK_KINDS; k++)
         if (k != CHK_UNTOLD_SALE && r->counts[k] > 0) r->safe = 0;
     return 0;

@@ -34,7 +34,21 @@
  * events than ledger entries) cannot clear a run: the report says
  * incomplete, and safe is never set then, whatever was found. A history
  * with no event at all is that of sales that took no lock (atomic) or of
- * history.enabled=false: only the ledger and the answers are judged. */
+ * history.enabled=false: only the ledger and the answers are judged.
+ *
+ * Coverage. A fault is evidence only when it reached its window: a holder
+ * inside when it struck, a lease that ran out while its holder was inside,
+ * a reply really lost. Whoever injects a fault records what it saw as a
+ * coverage event in the same history stream (outcome "coverage", event
+ * NAME, source WHO, at_us, detail), and the checker counts them by name,
+ * with one it derives from the holds themselves:
+ *   lease_expired_inside  a hold whose lease ran out while it was inside:
+ *                         Redis saw its write after the lock had gone
+ *                         (owned 0), its commit found the lease gone
+ *                         (lock_lost, stale_token), or (clocks comparable)
+ *                         its write applied past its lease deadline
+ * A run given needs (the events its fault must show) that lacks one is not
+ * covered, and is never safe: nothing unsafe found then is "inconclusive". */
 #ifndef INVENTORYD_TOOLS_CHECKER_H
 #define INVENTORYD_TOOLS_CHECKER_H
 
@@ -80,9 +94,15 @@ struct chk_input {
                                     write's time against its lease */
     long long trimmed;           /* events the stream's cap dropped (XINFO STREAM
                                     entries-added - length); 0 when none */
+    const char *const *coverage; /* the names of the coverage events recorded */
+    size_t ncoverage;
+    const char *const *needs;    /* the coverage a verdict of safe needs; NULL: none */
+    size_t nneeds;
 };
 
 #define CHK_KINDS 6
+#define CHK_COVER_MAX 16
+#define CHK_LEASE_EXPIRED_INSIDE "lease_expired_inside"
 enum chk_kind { CHK_OVERLAP, CHK_SOLD_TWICE, CHK_LATE_WRITE, CHK_LOST_SALE, CHK_UNTOLD_SALE,
                 CHK_STOCK_LEDGER };
 
@@ -98,13 +118,27 @@ struct chk_report {
     long long oversold_units;    /* entries - (initial - stock), at least 0 */
     int complete;                /* the history has every hold's event */
     long long missing;           /* ledger entries without a sold event */
-    int safe;                    /* complete, and no safety failure (untold sales aside) */
+    int covered;                 /* every need was seen */
+    int safe;                    /* complete, covered, and no safety failure (untold
+                                    sales aside) */
+    struct {
+        char name[32];
+        long long count;
+    } cover[CHK_COVER_MAX];      /* coverage seen, by name, recorded and derived */
+    int ncover;
     struct chk_finding *findings;   /* the first max_findings, malloc'd */
     size_t nfindings;
 };
 
 /* The word of a kind: "overlap", "sold_twice", ... */
 const char *chk_kind_word(enum chk_kind k);
+
+/* How many coverage events named name r saw (0 when none). */
+long long chk_coverage(const struct chk_report *r, const char *name);
+
+/* "safe", "unsafe", "incomplete" (nothing unsafe, but the history lost
+ * events) or "inconclusive" (nothing unsafe, but a need was not seen). */
+const char *chk_verdict(const struct chk_report *r);
 
 /* Judges in and fills r, keeping at most max_findings findings (every one is
  * counted). Returns 0, or -1 when out of memory. Free with chk_report_free. */

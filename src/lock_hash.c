@@ -115,7 +115,9 @@ int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
             if (lock_backoff(l) < 0) break;
             continue;
         }
-        int64_t sleep_ms = pttl > 0 ? pttl : 1000;
+        /* PTTL 0 is a lock expiring this very millisecond: try again at
+         * once, not after a second (-1: a lock with no expiry). */
+        int64_t sleep_ms = pttl >= 0 ? pttl + 1 : 1000;
         if (max_sleep_ms > 0 && sleep_ms > max_sleep_ms) sleep_ms = max_sleep_ms;
         int64_t until = now + sleep_ms * 1000;
         if (until > l->deadline_us) until = l->deadline_us;

@@ -241,7 +241,10 @@ static int redlock_acquire(struct lock *l) {
                 jitter(l);   /* nobody can tell us of an unlock: back off a random while */
                 continue;
             }
-            int64_t until = now + (res.pttl_ms > 0 ? res.pttl_ms * 1000 : 1000000);
+            /* A lease expiring this very millisecond (PTTL 0), as at the
+             * end of the holder's lease, when a racer took some masters
+             * first: try again at once, not after a second. */
+            int64_t until = now + (res.pttl_ms >= 0 ? (res.pttl_ms + 1) * 1000 : 1000000);
             if (until > l->deadline_us) until = l->deadline_us;
             pubsub_wait(&w, until);
             /* Racers that split the votes all gave up and were woken

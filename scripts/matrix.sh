@@ -11,12 +11,22 @@
 # stock and the clients' answers (tools/checker.h). The verdict is unsafe
 # (any safety finding: holds valid at once, a unit sold twice, a write past
 # its lease, a sale answered but not in the ledger, stock and ledger that
-# disagree), unavailable (no sale was served, sold or sold_out, in the
-# second half of the time from the fault to the last answer: it did not
-# recover), or safe. The share of requests served after the fault is
-# shown. Each cell is then set against the expected file
-# (loadtest/matrix-expected.tsv): "safe" cells must not be unsafe, "flaw"
-# cells must not be safe, "either" may be anything.
+# disagree), inconclusive (nothing unsafe, but the fault missed its window:
+# see coverage below; or the history lost events), unavailable (no sale
+# was served, sold or sold_out, in the second half of the time from the
+# fault to the last answer: it did not recover), or safe. The share of
+# requests served after the fault is shown. Each cell is then set against
+# the expected file (loadtest/matrix-expected.tsv), which names the one
+# verdict each cell must have: safe, unsafe or unavailable.
+#
+# Coverage. Every nemesis records the events that prove it reached its
+# window (matrix/<cell>/coverage, and the covered and coverage columns of
+# matrix.csv): a holder inside when the fault struck (holder_inside), its
+# hold outliving the TTL (hold_past_ttl), a reply that was lost
+# (reply_lost), a lock held when Redis restarted (lock_held_at_restart), a
+# lock absent on the promoted replica (lock_lost_in_failover), a Redlock
+# master holding the lock when it was killed (master_held_lock). A cell
+# whose window was not reached is never safe: it is inconclusive.
 #
 #   scripts/matrix.sh            every strategy under every nemesis (about 13 min)
 #   scripts/matrix.sh --short    the cells named "short" in the expected file
@@ -90,8 +100,8 @@ require_tools redis-server redis-cli curl jq gnuplot
 mapfile -t listed < <("$inventoryd" --list-strategies)
 read -r -a strategies <<<"${MATRIX_STRATEGIES:-${listed[*]}}"
 
-# expect_of S N: the expected file's word for a cell ("safe", "flaw",
-# "either"), "n/a", or "" when the file does not name it.
+# expect_of S N: the expected file's word for a cell ("safe", "unsafe",
+# "unavailable"), "n/a", or "" when the file does not name it.
 expect_of() { awk -F'\t' -v s="$1" -v n="$2" '$1 == s && $2 == n { print $3; exit }' "$expected"; }
 # short_cell S N: true when the expected file marks the cell for --short.
 short_cell() { awk -F'\t' -v s="$1" -v n="$2" '$1 == s && $2 == n && $5 == "short" { f = 1 } END { exit !f }' "$expected"; }
@@ -102,7 +112,7 @@ now_us() { echo $(( $(date +%s%N) / 1000 )); }
 
 # ---- the stack ------------------------------------------------------------
 pick_port; redis_port=$port
-start_redis "$redis_port" data
+start_redis "$redis_port" data --enable-debug-command local
 data_pid=$redis_pid
 masters=()
 master_pids=()
@@ -187,9 +197,12 @@ loads_wait() {
 special() {
     local port=$1 s=$2 h=$3
     (
-        body=$(curl -s --max-time 20 -w '\n%{http_code}' "http://127.0.0.1:$port/inventory/sale/$s?hold_ms=$h")
+        body=$(curl -s --max-time 20 -w '\n%{http_code} %{time_total}' "http://127.0.0.1:$port/inventory/sale/$s?hold_ms=$h")
         code=${body##*$'\n'}
         body=${body%$'\n'*}
+        # the holder's answer and its real time, for the coverage
+        echo "${code#* } $body" >>"$cell/special-answers"
+        code=${code% *}
         st=$(jq -r '.status // "error"' <<<"$body" 2>/dev/null || echo error)
         [ -n "$st" ] || st=error
         echo "$(now_us) ${code:-0} $st $(jq -r '.order // "-"' <<<"$body" 2>/dev/null || echo -) $(jq -r '.unit // 0' <<<"$body" 2>/dev/null || echo 0)"
@@ -213,7 +226,7 @@ hit_inside() {
         now=" $(rcli HGETALL "$item:holders" | paste - - |
             awk -v k=":alive:$id_a" '$2 ~ k"$" { printf "%s ", $1 }')"
         for o in $now; do
-            case "$p1$p2" in *" $o "*" $o "*) return 0 ;; esac
+            case "$p1$p2" in *" $o "*" $o "*) covered holder_inside; inside_order=$o; return 0 ;; esac
         done
         p2=$p1
         p1=$now
@@ -223,13 +236,89 @@ hit_inside() {
     return 1
 }
 
+# covered EVENT [DETAIL]: the nemesis reached this part of its window. Kept
+# in the cell until it is judged, then written into the item's history as a
+# coverage event (a restart or a failover would have lost it), where
+# inventory-check reads it.
+covered() { printf '%s %s %s\n' "$1" "$(now_us)" "${2:-}" >>"$cell/coverage"; }
+
+# record_coverage PORT N: the cell's coverage events into the history of the
+# Redis on PORT, the one the checker reads.
+record_coverage() {
+    local ev at detail
+    [ -f "$cell/coverage" ] || return 0
+    while read -r ev at detail; do
+        redis-cli -p "$1" XADD "$item:history" '*' outcome coverage event "$ev" \
+            source "matrix/$2" at_us "$at" detail "${detail:-}" >/dev/null
+    done <"$cell/coverage"
+}
+
+# needs N S: the coverage events nemesis N must show for a cell to be judged
+# safe (the events that make its fault dangerous), comma-separated for
+# inventory-check --need.
+needs() {
+    if lock_free "$2"; then
+        case $1 in latency | restart) echo reply_lost; return ;; esac
+    fi
+    case $1 in
+        kill) echo holder_inside ;;
+        pause | pool | drift) echo holder_inside,hold_past_ttl ;;
+        latency) echo holder_inside,reply_lost ;;
+        restart)
+            if no_redis_lock "$2"; then echo holder_inside; else echo holder_inside,lock_held_at_restart; fi ;;
+        failover)
+            # Redlock: one master of three loses the lock; the others: the
+            # data Redis loses the last sales (and the lock when held).
+            if [ "$2" = redlock ]; then echo lock_lost_in_failover; else echo sales_lost_in_failover; fi ;;
+        redlock-restart) echo master_held_lock ;;
+    esac
+}
+
+# holder_outlived_ttl: the holder put inside by hit_inside held its lock
+# past the TTL by the real clock (a hold read from the history, dated by
+# Redis as its write or event applied, else by the special sale's time).
+holder_outlived_ttl() {
+    local ev granted=0 written=0
+    if [ -n "${inside_order:-}" ]; then
+        ev=$(curl -s "http://127.0.0.1:$port_b/inventory/history?limit=5000" |
+            jq -c --arg o "$inside_order" '.events[] | select(.order == $o)' 2>/dev/null | head -n 1)
+        granted=$(jq -r '.granted_us // 0' <<<"$ev" 2>/dev/null || echo 0)
+        written=$(jq -r '.written_us // 0' <<<"$ev" 2>/dev/null || echo 0)
+    fi
+    if [ "${granted:-0}" -gt 0 ] && [ "${written:-0}" -gt 0 ]; then
+        [ $((written - granted)) -gt $((ttl * 1000)) ] && covered hold_past_ttl
+        return 0
+    fi
+    # No event (the holder was killed, or its clock drifts): how long its
+    # sale stayed inside, by what the nemesis measured.
+    [ "${held_for_ms:-0}" -gt "$ttl" ] && covered hold_past_ttl
+    return 0
+}
+
+# lock_key S: the key of strategy S's lock (lock.scope global).
+lock_key() { echo RedisDistributedLock; }
+
+# lock_exists S: S's lock is held now, where it lives (on the first Redlock
+# master for redlock, else on the data Redis).
+lock_exists() {
+    local p=$redis_port
+    [ "$1" = redlock ] && p=${masters[0]}
+    [ "$(redis-cli -p "$p" EXISTS "$(lock_key "$1")" 2>/dev/null)" = 1 ]
+}
+
+# lock_free S: S takes no lock (one script per sale): no holder to strike.
+lock_free() { [ "$1" = atomic ]; }
+
+# no_redis_lock S: S keeps no lock in Redis (none, local, atomic).
+no_redis_lock() { case $1 in none | local | atomic) return 0 ;; esac; return 1; }
+
 # ---- the nemeses ------------------------------------------------------------------
 
 # The holder nemeses (kill, pause, pool, drift) put their holder inside first,
 # on an idle lock, and only then start the loads, which contend through the
 # fault: a holder that had to win the lock against the loads could lose it
 # for seconds (a slow spin, a slowed clock) and strike after the loads ended.
-holder_first() { case $1 in kill | pause | pool | drift) return 0 ;; esac; return 1; }
+holder_first() { case $1 in kill | pause | pool | drift | latency | restart) return 0 ;; esac; return 1; }
 
 # loads_then_strike S: the loads, in flight for 0.2 s; sets struck.
 loads_then_strike() {
@@ -239,7 +328,7 @@ loads_then_strike() {
 }
 
 nemesis_kill() {
-    hit_inside "$1" 800 || true
+    hit_inside "$1" 800 || return 0
     loads_then_strike "$1"
     kill -KILL "$a_pid" 2>/dev/null
     wait "$a_pid" 2>/dev/null
@@ -251,39 +340,87 @@ nemesis_kill() {
 }
 
 nemesis_pause() {
-    hit_inside "$1" 800 || true
+    hit_inside "$1" 800 || return 0
     loads_then_strike "$1"
     kill -STOP "$a_pid"
     echo "A paused inside the section for $((2 * ttl)) ms" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
     kill -CONT "$a_pid"
+    wait "$special_pid" 2>/dev/null
+    held_for_ms=$((2 * ttl))   # paused inside, at the least
+    holder_outlived_ttl
 }
 
+# answers_lost: some answer since the strike was backend_unavailable (a
+# command whose reply timed out or whose connection died).
+answers_lost() {
+    cat "$cell"/told-* 2>/dev/null |
+        awk -v t="$struck" '$1 >= t && $3 == "backend_unavailable" { f = 1 } END { exit !f }'
+}
+
+# Latency: Redis sleeps 2 TTL (DEBUG SLEEP) while a holder of A is inside,
+# the instances' redis.timeout being 300 ms: the holder's write goes out
+# during the sleep, its reply is lost, and Redis applies it only after the
+# lock's TTL has passed. A lock-free sale has no holder: its window is a
+# script whose reply was lost.
 nemesis_latency() {
-    local i sleepers=()
-    for i in 1 2 3; do
-        rcli DEBUG SLEEP 0.45 >/dev/null &
-        sleepers+=($!)
-        sleep 0.7
-    done
-    wait "${sleepers[@]}"
-    echo "DEBUG SLEEP 0.45 s three times" >"$cell/nemesis"
+    local s=$1 secs
+    secs=$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')
+    if lock_free "$s"; then
+        loads_start "$s"
+        sleep 0.5
+        struck=$(now_us)
+    else
+        hit_inside "$s" 900 || return 0
+        loads_then_strike "$s"
+    fi
+    local said
+    said=$(rcli DEBUG SLEEP "$secs")
+    echo "DEBUG SLEEP $secs s while A's holder was inside: $said" >"$cell/nemesis"
+    if lock_free "$s"; then
+        loads_wait
+        answers_lost && covered reply_lost "a sale's reply timed out while Redis slept"
+        return 0
+    fi
+    wait "$special_pid" 2>/dev/null
+    # The holder's own reply was lost: it answered backend_unavailable.
+    case $(tail -n 1 "$cell/special-answers") in
+        *'"backend_unavailable"'*) covered reply_lost "the holder's write timed out while Redis slept" ;;
+    esac
+    return 0
 }
 
+# Restart: the data Redis restarted without persistence while a holder of A
+# is inside (a lock-free sale: while the loads run).
 nemesis_restart() {
+    if lock_free "$1"; then
+        loads_start "$1"
+        sleep 0.5
+        struck=$(now_us)
+    else
+        hit_inside "$1" 800 || return 0
+        loads_then_strike "$1"
+        lock_exists "$1" && covered lock_held_at_restart
+    fi
     stop_pid "$data_pid"
     forget_pid "$data_pid"
     sleep 0.3
-    start_redis "$redis_port" data
+    start_redis "$redis_port" data --enable-debug-command local
     data_pid=$redis_pid
     # The stock is set again in Redis itself: the service's reset would also
     # free the lock of a sale in progress, an overlap the restart did not make.
     since=$(now_us)
     rcli MSET "$item" "$stock" "$item:initial" "$stock" >/dev/null
     echo "the data Redis restarted empty; stock set again" >"$cell/nemesis"
+    if lock_free "$1"; then
+        loads_wait
+        answers_lost && covered reply_lost "a sale in flight lost its connection in the restart"
+    fi
+    return 0
 }
 
 nemesis_redlock_restart() {
+    [ "$(redis-cli -p "${masters[1]}" EXISTS "$(lock_key "$1")")" = 1 ] && covered master_held_lock
     kill -KILL "${master_pids[1]}" 2>/dev/null
     wait "${master_pids[1]}" 2>/dev/null
     forget_pid "${master_pids[1]}"
@@ -294,15 +431,24 @@ nemesis_redlock_restart() {
 }
 
 nemesis_pool() {
-    hit_inside "$1" "$((ttl * 13 / 10))" || true
+    hit_inside "$1" "$((ttl * 13 / 10))" || return 0
     loads_then_strike "$1"
     echo "a holder on A (pool of 2) works $((ttl * 13 / 10)) ms" >>"$cell/nemesis"
+    wait "$special_pid" 2>/dev/null
+    held_for_ms=0
+    holder_outlived_ttl
 }
 
 nemesis_drift() {
-    hit_inside "$1" 270 || true
+    hit_inside "$1" 270 || return 0
     loads_then_strike "$1"
     echo "a holder on A (clock at x0.2) works 270 ms by its clock" >>"$cell/nemesis"
+    wait "$special_pid" 2>/dev/null
+    # A's clock is slowed: its events cannot be compared with Redis's, so the
+    # holder's real time inside is bounded by its sale's, as curl timed it.
+    held_for_ms=$(tail -n 1 "$cell/special-answers" | awk '{ printf "%d", $1 * 1000 }')
+    inside_order=
+    holder_outlived_ttl
 }
 
 # replica_of MASTER_PORT NAME: a redis-server replicating MASTER_PORT, in
@@ -316,24 +462,48 @@ replica_of() {
     redis-cli -p "$1" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
     redis-cli -p "$replica_port" REPLICAOF 127.0.0.1 "$1" >/dev/null
     for i in $(seq 1 200); do
-        redis-cli -p "$replica_port" INFO replication | grep -q master_link_status:up && return 0
+        case $(redis-cli -p "$replica_port" INFO replication) in *master_link_status:up*) return 0 ;; esac
         sleep 0.05
     done
     fail "replica on $replica_port never synced with $1"
 }
 
 # promote MASTER_PID MASTER_PORT: freezes the replica, cuts it off, lets the
-# master take writes it will never pass on, kills the master, promotes the
-# replica.
+# master take writes it will never pass on for 0.4 s, then fails over
+# (promoted).
 promote() {
-    kill -STOP "$replica_pid"
-    redis-cli -p "$2" CLIENT KILL TYPE replica >/dev/null
+    cut_replica "$2"
     sleep 0.4
+    promoted "$@"
+}
+
+# cut_replica MASTER_PORT: freezes the replica and cuts it off: from now on
+# the master takes writes its replica will never see.
+cut_replica() {
+    kill -STOP "$replica_pid"
+    redis-cli -p "$1" CLIENT KILL TYPE replica >/dev/null
+}
+
+# promoted MASTER_PID MASTER_PORT: kills the master, promotes the (cut off)
+# replica, and records what the replica never saw.
+promoted() {
+    local held sold
+    held=$(redis-cli -p "$2" EXISTS RedisDistributedLock 2>/dev/null)
+    sold=$(redis-cli -p "$2" LLEN "$item:sold" 2>/dev/null)
     kill -KILL "$1" 2>/dev/null
     wait "$1" 2>/dev/null
     forget_pid "$1"
     kill -CONT "$replica_pid"
     redis-cli -p "$replica_port" REPLICAOF NO ONE >/dev/null
+    # The window: the master held a lock, or sales, that the promoted
+    # replica never saw.
+    [ "$held" = 1 ] && [ "$(redis-cli -p "$replica_port" EXISTS RedisDistributedLock)" = 0 ] &&
+        covered lock_lost_in_failover
+    local kept
+    kept=$(redis-cli -p "$replica_port" LLEN "$item:sold" 2>/dev/null)
+    [ "${sold:-0}" -gt "${kept:-0}" ] &&
+        covered sales_lost_in_failover "the master had $sold ledger entries, its replica $kept"
+    return 0
 }
 
 # The failover cell builds its own stack. Single-master strategies: the data
@@ -348,13 +518,21 @@ cell_failover() {
         wait_voting "$ttl" "${masters[@]}"
         instance "$port_a" "$redis_port" "$nodes"; a_pid=$inst_pid
         instance "$port_b" "$redis_port" "$nodes_b"; b_pid=$inst_pid
+        id_a=$(instance_id "$port_a")
         reset "$port_a" || fail "$s failover: reset"
         judge_port=$redis_port
-        loads_start "$s"
-        sleep 0.8
-        struck=$(now_us)
-        promote "${master_pids[0]}" "${masters[0]}"
-        echo "master 0 failed over to its replica before the lock reached it" >"$cell/nemesis"
+        # A holder of A goes inside once master 0's replica is cut off, so
+        # that its lock is on every master but not on that replica; then
+        # master 0 fails over: B, counting on the replica, finds no lock
+        # there.
+        cut_replica "${masters[0]}"
+        if hit_inside "$s" 1500; then
+            loads_then_strike "$s"
+            echo "master 0 failed over to its replica before the lock reached it" >"$cell/nemesis"
+        else
+            loads_start "$s"
+        fi
+        promoted "${master_pids[0]}" "${masters[0]}"
         loads_wait
         stop_instances
         stop_pid "$replica_pid"; forget_pid "$replica_pid"
@@ -394,7 +572,8 @@ cell_failover() {
 # ---- judging ---------------------------------------------------------------------
 
 declare -A V      # V[s|n] = verdict
-declare -A D      # V[s|n] = the cell's figures, for the table
+declare -A D      # D[s|n] = the cell's figures, for the table
+declare -A C      # C[s|n] = "yes|no event event...": covered, and the coverage seen
 rows=()
 
 # judge S N: runs the checker on the cell and records the verdict.
@@ -405,10 +584,11 @@ judge() {
     # and B cannot be compared in time, so overlaps are not judged there.
     local skew=()
     [ "$n" = drift ] && skew=(--no-overlaps)
-    "$checker" --redis "127.0.0.1:${judge_port:-$redis_port}" --item "$item" \
+    record_coverage "${judge_port:-$redis_port}" "$n"
+    "$checker" --redis "127.0.0.1:${judge_port:-$redis_port}" --item "$item" --need "$(needs "$n" "$s")" \
         --since-us "${since:-0}" --max-findings 20 "${skew[@]}" "${told[@]}" >"$cell/check.json" 2>"$cell/check.log"
     local rc=$?
-    [ "$rc" -le 1 ] || [ "$rc" -eq 3 ] || { log "$s/$n: the checker failed: $(cat "$cell/check.log")"; }
+    [ "$rc" -le 1 ] || [ "$rc" -eq 3 ] || [ "$rc" -eq 4 ] || { log "$s/$n: the checker failed: $(cat "$cell/check.log")"; }
     # Served, from the moment the nemesis struck: a sale that got sold or
     # sold_out, a definite answer about the stock; lock_timeout, 503 and
     # transport errors are not.
@@ -425,7 +605,8 @@ judge() {
     last=$(cat "$cell"/told-* 2>/dev/null | awk 'BEGIN { m = 0 } $1 > m { m = $1 } END { print m }')
     recovered=$(cat "$cell"/told-* 2>/dev/null | awk -v t="${struck:-0}" -v e="$last" \
         'BEGIN { h = t + (e - t) / 2; n = 0 } $1 >= h && ($3 == "sold" || $3 == "sold_out") { n++ } END { print (n > 0) ? 1 : 0 }')
-    local c=$cell/check.json over twice overlap late lost untold mismatch verdict
+    local c=$cell/check.json over twice overlap late lost untold mismatch verdict needs_list
+    needs_list=$(needs "$n" "$s")
     over=$(jq -r '.oversold_units // 0' "$c" 2>/dev/null || echo 0)
     twice=$(jq -r '.counts.sold_twice // 0' "$c" 2>/dev/null || echo 0)
     overlap=$(jq -r '.counts.overlap // 0' "$c" 2>/dev/null || echo 0)
@@ -433,13 +614,23 @@ judge() {
     lost=$(jq -r '.counts.lost_sale // 0' "$c" 2>/dev/null || echo 0)
     untold=$(jq -r '.counts.untold_sale // 0' "$c" 2>/dev/null || echo 0)
     mismatch=$(jq -r '.counts.stock_ledger // 0' "$c" 2>/dev/null || echo 0)
-    if [ "$rc" -eq 1 ]; then verdict=unsafe
+    # The window, as the checker counted it: every event the nemesis needs
+    # (recorded, or derived from the holds: lease_expired_inside).
+    local seen is_covered e
+    seen=$(jq -r '.coverage // {} | keys | join(" ")' "$c" 2>/dev/null)
+    is_covered=$(jq -r 'if .covered then "yes" else "no" end' "$c" 2>/dev/null || echo no)
+    for e in ${needs_list//,/ }; do
+        case " $seen " in *" $e "*) ;; *) echo "missed: $e" >>"$cell/nemesis" ;; esac
+    done
+    if [ "$rc" -eq 1 ]; then verdict=unsafe      # a violation is its own evidence
     elif [ "$rc" -eq 3 ]; then verdict=inconclusive   # the history lost events: no verdict
+    elif [ "$rc" -eq 4 ]; then verdict=inconclusive   # the fault missed its window
     elif [ "$rc" -ne 0 ]; then verdict=error
     elif [ "$recovered" != 1 ]; then verdict=unavailable
     else verdict=safe
     fi
     V["$s|$n"]=$verdict
+    C["$s|$n"]="$is_covered $seen"
     D["$s|$n"]="$over $twice $overlap $late $lost $untold $mismatch $share $answered $total"
 }
 
@@ -457,6 +648,7 @@ for n in "${nemeses[@]}"; do
         cell=$results/matrix/$s-$n
         rm -rf "$cell"; mkdir -p "$cell"
         since=0; struck=0; judge_port=; judged=0; load_a=; load_b=; b_late=0
+        inside_order=; held_for_ms=0; special_pid=
         if [ "$n" = failover ]; then
             cell_failover "$s"
         else
@@ -500,7 +692,7 @@ done
 contradictions=()
 csv=$results/matrix.csv
 md=$results/matrix.md
-echo "strategy,nemesis,verdict,expected,agrees,oversold_units,sold_twice,overlapping_holds,late_writes,lost_sales,untold_sales,stock_ledger,served_share,served,requests" >"$csv"
+echo "strategy,nemesis,verdict,expected,agrees,covered,coverage,oversold_units,sold_twice,overlapping_holds,late_writes,lost_sales,untold_sales,stock_ledger,served_share,served,requests" >"$csv"
 {
     echo "# The safety matrix"
     echo
@@ -523,15 +715,17 @@ for s in "${strategies[@]}"; do
         if [ -z "$v" ]; then printf ' |' >>"$md"; continue; fi
         if [ "$v" = n/a ]; then
             printf ' n/a |' >>"$md"
-            echo "$s,$n,n/a,n/a,yes,,,,,,,,,," >>"$csv"
+            echo "$s,$n,n/a,n/a,yes,,,,,,,,,,,," >>"$csv"
             continue
         fi
         read -r over twice overlap late lost untold mismatch share answered total <<<"${D["$s|$n"]}"
+        read -r cov cov_events <<<"${C["$s|$n"]}"
         agrees=yes
-        case $e:$v in
-            safe:unsafe | safe:error | flaw:safe | flaw:error) agrees=no ;;
-        esac
-        [ "$agrees" = no ] && contradictions+=("$s under $n: $v, expected $e")
+        [ "$v" = "$e" ] || agrees=no
+        # Never safe without its window (the checker sees to it; this says so
+        # loudly should the two ever disagree).
+        [ "$v" = safe ] && [ "$cov" != yes ] && agrees=no
+        [ "$agrees" = no ] && contradictions+=("$s under $n: $v (covered $cov), expected $e")
         mark=$v; [ "$agrees" = no ] && mark="**$v (expected $e)**"
         more=""
         [ "$late" != 0 ] && more+=", late $late"
@@ -539,30 +733,32 @@ for s in "${strategies[@]}"; do
         [ "$untold" != 0 ] && more+=", untold $untold"
         [ "$mismatch" != 0 ] && more+=", stock/ledger $mismatch"
         printf ' %s %s/%s/%s/%s%s |' "$mark" "$over" "$twice" "$overlap" "$share" "$more" >>"$md"
-        echo "$s,$n,$v,$e,$agrees,$over,$twice,$overlap,$late,$lost,$untold,$mismatch,$share,$answered,$total" >>"$csv"
+        echo "$s,$n,$v,$e,$agrees,$cov,${cov_events// /;},$over,$twice,$overlap,$late,$lost,$untold,$mismatch,$share,$answered,$total" >>"$csv"
     done
     echo >>"$md"
 done
 {
     echo
-    echo "Expected (loadtest/matrix-expected.tsv): safe = must not be unsafe; flaw = must not be"
-    echo "safe; either = may be anything. ${#contradictions[@]} contradictions."
+    echo "Expected (loadtest/matrix-expected.tsv): the one verdict each cell must have. A cell"
+    echo "whose fault missed its window is inconclusive, and contradicts any expectation."
+    echo "${#contradictions[@]} contradictions."
     for c in "${contradictions[@]}"; do echo "- $c"; done
 } >>"$md"
 
 # The heatmap: 0 safe (green), 1 unsafe (red), 2 unavailable (grey), 3 n/a
-# or not run (near white); each cell also carries its word, for readers who
-# do not tell the colours apart.
+# or not run (near white), 4 inconclusive (orange); each cell also carries
+# its word, for readers who do not tell the colours apart.
 dat=$work/matrix.dat
 labels=$work/labels.dat
-colours=(0x4daf4a 0xe41a1c 0x9e9e9e 0xf2f2f2)
+colours=(0x4daf4a 0xe41a1c 0x9e9e9e 0xf2f2f2 0xff9f1a)
 : >"$dat"; : >"$labels"
 for ((yi = 0; yi < ${#strategies[@]}; yi++)); do
     s=${strategies[$yi]}
     for ((xi = 0; xi < ${#nemeses[@]}; xi++)); do
         n=${nemeses[$xi]}
         v=${V["$s|$n"]:-}
-        case $v in safe) z=0; w=ok ;; unsafe) z=1; w=UNSAFE ;; unavailable) z=2; w=stuck ;; *) z=3; w=${v:--} ;; esac
+        case $v in safe) z=0; w=ok ;; unsafe) z=1; w=UNSAFE ;; unavailable) z=2; w=stuck ;;
+            inconclusive) z=4; w="missed" ;; *) z=3; w=${v:--} ;; esac
         if [ "$v" = unsafe ]; then
             # the verdict and its first kind of finding, on a second line
             read -r over twice overlap late lost untold mismatch _ <<<"${D["$s|$n"]}"

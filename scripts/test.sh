@@ -7,8 +7,9 @@
 # their own redis-server and nginx on free ports.
 #
 # Exits non-zero if anything failed; the last line is always
-#   tests: N passed, N failed
-# summed over both runs (a build that failed counts as one failed test).
+#   tests: N passed, N failed, N skipped
+# summed over both runs (a build that failed counts as one failed test; a
+# test that skipped itself, exit 77, is neither passed nor failed).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,17 +17,18 @@ cd "$root"
 jobs=$(nproc 2>/dev/null || echo 2)
 passed=0
 failed=0
+skipped=0
 status=0
 
 if ! bash scripts/deps.sh; then
     echo "test: scripts/deps.sh failed" >&2
-    echo "tests: 0 passed, 1 failed"
+    echo "tests: 0 passed, 1 failed, 0 skipped"
     exit 1
 fi
 
 # run_suite NAME DIR CMAKE_ARGS...: configure, build, ctest; adds to the sums.
 run_suite() {
-    local name=$1 dir=$2 log rc line total nfail
+    local name=$1 dir=$2 log rc line total nfail nskip
     shift 2
     echo "==== $name: configure and build in $dir"
     if ! cmake -S . -B "$dir" -DBUILD_TESTING=ON "$@" ||
@@ -45,8 +47,11 @@ run_suite() {
     if [ -n "$line" ]; then
         nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
         total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
-        passed=$((passed + total - nfail))
+        # "The following tests did not run: ... (Skipped)": not passes
+        nskip=$(grep -cE '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$log")
+        passed=$((passed + total - nfail - nskip))
         failed=$((failed + nfail))
+        skipped=$((skipped + nskip))
     elif [ "$rc" -ne 0 ]; then
         failed=$((failed + 1))
     else
@@ -67,5 +72,5 @@ run_suite "asan+ubsan" build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DINVENTORYD_SANITIZE=ON -DCMAKE_C_COMPILER=clang
 
 [ "$failed" -gt 0 ] && status=1
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit "$status"

@@ -358,6 +358,29 @@ START_TEST(test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds) 
 }
 END_TEST
 
+START_TEST(test_a_write_a_fence_let_through_is_not_late_though_the_lock_had_gone) {
+    /* The lock expired under a's hold, but no newer token was issued before
+     * its write applied: the fence let it through, and it was right to. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 1500, 1000, "sold", 10, 0),
+                            ev("2-0", "b:1", 1600, 1700, 2600, "sold", 9, 1)};
+    e[0].fenced = 1;
+    e[1].fenced = 1;
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8,
+                           .initial = 10};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
+    ck_assert(r.safe);
+    ck_assert_int_eq(chk_coverage(&r, CHK_LEASE_EXPIRED_INSIDE), 1);
+    chk_report_free(&r);
+    /* without the fence's word the same write is late */
+    e[0].fenced = 0;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
+    chk_report_free(&r);
+}
+END_TEST
+
 Suite *checker_suite(void) {
     Suite *s = suite_create("checker");
     TCase *c = tcase_create("Core");
@@ -379,6 +402,7 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_a_clean_run_whose_fault_missed_its_window_is_inconclusive_not_safe);
     tcase_add_test(c, test_a_violation_is_its_own_evidence_whatever_the_coverage);
     tcase_add_test(c, test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds);
+    tcase_add_test(c, test_a_write_a_fence_let_through_is_not_late_though_the_lock_had_gone);
     suite_add_tcase(s, c);
     return s;
 }

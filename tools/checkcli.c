@@ -82,6 +82,7 @@ static void event_fields(const redisReply *f, struct chk_event *e) {
         else if (!strcmp(k, "unit")) e->unit = strtoll(v, NULL, 10);
         else if (!strcmp(k, "written_us")) e->written_us = strtoll(v, NULL, 10);
         else if (!strcmp(k, "owned")) e->owned = atoi(v);
+        else if (!strcmp(k, "fenced")) e->fenced = atoi(v);
     }
 }
 

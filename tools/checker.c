@@ -36,7 +36,7 @@ static int64_t hold_end(const struct chk_event *e) {
 
 /* Whether e wrote when the lock was no longer its own (see checker.h). */
 static int wrote_late(const struct chk_event *e, int clocks_apart) {
-    if (!wrote(e)) return 0;
+    if (!wrote(e) || e->fenced) return 0;
     if (e->owned >= 0) return e->owned == 0;
     return !clocks_apart && e->lease_us > 0 && applied(e) > e->lease_us;
 }

@@ -18,7 +18,9 @@
  *                 where Redis could not look (owned unknown), the write
  *                 applied after the lease deadline (written_us, else
  *                 released_us, past lease_us). The holder's own "late" flag
- *                 is not evidence and is not read
+ *                 is not evidence and is not read. A write a fence let
+ *                 through (fenced 1) is not late: its token was the newest
+ *                 issued, so no later holder had the lock as it applied
  *   lost_sale     a client was told "sold" but the ledger has no entry for
  *                 its order
  *   untold_sale   the ledger has an entry no client was told was sold (a
@@ -65,6 +67,8 @@ struct chk_event {
     int64_t granted_us, released_us, lease_us;   /* lease_us 0: none */
     int64_t written_us;          /* Redis's clock as the event applied; 0: not recorded */
     int owned;                   /* the lock was the holder's as it applied: 1, 0; -1 unknown */
+    int fenced;                  /* a fence let the write through: its token was the newest
+                                    issued as it applied (fenced-sale.lua) */
     long long unit;
 };
 

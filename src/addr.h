@@ -3,8 +3,11 @@
  * tools' --redis and --redlock). Pure: no I/O, no allocation, thread safe.
  *
  * An entry is host ":" port, the port being the digits after the LAST ':'
- * (1..65535), the host 1 to ADDR_HOST_MAX-1 bytes; spaces and tabs around an
- * entry are forgiven ("a:1, b:2"). */
+ * (1..65535), the host 1 to ADDR_HOST_MAX-1 bytes of a name or IPv4 address
+ * (letters, digits, '.', '-', '_') or an IPv6 address (hex digits, ':',
+ * '.'): a scheme ("http://"), a path or a user is refused, and so is an
+ * empty entry in a list. Spaces and tabs around an entry are forgiven
+ * ("a:1, b:2"). */
 #ifndef INVENTORYD_ADDR_H
 #define INVENTORYD_ADDR_H
 

@@ -677,6 +677,49 @@ START_TEST(test_a_null_errstr_is_allowed) {
 }
 END_TEST
 
+START_TEST(test_every_host_port_key_refuses_schemes_paths_users_and_empty_parts_with_file_and_line) {
+    static const char *const addr_keys[] = {"lab.target", "lab.instances", "redlock.nodes",
+                                            "redis.sentinel.nodes", "redis.cluster.nodes"};
+    static const struct { const char *value, *says; } bad[] = {
+        {"http://127.0.0.1:17110", "no scheme"},
+        {"127.0.0.1:17110/", "not host:port"},
+        {"127.0.0.1/x:17110", "no path"},
+        {"user@127.0.0.1:17110", "no user"},
+        {"127.0.0.1:17110,", "empty entry"},
+        {",127.0.0.1:17110", "empty entry"},
+        {"a:1,,b:2", "empty entry"},
+        {"127.0.0.1", "not host:port"},
+        {"127.0.0.1:", "not host:port"},
+        {":17110", "not host:port"},
+        {"127.0.0.1:0", "not host:port"},
+        {"127.0.0.1:65536", "not host:port"},
+        {"ho st:1", "letters, digits"},
+    };
+    for (size_t k = 0; k < sizeof(addr_keys) / sizeof(addr_keys[0]); k++) {
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            char line[256];
+            /* line 2 of the file: the error must say so */
+            snprintf(line, sizeof line, "# a comment\n%s=%s\n", addr_keys[k], bad[i].value);
+            config_defaults(&cfg);
+            ck_assert_msg(load(line) == CONFIG_ERR, "%s=%s was accepted", addr_keys[k],
+                          bad[i].value);
+            ck_assert_msg(strstr(err, at_line(2)) != NULL, "no file:line in: %s", err);
+            ck_assert_msg(strstr(err, addr_keys[k]) != NULL, "no key name in: %s", err);
+            ck_assert_msg(strstr(err, bad[i].says) != NULL, "'%s' does not say '%s': %s",
+                          bad[i].value, bad[i].says, err);
+            unlink(tmpfiles[--ntmpfiles]);   /* room for the next one */
+        }
+    }
+    /* and what is right is still right */
+    config_defaults(&cfg);
+    ck_assert_int_eq(load("lab.instances= a-1.example:3786 , 10.0.0.2:3787\n"
+                          "redlock.nodes=::1:6381,[::1]x:1\n"), CONFIG_ERR);
+    config_defaults(&cfg);
+    ck_assert_int_eq(load("lab.instances= a-1.example:3786 , 10.0.0.2:3787\n"
+                          "redlock.nodes=::1:6381,redis_1:6382,127.0.0.1:6383\n"), CONFIG_OK);
+}
+END_TEST
+
 Suite *config_suite(void) {
     Suite *s = suite_create("config");
     TCase *core = tcase_create("Core");
@@ -697,6 +740,7 @@ Suite *config_suite(void) {
     tcase_add_test(core, test_an_unknown_key_in_a_file_is_a_warning_not_an_error);
     tcase_add_test(core, test_cluster_mode_says_what_cannot_share_a_cluster_and_why);
     tcase_add_test(core, test_a_missing_file_is_an_error_naming_the_path_and_reason);
+    tcase_add_test(core, test_every_host_port_key_refuses_schemes_paths_users_and_empty_parts_with_file_and_line);
     tcase_add_test(core, test_a_warnings_buffer_may_be_null);
     tcase_add_test(core, test_booleans_accept_true_false_yes_no_on_off_1_0_in_any_case);
     tcase_add_test(core, test_a_word_that_is_not_a_boolean_is_an_error);

@@ -51,7 +51,8 @@
 #       of one Redis: three masters and three replicas on DEMO_CLUSTER_PORTS
 #       (6371 6372 6373 6374 6375 6376, as in the demo's commented cluster
 #       lines; each also takes its bus port, +10000), the instances with
-#       redis.cluster.nodes, lock.scope=item and inventory.probe=false
+#       redis.cluster.nodes alone (lock.scope and inventory.probe, left at
+#       auto, pick what cluster mode needs)
 #   DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock)
 #   DEMO_INSTANCE_PORTS (3786 3787; the first gets weight 1, the second 2)
 #   DEMO_NGINX_PORT (8080)
@@ -246,7 +247,7 @@ sets=(--set lock.wait-ms="$wait_ms"
       --set lab.results-dir="$results" --set faults.enabled=true)
 [ -r "$root/config/inventoryd.properties" ] && sets+=(--config "$root/config/inventoryd.properties")
 if [ "$cluster" = 1 ]; then
-    sets+=(--set redis.cluster.nodes="$seeds" --set lock.scope=item --set inventory.probe=false)
+    sets+=(--set redis.cluster.nodes="$seeds")
     # The cost columns count the commands of the master that holds the item.
     redis_port=$(owner_of "$("$inventoryd" "${sets[@]}" --check-config | sed -n 's/^inventory.key=//p')")
     [ -n "$redis_port" ] || fail "no master of the cluster owns the item's slot"

@@ -36,6 +36,7 @@
 enum key_type {
     KEY_INT,    /* whole number within [min, max] */
     KEY_BOOL,   /* true/false, yes/no, on/off, 1/0 */
+    KEY_AUTOBOOL, /* "auto" (stored as -1: the deployment mode decides) or a boolean */
     KEY_STRING, /* at most size-1 bytes; at least min bytes */
     KEY_NAME,   /* a non-empty string of [a-z0-9-] */
     KEY_PATH,   /* a URL path starting with '/', stored without trailing '/' */
@@ -61,6 +62,8 @@ struct config_key {
     { n, KEY_INT, offsetof(struct config, f), FIELD_SIZE(f), lo, hi, 0, d, NULL }
 #define K_BOOL(n, f, d) \
     { n, KEY_BOOL, offsetof(struct config, f), FIELD_SIZE(f), 0, 1, 0, d, NULL }
+#define K_AUTOBOOL(n, f) \
+    { n, KEY_AUTOBOOL, offsetof(struct config, f), FIELD_SIZE(f), 0, 1, 0, "auto", NULL }
 #define K_STR(n, f, d, minlen, secret) \
     { n, KEY_STRING, offsetof(struct config, f), FIELD_SIZE(f), minlen, 0, secret, d, NULL }
 #define K_NAME(n, f, d) \
@@ -97,7 +100,7 @@ static const struct config_key keys[] = {
 
     K_STR ("inventory.key",              stock_key,            "inventory001", 1, 0),
     K_INT ("inventory.initial-stock",    initial_stock,        "200", 0, 1000000000),
-    K_BOOL("inventory.probe",            probe,                "true"),
+    K_AUTOBOOL("inventory.probe",        probe),
 
     K_NAME("lock.strategy",              strategy,             "atomic"),
     K_STR ("lock.name",                  lock_name,            "RedisDistributedLock", 1, 0),
@@ -105,7 +108,7 @@ static const struct config_key keys[] = {
     K_INT ("lock.wait-ms",               lock_wait_ms,         "5000", 0, 600000),
     K_INT ("lock.spin-sleep-ms",         lock_spin_sleep_ms,   "20", 0, 60000),
     K_INT ("lock.retry-max-depth",       lock_retry_depth,     "500", 1, 100000),
-    K_CHOICE("lock.scope",               lock_scope,           "global", "global|item"),
+    K_CHOICE("lock.scope",               lock_scope,           "auto", "auto|global|item"),
     K_BOOL("lock.read-lock",             read_lock,            "false"),
     K_NAMES("lock.allowed",              lock_allowed,         "all"),
     K_INT ("lock.sync-replicas",         lock_sync_replicas,   "0", 0, 1000),
@@ -237,6 +240,22 @@ static int check_bool(const struct config_key *k, const char *value, char *field
         set_err(errstr, errlen,
                 "%s: %s: '%.*s' is not a boolean (use true/false, yes/no, on/off or 1/0)",
                 origin, k->name, ECHO_MAX, value);
+        return CONFIG_ERR;
+    }
+    *(int *)(void *)field = b;
+    return CONFIG_OK;
+}
+
+static int check_autobool(const struct config_key *k, const char *value, char *field,
+                          const char *origin, char *errstr, size_t errlen) {
+    if (strcasecmp(value, "auto") == 0) {
+        *(int *)(void *)field = -1;
+        return CONFIG_OK;
+    }
+    int b;
+    if (parse_bool(value, &b) != 0) {
+        set_err(errstr, errlen, "%s: %s: '%.*s' is neither auto nor a boolean (use auto, "
+                "true/false, yes/no, on/off or 1/0)", origin, k->name, ECHO_MAX, value);
         return CONFIG_ERR;
     }
     *(int *)(void *)field = b;
@@ -382,6 +401,7 @@ static int check_token(const struct config_key *k, const char *value, char *fiel
 
 static const key_check checks[] = {
     [KEY_INT] = check_int,       [KEY_BOOL] = check_bool,   [KEY_STRING] = check_string,
+    [KEY_AUTOBOOL] = check_autobool,
     [KEY_NAME] = check_name,     [KEY_PATH] = check_path,   [KEY_CHOICE] = check_choice,
     [KEY_ADDRS] = check_addrs,   [KEY_NAMES] = check_names, [KEY_TOKEN] = check_token,
 };
@@ -623,10 +643,11 @@ static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) 
                 "a cluster fails over by itself, without Sentinel; set one", at);
         return CONFIG_ERR;
     }
-    if (strcmp(cfg->lock_scope, "item") != 0) {
-        set_err(errstr, errlen, "%s: redis.cluster.nodes needs lock.scope=item: one global lock "
-                "key lives in one slot and each item's keys in another, and a sale's scripts touch "
-                "both, which a cluster refuses", at);
+    if (strcmp(cfg->lock_scope, "global") == 0) {
+        set_err(errstr, errlen, "%s: redis.cluster.nodes needs lock.scope=item (or auto, which "
+                "picks it), and lock.scope is global (%s): one global lock key lives in one slot "
+                "and each item's keys in another, and a sale's scripts touch both, which a cluster "
+                "refuses", at, config_origin(cfg, "lock.scope"));
         return CONFIG_ERR;
     }
     if (strpbrk(cfg->lock_name, "{}") || strlen(cfg->lock_name) > 100) {
@@ -641,10 +662,11 @@ static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) 
                 "redis.database is %d", at, cfg->redis_database);
         return CONFIG_ERR;
     }
-    if (cfg->probe) {
-        set_err(errstr, errlen, "%s: redis.cluster.nodes needs inventory.probe=false: the probe's "
-                "dead-holder check reads each process's alive key, which lives in another slot; "
-                "the history and inventory-check still judge overlaps", at);
+    if (cfg->probe == 1) {
+        set_err(errstr, errlen, "%s: redis.cluster.nodes needs inventory.probe=false (or auto, "
+                "which picks it), and inventory.probe is true (%s): the probe's dead-holder check "
+                "reads each process's alive key, which lives in another slot; the history and "
+                "inventory-check still judge overlaps", at, config_origin(cfg, "inventory.probe"));
         return CONFIG_ERR;
     }
     return CONFIG_OK;
@@ -704,6 +726,15 @@ int config_check(const struct config *cfg, const char *const *names,
     return admin_check(cfg, errstr, errlen);
 }
 
+int config_lock_per_item(const struct config *cfg) {
+    if (strcmp(cfg->lock_scope, "auto") == 0) return cfg->cluster_nodes[0] != '\0';
+    return strcmp(cfg->lock_scope, "item") == 0;
+}
+
+int config_probe(const struct config *cfg) {
+    return cfg->probe < 0 ? cfg->cluster_nodes[0] == '\0' : cfg->probe;
+}
+
 const char *config_origin(const struct config *cfg, const char *key) {
     const struct config_key *k = find_key(key);
     if (k == NULL) return NULL;
@@ -728,6 +759,10 @@ size_t config_dump(const struct config *cfg, char *buf, size_t len) {
             break;
         case KEY_BOOL:
             value = *(const int *)(const void *)field ? "true" : "false";
+            break;
+        case KEY_AUTOBOOL:
+            value = *(const int *)(const void *)field < 0 ? "auto"
+                    : *(const int *)(const void *)field ? "true" : "false";
             break;
         default:
             value = (k->secret && field[0] != '\0') ? "****" : field;

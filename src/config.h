@@ -54,7 +54,8 @@ struct config {
     /* inventory.* */
     char stock_key[128];        /* inventory.key, default inventory001 */
     int initial_stock;          /* inventory.initial-stock, default 200 */
-    int probe;                  /* inventory.probe, default true */
+    int probe;                  /* inventory.probe: 1, 0, or -1 = auto (the default: on,
+                                   but off in cluster mode); read it with config_probe() */
 
     /* lock.* */
     char strategy[32];          /* lock.strategy, default atomic */
@@ -63,8 +64,10 @@ struct config {
     int lock_wait_ms;           /* lock.wait-ms, default 5000; 0 = fail fast */
     int lock_spin_sleep_ms;     /* lock.spin-sleep-ms, default 20 */
     int lock_retry_depth;       /* lock.retry-max-depth, default 500 */
-    char lock_scope[8];         /* lock.scope: global (one lock, the demo's) or
-                                   item (one lock per stock key) */
+    char lock_scope[8];         /* lock.scope: global (one lock, the demo's), item
+                                   (one lock per stock key) or auto (the default: item
+                                   in cluster mode, else global); read it with
+                                   config_lock_per_item() */
     int read_lock;              /* lock.read-lock: GET /inventory takes the read
                                    lock of a Redisson RReadWriteLock */
     int lock_sync_replicas;     /* lock.sync-replicas: WAIT for this many
@@ -148,6 +151,12 @@ int config_check(const struct config *cfg, const char *const *names,
 
 /* Whether strategy name may sell under lock.allowed. */
 int config_allows(const struct config *cfg, const char *name);
+
+/* What the deployment mode makes of lock.scope and inventory.probe when
+ * they are auto: cluster mode (redis.cluster.nodes) needs one lock per item
+ * and no probe, so redis.cluster.nodes alone turns cluster mode on. */
+int config_lock_per_item(const struct config *cfg);
+int config_probe(const struct config *cfg);
 
 /* Where key's current value came from: "FILE:LINE", "env NAME", "--set" or
  * "default". NULL for an unknown key. The string lives as long as cfg. */

@@ -42,7 +42,7 @@ struct inventory *inventory_create(const struct config *cfg, struct rpool *pool,
     inv->core = core;
     inv->port = cfg->port;
     inv->pool_wait_ms = cfg->redis_timeout_ms;
-    inv->lock_per_item = strcmp(cfg->lock_scope, "item") == 0;
+    inv->lock_per_item = config_lock_per_item(cfg);
     inv->cluster = cfg->cluster_nodes[0] != '\0';
     inv->read_lock = cfg->read_lock;
     inv->history_max = cfg->history_enabled ? cfg->history_max_events : 0;
@@ -51,7 +51,7 @@ struct inventory *inventory_create(const struct config *cfg, struct rpool *pool,
     uuid_t u;
     uuid_generate(u);
     snprintf(inv->instance, sizeof(inv->instance), "%02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
-    if (cfg->probe) {
+    if (config_probe(cfg)) {
         char alive[INVENTORY_ITEM_MAX + 32];
         snprintf(alive, sizeof(alive), "%s:alive:%s", inv->stock_key, inv->instance);
         if (!(inv->probe = probe_create(pool, alive, errstr, errlen))) {

@@ -84,7 +84,10 @@ START_TEST(test_defaults_match_the_documented_values) {
     ck_assert_int_eq(cfg.redis_pool_size, 128);
     ck_assert_str_eq(cfg.stock_key, "inventory001");
     ck_assert_int_eq(cfg.initial_stock, 200);
-    ck_assert_int_eq(cfg.probe, 1);
+    ck_assert_int_eq(cfg.probe, -1);   /* auto */
+    ck_assert_int_eq(config_probe(&cfg), 1);
+    ck_assert_str_eq(cfg.lock_scope, "auto");
+    ck_assert_int_eq(config_lock_per_item(&cfg), 0);
     ck_assert_str_eq(cfg.strategy, "atomic");
     ck_assert_str_eq(cfg.lock_name, "RedisDistributedLock");
     ck_assert_int_eq(cfg.lock_ttl_ms, 10000);
@@ -262,14 +265,24 @@ START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
     static const char *const names[] = {"atomic", "redisson", NULL};
     ck_assert_int_eq(load("redis.cluster.nodes=127.0.0.1:6371, 127.0.0.1:6372\n"), CONFIG_OK);
     ck_assert_str_eq(cfg.cluster_nodes, "127.0.0.1:6371, 127.0.0.1:6372");
+    /* the one key is enough: auto picks one lock per item and no probe */
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_lock_per_item(&cfg), 1);
+    ck_assert_int_eq(config_probe(&cfg), 0);
+    /* an explicit contrary setting is refused, naming where it came from */
+    ck_assert_int_eq(config_set(&cfg, "lock.scope=global", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "needs lock.scope=item"));
+    ck_assert_ptr_nonnull(strstr(err, "lock.scope is global (--set)"));
     ck_assert_ptr_nonnull(strstr(err, at_line(1)));
     ck_assert_int_eq(config_set(&cfg, "lock.scope=item", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "inventory.probe=yes", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "needs inventory.probe=false"));
     ck_assert_int_eq(config_set(&cfg, "inventory.probe=false", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "inventory.probe=AUTO", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(cfg.probe, -1);
     ck_assert_int_eq(config_set(&cfg, "lock.name=a{b", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "without '{' or '}'"));
@@ -323,8 +336,8 @@ END_TEST
 
 START_TEST(test_a_word_that_is_not_a_boolean_is_an_error) {
     ck_assert_int_eq(load("inventory.probe=maybe\n"), CONFIG_ERR);
-    ck_assert_ptr_nonnull(strstr(err, "inventory.probe: 'maybe' is not a boolean"));
-    ck_assert_int_eq(cfg.probe, 1);
+    ck_assert_ptr_nonnull(strstr(err, "inventory.probe: 'maybe' is neither auto nor a boolean"));
+    ck_assert_int_eq(cfg.probe, -1);
 }
 END_TEST
 
@@ -338,7 +351,7 @@ START_TEST(test_config_dump_lists_every_key_and_masks_the_password) {
     ck_assert_ptr_null(strstr(buf, "hunter2"));
     ck_assert_ptr_nonnull(strstr(buf, "\nredis.password=****\n"));
     ck_assert_ptr_nonnull(strstr(buf, "server.port=3786\n"));
-    ck_assert_ptr_nonnull(strstr(buf, "inventory.probe=true\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "inventory.probe=auto\n"));
     ck_assert_ptr_nonnull(strstr(buf, "faults.enabled=false\n"));
     int lines = 0;
     for (const char *p = buf; *p; p++) lines += *p == '\n';

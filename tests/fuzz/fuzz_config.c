@@ -163,7 +163,7 @@ static void check_fields(const struct config *cfg, const char *stage) {
     RANGE(lock_sync_replicas, 0, 1000);
     RANGE(redlock_node_timeout_ms, 1, 60000);
     RANGE(faults_max_hold_ms, 0, 3600000);
-    BOOL(probe);
+    CHECK(cfg->probe >= -1 && cfg->probe <= 1, "inventory.probe is %d (%s)", cfg->probe, stage);
     BOOL(read_lock);
     BOOL(faults_enabled);
 
@@ -172,7 +172,8 @@ static void check_fields(const struct config *cfg, const char *stage) {
         CHECK((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-',
               "lock.strategy '%s' has a byte 0x%02x outside [a-z0-9-] (%s)",
               cfg->strategy, (unsigned char)*p, stage);
-    CHECK(strcmp(cfg->lock_scope, "global") == 0 || strcmp(cfg->lock_scope, "item") == 0,
+    CHECK(strcmp(cfg->lock_scope, "global") == 0 || strcmp(cfg->lock_scope, "item") == 0 ||
+              strcmp(cfg->lock_scope, "auto") == 0,
           "lock.scope is '%s' (%s)", cfg->lock_scope, stage);
     size_t cl = strlen(cfg->context_path);
     CHECK(cl >= 1 && cfg->context_path[0] == '/', "context path '%s' (%s)", cfg->context_path, stage);

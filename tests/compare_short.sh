@@ -268,6 +268,26 @@ for k in "${!strategies[@]}"; do
 done
 log "ok: demo.csv has one row per strategy, in the order of --list-strategies: ${strategies[*]}"
 
+# Every strategy with a lock across instances sold nothing twice (on a
+# cluster too, with redis.cluster.nodes as its only cluster setting), and
+# atomic, which never waits, sold exactly the stock: 200 of 200.
+col() { grep -nx "$1" "$work/columns" | cut -d: -f1; }
+for k in "${!strategies[@]}"; do
+    s=${strategies[$k]}
+    case $s in none | local) continue ;; esac
+    over=$(cut -d, -f"$(col oversold_units)" <<<"${rows[$k]}")
+    twice=$(cut -d, -f"$(col sold_twice)" <<<"${rows[$k]}")
+    verdict=$(cut -d, -f"$(col verdict)" <<<"${rows[$k]}")
+    [ "$over" = 0 ] && [ "$twice" = 0 ] && [ "$verdict" = OK ] ||
+        fail "$csv: $s oversold $over, sold $twice twice, verdict $verdict; expected 0, 0, OK"
+    if [ "$s" = atomic ]; then
+        sold=$(cut -d, -f"$(col sold)" <<<"${rows[$k]}")
+        left=$(cut -d, -f"$(col stock)" <<<"${rows[$k]}")
+        [ "$sold" = 200 ] && [ "$left" = 0 ] || fail "$csv: atomic sold $sold, stock $left; expected 200, 0"
+    fi
+done
+log "ok: every strategy with a lock across instances sold nothing twice; atomic sold its 200"
+
 # ---- demo.png -------------------------------------------------------------------
 png=$results/demo.png
 [ -s "$png" ] || fail "$png is missing or empty"

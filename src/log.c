@@ -1,4 +1,7 @@
-/* log.c -- rate-limited log lines (see log.h). */
+/* log.c -- rate-limited log lines (see log.h).
+ *
+ * Threads: any. One mutex (mu) guards the per-kind rate table and the
+ * enabled flag; it is never held while writing to stderr. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,9 +49,11 @@ void log_limited(const char *kind, const char *fmt, ...) {
     long long dropped = kinds[i].dropped;
     kinds[i].dropped = 0;
     kinds[i].last_us = now;
+    pthread_mutex_unlock(&mu);
+    /* Written outside the mutex: a stderr that blocks (a full pipe) stalls
+     * only the thread that logs, never every other one. */
     if (dropped)
         fprintf(stderr, "inventoryd: %s (and %lld more like it since the last line)\n", line, dropped);
     else
         fprintf(stderr, "inventoryd: %s\n", line);
-    pthread_mutex_unlock(&mu);
 }

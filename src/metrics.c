@@ -87,8 +87,16 @@ void metrics_http(int status) {
     if (c >= 1 && c <= 5) atomic_fetch_add_explicit(&http_by_class[c], 1, memory_order_relaxed);
 }
 
+/* Every field of a row is an atomic counter: a reset stores 0 into each,
+ * atomically, while connection threads may be adding (a racing add is kept
+ * or lost whole, never torn). */
+_Static_assert(sizeof(struct strategy_row) % sizeof(atomic_llong) == 0,
+               "struct strategy_row must hold atomic_llong counters only");
+
 void metrics_reset(void) {
-    memset(rows, 0, sizeof(rows));   /* racing writers lose at most a count */
+    atomic_llong *c = (atomic_llong *)(void *)rows;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(atomic_llong); i++)
+        atomic_store_explicit(&c[i], 0, memory_order_relaxed);
 }
 
 /* A growing output buffer; out of memory is remembered and reported once. */

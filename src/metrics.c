@@ -95,7 +95,9 @@ _Static_assert(sizeof(struct strategy_row) % sizeof(atomic_llong) == 0,
 
 void metrics_reset(void) {
     atomic_llong *c = (atomic_llong *)(void *)rows;
-    for (size_t i = 0; i < sizeof(rows) / sizeof(atomic_llong); i++)
+    size_t n = sizeof(rows);
+    n /= sizeof(atomic_llong);
+    for (size_t i = 0; i < n; i++)
         atomic_store_explicit(&c[i], 0, memory_order_relaxed);
 }
 

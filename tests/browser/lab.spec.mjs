@@ -145,6 +145,7 @@ await check('expiring-slow-holder', 'the expiring slow-holder scenario draws a r
   await page.locator('#timeline-h').scrollIntoViewIfNeeded();
   await page.locator('section[aria-labelledby=timeline-h]').screenshot({ path: `${shots}/lab-timeline-flaw.png` });
   await page.locator('section[aria-labelledby=run-h]').screenshot({ path: `${shots}/lab-verdict-flaw.png` });
+  await page.locator('#run-verdict-box').screenshot({ path: `${shots}/lab-verdict.png` });   // docs/lab-verdict.png
 });
 
 await check('keyboard', 'the tabs and the timeline work from the keyboard', async () => {

@@ -4,8 +4,9 @@
  * A run is one record (struct run) in a ring of the LAB_RUNS_KEPT newest,
  * and at most one is running (lab->current). It is driven by one
  * coordinator thread (run_main): it resets the stock at the target, starts
- * the run's clients, joins them, reads the target's audit, and marks the
- * run finished. A load has C client threads, each with its own keep-alive
+ * the run's clients, joins them, for a scenario reads the holds its sales
+ * left in the target's history, reads the target's audit, judges a
+ * scenario from all that (scenario_judge), and marks the run finished. A load has C client threads, each with its own keep-alive
  * connection (struct httpc), taking request numbers from one shared atomic
  * counter, as tools/loadgen.c does; they wait at a start gate so the load
  * begins at once. A scenario has one thread per sale, each sleeping until

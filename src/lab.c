@@ -594,7 +594,8 @@ struct lab *lab_create(const struct lab_options *o, char *errstr, size_t errlen)
     lab->set = (struct scenario_settings){.ttl_ms = lab->ttl_ms,
                                           .spin_sleep_ms = o->spin_sleep_ms > 0 ? o->spin_sleep_ms : 0,
                                           .max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : 0,
-                                          .seconds_max = LAB_SECONDS_MAX};
+                                          .seconds_max = LAB_SECONDS_MAX,
+                                          .history = o->history};
     lab->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 30000;
     if (o->admin_token && o->admin_token[0] &&
         (size_t)snprintf(lab->auth, sizeof(lab->auth), "Authorization: Bearer %s\r\n",

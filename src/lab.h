@@ -63,6 +63,7 @@ struct lab_options {
     int spin_sleep_ms;           /* lock.spin-sleep-ms: added to every scenario wait */
     int max_hold_ms;             /* faults.max-hold-ms: the bound of a scenario's
                                     fault parameters and waits */
+    int history;                 /* history.enabled: scenarios are judged from it */
     int io_timeout_ms;           /* per request of a load */
     const char *admin_token;     /* admin.token: "" or NULL = none; else sent as
                                     "Authorization: Bearer" with the run's reset

@@ -422,6 +422,12 @@ int scenario_check(const struct scenario *sc, const struct scenario_settings *s,
                    size_t whylen) {
     char tw[48];
     int ttl = s->ttl_ms;
+    if (!s->history) {
+        snprintf(why, whylen, "scenario %s is judged from the holds its sales leave in the "
+                 "history, and history.enabled is false: start the instances with "
+                 "history.enabled=true", sc->name);
+        return -1;
+    }
     for (int i = 0; i < sc->nsteps; i++) {
         const struct scenario_step *st = &sc->steps[i];
         const struct { const char *what; struct scenario_time t; int ms; } parts[] = {

@@ -72,6 +72,7 @@ struct scenario_settings {
     int spin_sleep_ms;           /* lock.spin-sleep-ms: how late a polling waiter may be */
     int max_hold_ms;             /* faults.max-hold-ms: the bound of every fault parameter */
     int seconds_max;             /* how long a run may last (LAB_SECONDS_MAX) */
+    int history;                 /* history.enabled: the holds a verdict is judged from */
 };
 
 /* ---- the evidence of one run ------------------------------------------- */
@@ -164,9 +165,9 @@ int scenario_wait_ms(const struct scenario_step *st, const struct scenario_setti
  * acquire waiting its whole wait, its hold and its release stall. */
 int scenario_length_ms(const struct scenario *sc, const struct scenario_settings *s);
 
-/* Whether sc's timeline fits s. 0, or -1 with a sentence in why that names
- * the setting to change (faults.max-hold-ms, lock.ttl-ms,
- * lock.spin-sleep-ms). */
+/* Whether sc can run and be judged under s. 0, or -1 with a sentence in
+ * why that names the setting to change (history.enabled,
+ * faults.max-hold-ms, lock.ttl-ms, lock.spin-sleep-ms). */
 int scenario_check(const struct scenario *sc, const struct scenario_settings *s, char *why,
                    size_t whylen);
 

@@ -430,6 +430,9 @@ START_TEST(test_a_scenario_whose_timeline_cannot_fit_the_settings_is_refused_wit
     /* A waiter that polls every 400 ms cannot take A's lock within 0.25 x TTL. */
     const char *poll[] = {"lock.ttl-ms=1000", "lock.spin-sleep-ms=400", NULL};
     refused_at(poll, "slow-holder", "lock.spin-sleep-ms");
+    /* No history, no evidence to judge a run by. */
+    const char *blind[] = {"history.enabled=false", NULL};
+    refused_at(blind, "race", "history.enabled");
     /* A scenario timed in plain milliseconds fits a 100 ms TTL: it runs. */
     start_instance_with(tiny);
     cJSON *j = finished_run(start_run("{\"strategy\":\"local\",\"scenario\":\"race\"}"), 20000);

@@ -45,7 +45,9 @@
 # The per-command breakdown of each round is in results/run/cmdstats-<s>.txt.
 #
 # Environment: DEMO_CLIENTS (200), DEMO_REQUESTS (3000), DEMO_STOCK (200),
-# DEMO_WAIT_MS (lock.wait-ms, 10000), and
+# DEMO_WAIT_MS (lock.wait-ms, 10000: for the load table, whose sales wait
+# behind 200 concurrent others; the lab's scenarios do not need it, each of
+# their sales carries a wait of its own), and
 #   DEMO_REDIS_PORT (6379)
 #   DEMO_CLUSTER (0): 1 runs the same demo on a local Redis Cluster instead
 #       of one Redis: three masters and three replicas on DEMO_CLUSTER_PORTS
@@ -241,6 +243,8 @@ fi
 # run in $run, so they are given the checkout's properties by name, as they
 # found them when they ran in the checkout. The lab is on: its runs go through
 # nginx, its scenario sales to each instance, and it serves this run's results.
+# lock.wait-ms is the load table's (DEMO_WAIT_MS); scenario sales size their
+# own waits (wait_ms) from lock.ttl-ms.
 sets=(--set lock.wait-ms="$wait_ms"
       --set lab.enabled=true --set lab.target="127.0.0.1:$nginx_port"
       --set lab.instances="127.0.0.1:$port1,127.0.0.1:$port2"

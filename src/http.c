@@ -560,7 +560,7 @@ static enum MHD_Result do_lab_status(const struct call *k) {
 static enum MHD_Result do_lab_scenarios(const struct call *k) {
     struct lab_info info;
     lab_get_info(k->s->lab, &info);
-    return answer(k->conn, 200, reply_lab_scenarios(info.ttl_ms, info.wait_ms), CT_JSON, NULL);
+    return answer(k->conn, 200, reply_lab_scenarios(&info), CT_JSON, NULL);
 }
 
 /* GET /lab/results/demo.csv, /lab/results/matrix.csv */

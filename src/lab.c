@@ -4,8 +4,9 @@
  * A run is one record (struct run) in a ring of the LAB_RUNS_KEPT newest,
  * and at most one is running (lab->current). It is driven by one
  * coordinator thread (run_main): it resets the stock at the target, starts
- * the run's clients, joins them, reads the target's audit, and marks the
- * run finished. A load has C client threads, each with its own keep-alive
+ * the run's clients, joins them, for a scenario reads the holds its sales
+ * left in the target's history, reads the target's audit, judges a
+ * scenario from all that (scenario_judge), and marks the run finished. A load has C client threads, each with its own keep-alive
  * connection (struct httpc), taking request numbers from one shared atomic
  * counter, as tools/loadgen.c does; they wait at a start gate so the load
  * begins at once. A scenario has one thread per sale, each sleeping until
@@ -33,12 +34,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <cjson/cJSON.h>
 #include "addr.h"
 #include "httpc.h"
 #include "mclock.h"
 #include "strategy.h"
 
 #define CLIENT_STACK (256 * 1024)
+#define HISTORY_PAGE 500         /* events per GET /inventory/history */
+#define HISTORY_PAGES 20         /* at most this many pages after a scenario */
+#define MATCH_EDGE_US 50000      /* a hold matched by time may start this far
+                                    outside its sale's send and answer */
 
 enum run_state { RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };
 enum run_phase { PHASE_RESET, PHASE_SALES, PHASE_AUDIT, PHASE_FINISHED };
@@ -68,12 +74,17 @@ struct run {
     struct lab_step steps[SCENARIO_STEPS_MAX];
     int nsteps;
     char audit[LAB_AUDIT_MAX];
+    int history_read, others;    /* a scenario's evidence (read_history) */
+    int audit_read;
+    long long violations, sold_twice;
+    struct scenario_verdict verdict;
 };
 
 struct lab {
     char results_dir[256];
     char auth[200];              /* "Authorization: Bearer <admin.token>\r\n", or "" */
     int ttl_ms, wait_ms, io_timeout_ms;
+    struct scenario_settings set;   /* what scenario timelines are sized for */
     struct addr target;
     struct addr role[2];         /* where scenario sales A and B go */
     struct addr inst[2];
@@ -188,14 +199,45 @@ static void *load_client(void *arg) {
 
 /* ---- a scenario's sales ----------------------------------------------------- */
 
-static void step_query(const struct scenario_step *st, int ttl_ms, char *buf, size_t len) {
+static void step_query(const struct scenario_step *st, int ttl_ms, int wait_ms, char *buf,
+                       size_t len) {
     int hold = scenario_ms(st->hold, ttl_ms), delay = scenario_ms(st->release_delay, ttl_ms);
     size_t off = 0;
     buf[0] = '\0';
-    if (hold > 0) off += (size_t)snprintf(buf + off, len - off, "&hold_ms=%d", hold);
-    if (delay > 0 && off < len) off += (size_t)snprintf(buf + off, len - off, "&release_delay_ms=%d", delay);
-    if (st->nested > 0 && off < len) snprintf(buf + off, len - off, "&nested=%d", st->nested);
-    if (buf[0] == '&') memmove(buf, buf + 1, strlen(buf));
+    if (hold > 0) off += (size_t)snprintf(buf + off, len - off, "hold_ms=%d&", hold);
+    if (delay > 0 && off < len) off += (size_t)snprintf(buf + off, len - off, "release_delay_ms=%d&", delay);
+    if (st->nested > 0 && off < len) off += (size_t)snprintf(buf + off, len - off, "nested=%d&", st->nested);
+    if (off < len) snprintf(buf + off, len - off, "wait_ms=%d", wait_ms);
+}
+
+/* A number of the JSON object o (a dotted path is not needed: one level),
+ * or dflt when absent. */
+static double json_num(const cJSON *o, const char *key, double dflt) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* Reads what a sale's answer says into out: its unit, order, port and lock
+ * report. Fields stay at their "absent" values when the body is no JSON. */
+static void read_answer(const char *body, struct lab_step *out) {
+    cJSON *j = cJSON_Parse(body);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return;
+    }
+    out->unit = (long long)json_num(j, "unit", -1);
+    out->port = (int)json_num(j, "port", 0);
+    const cJSON *order = cJSON_GetObjectItemCaseSensitive(j, "order");
+    if (cJSON_IsString(order)) snprintf(out->order, sizeof(out->order), "%s", order->valuestring);
+    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(j, "lock");
+    if (cJSON_IsObject(lk)) {
+        out->waited_ms = (int)json_num(lk, "wait_ms", -1);
+        out->hold_ms = (int)json_num(lk, "hold_ms", -1);
+        out->attempts = (int)json_num(lk, "attempts", 0);
+        out->depth = (int)json_num(lk, "depth", 0);
+        out->renewals = (int)json_num(lk, "renewals", 0);
+    }
+    cJSON_Delete(j);
 }
 
 static void *scenario_sale(void *arg) {
@@ -205,7 +247,7 @@ static void *scenario_sale(void *arg) {
     const struct scenario_step *st = &r->sc->steps[c->step];
     struct lab_step *out = &r->steps[c->step];   /* its planned fields are fixed */
     const struct addr *to = &lab->role[st->role];
-    int timeout = scenario_length_ms(r->sc, lab->ttl_ms, lab->wait_ms) + lab->wait_ms + 10000;
+    int timeout = scenario_length_ms(r->sc, &lab->set) + 10000;
 
     if (sleep_until(lab, r->t0_us + (monotime_us)out->at_ms * 1000) < 0) return NULL;
     struct httpc *h = httpc_create(to->host, to->port, timeout);
@@ -220,6 +262,8 @@ static void *scenario_sale(void *arg) {
     r->lat_ms[c->step] = took;
     if (h) count_answer(lab, r, h, rc, &resp, word, sizeof(word));
     else atomic_fetch_add(&r->counts[LAB_ERRORS], 1);
+    struct lab_step got = {.unit = -1, .waited_ms = -1, .hold_ms = -1};
+    if (rc == 0) read_answer(resp.body, &got);
 
     pthread_mutex_lock(&lab->mu);
     out->sent_us = sent;
@@ -233,6 +277,14 @@ static void *scenario_sale(void *arg) {
         snprintf(out->word, sizeof(out->word), "no_answer");
         snprintf(out->body, sizeof(out->body), "%s", h ? httpc_errstr(h) : "out of memory");
     }
+    out->unit = got.unit;
+    memcpy(out->order, got.order, sizeof(out->order));
+    out->port = got.port;
+    out->waited_ms = got.waited_ms;
+    out->hold_ms = got.hold_ms;
+    out->attempts = got.attempts;
+    out->depth = got.depth;
+    out->renewals = got.renewals;
     pthread_mutex_unlock(&lab->mu);
     httpc_free(h);
     return NULL;
@@ -279,14 +331,133 @@ static void read_audit(struct lab *lab, struct run *r) {
     struct httpc *h = httpc_create(lab->target.host, lab->target.port, lab->io_timeout_ms);
     struct httpc_response resp;
     int rc = h ? httpc_request(h, "GET", "/inventory/audit", NULL, NULL, &resp) : -1;
+    cJSON *j = rc == 0 && resp.status == 200 ? cJSON_Parse(resp.body) : NULL;
     pthread_mutex_lock(&lab->mu);
+    if (cJSON_IsObject(j)) {
+        r->audit_read = 1;
+        r->violations = (long long)json_num(j, "violations", 0);
+        r->sold_twice = (long long)json_num(j, "sold_twice", 0);
+    }
     if (rc == 0 && resp.status == 200 && resp.body_len < sizeof(r->audit))
         memcpy(r->audit, resp.body, resp.body_len + 1);
     else if (!r->error[0])
         snprintf(r->error, sizeof(r->error), "the audit failed: %.200s",
                  rc != 0 ? (h ? httpc_errstr(h) : "out of memory") : resp.body);
     pthread_mutex_unlock(&lab->mu);
+    cJSON_Delete(j);
     httpc_free(h);
+}
+
+static int64_t json_us(const cJSON *o, const char *key) {
+    return (int64_t)json_num(o, key, 0);
+}
+
+/* The step of r that history event e is the hold of, or -1: the one whose
+ * answer named its order; else, for an answer without one (a refused
+ * write, a lost lock), the first unmatched step answered by the same
+ * instance whose send and answer bracket the grant. mu held. */
+static int match_step(const struct run *r, const cJSON *e) {
+    const cJSON *order = cJSON_GetObjectItemCaseSensitive(e, "order");
+    int port = (int)json_num(e, "port", 0);
+    int64_t granted = json_us(e, "granted_us");
+    for (int i = 0; i < r->nsteps; i++)
+        if (cJSON_IsString(order) && r->steps[i].order[0] &&
+            strcmp(r->steps[i].order, order->valuestring) == 0)
+            return r->steps[i].has_hold ? -1 : i;
+    for (int i = 0; i < r->nsteps; i++) {
+        const struct lab_step *st = &r->steps[i];
+        if (st->has_hold || st->order[0] || !st->sent_us || st->port != port) continue;
+        int64_t end = st->sent_us + (int64_t)(st->took_ms * 1000);
+        if (granted >= st->sent_us - MATCH_EDGE_US && granted <= end + MATCH_EDGE_US) return i;
+    }
+    return -1;
+}
+
+/* Fills the hold of step st from history event e. */
+static void hold_of(const cJSON *e, struct lab_step *st) {
+    struct scenario_hold *h = &st->hold;
+    memset(h, 0, sizeof(*h));
+    h->granted_us = json_us(e, "granted_us");
+    h->released_us = json_us(e, "released_us");
+    h->lease_us = json_us(e, "lease_us");
+    h->written_us = json_us(e, "written_us");
+    const cJSON *owned = cJSON_GetObjectItemCaseSensitive(e, "owned");
+    h->owned = cJSON_IsBool(owned) ? cJSON_IsTrue(owned) : -1;
+    h->late = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "late"));
+    h->unit = (long long)json_num(e, "unit", -1);
+    const cJSON *out = cJSON_GetObjectItemCaseSensitive(e, "outcome");
+    snprintf(h->outcome, sizeof(h->outcome), "%s", cJSON_IsString(out) ? out->valuestring : "");
+    st->has_hold = 1;
+}
+
+/* After a scenario's sales: reads the history the run's reset started
+ * (GET /inventory/history, page by page) and gives each sale its hold;
+ * the holds no sale claims are counted in r->others. r->history_read stays
+ * 0 when a page could not be read. */
+static void read_history(struct lab *lab, struct run *r) {
+    struct httpc *h = httpc_create(lab->target.host, lab->target.port, lab->io_timeout_ms);
+    char path[160], since[64] = "0";
+    int ok = h != NULL;
+    for (int page = 0; ok && page < HISTORY_PAGES; page++) {
+        struct httpc_response resp;
+        snprintf(path, sizeof(path), "/inventory/history?limit=%d&since=%s", HISTORY_PAGE, since);
+        cJSON *j = httpc_request(h, "GET", path, NULL, NULL, &resp) == 0 && resp.status == 200
+                       ? cJSON_Parse(resp.body) : NULL;
+        const cJSON *events = cJSON_GetObjectItemCaseSensitive(j, "events");
+        const cJSON *next = cJSON_GetObjectItemCaseSensitive(j, "next");
+        if (!cJSON_IsArray(events)) {
+            ok = 0;
+            cJSON_Delete(j);
+            break;
+        }
+        const cJSON *e;
+        pthread_mutex_lock(&lab->mu);
+        cJSON_ArrayForEach(e, events) {
+            int i = match_step(r, e);
+            if (i >= 0) hold_of(e, &r->steps[i]);
+            else r->others++;
+        }
+        pthread_mutex_unlock(&lab->mu);
+        int more = cJSON_GetArraySize(events) == HISTORY_PAGE && cJSON_IsString(next);
+        if (more) snprintf(since, sizeof(since), "%s", next->valuestring);
+        cJSON_Delete(j);
+        if (!more) break;
+    }
+    if (!ok) set_error(lab, r, "the history at the target could not be read: %s",
+                       h ? httpc_errstr(h) : "out of memory");
+    pthread_mutex_lock(&lab->mu);
+    r->history_read = ok;
+    pthread_mutex_unlock(&lab->mu);
+    httpc_free(h);
+}
+
+/* Judges a scenario run from its evidence into r->verdict. mu held. */
+static void judge_run(const struct lab *lab, struct run *r) {
+    struct scenario_evidence ev = {.strategy = r->req.strategy, .ttl_ms = lab->ttl_ms,
+                                   .nsales = r->nsteps, .history = r->history_read,
+                                   .others = r->others, .audit = r->audit_read,
+                                   .violations = r->violations, .sold_twice = r->sold_twice};
+    for (int i = 0; i < r->nsteps; i++) {
+        const struct lab_step *st = &r->steps[i];
+        struct scenario_sale *s = &ev.sale[i];
+        s->label = st->label;
+        s->sent = st->sent_us != 0;
+        s->sent_us = st->sent_us;
+        s->took_ms = st->took_ms;
+        s->status = st->status;
+        snprintf(s->word, sizeof(s->word), "%s", st->word);
+        s->unit = st->unit;
+        s->wait_ms = st->wait_ms;
+        s->waited_ms = st->waited_ms;
+        s->hold_ms = st->hold_ms;
+        s->attempts = st->attempts;
+        s->depth = st->depth;
+        s->renewals = st->renewals;
+        s->nested = r->sc->steps[i].nested;
+        s->has_hold = st->has_hold;
+        s->hold = st->hold;
+    }
+    scenario_judge(r->sc, &ev, &r->verdict);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -367,10 +538,12 @@ static void *run_main(void *arg) {
         run_sales(lab, r);
         if (!atomic_load(&lab->stop)) {   /* at shutdown the target may be gone */
             set_phase(lab, r, PHASE_AUDIT);
+            if (r->sc) read_history(lab, r);
             read_audit(lab, r);
         }
     }
     pthread_mutex_lock(&lab->mu);
+    if (ok && r->sc && !atomic_load(&lab->stop)) judge_run(lab, r);
     free(r->lat_ms);
     r->lat_ms = NULL;
     r->nlat = 0;
@@ -418,6 +591,11 @@ struct lab *lab_create(const struct lab_options *o, char *errstr, size_t errlen)
              o->results_dir && o->results_dir[0] ? o->results_dir : "results");
     lab->ttl_ms = o->ttl_ms > 0 ? o->ttl_ms : 10000;
     lab->wait_ms = o->wait_ms >= 0 ? o->wait_ms : 5000;
+    lab->set = (struct scenario_settings){.ttl_ms = lab->ttl_ms,
+                                          .spin_sleep_ms = o->spin_sleep_ms > 0 ? o->spin_sleep_ms : 0,
+                                          .max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : 0,
+                                          .seconds_max = LAB_SECONDS_MAX,
+                                          .history = o->history};
     lab->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 30000;
     if (o->admin_token && o->admin_token[0] &&
         (size_t)snprintf(lab->auth, sizeof(lab->auth), "Authorization: Bearer %s\r\n",
@@ -484,14 +662,7 @@ static int check_request(const struct lab *lab, const struct lab_request *r,
             snprintf(errstr, errlen, "unknown scenario '%.32s'; known: %s", r->scenario, names);
             return -1;
         }
-        int len = scenario_length_ms(*sc, lab->ttl_ms, lab->wait_ms);
-        if (len > LAB_SECONDS_MAX * 1000) {
-            snprintf(errstr, errlen, "scenario %s would take %d ms with lock.ttl-ms=%d and "
-                     "lock.wait-ms=%d, more than a run's %d s", (*sc)->name, len, lab->ttl_ms,
-                     lab->wait_ms, LAB_SECONDS_MAX);
-            return -1;
-        }
-        return 0;
+        return scenario_check(*sc, &lab->set, errstr, errlen);
     }
     if (r->clients < 1 || r->clients > LAB_CLIENTS_MAX) {
         snprintf(errstr, errlen, "\"clients\" must be a whole number from 1 to %d", LAB_CLIENTS_MAX);
@@ -521,8 +692,11 @@ static struct run *run_new(const struct lab *lab, const struct lab_request *r,
             s->label = st->label;
             s->role = st->role ? 'B' : 'A';
             addr_format(&lab->role[st->role], s->addr, sizeof(s->addr));
-            step_query(st, lab->ttl_ms, s->query, sizeof(s->query));
+            s->wait_ms = scenario_wait_ms(st, &lab->set);
+            step_query(st, lab->ttl_ms, s->wait_ms, s->query, sizeof(s->query));
             s->at_ms = scenario_ms(st->at, lab->ttl_ms);
+            s->unit = -1;
+            s->waited_ms = s->hold_ms = -1;
         }
     }
     run->nlat = (size_t)run->req.requests;
@@ -626,6 +800,8 @@ static void view_of(const struct lab *lab, const struct run *r, struct lab_run_v
     v->nsteps = r->nsteps;
     memcpy(v->steps, r->steps, sizeof(v->steps));
     memcpy(v->audit, r->audit, sizeof(v->audit));
+    v->verdict = r->verdict;
+    v->others = r->others;
 }
 
 int lab_run(struct lab *lab, int id, struct lab_run_view *v) {
@@ -658,6 +834,7 @@ void lab_get_info(struct lab *lab, struct lab_info *info) {
         addr_format(&lab->inst[i], info->instances[i], sizeof(info->instances[i]));
     info->ttl_ms = lab->ttl_ms;
     info->wait_ms = lab->wait_ms;
+    info->scenario = lab->set;
     info->token_required = lab->auth[0] != '\0';
     pthread_mutex_lock(&lab->mu);
     info->running = lab->current ? lab->current->id : 0;

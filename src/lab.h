@@ -7,9 +7,13 @@
  * lab_stop stops a run under way and, once no HTTP request can call in any
  * more, lab_free joins every thread it started and frees it. One run at a time: lab_start refuses a second (LAB_BUSY).
  * A run resets the stock at the target (POST /inventory/reset), sends its
- * sales (GET /inventory/sale/<strategy>, with fault parameters for a
- * scenario), then reads the target's audit (GET /inventory/audit) and keeps
- * its body in the result. The reset and the scenario sales carry the admin
+ * sales (GET /inventory/sale/<strategy>, with fault parameters and its own
+ * wait_ms for a scenario), then reads the target's audit (GET
+ * /inventory/audit) and keeps its body in the result. A scenario run also
+ * reads the holds its sales left in the history (GET /inventory/history),
+ * matched to its sales by order id (or, for an answer without one, by
+ * instance and time), and is judged from them, the answers and the audit
+ * (scenario_judge): flaw shown, fixed or inconclusive. The reset and the scenario sales carry the admin
  * token when there is one (the instances of a lab share it). It talks to the target through the service's
  * HTTP API only (httpc.h): the lab knows nothing of Redis, and the target
  * may be this instance, another one, or nginx in front of both.
@@ -54,7 +58,12 @@ struct lab_options {
     const char *instances;       /* lab.instances: "" or host:port[,host:port] */
     const char *results_dir;     /* lab.results-dir */
     int ttl_ms;                  /* lock.ttl-ms: scenario times are in its units */
-    int wait_ms;                 /* lock.wait-ms: how long a sale may wait */
+    int wait_ms;                 /* lock.wait-ms: reported only; a scenario's sales
+                                    carry their own wait_ms */
+    int spin_sleep_ms;           /* lock.spin-sleep-ms: added to every scenario wait */
+    int max_hold_ms;             /* faults.max-hold-ms: the bound of a scenario's
+                                    fault parameters and waits */
+    int history;                 /* history.enabled: scenarios are judged from it */
     int io_timeout_ms;           /* per request of a load */
     const char *admin_token;     /* admin.token: "" or NULL = none; else sent as
                                     "Authorization: Bearer" with the run's reset
@@ -76,13 +85,23 @@ struct lab_step {
     char label;                  /* 'A', 'B', 'C' */
     char role;                   /* 'A' or 'B': which of lab.instances */
     char addr[280];              /* host:port it went to */
-    char query[96];              /* its fault parameters */
+    char query[128];             /* its fault parameters and wait_ms */
     int at_ms;                   /* planned send time after the start */
+    int wait_ms;                 /* the wait_ms it is sent with */
     int64_t sent_us;             /* wall-clock µs when sent; 0 = not sent */
     int status;                  /* HTTP status; 0 = no answer */
     char word[32];               /* the answer's "status" word */
     double took_ms;
     char body[400];              /* the answer, cut to fit */
+    /* Read from the answer: */
+    long long unit;              /* -1: none */
+    char order[48];              /* "" when none */
+    int port;                    /* the instance that answered; 0: unknown */
+    int waited_ms, hold_ms;      /* lock.wait_ms, lock.hold_ms; -1: absent */
+    int attempts, depth, renewals;
+    /* Read from the history once the sales are over: */
+    int has_hold;
+    struct scenario_hold hold;
 };
 
 /* A run as seen from outside: a copy, consistent at one instant. */
@@ -104,6 +123,8 @@ struct lab_run_view {
     int nsteps;
     struct lab_step steps[SCENARIO_STEPS_MAX];
     char audit[LAB_AUDIT_MAX];   /* the target's audit body at the end, or "" */
+    struct scenario_verdict verdict;   /* a finished scenario's; else SCENARIO_UNJUDGED */
+    int others;                  /* holds in the history that were none of the run's sales */
 };
 
 /* What the lab is set to, for GET /lab/runs. */
@@ -112,6 +133,7 @@ struct lab_info {
     char instances[2][280];
     int ninstances;
     int ttl_ms, wait_ms;
+    struct scenario_settings scenario;  /* what scenario times are sized for */
     int running;                 /* the id of the run under way, or 0 */
     int has_demo, has_matrix;    /* results/demo.csv, results/matrix.csv exist */
     int token_required;          /* POST /lab/runs needs the admin token */

@@ -147,6 +147,8 @@ int main(int argc, char **argv) {
             .target = cfg.lab_target, .self_host = cfg.bind, .self_port = cfg.port,
             .instances = cfg.lab_instances, .results_dir = cfg.lab_results_dir,
             .ttl_ms = cfg.lock_ttl_ms, .wait_ms = cfg.lock_wait_ms,
+            .spin_sleep_ms = cfg.lock_spin_sleep_ms, .max_hold_ms = cfg.faults_max_hold_ms,
+            .history = cfg.history_enabled,
             .io_timeout_ms = cfg.lock_wait_ms + cfg.redis_timeout_ms * 3 + 5000,
             .admin_token = cfg.admin_token,
         };

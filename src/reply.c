@@ -300,16 +300,40 @@ static cJSON *lab_run_object(const struct lab_run_view *v) {
         cJSON_AddStringToObject(x, "instance", role);
         cJSON_AddStringToObject(x, "addr", st->addr);
         cJSON_AddNumberToObject(x, "at_ms", st->at_ms);
+        cJSON_AddNumberToObject(x, "wait_ms", st->wait_ms);
         cJSON_AddStringToObject(x, "query", st->query);
         cJSON_AddNumberToObject(x, "sent_us", (double)st->sent_us);
         cJSON_AddNumberToObject(x, "status", st->status);
         cJSON_AddStringToObject(x, "word", st->word);
         cJSON_AddNumberToObject(x, "took_ms", st->took_ms);
         cJSON_AddItemToObject(x, "answer", json_or_string(st->body));
+        if (st->has_hold) {
+            const struct scenario_hold *h = &st->hold;
+            cJSON *y = cJSON_AddObjectToObject(x, "hold");
+            cJSON_AddNumberToObject(y, "granted_us", (double)h->granted_us);
+            cJSON_AddNumberToObject(y, "released_us", (double)h->released_us);
+            if (h->lease_us) cJSON_AddNumberToObject(y, "lease_us", (double)h->lease_us);
+            if (h->written_us) cJSON_AddNumberToObject(y, "written_us", (double)h->written_us);
+            if (h->owned >= 0) cJSON_AddBoolToObject(y, "owned", h->owned);
+            cJSON_AddStringToObject(y, "outcome", h->outcome);
+        } else {
+            cJSON_AddNullToObject(x, "hold");
+        }
         cJSON_AddItemToArray(steps, x);
     }
     if (v->audit[0]) cJSON_AddItemToObject(o, "audit", json_or_string(v->audit));
     else cJSON_AddNullToObject(o, "audit");
+    const struct scenario *sc = v->req.scenario[0] ? scenario_find(v->req.scenario) : NULL;
+    if (sc && v->verdict.result != SCENARIO_UNJUDGED) {
+        cJSON *y = cJSON_AddObjectToObject(o, "verdict");
+        cJSON_AddStringToObject(y, "result", scenario_result_word(v->verdict.result));
+        cJSON_AddStringToObject(y, "window", sc->window);
+        cJSON_AddBoolToObject(y, "window_reached", v->verdict.window);
+        cJSON_AddStringToObject(y, "evidence", v->verdict.evidence);
+        cJSON_AddNumberToObject(y, "other_holds", v->others);
+    } else {
+        cJSON_AddNullToObject(o, "verdict");
+    }
     return o;
 }
 
@@ -355,10 +379,14 @@ char *reply_lab_runs(const struct lab_run_view *v, int n, int running) {
     return render(o);
 }
 
-char *reply_lab_scenarios(int ttl_ms, int wait_ms) {
+char *reply_lab_scenarios(const struct lab_info *info) {
+    const struct scenario_settings *set = &info->scenario;
+    int ttl_ms = set->ttl_ms;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "ttl_ms", ttl_ms);
-    cJSON_AddNumberToObject(o, "wait_ms", wait_ms);
+    cJSON_AddNumberToObject(o, "wait_ms", info->wait_ms);
+    cJSON_AddNumberToObject(o, "spin_sleep_ms", set->spin_sleep_ms);
+    cJSON_AddNumberToObject(o, "max_hold_ms", set->max_hold_ms);
     cJSON *list = cJSON_AddArrayToObject(o, "scenarios");
     for (int i = 0; scenarios[i].name; i++) {
         const struct scenario *sc = &scenarios[i];
@@ -372,7 +400,13 @@ char *reply_lab_scenarios(int ttl_ms, int wait_ms) {
             if (scenario_shows(sc, strategies[k].name))
                 cJSON_AddItemToArray(shows, cJSON_CreateString(strategies[k].name));
         cJSON_AddStringToObject(x, "fixed_by", sc->fixed_by);
-        cJSON_AddNumberToObject(x, "length_ms", scenario_length_ms(sc, ttl_ms, wait_ms));
+        cJSON_AddStringToObject(x, "window", sc->window);
+        cJSON_AddStringToObject(x, "flaw", sc->flaw);
+        cJSON_AddStringToObject(x, "fix", sc->fix);
+        cJSON_AddNumberToObject(x, "length_ms", scenario_length_ms(sc, set));
+        char why[512];
+        if (scenario_check(sc, set, why, sizeof(why)) < 0) cJSON_AddStringToObject(x, "refused", why);
+        else cJSON_AddNullToObject(x, "refused");
         cJSON *steps = cJSON_AddArrayToObject(x, "steps");
         for (int k = 0; k < sc->nsteps; k++) {
             const struct scenario_step *st = &sc->steps[k];
@@ -384,6 +418,7 @@ char *reply_lab_scenarios(int ttl_ms, int wait_ms) {
             cJSON_AddNumberToObject(y, "hold_ms", scenario_ms(st->hold, ttl_ms));
             cJSON_AddNumberToObject(y, "release_delay_ms", scenario_ms(st->release_delay, ttl_ms));
             cJSON_AddNumberToObject(y, "nested", st->nested);
+            cJSON_AddNumberToObject(y, "wait_ms", scenario_wait_ms(st, set));
             cJSON_AddItemToArray(steps, y);
         }
         cJSON_AddItemToArray(list, x);

@@ -52,8 +52,10 @@ struct lab_info;
 
 /* A lab run (lab.h), JSON only: its request, state and phase, the counts by
  * outcome, elapsed_s, sales_per_s, p50_ms, p99_ms, max_ms, a scenario's
- * "steps" with each answer, and the target's "audit" at the end (null
- * until then). */
+ * "steps" with each answer and its recorded "hold" (or null), the target's
+ * "audit" at the end (null until then), and a finished scenario's
+ * "verdict" ({"result":"flaw_shown"|"fixed"|"inconclusive", "window",
+ * "window_reached", "evidence"}; null for a load or an unfinished run). */
 char *reply_lab_run(const struct lab_run_view *v);
 
 /* GET /lab: {"enabled":false,"error":sentence} when info is NULL (runs
@@ -65,8 +67,10 @@ char *reply_lab_status(const struct lab_info *info);
 /* The kept runs, newest first, as reply_lab_run, and "running". */
 char *reply_lab_runs(const struct lab_run_view *v, int n, int running);
 
-/* Every scenario (scenario.h) with its sales' times in ms for lock.ttl-ms
- * ttl_ms and lock.wait-ms wait_ms. */
-char *reply_lab_scenarios(int ttl_ms, int wait_ms);
+/* Every scenario (scenario.h) with its sales' times and waits in ms for the
+ * lab's settings, its window, what shows the flaw and the fix, and
+ * "refused": null, or why it cannot run at these settings (the 400 that
+ * POST /lab/runs would answer). */
+char *reply_lab_scenarios(const struct lab_info *info);
 
 #endif

@@ -1,8 +1,14 @@
 /* check_lab.c -- the lock lab over real HTTP: the page and its files, the
  * run endpoints (a load and named scenarios fired by the instance at
  * itself), their bounds, one run at a time (409), the result files, and
- * 404 for every run endpoint with lab.enabled=false. A real redis-server and
- * real inventoryd processes, started and stopped by the harness. */
+ * 404 for every run endpoint with lab.enabled=false; then every scenario's
+ * verdict through POST /lab/runs against two instances: each flaw strategy
+ * shows "flaw shown" and each fix "fixed", with the shipped lock settings
+ * (Shipped) and with lock.ttl-ms=1000 lock.wait-ms=500 (Verdicts), each
+ * verdict checked against the holds and the audit it came from; a missed
+ * window is "inconclusive", and a timeline that cannot fit the settings is
+ * refused with a 400 naming the setting. A real redis-server and real
+ * inventoryd processes, started and stopped by the harness. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -20,8 +26,8 @@
 #include "lab.h"
 #include "mclock.h"
 
-static pid_t redis_pid, inst_pid;
-static int redis_port, inst_port;
+static pid_t redis_pid, inst_pid, inst2_pid;
+static int redis_port, inst_port, inst2_port;
 static char redis_set[64], dir_set[320], results_dir[256];
 
 /* Starts the instance with lab.enabled=lab and faults.enabled=faults. */
@@ -34,6 +40,18 @@ static void start_instance(int lab, int faults) {
     ck_assert_int_gt(inst_pid, 0);
 }
 
+/* Starts the instance with runs and faults on and extra settings (NULL-
+ * terminated), lab.target itself. */
+static void start_instance_with(const char *const *extra) {
+    inst_port = harness_free_port();
+    const char *sets[16] = {redis_set, dir_set, "lab.enabled=true", "faults.enabled=true"};
+    int n = 4;
+    for (int i = 0; extra[i] && n < 15; i++) sets[n++] = extra[i];
+    sets[n] = NULL;
+    inst_pid = harness_inventoryd_start(inst_port, sets);
+    ck_assert_int_gt(inst_pid, 0);
+}
+
 static void setup(void) {
     redis_pid = harness_redis_start(0, &redis_port);
     ck_assert_int_gt(redis_pid, 0);
@@ -41,10 +59,11 @@ static void setup(void) {
     snprintf(results_dir, sizeof(results_dir), "/tmp/inventoryd-lab-results.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(results_dir));
     snprintf(dir_set, sizeof(dir_set), "lab.results-dir=%s", results_dir);
-    inst_pid = 0;
+    inst_pid = inst2_pid = 0;
 }
 
 static void teardown(void) {
+    harness_stop(inst2_pid);
     harness_stop(inst_pid);
     harness_stop(redis_pid);
     char path[320];
@@ -239,35 +258,6 @@ START_TEST(test_a_second_run_while_one_is_going_answers_409_with_a_json_error) {
 }
 END_TEST
 
-/* Runs the slow-holder scenario with strategy; returns the audit's violations. */
-static int slow_holder_violations(const char *strategy) {
-    char body[128];
-    snprintf(body, sizeof(body), "{\"strategy\":\"%s\",\"scenario\":\"slow-holder\"}", strategy);
-    cJSON *j = finished_run(start_run(body), 20000);
-    ck_assert_str_eq(str(j, "state"), "done");
-    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "faults_refused")));
-    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(j, "steps");
-    ck_assert_int_eq(cJSON_GetArraySize(steps), 3);
-    for (int i = 0; i < 3; i++) {
-        const cJSON *st = cJSON_GetArrayItem(steps, i);
-        ck_assert_int_eq((int)num(st, "status"), 200);
-        ck_assert_str_eq(str(st, "word"), "sold");
-        ck_assert(num(st, "sent_us") > 0);
-    }
-    ck_assert_str_eq(str(cJSON_GetArrayItem(steps, 0), "query"), "hold_ms=120&release_delay_ms=780");
-    ck_assert_int_eq((int)num(cJSON_GetArrayItem(steps, 2), "at_ms"), 990);   /* 1.65 x 600 */
-    int v = (int)num(cJSON_GetObjectItemCaseSensitive(j, "audit"), "violations");
-    cJSON_Delete(j);
-    return v;
-}
-
-START_TEST(test_the_slow_holder_scenario_shows_expirings_flaw_and_owner_lua_fixes_it) {
-    start_instance(1, 1);
-    ck_assert_int_ge(slow_holder_violations("expiring"), 1);
-    ck_assert_int_eq(slow_holder_violations("owner-lua"), 0);
-}
-END_TEST
-
 START_TEST(test_the_scenarios_are_listed_with_their_times_for_this_ttl) {
     start_instance(1, 0);
     struct httpc_response r;
@@ -280,8 +270,13 @@ START_TEST(test_the_scenarios_are_listed_with_their_times_for_this_ttl) {
         if (strcmp(str(sc, "name"), "overrun") != 0) continue;
         found = 1;
         ck_assert_str_eq(str(sc, "fixed_by"), "watchdog");
+        ck_assert_str_eq(str(sc, "window"), "A worked past one TTL while B waited for the lock");
+        ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(sc, "refused")));
         const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sc, "steps"), 0);
+        const cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sc, "steps"), 1);
         ck_assert_int_eq((int)num(a, "hold_ms"), 900);   /* 1.5 x 600 */
+        /* B's own wait: 1.5 x 600 + 1000 ms, plus one poll (lock.spin-sleep-ms 20). */
+        ck_assert_int_eq((int)num(b, "wait_ms"), 1920);
     }
     ck_assert(found);
     cJSON_Delete(j);
@@ -388,6 +383,61 @@ START_TEST(test_a_scenario_refused_with_403_says_faults_are_off) {
     const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "steps"), 0);
     ck_assert_int_eq((int)num(a, "status"), 403);
     ck_assert_str_eq(str(a, "word"), "faults_disabled");
+    /* No verdict but inconclusive: the scenario never ran as written. */
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "verdict");
+    ck_assert_str_eq(str(v, "result"), "inconclusive");
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(v, "window_reached")));
+    ck_assert_ptr_nonnull(strstr(str(v, "evidence"), "403 faults_disabled"));
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* Starts the instance with sets, asserts that POST /lab/runs of scenario
+ * sc is refused with 400 naming setting, and that GET /lab/scenarios
+ * gives the same reason; then stops the instance. */
+static void refused_at(const char *const *sets, const char *sc, const char *setting) {
+    start_instance_with(sets);
+    char body[96];
+    snprintf(body, sizeof(body), "{\"strategy\":\"expiring\",\"scenario\":\"%s\"}", sc);
+    refused(body, setting);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/scenarios", NULL, NULL, &r), 200);
+    cJSON *j = json(&r);
+    const cJSON *x;
+    int found = 0;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(j, "scenarios")) {
+        if (strcmp(str(x, "name"), sc) != 0) continue;
+        found = 1;
+        ck_assert_msg(strstr(str(x, "refused"), setting) != NULL, "%s: refused is %s", sc,
+                      cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(x, "refused")));
+    }
+    ck_assert(found);
+    cJSON_Delete(j);
+    harness_stop(inst_pid);
+    inst_pid = 0;
+}
+
+START_TEST(test_a_scenario_whose_timeline_cannot_fit_the_settings_is_refused_with_400_naming_the_setting) {
+    /* A's stall is 1.2 x TTL = 1200 ms: more than the fault bound. */
+    const char *hold[] = {"lock.ttl-ms=1000", "faults.max-hold-ms=1000", NULL};
+    refused_at(hold, "slow-holder", "faults.max-hold-ms");
+    /* The tightest margin, 0.2 x TTL, would be 20 ms. */
+    const char *tiny[] = {"lock.ttl-ms=100", NULL};
+    refused_at(tiny, "slow-holder", "lock.ttl-ms");
+    /* overrun at 30 s would run past the lab's 60 s. */
+    const char *huge[] = {"lock.ttl-ms=30000", NULL};
+    refused_at(huge, "overrun", "lock.ttl-ms");
+    /* A waiter that polls every 400 ms cannot take A's lock within 0.25 x TTL. */
+    const char *poll[] = {"lock.ttl-ms=1000", "lock.spin-sleep-ms=400", NULL};
+    refused_at(poll, "slow-holder", "lock.spin-sleep-ms");
+    /* No history, no evidence to judge a run by. */
+    const char *blind[] = {"history.enabled=false", NULL};
+    refused_at(blind, "race", "history.enabled");
+    /* A scenario timed in plain milliseconds fits a 100 ms TTL: it runs. */
+    start_instance_with(tiny);
+    cJSON *j = finished_run(start_run("{\"strategy\":\"local\",\"scenario\":\"race\"}"), 20000);
+    ck_assert_str_eq(str(j, "state"), "done");
+    ck_assert_str_eq(str(cJSON_GetObjectItemCaseSensitive(j, "verdict"), "result"), "fixed");
     cJSON_Delete(j);
 }
 END_TEST
@@ -412,6 +462,266 @@ START_TEST(test_sigterm_during_a_run_stops_it_and_the_instance_exits_0) {
 }
 END_TEST
 
+/* ---- Verdicts and Shipped: every scenario, judged ---------------------------- */
+
+/* The lock settings of the pair: lock.ttl-ms, lock.wait-ms, and
+ * lock.spin-sleep-ms and faults.max-hold-ms (-1: the default). */
+static int set_ttl, set_wait, set_spin, set_hold;
+
+/* The value of key in the shipped config/inventoryd.properties. */
+static int shipped(const char *key) {
+    FILE *f = fopen(SOURCE_DIR "/config/inventoryd.properties", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    size_t n = strlen(key);
+    int v = -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, n) == 0 && line[n] == '=') v = atoi(line + n + 1);
+    fclose(f);
+    ck_assert_msg(v >= 0, "no %s in the shipped inventoryd.properties", key);
+    return v;
+}
+
+static void setup_short(void) {
+    setup();
+    set_ttl = 1000;
+    set_wait = 500;
+    set_spin = set_hold = -1;
+}
+
+/* The lock settings users get: config/inventoryd.properties as shipped
+ * (lock.ttl-ms 10000, lock.wait-ms 5000 when this was written). */
+static void setup_shipped(void) {
+    setup();
+    set_ttl = shipped("lock.ttl-ms");
+    set_wait = shipped("lock.wait-ms");
+    set_spin = shipped("lock.spin-sleep-ms");
+    set_hold = shipped("faults.max-hold-ms");
+}
+
+/* Starts instance B, then instance A: runs on and aimed at A itself,
+ * scenario sales A and B at A and at B; both with faults on and the
+ * settings above. */
+static void start_pair(void) {
+    inst_port = harness_free_port();
+    do inst2_port = harness_free_port(); while (inst2_port == inst_port);
+    char ttl[40], wait[40], spin[48], hold[48], insts[96], target[64];
+    snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", set_ttl);
+    snprintf(wait, sizeof(wait), "lock.wait-ms=%d", set_wait);
+    snprintf(spin, sizeof(spin), "lock.spin-sleep-ms=%d", set_spin < 0 ? 20 : set_spin);
+    snprintf(hold, sizeof(hold), "faults.max-hold-ms=%d", set_hold < 0 ? 60000 : set_hold);
+    snprintf(insts, sizeof(insts), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", inst_port, inst2_port);
+    snprintf(target, sizeof(target), "lab.target=127.0.0.1:%d", inst_port);
+    const char *b_sets[] = {redis_set, ttl, wait, spin, hold, "faults.enabled=true", NULL};
+    inst2_pid = harness_inventoryd_start(inst2_port, b_sets);
+    ck_assert_int_gt(inst2_pid, 0);
+    const char *a_sets[] = {redis_set, ttl, wait, spin, hold, dir_set, "faults.enabled=true",
+                            "lab.enabled=true", insts, target, NULL};
+    inst_pid = harness_inventoryd_start(inst_port, a_sets);
+    ck_assert_int_gt(inst_pid, 0);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab", NULL, NULL, &r), 200);
+    ck_assert_int_eq((int)harness_json_num(r.body, "ttl_ms"), set_ttl);
+    ck_assert_int_eq((int)harness_json_num(r.body, "wait_ms"), set_wait);
+}
+
+/* Runs scenario sc with strategy; asserts that it finished "done" with its
+ * fault parameters accepted, and returns the run. */
+static cJSON *scenario_run(const char *strategy, const char *sc) {
+    char body[128];
+    snprintf(body, sizeof(body), "{\"strategy\":\"%s\",\"scenario\":\"%s\"}", strategy, sc);
+    cJSON *j = finished_run(start_run(body), 90000);
+    ck_assert_msg(strcmp(str(j, "state"), "done") == 0, "%s %s ended %s: %s", sc, strategy,
+                  str(j, "state"), str(j, "error"));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "faults_refused")));
+    return j;
+}
+
+/* Asserts that run's verdict is result, and first that its window was reached. */
+static void judged(const cJSON *run, const char *result) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(run, "verdict");
+    ck_assert_msg(cJSON_IsObject(v), "run %s %s has no verdict", str(run, "scenario"), str(run, "strategy"));
+    ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "window_reached")),
+                  "%s %s (ttl %d): fault missed its window (%s): %s: %s", str(run, "scenario"),
+                  str(run, "strategy"), set_ttl, str(v, "window"), str(v, "result"), str(v, "evidence"));
+    ck_assert_msg(strcmp(str(v, "result"), result) == 0, "%s %s (ttl %d): %s, not %s: %s",
+                  str(run, "scenario"), str(run, "strategy"), set_ttl, str(v, "result"), result,
+                  str(v, "evidence"));
+    ck_assert(strlen(str(v, "evidence")) > 20);
+}
+
+static const cJSON *step(const cJSON *run, int i) {
+    const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "steps"), i);
+    ck_assert_ptr_nonnull(st);
+    return st;
+}
+
+/* Step i's recorded hold (from the history): one of granted_us, released_us, lease_us. */
+static double held(const cJSON *run, int i, const char *k) {
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(step(run, i), "hold");
+    ck_assert_msg(cJSON_IsObject(h), "%s %s: sale %d has no recorded hold", str(run, "scenario"),
+                  str(run, "strategy"), i);
+    return num(h, k);
+}
+
+/* A number of step i's answer ("unit") or of its lock report ("lock.wait_ms"); -1 if absent. */
+static double said(const cJSON *run, int i, const char *k) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(step(run, i), "answer");
+    if (strncmp(k, "lock.", 5) == 0) {
+        o = cJSON_GetObjectItemCaseSensitive(o, "lock");
+        k += 5;
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static const char *word(const cJSON *run, int i) {
+    return str(step(run, i), "word");
+}
+
+static double audited(const cJSON *run, const char *k) {
+    return num(cJSON_GetObjectItemCaseSensitive(run, "audit"), k);
+}
+
+/* Whether the recorded holds of steps i and j overlap. */
+static int overlap(const cJSON *run, int i, int j) {
+    return held(run, i, "granted_us") < held(run, j, "released_us") &&
+           held(run, j, "granted_us") < held(run, i, "released_us");
+}
+
+/* race and two-instances: flaw shows A and B inside together, one unit
+ * sold twice; fix shows B granted after A's release, a unit of its own. */
+static void meet(const char *sc, const char *flaw, const char *fix) {
+    start_pair();
+    cJSON *j = scenario_run(flaw, sc);
+    judged(j, "flaw_shown");
+    ck_assert(overlap(j, 0, 1));
+    ck_assert(said(j, 0, "unit") == said(j, 1, "unit") && said(j, 0, "unit") > 0);
+    ck_assert(audited(j, "sold_twice") >= 1);
+    cJSON_Delete(j);
+    j = scenario_run(fix, sc);
+    judged(j, "fixed");
+    ck_assert(held(j, 1, "granted_us") >= held(j, 0, "released_us"));
+    ck_assert(said(j, 1, "lock.wait_ms") >= 100);   /* A had 200 ms to go */
+    ck_assert(said(j, 0, "unit") != said(j, 1, "unit"));
+    ck_assert(audited(j, "violations") == 0 && audited(j, "sold_twice") == 0);
+    cJSON_Delete(j);
+}
+
+START_TEST(test_race_shows_nones_flaw_and_local_fixes_it) {
+    meet("race", "none", "local");
+}
+END_TEST
+
+START_TEST(test_two_instances_shows_locals_flaw_and_setnx_spin_fixes_it) {
+    meet("two-instances", "local", "setnx-spin");
+}
+END_TEST
+
+START_TEST(test_long_hold_shows_setnx_retrys_recursion_and_setnx_spin_waits_in_a_loop) {
+    start_pair();
+    cJSON *j = scenario_run("setnx-retry", "long-hold");
+    judged(j, "flaw_shown");
+    ck_assert_msg(said(j, 1, "lock.depth") >= 10, "B's depth %g", said(j, 1, "lock.depth"));
+    cJSON_Delete(j);
+    j = scenario_run("setnx-spin", "long-hold");
+    judged(j, "fixed");
+    ck_assert(said(j, 1, "lock.depth") < 0);   /* no recursion to report */
+    ck_assert(said(j, 1, "lock.wait_ms") >= 1000 && strcmp(word(j, 1), "sold") == 0);
+    ck_assert(held(j, 1, "granted_us") >= held(j, 0, "released_us"));
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* slow-holder's window, from the records: A's lease ran out before B got
+ * the lock, and A (its stalled release included) was still inside. */
+static void slow_holder_window(const cJSON *j) {
+    double a_end = held(j, 0, "granted_us") + said(j, 0, "lock.hold_ms") * 1000;
+    ck_assert(held(j, 0, "lease_us") <= held(j, 1, "granted_us"));
+    ck_assert(held(j, 1, "granted_us") < a_end);
+    ck_assert_str_eq(word(j, 1), "sold");
+}
+
+START_TEST(test_slow_holder_shows_expirings_and_owner_checks_flaw_and_owner_lua_fixes_it) {
+    start_pair();
+    const char *flaws[] = {"expiring", "owner-check"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *j = scenario_run(flaws[i], "slow-holder");
+        judged(j, "flaw_shown");
+        slow_holder_window(j);
+        ck_assert(overlap(j, 1, 2));
+        ck_assert(said(j, 1, "unit") == said(j, 2, "unit"));
+        ck_assert(audited(j, "violations") >= 1);
+        cJSON_Delete(j);
+    }
+    cJSON *j = scenario_run("owner-lua", "slow-holder");
+    judged(j, "fixed");
+    slow_holder_window(j);
+    ck_assert(held(j, 2, "granted_us") >= held(j, 1, "released_us"));
+    ck_assert(said(j, 2, "lock.wait_ms") > 0 && strcmp(word(j, 2), "sold") == 0);
+    ck_assert(audited(j, "violations") == 0 && audited(j, "sold_twice") == 0);
+    cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(test_nested_shows_owner_lua_waiting_for_itself_and_reentrant_fixes_it) {
+    start_pair();
+    cJSON *j = scenario_run("owner-lua", "nested");
+    judged(j, "flaw_shown");
+    /* It waited for its own lock: its whole wait, or until its lease ran out. */
+    double wait = num(step(j, 0), "wait_ms"), upto = wait < set_ttl ? wait : set_ttl;
+    ck_assert_msg(said(j, 0, "lock.wait_ms") >= 0.9 * upto, "A waited %g ms", said(j, 0, "lock.wait_ms"));
+    ck_assert(audited(j, "violations") == 0);
+    cJSON_Delete(j);
+    j = scenario_run("reentrant", "nested");
+    judged(j, "fixed");
+    ck_assert_str_eq(word(j, 0), "sold");
+    ck_assert(said(j, 0, "lock.attempts") == 3 && said(j, 0, "lock.wait_ms") < 100);
+    cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(test_overrun_shows_reentrants_and_fenceds_flaw_and_watchdog_fixes_it) {
+    start_pair();
+    cJSON *j = scenario_run("reentrant", "overrun");
+    judged(j, "flaw_shown");
+    ck_assert(held(j, 0, "lease_us") <= held(j, 1, "granted_us"));
+    ck_assert(overlap(j, 0, 1));
+    ck_assert(said(j, 0, "unit") == said(j, 1, "unit") && audited(j, "sold_twice") >= 1);
+    cJSON_Delete(j);
+    j = scenario_run("fenced", "overrun");
+    judged(j, "flaw_shown");
+    ck_assert(overlap(j, 0, 1));
+    ck_assert_int_eq((int)num(step(j, 0), "status"), 409);
+    ck_assert_str_eq(word(j, 0), "stale_token");
+    ck_assert(audited(j, "sold_twice") == 0);
+    cJSON_Delete(j);
+    j = scenario_run("watchdog", "overrun");
+    judged(j, "fixed");
+    ck_assert(held(j, 0, "released_us") - held(j, 0, "granted_us") > set_ttl * 1000.0);
+    ck_assert(held(j, 1, "granted_us") >= held(j, 0, "released_us"));
+    ck_assert(said(j, 0, "lock.renewals") >= 1 && strcmp(word(j, 1), "sold") == 0);
+    ck_assert(audited(j, "violations") == 0 && audited(j, "sold_twice") == 0);
+    cJSON_Delete(j);
+}
+END_TEST
+
+/* setnx-spin's lock has no TTL, so slow-holder's window (A's lease running
+ * out while A is inside) cannot be reached: the run sells cleanly, and that
+ * is no proof of anything. */
+START_TEST(test_a_window_the_strategy_cannot_reach_is_inconclusive_though_the_audit_is_clean) {
+    start_pair();
+    cJSON *j = scenario_run("setnx-spin", "slow-holder");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "verdict");
+    ck_assert_str_eq(str(v, "result"), "inconclusive");
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(v, "window_reached")));
+    ck_assert_msg(strstr(str(v, "evidence"), "no lease") != NULL, "%s", str(v, "evidence"));
+    ck_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(step(j, 0), "hold")));
+    ck_assert(audited(j, "violations") == 0 && audited(j, "sold_twice") == 0);
+    cJSON_Delete(j);
+}
+END_TEST
+
 Suite *lab_suite(void) {
     Suite *s = suite_create("lab");
     TCase *core = tcase_create("Core");
@@ -421,7 +731,6 @@ Suite *lab_suite(void) {
     tcase_add_test(core, test_the_pages_script_style_and_icon_come_with_their_types);
     tcase_add_test(core, test_a_load_run_sells_exactly_the_stock_and_its_numbers_match_the_audit);
     tcase_add_test(core, test_a_second_run_while_one_is_going_answers_409_with_a_json_error);
-    tcase_add_test(core, test_the_slow_holder_scenario_shows_expirings_flaw_and_owner_lua_fixes_it);
     tcase_add_test(core, test_the_scenarios_are_listed_with_their_times_for_this_ttl);
     tcase_add_test(core, test_results_files_come_from_lab_results_dir_and_only_those_two);
     suite_add_tcase(s, core);
@@ -433,6 +742,25 @@ Suite *lab_suite(void) {
     tcase_add_test(limits, test_with_lab_enabled_false_every_run_endpoint_is_404_and_the_page_is_still_served);
     tcase_add_test(limits, test_a_scenario_refused_with_403_says_faults_are_off);
     tcase_add_test(limits, test_sigterm_during_a_run_stops_it_and_the_instance_exits_0);
+    tcase_add_test(limits, test_a_scenario_whose_timeline_cannot_fit_the_settings_is_refused_with_400_naming_the_setting);
     suite_add_tcase(s, limits);
+    /* Each flaw and each fix, at lock.ttl-ms=1000 lock.wait-ms=500 and then
+     * at the shipped settings (slow-holder and overrun take about 18 s a
+     * run there). */
+    TCase *cases[2] = {tcase_create("Verdicts"), tcase_create("Shipped")};
+    tcase_add_checked_fixture(cases[0], setup_short, teardown);
+    tcase_add_checked_fixture(cases[1], setup_shipped, teardown);
+    for (int i = 0; i < 2; i++) {
+        tcase_set_timeout(cases[i], 150);
+        tcase_add_test(cases[i], test_race_shows_nones_flaw_and_local_fixes_it);
+        tcase_add_test(cases[i], test_two_instances_shows_locals_flaw_and_setnx_spin_fixes_it);
+        tcase_add_test(cases[i], test_long_hold_shows_setnx_retrys_recursion_and_setnx_spin_waits_in_a_loop);
+        tcase_add_test(cases[i], test_slow_holder_shows_expirings_and_owner_checks_flaw_and_owner_lua_fixes_it);
+        tcase_add_test(cases[i], test_nested_shows_owner_lua_waiting_for_itself_and_reentrant_fixes_it);
+        tcase_add_test(cases[i], test_overrun_shows_reentrants_and_fenceds_flaw_and_watchdog_fixes_it);
+    }
+    tcase_add_test(cases[0], test_a_window_the_strategy_cannot_reach_is_inconclusive_though_the_audit_is_clean);
+    suite_add_tcase(s, cases[0]);
+    suite_add_tcase(s, cases[1]);
     return s;
 }

@@ -164,7 +164,7 @@
     const self = S.lab.target === location.host ? ' (where this page came from)' : '';
     c.textContent = `Page served by ${location.host}. A run's sales go to ${S.lab.target}${self}; ` +
       `a scenario's sales A and B go to ${inst}. Lock TTL ${num(S.lab.ttl_ms)} ms, ` +
-      `lock wait ${num(S.lab.wait_ms)} ms.` +
+      `lock wait ${num(S.lab.wait_ms)} ms (a scenario's sales carry waits of their own, sized from its timeline).` +
       (S.lab.token_required ? ' Runs need the instance\u2019s admin token (admin.token).' : '');
   }
 
@@ -271,6 +271,7 @@
     if (st.hold_ms) parts.push(`works ${num(st.hold_ms)} ms inside (hold_ms)`);
     if (st.release_delay_ms) parts.push(`stalls ${num(st.release_delay_ms)} ms before its release (release_delay_ms)`);
     if (st.nested) parts.push(`re-acquires the lock ${st.nested} times inside (nested)`);
+    if (st.wait_ms !== undefined) parts.push(`waits up to ${num(st.wait_ms)} ms for the lock (wait_ms)`);
     return `${st.label}: at ${num(st.at_ms)} ms on instance ${st.instance}` + (parts.length ? ', ' + parts.join(', ') : '');
   }
 
@@ -285,8 +286,11 @@
     box.append(h('p', {}, h('b', {}, `${sc.name}: ${sc.title}. `), sc.what, ` (TTL = ${num(S.ttl)} ms here.)`),
       h('ul', {}, sc.steps.map((st) => h('li', { text: describeStep(st) }))),
       h('p', {}, h('b', {}, 'Look for: '), sc.look_for),
+      h('p', {}, h('b', {}, 'The verdict: '), `the window is “${sc.window}”. ` +
+        `Flaw shown: ${sc.flaw}. Fixed: ${sc.fix}. Inconclusive: the window was not reached, or a sale gave up.`),
       h('p', { class: 'hint' }, `Shows the flaw of ${sc.shows.join(', ')}; ${sc.fixed_by} fixes it. ` +
-        `Takes about ${dur(sc.length_ms * 1000)}.`));
+        `Takes at most ${dur(sc.length_ms * 1000)}.`),
+      sc.refused ? h('p', { class: 'notice bad', id: 'scenario-refused' }, 'Not at these settings: ' + sc.refused + '.') : '');
   }
 
   async function startRun(req) {
@@ -395,14 +399,44 @@
    * Content-Security-Policy allows that, unlike a style="..." attribute. */
   function progressWidth(i, f) { i.style.width = Math.round(Math.min(1, f) * 100) + '%'; }
 
+  /* A scenario's verdict, judged by the service from the answers, the
+   * history and the audit: flaw shown, fixed or inconclusive, with its
+   * evidence; never a plain OK. */
+  const RESULTS = {
+    flaw_shown: ['\u2717 Flaw shown', 'The flaw happened'],
+    fixed: ['\u2713 Fixed', 'The window was reached and the lock held'],
+    inconclusive: ['? Inconclusive', 'This run shows neither the flaw nor the fix'],
+  };
+  function scenarioVerdict(r) {
+    const box = h('div', { class: 'verdict', id: 'run-verdict', 'data-result': r.verdict ? r.verdict.result : 'none' });
+    if (r.faults_refused) {
+      box.classList.add('inconclusive');
+      box.append(h('p', {}, h('b', {}, '\u26a0 Not run as written: '),
+        `the instances refused the scenario's fault parameters (403), so this run says nothing about ${r.strategy}.`));
+      return box;
+    }
+    if (!r.verdict) {
+      box.append(h('p', {}, r.state === 'running'
+        ? 'The verdict comes at the end of the run, judged from each sale\u2019s answer, the recorded holds and the audit.'
+        : 'No verdict: ' + (r.error || 'the run did not finish.')));
+      return box;
+    }
+    const v = r.verdict, [word] = RESULTS[v.result] || [v.result];
+    box.classList.add(v.result);
+    box.append(h('p', { class: 'verdict-word' }, h('b', {}, `${word}: `), v.evidence + '.'),
+      h('p', { class: 'hint' }, `The window: ${v.window} \u2014 ` +
+        (v.window_reached ? 'reached.' : 'not reached, so this run cannot show the flaw or its fix.') +
+        (v.other_holds ? ` ${num(v.other_holds)} other hold(s) of the lock were recorded during the run.` : '')));
+    const a = r.audit;
+    if (a) box.append(h('p', { class: 'hint' }, `The audit at the end: ${num(a.sold_twice)} unit(s) sold twice, ` +
+      `${num(a.violations)} time(s) two holders inside at once; the clients were told ${num(r.sold)} sold, the ledger has ${num(a.sold)}.`));
+    return box;
+  }
+
   function verdict(r) {
+    if (r.scenario) return scenarioVerdict(r);
     const a = r.audit;
     const p = h('p', { class: 'verdict-line', id: 'run-verdict' });
-    if (r.faults_refused) {
-      p.append(h('span', { class: 'bad' }, '\u26a0 Not run as written: '),
-        `the instances refused the scenario's fault parameters (403), so this run says nothing about ${r.strategy}.`);
-      return p;
-    }
     if (!a) { p.textContent = r.state === 'running' ? 'The audit comes at the end of the run.' : 'No audit: ' + (r.error || 'the run did not get that far.'); return p; }
     const match = a.sold === r.sold;
     const said = `Clients were told ${num(r.sold)} sold; the ledger has ${num(a.sold)} entries` +
@@ -544,7 +578,7 @@
     if (a) {
       if (a.oversold) v.append(h('span', { class: 'bad' }, '\u2717 OVERSOLD'));
       else if (a.violations > 0) v.append(h('span', { class: 'bad' }, '\u26a0 violations'));
-      else v.append(h('span', { class: 'ok' }, '\u2713 OK'));
+      else v.append(h('span', { class: 'ok', title: 'no unit sold twice, no two holders seen inside at once' }, '\u2713 clean'));
     } else v.textContent = '\u2013';
     const w = $('audit-warning');
     w.hidden = !(a && a.warnings && a.warnings.length);

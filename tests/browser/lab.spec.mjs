@@ -122,8 +122,21 @@ await check('ladder', 'the ladder lists exactly the strategies of /strategies', 
     assert(await page.locator(`#card-${s} .show-flaw`).count() === 1, `${s} has no Show the flaw button`);
 });
 
-await check('expiring-slow-holder', 'the expiring slow-holder scenario draws a red overlap and the audit shown says violations >= 1', async () => {
+/* The run's verdict box: its result word (data-result) and its text. */
+async function verdictIs(result, word) {
+  await page.waitForSelector(`#run-verdict[data-result="${result}"]`, { timeout: 8000 });
+  const t = await text('#run-verdict');
+  assert(t.startsWith(word), `the verdict reads "${t}", not ${word}`);
+  assert(!t.includes('OK'), `the verdict of a scenario says OK: ${t}`);
+  const bg = await page.locator('#run-verdict').evaluate((e) => getComputedStyle(e).backgroundColor);
+  return bg;
+}
+const colours = {};
+
+await check('expiring-slow-holder', 'the expiring slow-holder scenario draws a red overlap, the audit shown says violations >= 1, and the verdict says flaw shown', async () => {
   await runFinished(() => page.click('#card-expiring .show-flaw'), 30000);
+  colours.flaw = await verdictIs('flaw_shown', '\u2717 Flaw shown: ');
+  assert((await text('#run-verdict')).includes('B and C were inside together'), 'the verdict names no overlap of B and C');
   await holdsDrawn(3);
   await page.waitForFunction(() => document.querySelectorAll('#timeline rect.hold.overlap').length >= 1 &&
     Number(document.getElementById('audit-violations').textContent) >= 1, null, { timeout: 8000 });
@@ -131,6 +144,8 @@ await check('expiring-slow-holder', 'the expiring slow-holder scenario draws a r
   assert((await text('#timeline-summary')).includes('overlapping pair'), 'the text summary names no overlap');
   await page.locator('#timeline-h').scrollIntoViewIfNeeded();
   await page.locator('section[aria-labelledby=timeline-h]').screenshot({ path: `${shots}/lab-timeline-flaw.png` });
+  await page.locator('section[aria-labelledby=run-h]').screenshot({ path: `${shots}/lab-verdict-flaw.png` });
+  await page.locator('#run-verdict-box').screenshot({ path: `${shots}/lab-verdict.png` });   // docs/lab-verdict.png
 });
 
 await check('keyboard', 'the tabs and the timeline work from the keyboard', async () => {
@@ -160,7 +175,22 @@ await check('owner-lua-slow-holder', 'the same scenario with owner-lua draws no 
   assert(await int('#audit-violations') === 0, 'the audit shows violations');
   const answers = await page.locator('#run-steps tbody tr').allInnerTexts();
   assert(answers.length === 3 && answers.every((a) => a.includes('200 sold')), 'not three sales answered 200 sold: ' + answers);
+  colours.fixed = await verdictIs('fixed', '\u2713 Fixed: ');
+  assert((await text('#run-verdict')).includes('C waited'), 'the verdict does not say C waited for B');
+  await page.locator('section[aria-labelledby=run-h]').screenshot({ path: `${shots}/lab-verdict-fixed.png` });
   await page.locator('#timeline-h').scrollIntoViewIfNeeded();
+});
+
+await check('inconclusive', 'a scenario whose window the strategy cannot reach (setnx-spin has no lease) says inconclusive, not OK, though nothing was sold twice', async () => {
+  await page.selectOption('#f-strategy', 'setnx-spin');
+  await page.selectOption('#f-scenario', 'slow-holder');
+  await runFinished(() => page.click('#f-start'), 30000);
+  colours.inconclusive = await verdictIs('inconclusive', '? Inconclusive: ');
+  assert((await text('#run-verdict')).includes('not reached'), 'the verdict does not say the window was not reached');
+  assert(await int('#run-audit-twice') === 0 && await int('#run-audit-viol') === 0, 'the audit is not clean');
+  const all = Object.values(colours);
+  assert(all.length === 3 && new Set(all).size === 3, 'the three verdicts do not have three colours: ' + JSON.stringify(colours));
+  await page.locator('section[aria-labelledby=run-h]').screenshot({ path: `${shots}/lab-verdict-inconclusive.png` });
 });
 
 await check('load-3000', 'a 3000-request run from the page finishes and its numbers match /inventory/audit', async () => {

@@ -77,6 +77,11 @@ const char *lock_vote_word(int outcome) {
     return outcome >= LOCK_VOTE_RESTARTED && outcome <= LOCK_VOTE_YES ? words[outcome + 2] : "?";
 }
 
+const char *lock_grant_word(int granted_by) {
+    static const char *const words[LOCK_GRANTS] = {"", "free", "handed", "checked"};
+    return granted_by >= 0 && granted_by < LOCK_GRANTS ? words[granted_by] : "";
+}
+
 const char *lock_type_name(const struct lock_type *t) { return t->name; }
 const char *lock_type_family(const struct lock_type *t) { return t->family; }
 
@@ -528,6 +533,8 @@ static void give_up(struct lock *l) {
     unwatch(l);
     conn_drop(l);
     l->releasing = 0;
+    /* Whatever the type was told to carry with the release is unknown now. */
+    if (l->type->handed) l->type->handed(l, NULL);
     int rc;
     if (!l->type->abandon) {
         /* Nothing of it in Redis: the cleanups, then each hold, locally. */

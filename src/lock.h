@@ -85,6 +85,15 @@ struct lock_type;
 /* "yes", "busy", "error", "restarted"; "?" for anything else. */
 const char *lock_vote_word(int outcome);
 
+/* How a hold of a type that hands on was granted (lock_report.granted_by). */
+#define LOCK_GRANT_FREE 1      /* its own acquire found it free (or re-entered it) */
+#define LOCK_GRANT_HANDED 2    /* handed over by the holder before it */
+#define LOCK_GRANT_CHECKED 3   /* found by its own re-check: a lease ran out, a grant was missed */
+#define LOCK_GRANTS 4
+
+/* "free", "handed", "checked"; "" for 0. */
+const char *lock_grant_word(int granted_by);
+
 struct lock_core_options {
     struct rpool *pool;          /* where single-master locks live; borrowed */
     int pool_wait_ms;            /* longest wait for a pooled connection (redis.timeout) */
@@ -307,6 +316,8 @@ struct lock_report {
     int renewals;              /* successful renewals */
     int depth;                 /* setnx-retry: deepest recursion reached */
     long long token;           /* fencing token, 0 if none */
+    int granted_by;            /* LOCK_GRANT_*: how the outermost hold was granted, for the
+                                  types that hand on (0 for the others) */
     int replicas_wanted;       /* lock.sync-replicas, when WAIT was sent */
     int replicas_acked;
     int quorum;                /* Redlock: votes needed; 0 otherwise */

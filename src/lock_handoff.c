@@ -70,8 +70,9 @@
 #include "mclock.h"
 #include "pubsub.h"
 
-/* A waiter with no lease to wait out (the lock held without one, or by a
- * kind of lock that has none) re-checks this often. */
+/* A waiter re-checks at least this often: its holder may be a lock of
+ * another kind on the same key (owner-lua, fenced), whose release grants
+ * nobody, or one without a lease. */
 #define RECHECK_MS 1000
 
 /* A rider waits this long for its carrier's commit, then queues itself:
@@ -107,6 +108,7 @@ static pthread_mutex_t stations_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct station *stations;
 
 struct handoff_state {
+    int granted_by;                  /* LOCK_GRANT_* of the outermost hold */
     struct station *st;              /* referred to while acquiring or carrying */
     int carrying;
     struct rider *taken;             /* the riders its commit carries, until told */
@@ -271,6 +273,8 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
     }
     a->granted = r->element[0]->integer == 1;
     if (a->granted) {
+        struct handoff_state *hs = l->priv;
+        hs->granted_by = strcmp(mode, "acquire") == 0 ? LOCK_GRANT_FREE : LOCK_GRANT_CHECKED;
         const redisReply *v = r->element[1];
         if (v->type == REDIS_REPLY_STRING) {
             char buf[sizeof(l->carried_value) + 1];
@@ -296,6 +300,7 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
  * host's clock and on Redis's. */
 static void take_message(struct lock *l, const char *text, int whole, int64_t queued_sent_us,
                          int64_t queued_redis_us) {
+    ((struct handoff_state *)l->priv)->granted_by = LOCK_GRANT_HANDED;
     char *end;
     long long granted_redis_us = strtoll(text, &end, 10);
     int64_t start = queued_sent_us + (granted_redis_us - queued_redis_us);
@@ -435,7 +440,7 @@ static int handoff_acquire(struct lock *l) {
             until = state == RIDE_WAITING ? (leave_at < l->deadline_us ? leave_at : l->deadline_us)
                                           : now + 100000;   /* taken: its commit answers soon */
         else
-            until = now + (a.pttl_ms > 0 ? a.pttl_ms + 2 : RECHECK_MS) * 1000;
+            until = now + (a.pttl_ms > 0 && a.pttl_ms + 2 < RECHECK_MS ? a.pttl_ms + 2 : RECHECK_MS) * 1000;
         if (until > l->deadline_us) until = l->deadline_us;
         if (subscribed) {
             pubsub_wait(&w, until);
@@ -495,10 +500,13 @@ static int handoff_renew(struct lock *l, struct lock_link *k) {
 }
 
 static int handoff_abandon(struct lock *l, struct lock_link *k) {
-    /* A commit whose answer was lost may have queued its riders. */
-    station_leave(l, RIDE_UNKNOWN, 0, 0, NULL, 0);
     int rc = handoff_link(l, k, "abandon");
     return rc == LOCK_LOST ? LOCK_OK : rc;   /* nothing was ours: done */
+}
+
+static void handoff_report(const struct lock *l, struct lock_report *r) {
+    const struct handoff_state *hs = l->priv;
+    r->granted_by = hs->granted_by;
 }
 
 static void handoff_handover(const struct lock *l, struct lock_handover *h) {
@@ -543,10 +551,15 @@ static int handoff_release_args(struct lock *l, const char **argv, int max) {
 
 /* The commit's answer: "<Redis us>", then " <owner> <us> <=stock>" when
  * it granted the lock to a thread of this process instead of publishing
- * it; or an error (nothing written, no rider queued). The riders learn
- * where they stand; the grant is handed over here, as the subscriber
- * would have. */
+ * it; or an error (nothing written, no rider queued); or NULL, the holds
+ * given up (the core's give_up: nothing known). The riders learn where
+ * they stand; the grant is handed over here, as the subscriber would
+ * have. */
 static void handoff_handed(struct lock *l, const redisReply *answer) {
+    if (!answer) {   /* given up: its riders may or may not have been queued */
+        station_leave(l, RIDE_UNKNOWN, 0, 0, NULL, 0);
+        return;
+    }
     if (answer->type != REDIS_REPLY_STRING) {
         station_leave(l, RIDE_OWN, 0, 0, NULL, 0);
         return;
@@ -572,6 +585,7 @@ const struct lock_type lock_type_handoff = {
     .release = handoff_release,
     .renew = handoff_renew,
     .abandon = handoff_abandon,
+    .report = handoff_report,
     .guard = lock_string_guard,
     .handover = handoff_handover,
     .release_args = handoff_release_args,

@@ -77,7 +77,9 @@ struct lock_type {
     int (*release_args)(struct lock *l, const char **argv, int max);
     /* Called with the answer of the script that ended the hold (see
      * lock_append_release), for what it says to the type (handoff: a
-     * grant to hand over in-process); may be NULL. */
+     * grant to hand over in-process, the riders it queued); and with NULL
+     * whenever the core gives the handle's holds up (the answer, if any,
+     * is unknown). May be NULL. */
     void (*handed)(struct lock *l, const redisReply *answer);
 };
 

@@ -62,6 +62,20 @@ const struct scenario scenarios[] = {
      "(409 stale_token): nothing is sold twice.",
      "reentrant,fenced", "watchdog", 0, 2,
      {{'A', 0, NONE, T(1500), NONE, 0}, {'B', 1, T(250), T(300), NONE, 0}}},
+    {"herd", "three waiters when the lock is freed",
+     "A sells on instance A and works 600 ms inside the critical section; B sells on instance "
+     "B at 100 ms, C on instance A at 250 ms, D on instance B at 400 ms, each working 150 ms.",
+     "redisson: each waiter tries, subscribes and tries again (two attempts) before it "
+     "sleeps; A's unlock then wakes one waiter per instance (B, and C, next in A's own queue), "
+     "and they race: the loser tries again (four attempts or more), and C, who came after B, "
+     "may be served first. handoff: A's write grants the lock straight to B, B's to C, C's to "
+     "D, in the order they came across both instances: units 199, 198, 197, one attempt "
+     "each, every answer saying granted_by handed.",
+     "redisson", "handoff", 0, 4,
+     {{'A', 0, NONE, MS(600), NONE, 0},
+      {'B', 1, MS(100), MS(150), NONE, 0},
+      {'C', 0, MS(250), MS(150), NONE, 0},
+      {'D', 1, MS(400), MS(150), NONE, 0}}},
     {NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, {{0}}},
 };
 

@@ -11,6 +11,7 @@
  *   Faults    a paused holder, a commit stalled past its lease, a waiter
  *             killed after its grant
  *   Interop   handoff, owner-lua and fenced on one lock key and one stock
+ *   Lab       the lab's herd scenario, with redisson and with handoff
  *
  * Real redis-server, real inventoryd instances (faults on), HTTP and hiredis;
  * each fault test first proves that its fault hit its window. */
@@ -497,6 +498,77 @@ START_TEST(test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly) 
 }
 END_TEST
 
+/* ---- Lab: the herd scenario ---------------------------------------------- */
+
+/* Runs the lab's herd scenario with strategy from instance A (lab on, both
+ * instances its roles); returns the finished run (free it). */
+static cJSON *herd_run(const char *strategy) {
+    a_port = harness_free_port();
+    b_port = harness_free_port();
+    char rp[32], inst[96], target[64];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
+    snprintf(target, sizeof(target), "lab.target=127.0.0.1:%d", a_port);
+    const char *sets[] = {rp, "lock.ttl-ms=10000", "lock.wait-ms=5000", "faults.enabled=true",
+                          "lab.enabled=true", inst, target, NULL};
+    a_pid = harness_inventoryd_start(a_port, sets);
+    b_pid = harness_inventoryd_start(b_port, sets);
+    ck_assert_int_gt(a_pid, 0);
+    ck_assert_int_gt(b_pid, 0);
+    struct httpc_response r;
+    char body[96];
+    snprintf(body, sizeof(body), "{\"strategy\":\"%s\",\"scenario\":\"herd\"}", strategy);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/lab/runs", NULL, body, &r), 202);
+    int id = (int)harness_json_num(r.body, "id");
+    char path[64];
+    snprintf(path, sizeof(path), "/lab/runs/%d", id);
+    int64_t deadline = mclock_ms() + 30000;
+    for (;;) {
+        ck_assert_int_eq(harness_http(a_port, "GET", path, NULL, NULL, &r), 200);
+        if (strcmp(harness_json_str(r.body, "state"), "running") != 0) break;
+        ck_assert_msg(mclock_ms() < deadline, "the run did not finish");
+        mclock_sleep_ms(50);
+    }
+    cJSON *j = cJSON_Parse(r.body);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "state")->valuestring, "done");
+    return j;
+}
+
+/* A step's answer field: its lock's `key`, or the answer's own. */
+static const cJSON *answer_of(const cJSON *run, int i, const char *lock_key, const char *key) {
+    const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "steps"), i);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(st, "answer");
+    if (lock_key) a = cJSON_GetObjectItemCaseSensitive(a, lock_key);
+    return cJSON_GetObjectItemCaseSensitive(a, key);
+}
+
+START_TEST(test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order) {
+    cJSON *run = herd_run("handoff");
+    for (int i = 0; i < 4; i++) {
+        ck_assert_str_eq(answer_of(run, i, NULL, "status")->valuestring, "sold");
+        ck_assert_int_eq(answer_of(run, i, NULL, "unit")->valueint, 200 - i);   /* A, B, C, D */
+        ck_assert_int_eq(answer_of(run, i, "lock", "attempts")->valueint, 1);
+        if (i > 0) ck_assert_str_eq(answer_of(run, i, "lock", "granted_by")->valuestring, "handed");
+    }
+    cJSON_Delete(run);
+    harness_stop(a_pid);
+    harness_stop(b_pid);
+    a_pid = b_pid = 0;
+    run = herd_run("redisson");
+    int most = 0;
+    for (int i = 1; i < 4; i++) {
+        ck_assert_str_eq(answer_of(run, i, NULL, "status")->valuestring, "sold");
+        int n = answer_of(run, i, "lock", "attempts")->valueint;
+        if (n > most) most = n;
+    }
+    /* A Redisson waiter tries, subscribes, tries again, and once woken
+     * tries once more at least; one woken to lose a race, more. */
+    ck_assert_int_ge(most, 3);
+    cJSON_Delete(run);
+}
+END_TEST
+
 Suite *handoff_suite(void) {
     Suite *s = suite_create("handoff");
     struct { const char *name; const TTest *tests[4]; } cases[] = {
@@ -509,6 +581,7 @@ Suite *handoff_suite(void) {
                     test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells,
                     test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends}},
         {"Interop", {test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly}},
+        {"Lab", {test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

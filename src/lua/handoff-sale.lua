@@ -43,7 +43,6 @@ local last_field = #ARGV - 3 * nriders - 1
 local t = redis.call('time')
 local now_us = t[1] * 1000000 + t[2]
 local now_ms = math.floor(now_us / 1000)
-local written = t[1] .. string.format('%06d', tonumber(t[2]))
 
 local function process(id) return string.match(id, '^[^:]*') end
 
@@ -77,7 +76,7 @@ local function event(mine, ...)
   local a = {'xadd', KEYS[4], 'MAXLEN', '~', cap, '*'}
   for _, v in ipairs({...}) do a[#a + 1] = v end
   a[#a + 1] = 'written_us'
-  a[#a + 1] = written
+  a[#a + 1] = t[1] .. string.format('%06d', tonumber(t[2]))
   a[#a + 1] = 'owned'
   a[#a + 1] = mine and '1' or '0'
   for i = 8, last_field do a[#a + 1] = ARGV[i] end
@@ -123,8 +122,10 @@ end
 -- The families set is the audit's note of who sold: if it is not a set,
 -- the sale stands (stock and ledger agree) and the audit says WRONGTYPE.
 redis.pcall('sadd', KEYS[3], ARGV[2])
-local unit, order = string.match(ARGV[7], '^([^|]*)|([^|]*)|')
-event(true, 'outcome', 'sold', 'unit', unit, 'order', order)
+if cap > 0 then
+  local unit, order = string.match(ARGV[7], '^([^|]*)|([^|]*)|')
+  event(true, 'outcome', 'sold', 'unit', unit, 'order', order)
+end
 local handed = grant(ARGV[1], true)
 if not handed then redis.call('del', key) end
 local now = string.format('%.0f', now_us)

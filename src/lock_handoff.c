@@ -100,6 +100,7 @@ struct station {
     char key[192];
     char carrier[64];                /* owner id of the holder riders go with; "": none */
     struct rider *waiting;           /* boarded, oldest first */
+    struct rider *last;              /* the newest boarded */
     int refs;
     struct station *next;
 };
@@ -160,6 +161,7 @@ static void station_disperse(struct station *st) {
         st->waiting = r->next;
         rider_tell(r, RIDE_OWN);
     }
+    st->last = NULL;
 }
 
 /* l holds the lock: its station's newcomers ride with it. */
@@ -343,9 +345,10 @@ static int board(struct lock *l, struct rider *r) {
     int riding = hs->st->carrier[0] != '\0';
     if (riding) {
         r->state = RIDE_WAITING;
-        struct rider **tail = &hs->st->waiting;
-        while (*tail) tail = &(*tail)->next;
-        *tail = r;
+        r->next = NULL;
+        if (hs->st->last) hs->st->last->next = r;
+        else hs->st->waiting = r;
+        hs->st->last = r;
     }
     pthread_mutex_unlock(&stations_mu);
     return riding;
@@ -379,9 +382,11 @@ static int handoff_acquire(struct lock *l) {
             pthread_mutex_lock(&stations_mu);
             state = me.state;
             if (state == RIDE_WAITING && (now >= leave_at || now >= l->deadline_us)) {
-                for (struct rider **p = &hs->st->waiting; *p; p = &(*p)->next)
+                struct rider *prev = NULL;
+                for (struct rider **p = &hs->st->waiting; *p; prev = *p, p = &(*p)->next)
                     if (*p == &me) {
                         *p = me.next;
+                        if (hs->st->last == &me) hs->st->last = prev;
                         break;
                     }
                 state = me.state = RIDE_OWN;
@@ -541,6 +546,8 @@ static int handoff_release_args(struct lock *l, const char **argv, int max) {
             argv[3 * n + 2] = r->l->carry_key;
             n++;
         }
+        hs->st->last = NULL;   /* what is left: riders past their deadline, few */
+        for (struct rider *r = hs->st->waiting; r; r = r->next) hs->st->last = r;
         pthread_mutex_unlock(&stations_mu);
     }
     if (3 * n + 1 > max) return -1;

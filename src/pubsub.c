@@ -49,6 +49,7 @@ struct pubsub_channel {
     unsigned long epoch;              /* SUBSCRIBE confirmations so far */
     int64_t idle_since_us;            /* when its last waiter left */
     struct pubsub_waiter *waiters;    /* oldest first */
+    struct pubsub_waiter *last;       /* the newest, where a waiter joins */
     struct pubsub_channel *next;
 };
 
@@ -322,9 +323,11 @@ int pubsub_up(struct pubsub *ps, struct rpool *pool) {
 }
 
 static void unlink_waiter(struct pubsub_waiter *w) {
-    for (struct pubsub_waiter **p = &w->ch->waiters; *p; p = &(*p)->next) {
+    struct pubsub_waiter *prev = NULL;
+    for (struct pubsub_waiter **p = &w->ch->waiters; *p; prev = *p, p = &(*p)->next) {
         if (*p == w) {
             *p = w->next;
+            if (w->ch->last == w) w->ch->last = prev;
             break;
         }
     }
@@ -374,9 +377,9 @@ int pubsub_wait_begin_tagged(struct pubsub *ps, struct pubsub_waiter *w, struct 
     }
     mclock_cond_init(&w->cond);
     w->ch = ch;
-    struct pubsub_waiter **tail = &ch->waiters;
-    while (*tail) tail = &(*tail)->next;
-    *tail = w;
+    if (ch->last) ch->last->next = w;
+    else ch->waiters = w;
+    ch->last = w;
     if (!ch->sent || ch->leaving) poke(h);
     /* A failed connect broadcasts with h->up cleared: no confirmation can
      * come then, and the caller falls back on polling at once. */

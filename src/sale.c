@@ -105,6 +105,8 @@ static int parse_ll(const redisReply *r, long long *out) {
 
 /* Fills sec->hist with the fields its events share. */
 static void history_fields(struct sale_section *sec) {
+    sec->nhist = 0;
+    if (sec->inv->history_max <= 0) return;   /* no history: nothing to send */
     struct lock_report rep;
     lock_report(sec->l, &rep);
     struct sale_result *r = sec->rs[0];

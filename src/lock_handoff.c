@@ -297,21 +297,26 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
     return LOCK_OK;
 }
 
-/* A grant message's text, "<grant us> <=value or ->": takes the grant.
- * queued_sent_us and queued_redis_us date the waiter's queueing on this
- * host's clock and on Redis's. */
-static void take_message(struct lock *l, const char *text, int whole, int64_t queued_sent_us,
-                         int64_t queued_redis_us) {
-    ((struct handoff_state *)l->priv)->granted_by = LOCK_GRANT_HANDED;
+/* A grant message's text, "<grant us> <=value or ->": takes the grant and
+ * returns 1, or 0 for a stale one. queued_sent_us and queued_redis_us date
+ * the waiter's queueing on this host's clock and on Redis's: a grant made
+ * before that queueing was for an earlier place in the queue (a waiter
+ * that had to queue again, its carrier's answer lost), whose lease is over
+ * or nearly; it is ignored, and the grant of the present place, or the
+ * re-check, follows. */
+static int take_message(struct lock *l, const char *text, int whole, int64_t queued_sent_us,
+                        int64_t queued_redis_us) {
     char *end;
     long long granted_redis_us = strtoll(text, &end, 10);
+    if (granted_redis_us < queued_redis_us) return 0;
+    ((struct handoff_state *)l->priv)->granted_by = LOCK_GRANT_HANDED;
     int64_t start = queued_sent_us + (granted_redis_us - queued_redis_us);
     int64_t now = mclock_us();
-    if (start < queued_sent_us) start = queued_sent_us;
     if (start > now) start = now;
     l->sent_us = start;
     const char *v = *end == ' ' ? end + 1 : NULL;
     carry_set(l, whole == 1 ? v : NULL, v ? strlen(v) : 0);
+    return 1;
 }
 
 /* The re-entry of a held lock: its lease renewed, dated from the send. */
@@ -419,10 +424,7 @@ static int handoff_acquire(struct lock *l) {
         }
         if (queued) {
             int whole = subscribed ? pubsub_take_text(&w, text, sizeof(text)) : 0;
-            if (whole) {
-                take_message(l, text, whole, queued_sent_us, queued_redis_us);
-                break;
-            }
+            if (whole && take_message(l, text, whole, queued_sent_us, queued_redis_us)) break;
             if (now >= l->deadline_us) {
                 rc = handoff_run(l, "cancel", &a);
                 if (rc == LOCK_OK) rc = a.granted ? LOCK_OK : LOCK_BUSY;

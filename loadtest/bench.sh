@@ -5,6 +5,8 @@
 # writes them out.
 #
 #   loadtest/bench.sh
+#   loadtest/bench.sh --peers     node-redlock 4 and 5 and redis-semaphore against
+#                                 lockbench on the same work (loadtest/peers/run.sh)
 #
 # Starts its own redis-server on a free port (and three more, the Redlock
 # masters, when redlock is in the list), runs lockbench for every strategy at
@@ -59,6 +61,10 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# --peers: the Node.js lock libraries against lockbench (loadtest/peers/run.sh).
+if [ "${1:-}" = --peers ]; then
+    exec "$root/loadtest/peers/run.sh"
+fi
 me=bench.sh
 tag=$me
 # pick_port, start_redis, wait_voting, start_instance, start_front,

@@ -54,7 +54,8 @@ struct sale_way {
                  const struct sale_faults *f, struct sale_result *r);
 };
 
-/* The write of the critical section: appends it to the lock's pipeline. */
+/* The write of the critical section: appends it to the lock's pipeline.
+ * Returns the index of its reply there (lock_reply), or -1. */
 struct sale_section;
 typedef int (*sale_commit)(struct sale_section *sec);
 

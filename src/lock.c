@@ -77,6 +77,11 @@ const char *lock_vote_word(int outcome) {
     return outcome >= LOCK_VOTE_RESTARTED && outcome <= LOCK_VOTE_YES ? words[outcome + 2] : "?";
 }
 
+const char *lock_grant_word(int granted_by) {
+    static const char *const words[LOCK_GRANTS] = {"", "free", "handed", "checked"};
+    return granted_by >= 0 && granted_by < LOCK_GRANTS ? words[granted_by] : "";
+}
+
 const char *lock_type_name(const struct lock_type *t) { return t->name; }
 const char *lock_type_family(const struct lock_type *t) { return t->family; }
 
@@ -137,6 +142,26 @@ void lock_set_release_delay(struct lock *l, int ms) { l->release_delay_ms = ms; 
 
 void lock_set_wait(struct lock *l, int wait_ms) { l->wait_ms = wait_ms; }
 
+void lock_carry(struct lock *l, const char *key) {
+    snprintf(l->carry_key, sizeof(l->carry_key), "%s", key);
+}
+
+int lock_carried(const struct lock *l, const char **value) {
+    if (l->holds == 0 || !l->carried) return 0;
+    *value = l->carried == 1 ? l->carried_value : NULL;
+    return 1;
+}
+
+int lock_handover(const struct lock *l, struct lock_handover *h) {
+    memset(h, 0, sizeof(*h));
+    if (!l->type->handover) return -1;
+    h->key = l->key;
+    snprintf(h->owner, sizeof(h->owner), "%s", l->owner);
+    snprintf(h->lease_ms, sizeof(h->lease_ms), "%d", lock_lease_ms(l));
+    l->type->handover(l, h);
+    return 0;
+}
+
 /* ---- connections ---------------------------------------------------------- */
 
 void lock_park(struct lock *l) {
@@ -188,6 +213,34 @@ int lock_append_script(struct lock *l, const char *name, int numkeys, int argc,
     if (script_append(l->c, name, numkeys, argc, argv, argvlen) != REDIS_OK) return -1;
     l->npending++;
     return 0;
+}
+
+int lock_append_release(struct lock *l, const char *name, int numkeys, int argc,
+                        const char **argv, const size_t *argvlen) {
+    enum { ARGS = 300 };
+    if (l->holds == 0 || l->releasing || !l->type->handover || argc > ARGS ||
+        l->npending + l->nreplies + l->ncleanup + 1 > LOCK_PIPE_MAX || !lock_conn(l))
+        return -1;
+    const char *all[ARGS];
+    size_t lens[ARGS];
+    for (int i = 0; i < argc; i++) {
+        all[i] = argv[i];
+        lens[i] = argvlen ? argvlen[i] : strlen(argv[i]);
+    }
+    int extra = l->type->release_args ? l->type->release_args(l, all + argc, ARGS - argc) : 0;
+    if (extra < 0) return -1;
+    for (int i = argc; i < argc + extra; i++) lens[i] = strlen(all[i]);
+    /* The cleanups (the probe's exit) go first: once the script has run,
+     * the next holder may already be inside. They stay registered until
+     * the script's answer is read, for a compensation to send again. */
+    for (int i = 0; i < l->ncleanup; i++) {
+        if (redisAppendFormattedCommand(l->c, l->cleanup[i], l->cleanup_len[i]) != REDIS_OK) return -1;
+        l->npending++;
+    }
+    if (script_append(l->c, name, numkeys, argc + extra, all, lens) != REDIS_OK) return -1;
+    l->npending++;
+    l->releasing = l->nreplies + l->npending;
+    return l->releasing - 1;
 }
 
 int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
@@ -479,6 +532,9 @@ static void unwatch(struct lock *l) {
 static void give_up(struct lock *l) {
     unwatch(l);
     conn_drop(l);
+    l->releasing = 0;
+    /* Whatever the type was told to carry with the release is unknown now. */
+    if (l->type->handed) l->type->handed(l, NULL);
     int rc;
     if (!l->type->abandon) {
         /* Nothing of it in Redis: the cleanups, then each hold, locally. */
@@ -543,6 +599,7 @@ int lock_acquire(struct lock *l) {
     l->errstr[0] = '\0';
     l->unknown = 0;
     int outer = l->holds == 0;
+    if (outer) l->carried = 0;
     int rc = outer && (l->type->flags & LOCK_T_GATED) ? gate_enter(l) : LOCK_OK;
     if (rc == LOCK_OK) rc = l->type->acquire(l);
     if (rc != LOCK_OK && l->unknown) {
@@ -570,12 +627,39 @@ int lock_acquire(struct lock *l) {
     return rc;
 }
 
+/* The hold ends with the script the holder appended (lock_append_release):
+ * sends the pipeline and reads it. 1 when the script ran (every hold has
+ * ended in Redis, whatever it answered), 0 when it answered NOSCRIPT (it
+ * did not run: the caller releases as usual), -1 when the replies were
+ * lost (everything was given up). */
+static int release_appended(struct lock *l) {
+    int i = l->releasing - 1;
+    l->releasing = 0;
+    lock_release_pause(l);
+    if (pipeline_flush(l, 0) < 0) {
+        give_up(l);
+        return -1;
+    }
+    const redisReply *answer = lock_reply(l, i);
+    if (script_missing(answer)) return 0;
+    if (l->type->handed) l->type->handed(l, answer);
+    cleanups_clear(l);
+    unwatch(l);
+    l->holds = 0;
+    gate_leave(l);
+    return 1;
+}
+
 int lock_release(struct lock *l) {
     l->errstr[0] = '\0';
     if (l->holds == 0) return lock_flush(l) == 0 ? LOCK_OK : LOCK_ERR;
     if (l->c && l->c->err) {
         give_up(l);   /* the holder's connection died: what it sent is unknown */
         return LOCK_ERR;
+    }
+    if (l->releasing) {
+        int ended = release_appended(l);
+        if (ended != 0) return ended > 0 ? LOCK_OK : LOCK_ERR;
     }
     if ((l->release_delay_ms > 0 || !(l->type->flags & LOCK_T_REDIS)) &&
         pipeline_flush(l, l->holds == 1) < 0) {

@@ -45,7 +45,15 @@
  * Pipelining. Commands the holder appends (lock_append) and its cleanup
  * commands go out in the same write as the release, ahead of it, so a sale's
  * write, its probe exit and its history event cost no round trip of their
- * own; their replies are read back with lock_reply(). */
+ * own; their replies are read back with lock_reply().
+ *
+ * Handing on. A type may hand its lock straight to the next waiter
+ * (handoff): then the holder's write may itself end the hold, in the same
+ * script that checks the lease and writes (lock_handover names what that
+ * script needs; lock_append_release appends it, after the cleanups), and
+ * the release sends no command of its own. Such a type may also carry a
+ * value with the lock (lock_carry): each grant hands the next holder the
+ * value of one key as it was when granted, so the holder reads nothing. */
 #ifndef INVENTORYD_LOCK_H
 #define INVENTORYD_LOCK_H
 
@@ -76,6 +84,15 @@ struct lock_type;
 
 /* "yes", "busy", "error", "restarted"; "?" for anything else. */
 const char *lock_vote_word(int outcome);
+
+/* How a hold of a type that hands on was granted (lock_report.granted_by). */
+#define LOCK_GRANT_FREE 1      /* its own acquire found it free (or re-entered it) */
+#define LOCK_GRANT_HANDED 2    /* handed over by the holder before it */
+#define LOCK_GRANT_CHECKED 3   /* found by its own re-check: a lease ran out, a grant was missed */
+#define LOCK_GRANTS 4
+
+/* "free", "handed", "checked"; "" for 0. */
+const char *lock_grant_word(int granted_by);
 
 struct lock_core_options {
     struct rpool *pool;          /* where single-master locks live; borrowed */
@@ -132,6 +149,7 @@ extern const struct lock_type lock_type_watchdog;    /* the hash lock, renewed w
 extern const struct lock_type lock_type_redisson;    /* renewed, waiters woken by pub/sub */
 extern const struct lock_type lock_type_redlock;     /* the hash lock on a quorum of masters */
 extern const struct lock_type lock_type_fenced;      /* SET NX PX and a fencing token */
+extern const struct lock_type lock_type_handoff;     /* a FIFO queue in Redis, handed on by grant */
 extern const struct lock_type lock_type_rw_read;     /* Redisson's RReadWriteLock, read half */
 extern const struct lock_type lock_type_rw_write;    /* and write half, renewed while held */
 
@@ -233,6 +251,48 @@ int lock_flush(struct lock *l);
  * Owned by the handle. */
 const redisReply *lock_reply(const struct lock *l, int i);
 
+/* The key whose value travels with the lock, for the types that carry one
+ * (handoff): each grant hands over its value, read in Redis as the lock
+ * was granted. Set before lock_acquire; the other types ignore it. key is
+ * copied; at most 127 bytes. */
+void lock_carry(struct lock *l, const char *key);
+
+/* The carried key's value as the current hold's grant handed it over: 1
+ * with *value set (NULL when the key did not exist), or 0 when this hold
+ * carries none (the type carries nothing, or the grant's value was not
+ * whole): the holder then reads the key itself. *value lives in l. */
+int lock_carried(const struct lock *l, const char **value);
+
+/* What a script needs to end the hold itself, for the types whose lock the
+ * holder's write may hand on (handoff): it checks in Redis that the lock
+ * is still owner's (a string key whose value is owner, with a lease), and
+ * when it is, grants it to the first live waiter of the queue (a list of
+ * "<deadline ms, Redis clock>|<owner>|<carried key>", oldest first; the
+ * expired ones are dropped) with a lease of lease_ms, and publishes
+ * "<owner> <Redis time in us> <=value, or - for none>" on channel_prefix
+ * followed by the waiter's process part (its owner id up to the ':'), or
+ * deletes the lock when nobody waits. See src/lua/handoff-lock.lua. */
+struct lock_handover {
+    const char *key;            /* the lock */
+    char queue[224];            /* the waiters' list */
+    char channel_prefix[240];
+    char owner[64];
+    char lease_ms[16];
+};
+
+/* Fills h for l: 0, or -1 when l's type hands nothing on. */
+int lock_handover(const struct lock *l, struct lock_handover *h);
+
+/* Appends the holder's cleanup commands, then the embedded script name
+ * that ends every hold of l when it runs (it checks the lock, writes, and
+ * hands the lock on: see lock_handover). The next lock_release sends them
+ * and, once the script has answered, counts every hold as ended, sending
+ * no release of its own (if it answered NOSCRIPT, it did not run, and the
+ * usual release follows). Returns the script's reply index (lock_reply),
+ * or -1 (not held, no connection, out of room). */
+int lock_append_release(struct lock *l, const char *name, int numkeys, int argc,
+                        const char **argv, const size_t *argvlen);
+
 /* Fault injection: sleep ms between the release's ownership check and its
  * delete (or before a one-step release). */
 void lock_set_release_delay(struct lock *l, int ms);
@@ -256,6 +316,8 @@ struct lock_report {
     int renewals;              /* successful renewals */
     int depth;                 /* setnx-retry: deepest recursion reached */
     long long token;           /* fencing token, 0 if none */
+    int granted_by;            /* LOCK_GRANT_*: how the outermost hold was granted, for the
+                                  types that hand on (0 for the others) */
     int replicas_wanted;       /* lock.sync-replicas, when WAIT was sent */
     int replicas_acked;
     int quorum;                /* Redlock: votes needed; 0 otherwise */

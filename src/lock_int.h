@@ -67,6 +67,20 @@ struct lock_type {
      * g->field); NULL when no script beside the stock can (the lock lives
      * elsewhere, or nowhere). */
     void (*guard)(const struct lock *l, struct lock_guard *g);
+    /* Fills h when the holder's write may hand the lock on (see
+     * lock_handover); NULL for the types that hand nothing on. */
+    void (*handover)(const struct lock *l, struct lock_handover *h);
+    /* Appends the type's own arguments to the script that will end the
+     * hold (lock_append_release), at most max, into argv; they must stay
+     * valid until lock_release has read its answer. Returns how many, or
+     * -1 (the script is not appended). May be NULL. */
+    int (*release_args)(struct lock *l, const char **argv, int max);
+    /* Called with the answer of the script that ended the hold (see
+     * lock_append_release), for what it says to the type (handoff: a
+     * grant to hand over in-process, the riders it queued); and with NULL
+     * whenever the core gives the handle's holds up (the answer, if any,
+     * is unknown). May be NULL. */
+    void (*handed)(struct lock *l, const redisReply *answer);
 };
 
 struct lock_core {
@@ -115,7 +129,14 @@ struct lock {
     int wd_busy;                 /* a renewal of it is in flight */
     int64_t wd_giveup_us;        /* orphaned: stop retrying after this */
 
+    /* The carried key (lock_carry) and the value the grant handed over. */
+    char carry_key[128];
+    int carried;                 /* 0: none; 1: carried_value; 2: the key did not exist */
+    char carried_value[64];
+
     /* The holder's pipeline (lock_append) and cleanups (lock_cleanup). */
+    int releasing;               /* 1 + the reply index of an appended script that
+                                    ends the hold (lock_append_release); 0: none */
     int npending;                /* appended, reply not read yet */
     int nreplies;
     redisReply *replies[LOCK_PIPE_MAX];

@@ -35,6 +35,7 @@ struct strategy_row {
     atomic_llong released_lost;     /* releases that found the lock not ours */
     atomic_llong violations;        /* sales whose probe saw another holder */
     atomic_llong replica_shortfalls;/* acquires WAIT saw short of lock.sync-replicas */
+    atomic_llong grants[LOCK_GRANTS];  /* holds of the types that hand on, by how granted */
     struct histogram wait;
     struct histogram hold;
 };
@@ -78,6 +79,8 @@ void metrics_sale(const struct strategy *t, const struct sale_result *r) {
     atomic_fetch_add_explicit(&row->violations, r->violation, memory_order_relaxed);
     if (r->lock.replicas_wanted > 0 && r->lock.replicas_acked < r->lock.replicas_wanted)
         atomic_fetch_add_explicit(&row->replica_shortfalls, 1, memory_order_relaxed);
+    if (r->lock.granted_by > 0 && r->lock.granted_by < LOCK_GRANTS)
+        atomic_fetch_add_explicit(&row->grants[r->lock.granted_by], 1, memory_order_relaxed);
     observe(&row->wait, r->wait_ms);
     if (r->status == INV_SOLD || r->status == INV_SOLD_OUT) observe(&row->hold, r->hold_ms);
 }
@@ -180,6 +183,17 @@ char *metrics_render(void) {
         for (int i = 0; strategies[i].name && i < METRICS_MAX; i++)
             put(&o, "%s{strategy=\"%s\"} %lld\n", sums[k].name, strategies[i].name,
                 load((atomic_llong *)((char *)&rows[i] + sums[k].offset)));
+    }
+    put(&o, "# HELP inventoryd_lock_grants_total Holds of the locks that hand on (handoff), by how "
+            "each was granted: free (its own acquire), handed (by the holder before it), checked "
+            "(its own re-check, after a lease ran out or a missed grant).\n"
+            "# TYPE inventoryd_lock_grants_total counter\n");
+    for (int i = 0; strategies[i].name && i < METRICS_MAX; i++) {
+        long long g[LOCK_GRANTS], any = 0;
+        for (int k = 1; k < LOCK_GRANTS; k++) any |= g[k] = load(&rows[i].grants[k]);
+        for (int k = 1; k < LOCK_GRANTS && any; k++)
+            put(&o, "inventoryd_lock_grants_total{strategy=\"%s\",by=\"%s\"} %lld\n",
+                strategies[i].name, lock_grant_word(k), g[k]);
     }
     put_histogram(&o, "inventoryd_lock_wait_ms", "Time spent acquiring the lock, in ms.");
     put_histogram(&o, "inventoryd_lock_hold_ms", "Time the lock was held, in ms.");

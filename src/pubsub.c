@@ -7,8 +7,11 @@
  * hub's list and write a byte to the pipe, and the thread sends SUBSCRIBE.
  * Replies are parsed by the thread: "subscribe" marks the channel confirmed
  * and wakes the threads waiting for that; "message" wakes the channel's
- * oldest waiter not yet woken ("0") or all of them (anything else, as
- * Redisson's READ_UNLOCK_MESSAGE "1"); "unsubscribe" frees a channel that
+ * oldest waiter not yet woken ("0") or all of them (anything else without
+ * a space, as Redisson's READ_UNLOCK_MESSAGE "1"), or, addressed ("<tag>
+ * <text>"), hands its text to the waiter of that tag and wakes it alone,
+ * looking from the oldest (grants come in about the order the waiters
+ * came, so the search is short); "unsubscribe" frees a channel that
  * still has no waiter, or subscribes it again for the ones that came.
  *
  * A channel whose last waiter left is unsubscribed once it has been idle
@@ -46,6 +49,7 @@ struct pubsub_channel {
     unsigned long epoch;              /* SUBSCRIBE confirmations so far */
     int64_t idle_since_us;            /* when its last waiter left */
     struct pubsub_waiter *waiters;    /* oldest first */
+    struct pubsub_waiter *last;       /* the newest, where a waiter joins */
     struct pubsub_channel *next;
 };
 
@@ -119,6 +123,23 @@ static void wake_waiters(struct pubsub_channel *ch, int all) {
     if (idle || ch->waiters) wake(idle ? idle : ch->waiters);
 }
 
+/* An addressed message: its text goes to the waiter tagged tag, which
+ * alone is woken; nobody when no waiter has that tag (it left). 1 when one
+ * took it. Called with mu held. */
+static int deliver(struct pubsub_channel *ch, const char *tag, size_t taglen, const char *text,
+                    size_t len) {
+    for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) {
+        if (w->taglen != taglen || memcmp(w->tag, tag, taglen) != 0) continue;
+        size_t n = len < sizeof(w->text) - 1 ? len : sizeof(w->text) - 1;
+        memcpy(w->text, text, n);
+        w->text[n] = '\0';
+        w->has_text = n < len ? 2 : 1;
+        wake(w);
+        return 1;
+    }
+    return 0;
+}
+
 /* The connection is gone: every channel must be subscribed anew, those
  * without waiters are dropped, and every waiter re-tries. Called with mu
  * held. */
@@ -152,6 +173,11 @@ static void handle(struct pubsub_hub *h, redisReply *r) {
         if (!ch->waiters) channel_free(h, ch);   /* else subscribed again for them */
     } else if (strcmp(kind, "message") == 0) {
         const redisReply *m = r->element[2];
+        const char *sp = m->type == REDIS_REPLY_STRING ? memchr(m->str, ' ', m->len) : NULL;
+        if (sp) {
+            deliver(ch, m->str, (size_t)(sp - m->str), sp + 1, m->len - (size_t)(sp - m->str) - 1);
+            return;
+        }
         int one = m->type == REDIS_REPLY_STRING && m->len == 1 && m->str[0] == '0';
         wake_waiters(ch, !one);
     }
@@ -297,9 +323,11 @@ int pubsub_up(struct pubsub *ps, struct rpool *pool) {
 }
 
 static void unlink_waiter(struct pubsub_waiter *w) {
-    for (struct pubsub_waiter **p = &w->ch->waiters; *p; p = &(*p)->next) {
+    struct pubsub_waiter *prev = NULL;
+    for (struct pubsub_waiter **p = &w->ch->waiters; *p; prev = *p, p = &(*p)->next) {
         if (*p == w) {
             *p = w->next;
+            if (w->ch->last == w) w->ch->last = prev;
             break;
         }
     }
@@ -324,8 +352,20 @@ static struct pubsub_channel *channel_get(struct pubsub_hub *h, const char *name
 
 int pubsub_wait_begin(struct pubsub *ps, struct pubsub_waiter *w, struct rpool *pool,
                       const char *channel, int64_t deadline_us, char *errstr, size_t errlen) {
+    return pubsub_wait_begin_tagged(ps, w, pool, channel, "", deadline_us, errstr, errlen);
+}
+
+int pubsub_wait_begin_tagged(struct pubsub *ps, struct pubsub_waiter *w, struct rpool *pool,
+                             const char *channel, const char *tag, int64_t deadline_us,
+                             char *errstr, size_t errlen) {
     memset(w, 0, sizeof(*w));
     w->ps = ps;
+    w->taglen = strlen(tag);
+    if (w->taglen >= sizeof(w->tag)) {
+        snprintf(errstr, errlen, "tag too long");
+        return -1;
+    }
+    memcpy(w->tag, tag, w->taglen + 1);
     pthread_mutex_lock(&ps->mu);
     struct pubsub_hub *h = ps->stopping ? NULL : hub_for(ps, pool, errstr, errlen);
     struct pubsub_channel *ch = h ? channel_get(h, channel) : NULL;
@@ -337,9 +377,9 @@ int pubsub_wait_begin(struct pubsub *ps, struct pubsub_waiter *w, struct rpool *
     }
     mclock_cond_init(&w->cond);
     w->ch = ch;
-    struct pubsub_waiter **tail = &ch->waiters;
-    while (*tail) tail = &(*tail)->next;
-    *tail = w;
+    if (ch->last) ch->last->next = w;
+    else ch->waiters = w;
+    ch->last = w;
     if (!ch->sent || ch->leaving) poke(h);
     /* A failed connect broadcasts with h->up cleared: no confirmation can
      * come then, and the caller falls back on polling at once. */
@@ -394,10 +434,42 @@ void pubsub_wait_end(struct pubsub_waiter *w) {
     struct pubsub *ps = w->ps;
     pthread_mutex_lock(&ps->mu);
     unlink_waiter(w);
-    /* A wake-up this waiter did not use goes to the next one. */
-    if (w->signalled) wake_waiters(w->ch, 0);
+    /* A wake-up this waiter did not use goes to the next one, unless it
+     * was addressed to this one alone. */
+    if (w->signalled && !w->taglen) wake_waiters(w->ch, 0);
     pthread_mutex_unlock(&ps->mu);
     pthread_cond_destroy(&w->cond);
+}
+
+int pubsub_deliver(struct pubsub *ps, struct rpool *pool, const char *channel, const char *msg,
+                   size_t len) {
+    const char *sp = memchr(msg, ' ', len);
+    if (!sp) return 0;
+    int taken = 0;
+    pthread_mutex_lock(&ps->mu);
+    for (struct pubsub_hub *h = ps->hubs; h && !taken; h = h->next) {
+        if (h->pool != pool) continue;
+        struct pubsub_channel *ch = find_channel(h, channel, strlen(channel));
+        if (ch) taken = deliver(ch, msg, (size_t)(sp - msg), sp + 1, len - (size_t)(sp - msg) - 1);
+    }
+    pthread_mutex_unlock(&ps->mu);
+    return taken;
+}
+
+void pubsub_poke(struct pubsub_waiter *w) {
+    pthread_mutex_lock(&w->ps->mu);
+    wake(w);
+    pthread_mutex_unlock(&w->ps->mu);
+}
+
+int pubsub_take_text(struct pubsub_waiter *w, char *buf, size_t len) {
+    struct pubsub *ps = w->ps;
+    pthread_mutex_lock(&ps->mu);
+    int got = w->has_text;
+    if (got && len) snprintf(buf, len, "%s", w->text);
+    w->has_text = 0;
+    pthread_mutex_unlock(&ps->mu);
+    return got;
 }
 
 int pubsub_channels(struct pubsub *ps) {

@@ -10,6 +10,12 @@
  * to wake: "0" (an unlock) wakes one waiter of the channel in this process,
  * any other ("1", a read-write lock's writer leaving) wakes them all.
  *
+ * A waiter may also register with a tag (pubsub_wait_begin_tagged): a
+ * message that holds a space is addressed, "<tag> <text>", and wakes only
+ * the waiter of that tag, which reads its text (pubsub_take_text); nobody
+ * else is woken by it, so a grant meant for one thread of a process costs
+ * the others nothing (the handoff lock's grant messages).
+ *
  * If the subscriber connection fails, every waiter is woken to re-try; a
  * waiter that then sleeps again first waits for the channel to be
  * subscribed anew, so an unlock published while the connection was down is
@@ -29,11 +35,17 @@ struct rpool;
 struct pubsub;
 struct pubsub_channel;
 
+#define PUBSUB_TEXT_MAX 192
+
 struct pubsub_waiter {
     struct pubsub *ps;
     struct pubsub_channel *ch;
     pthread_cond_t cond;
     int signalled;             /* wake-ups not yet used */
+    char tag[72];              /* "": woken by unaddressed messages; else by "<tag> ..." only */
+    size_t taglen;
+    char text[PUBSUB_TEXT_MAX];/* an addressed message's text (after "<tag> ") */
+    int has_text;              /* 1: text is whole; 2: it was cut to fit */
     unsigned long epoch;       /* the channel's confirmations seen before the
                                   caller's last try */
     struct pubsub_waiter *next;
@@ -52,6 +64,31 @@ void pubsub_free(struct pubsub *ps);
  * not registered; the caller may fall back to sleeping). */
 int pubsub_wait_begin(struct pubsub *ps, struct pubsub_waiter *w, struct rpool *pool,
                       const char *channel, int64_t deadline_us, char *errstr, size_t errlen);
+
+/* As pubsub_wait_begin, for a waiter woken only by messages addressed to
+ * tag ("<tag> <text>", see above); tag has no space and fits in w->tag.
+ * Every waiter of a channel is tagged, or none is. */
+int pubsub_wait_begin_tagged(struct pubsub *ps, struct pubsub_waiter *w, struct rpool *pool,
+                             const char *channel, const char *tag, int64_t deadline_us,
+                             char *errstr, size_t errlen);
+
+/* Copies the text of the message addressed to w into buf (len bytes at
+ * most, NUL-terminated) and forgets it. Returns 1 when it came whole, 2
+ * when it was longer than PUBSUB_TEXT_MAX - 1 bytes (cut), 0 when none
+ * came. */
+int pubsub_take_text(struct pubsub_waiter *w, char *buf, size_t len);
+
+/* Hands an addressed message ("<tag> <text>", len bytes) to the waiter of
+ * that tag on channel of pool's server in this process, as if the
+ * subscriber had received it: for a grant that came back in a script's
+ * answer instead of being published. 1 when a waiter took it, 0 when none
+ * has that tag (it left). */
+int pubsub_deliver(struct pubsub *ps, struct rpool *pool, const char *channel, const char *msg,
+                   size_t len);
+
+/* Wakes w as a message would, without a text: its next pubsub_wait
+ * returns at once (for a caller that signals w about state of its own). */
+void pubsub_poke(struct pubsub_waiter *w);
 
 /* False when the subscriber of pool's server has lost its connection (a
  * Redlock waiter then listens on another master). True before first use. */

@@ -82,6 +82,7 @@ char *reply_sale(const struct sale_result *r, const char *strategy, int port, in
     if (lr->depth) cJSON_AddNumberToObject(lk, "depth", lr->depth);
     if (r->batch > 1) cJSON_AddNumberToObject(lk, "batch", r->batch);
     if (lr->token) cJSON_AddNumberToObject(lk, "token", (double)lr->token);
+    if (lr->granted_by) cJSON_AddStringToObject(lk, "granted_by", lock_grant_word(lr->granted_by));
     if (lr->renewals) cJSON_AddNumberToObject(lk, "renewals", lr->renewals);
     if (r->late) cJSON_AddTrueToObject(lk, "late");
     if (lr->replicas_wanted > 0) {

@@ -105,6 +105,8 @@ static int parse_ll(const redisReply *r, long long *out) {
 
 /* Fills sec->hist with the fields its events share. */
 static void history_fields(struct sale_section *sec) {
+    sec->nhist = 0;
+    if (sec->inv->history_max <= 0) return;   /* no history: nothing to send */
     struct lock_report rep;
     lock_report(sec->l, &rep);
     struct sale_result *r = sec->rs[0];
@@ -179,17 +181,49 @@ static int commit_fenced(struct sale_section *sec) {
     return lock_append_script(sec->l, "fenced-sale", 6, 12 + sec->nhist, argv, NULL);
 }
 
+/* The handoff write: one script checks the lease, writes, and hands the
+ * lock on with the new stock (handoff-sale.lua); it ends the hold, so the
+ * release sends nothing more. */
+static int commit_handoff(struct sale_section *sec) {
+    struct lock_handover h;
+    if (lock_handover(sec->l, &h) < 0) return -1;
+    char stock[24], cap[16];
+    snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
+    snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
+    const struct item_keys *k = sec->k;
+    const char *argv[13 + HISTORY_ARGS] = {k->stock, k->ledger, k->families, k->history, h.key,
+                                           h.queue, stock, lock_type_family(lock_type_of(sec->l)),
+                                           cap, h.owner, h.lease_ms, h.channel_prefix,
+                                           sec->entries[0]};
+    memcpy(argv + 13, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    return lock_append_release(sec->l, "handoff-sale", 6, 13 + sec->nhist, argv, NULL);
+}
+
 /* ---- the critical section ------------------------------------------------- */
 
-/* Reads the probe's entry (when sent) and the stock. Returns 0, or the
- * status of a failure set in rs[0]. */
-static int section_read(struct sale_section *sec, redisContext *c, int probed) {
+/* Reads a stock value. 0 on success. */
+static int parse_stock(const char *s, long long *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0') return -1;
+    *out = v;
+    return 0;
+}
+
+/* Reads the probe's entry (when sent) and the stock: from the GET sent
+ * (read 1), or as the lock's grant carried it (read 0: *carried is the
+ * value, NULL when the key did not exist). Returns 0, or the status of a
+ * failure set in rs[0]. */
+static int section_read(struct sale_section *sec, redisContext *c, int probed, int read,
+                        const char *carried) {
     struct sale_result *r = sec->rs[0];
     redisReply *rep[2] = {NULL, NULL};
-    for (int i = 0; i < probed + 1; i++) {
+    for (int i = 0; i < probed + read; i++) {
         if (redisGetReply(c, (void **)&rep[i]) != REDIS_OK) {
             freeReplyObject(rep[0]);
-            return sale_backend(r, "GET stock", c->errstr);
+            return sale_backend(r, read ? "GET stock" : "probe", c->errstr);
         }
     }
     if (probed && script_missing(rep[0])) {
@@ -202,22 +236,21 @@ static int section_read(struct sale_section *sec, redisContext *c, int probed) {
     }
     int violation = probed && rep[0]->type == REDIS_REPLY_INTEGER && rep[0]->integer > 1;
     for (int i = 0; i < sec->n; i++) sec->rs[i]->violation = violation;
-    redisReply *st = rep[probed];
+    redisReply *st = read ? rep[probed] : NULL;
     int rc = 0;
-    if (st->type == REDIS_REPLY_ERROR) {
+    if (st && st->type == REDIS_REPLY_ERROR) {
         rpool_note_error(sec->inv->pool, st->str);
         rc = sale_backend(r, "GET stock", st->str);
-    } else if (st->type == REDIS_REPLY_NIL) {
+    } else if (st ? st->type == REDIS_REPLY_NIL : !carried) {
         snprintf(r->errstr, sizeof(r->errstr),
                  "stock key %s does not exist; POST /inventory/reset first", sec->k->stock);
         rc = r->status = INV_BAD_DATA;
-    } else if (parse_ll(st, &sec->stock) < 0) {
+    } else if (st ? parse_ll(st, &sec->stock) < 0 : parse_stock(carried, &sec->stock) < 0) {
         snprintf(r->errstr, sizeof(r->errstr), "stock key %.60s holds '%.40s', not a whole number",
-                 sec->k->stock, st->str);
+                 sec->k->stock, st ? st->str : carried);
         rc = r->status = INV_BAD_DATA;
     }
-    freeReplyObject(rep[0]);
-    if (probed) freeReplyObject(rep[1]);
+    for (int i = 0; i < probed + read; i++) freeReplyObject(rep[i]);
     return rc;
 }
 
@@ -233,7 +266,7 @@ static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
         snprintf(sec->entries[i], sizeof(sec->entries[i]), "%lld|%s|%d", sec->stock - i,
                  sec->rs[i]->order, sec->inv->port);
     if (sec->sold > 0) {
-        sec->commit_reply = commit(sec) == 0 ? 0 : -1;
+        sec->commit_reply = commit(sec);
         return sec->commit_reply < 0 ? sale_backend(r, "write", "cannot build the write") : rc;
     }
     history_nothing(sec, rc == INV_LOCK_LOST ? "lock_lost" : rc == INV_BAD_DATA ? "bad_stock"
@@ -255,8 +288,11 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
         return;
     }
     int probed = inv->probe && probe_enter(inv->probe, sec->l, c, sec->k, r->order) == 0;
-    redisAppendCommand(c, "GET %s", sec->k->stock);
-    int rc = section_read(sec, c, probed);
+    /* A lock that carries the stock with its grant spares the GET. */
+    const char *carried = NULL;
+    int read = !lock_carried(sec->l, &carried);
+    if (read) redisAppendCommand(c, "GET %s", sec->k->stock);
+    int rc = section_read(sec, c, probed, read, carried);
     mclock_sleep_ms(f->hold_ms);
     if (rc == INV_BACKEND) {
         sale_fail_all(sec->rs, sec->n, rc, r->errstr);
@@ -306,7 +342,9 @@ static void section_finish(struct sale_section *sec) {
         snprintf(r->errstr, sizeof(r->errstr), "write refused by Redis: %.200s; nothing was sold",
                  w->str + 5);
         rc = r->status = INV_LOCK_LOST;
-    } else if (w->type != REDIS_REPLY_INTEGER) {
+    } else if (w->type != REDIS_REPLY_INTEGER && w->type != REDIS_REPLY_STRING) {
+        /* (A string: written, and the lock handed to a thread of this
+         * process, handoff-sale.lua's answer.) */
         if (w->type == REDIS_REPLY_ERROR) rpool_note_error(sec->inv->pool, w->str);
         rc = sale_backend(r, "write", w->type == REDIS_REPLY_ERROR ? w->str : "unexpected reply");
     }
@@ -339,6 +377,7 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
     }
     lock_set_release_delay(l, f->release_delay_ms);
     if (f->wait_given) lock_set_wait(l, f->wait_ms);
+    lock_carry(l, k->stock);
     int rc = lock_acquire(l);
     for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(l);
     struct sale_section sec = {.inv = inv, .s = s, .k = k, .l = l, .rs = rs, .n = n,
@@ -390,6 +429,12 @@ static void fenced_sell(struct inventory *inv, const struct strategy *s, const s
     sale_locked(inv, s, k, f, rs, 1, commit_fenced);
 }
 
+static void handoff_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                         const struct sale_faults *f, struct sale_result *r) {
+    struct sale_result *rs[1] = {r};
+    sale_locked(inv, s, k, f, rs, 1, commit_handoff);
+}
+
 /* The lock-free sale: atomic-sale.lua, no critical section, no probe. */
 static void atomic_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
                         const struct sale_faults *f, struct sale_result *r) {
@@ -437,4 +482,5 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
 
 const struct sale_way sale_plain = {"plain", plain_sell};
 const struct sale_way sale_fenced = {"fenced", fenced_sell};
+const struct sale_way sale_handoff = {"handoff", handoff_sell};
 const struct sale_way sale_atomic = {"atomic", atomic_sell};

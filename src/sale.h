@@ -1,6 +1,8 @@
 /* sale.h -- the ways a sale writes, for the strategy table: plain (GET,
  * then the stock and the ledger entry in one all-or-nothing script),
- * fenced (the same, refused for a stale fencing token), batched (one hold
+ * fenced (the same, refused for a stale fencing token), handoff (no GET:
+ * the stock comes with the lock's grant, and the write hands the lock and
+ * the new stock to the next waiter), batched (one hold
  * sells for every sale queued in the process), atomic (no lock: one script
  * checks and decrements). Their work is in sale.c and batch.c. */
 #ifndef INVENTORYD_SALE_H
@@ -10,6 +12,7 @@ struct sale_way;
 
 extern const struct sale_way sale_plain;
 extern const struct sale_way sale_fenced;
+extern const struct sale_way sale_handoff;
 extern const struct sale_way sale_batched;
 extern const struct sale_way sale_atomic;
 

@@ -294,6 +294,72 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
     }
 }
 
+/* herd: B, C and D arrive while A holds the lock. Flaw: A's unlock only
+ * woke them and they raced (a waiter tried again after its wake-up: more
+ * than the try, subscribe and try of a Redisson waiter), or the lock went
+ * out of the order they came in. Fix: each was handed the lock in order,
+ * with one attempt. */
+static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdict *v) {
+    const struct scenario_sale *a = &ev->sale[0];
+    char w[64];
+    if (!a->has_hold) {
+        no_hold(v, a, "there was no hold for the others to wait behind");
+        return;
+    }
+    const struct scenario_sale *by_grant[SCENARIO_STEPS_MAX - 1];
+    int n = 0;
+    for (int i = 1; i < ev->nsales; i++) {
+        const struct scenario_sale *x = &ev->sale[i];
+        int64_t us;
+        if (!x->sent || x->sent_us >= inside_until(a)) {
+            say(v, SCENARIO_INCONCLUSIVE, 0, "%c %s after A had left: nobody waited for it to "
+                "go", x->label, x->sent ? "was sent" : "was never sent, not even");
+            return;
+        }
+        if (!x->has_hold || !sold(x)) {
+            say(v, SCENARIO_INCONCLUSIVE, 1, "%c %s while A held the lock", x->label,
+                answered(x, w, sizeof(w)));
+            return;
+        }
+        for (int j = 0; j < i; j++) {
+            if (together(&ev->sale[j], x, &us)) {
+                say(v, SCENARIO_FLAW_SHOWN, 1, "%c and %c were inside together", ev->sale[j].label,
+                    x->label);
+                add_audit(v, ev);
+                return;
+            }
+        }
+        int k = n++;   /* insertion by grant time */
+        while (k > 0 && by_grant[k - 1]->hold.granted_us > x->hold.granted_us) {
+            by_grant[k] = by_grant[k - 1];
+            k--;
+        }
+        by_grant[k] = x;
+    }
+    for (int i = 0; i < n; i++) {
+        if (by_grant[i] != &ev->sale[i + 1]) {
+            say(v, SCENARIO_FLAW_SHOWN, 1, "A's unlock woke the waiters and they raced: %c got "
+                "the lock before %c, who came first", by_grant[i]->label, ev->sale[i + 1].label);
+            return;
+        }
+    }
+    int most = 0;
+    const struct scenario_sale *m = NULL;
+    for (int i = 0; i < n; i++)
+        if (by_grant[i]->attempts > most) most = by_grant[i]->attempts, m = by_grant[i];
+    if (most > 2) {
+        say(v, SCENARIO_FLAW_SHOWN, 1, "A's unlock woke the waiters and they raced: %c lost and "
+            "tried again (%d attempts)", m->label, most);
+    } else if (most <= 1) {
+        say(v, SCENARIO_FIXED, 1, "B, C and D were handed the lock in the order they came, one "
+            "attempt each: units %lld, %lld, %lld", ev->sale[1].unit, ev->sale[2].unit,
+            ev->sale[3].unit);
+    } else {
+        say(v, SCENARIO_INCONCLUSIVE, 1, "the waiters were served in the order they came, with "
+            "at most %d attempts each: no race showed this time", most);
+    }
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 
 const struct scenario scenarios[] = {
@@ -379,6 +445,25 @@ const struct scenario scenarios[] = {
      T(200), T(250), judge_overrun, 2,
      {{'A', 0, NONE, T(1500), NONE, 0, MS(1000)},
       {'B', 1, T(250), T(300), NONE, 0, TMS(1500, 1000)}}},
+    {"herd", "three waiters when the lock is freed",
+     "A sells on instance A and works 600 ms inside the critical section; B sells on instance "
+     "B at 100 ms, C on instance A at 250 ms, D on instance B at 400 ms, each working 150 ms.",
+     "redisson: each waiter tries, subscribes and tries again (two attempts) before it "
+     "sleeps; A's unlock then wakes one waiter per instance (B, and C, next in A's own queue), "
+     "and they race: the loser tries again (three attempts or more), and C, who came after B, "
+     "may be served first. handoff: A's write grants the lock straight to B, B's to C, C's to "
+     "D, in the order they came across both instances: units 199, 198, 197, one attempt "
+     "each, every answer saying granted_by handed.",
+     "redisson", "handoff",
+     "B, C and D all arrived while A held the lock",
+     "A's unlock only woke the waiters, and they raced: one tried again after the wake-up, "
+     "or the lock went out of the order they came in",
+     "each waiter was handed the lock in the order it came, with one attempt",
+     NONE, NONE, judge_herd, 4,
+     {{'A', 0, NONE, MS(600), NONE, 0, MS(1000)},
+      {'B', 1, MS(100), MS(150), NONE, 0, MS(3000)},
+      {'C', 0, MS(250), MS(150), NONE, 0, MS(3000)},
+      {'D', 1, MS(400), MS(150), NONE, 0, MS(3000)}}},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NONE, NONE, NULL, 0, {{0}}},
 };
 

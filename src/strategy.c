@@ -45,6 +45,11 @@ const struct strategy strategies[] = {
     {"fenced", "SET NX PX plus a fencing token from INCR; the stock write refuses older tokens",
      "none for correctness: a stale holder's write is refused (409 stale_token), not applied",
      &lock_type_fenced, NULL, &sale_fenced},
+    {"handoff", "a fair FIFO lock in Redis handed, with the stock, straight to the next waiter: "
+     "one script queues, the commit script checks the lease, writes and grants the next",
+     "none for correctness: it fixes the herd redisson's unlock wakes, and a lost lease writes "
+     "nothing (409 lock_lost); one master, as redisson: a failover can lose the lock",
+     &lock_type_handoff, NULL, &sale_handoff},
     {"batched", "the redisson lock, but one hold sells for every request queued in the process",
      "none known: it keeps every guarantee of redisson, with one acquire per batch",
      &lock_type_redisson, &lock_type_rw_write, &sale_batched},

@@ -64,6 +64,9 @@ struct wd_lane {
     struct lock *watched;       /* through wd_next, under mu */
     struct lock *orphans;
     struct wd_link links[LINKS_MAX];   /* the lane thread's own */
+    int64_t asleep_until_us;    /* under mu: when its sleeping thread wakes by itself;
+                                   0 while it is awake (it looks at its lists again
+                                   before it sleeps, so nobody need wake it) */
     int nlinks;
     struct lock_lane_stats stats;  /* under mu */
 };
@@ -187,7 +190,9 @@ static void *lane_main(void *arg) {
         if (orphan) l = most_due(lane->orphans, now, wd->stopping, &next);
         if (!l) {
             if (wd->stopping) break;
+            lane->asleep_until_us = next;
             mclock_cond_wait_until(&lane->changed, &wd->mu, next);
+            lane->asleep_until_us = 0;
             continue;
         }
         l->wd_busy = 1;
@@ -256,7 +261,10 @@ void watchdog_watch(struct watchdog *wd, struct lock *l) {
     l->wd_busy = 0;
     l->wd_next = lane->watched;
     lane->watched = l;
-    pthread_cond_signal(&lane->changed);
+    /* Only a lock due before the lane wakes by itself needs it woken: a
+     * wake-up per hold would cost every sale a context switch. */
+    if (lane->asleep_until_us && l->wd_due_us < lane->asleep_until_us)
+        pthread_cond_signal(&lane->changed);
     pthread_mutex_unlock(&wd->mu);
 }
 

@@ -24,5 +24,6 @@ Suite *stats_suite(void);
 Suite *lab_suite(void);
 Suite *cluster_suite(void);
 Suite *commit_suite(void);
+Suite *handoff_suite(void);
 
 #endif

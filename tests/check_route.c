@@ -46,7 +46,7 @@ END_TEST
 START_TEST(test_a_strategy_segment_names_the_strategy) {
     const char *names[] = {"none", "local", "setnx-retry", "setnx-spin", "expiring",
                            "owner-check", "owner-lua", "reentrant", "watchdog",
-                           "redisson", "redlock", "fenced", "batched", "atomic"};
+                           "redisson", "redlock", "fenced", "handoff", "batched", "atomic"};
     char url[128];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(url, sizeof url, "/inventory/sale/%s", names[i]);

@@ -808,8 +808,8 @@ END_TEST
 START_TEST(test_a_sale_whose_ledger_write_fails_leaves_the_stock_unchanged) {
     masters_ready(2000);   /* so that redlock really takes its lock */
     start_pair(2000, 2000, NULL);
-    static const char *const strategies[] = {"redisson", "owner-lua", "fenced", "batched", "redlock",
-                                             "atomic", NULL};
+    static const char *const strategies[] = {"redisson", "owner-lua", "fenced", "handoff", "batched",
+                                             "redlock", "atomic", NULL};
     char wrong[512] = "";
     for (int i = 0; strategies[i]; i++) {
         reset_stock(a_port, 200);

@@ -43,7 +43,7 @@ take_binaries "$@"
 clients=${E2E_CLIENTS:-30}
 requests=${E2E_REQUESTS:-300}
 stock=200
-strategies=${E2E_CLUSTER_STRATEGIES:-"setnx-retry setnx-spin expiring owner-check owner-lua reentrant watchdog redisson redlock fenced batched atomic"}
+strategies=${E2E_CLUSTER_STRATEGIES:-"setnx-retry setnx-spin expiring owner-check owner-lua reentrant watchdog redisson redlock fenced handoff batched atomic"}
 
 require_tools redis-server redis-cli nginx curl jq
 

@@ -12,7 +12,7 @@
 # sale waits out its lock even with the spinning strategies on two cores.
 #
 # For each of setnx-spin expiring owner-check owner-lua reentrant watchdog
-# redisson fenced atomic: reset the stock to 200, fire 600 sales from 200
+# redisson redlock fenced handoff batched atomic: reset the stock to 200, fire 600 sales from 200
 # concurrent clients through nginx, then require
 #   clients: sold == 200, lock_timeout == 0, backend_unavailable == 0,
 #            other == 0, errors == 0;
@@ -35,7 +35,7 @@ requests=${E2E_REQUESTS:-600}
 stock=200
 wait_ms=20000
 ttl_ms=10000
-exact=(setnx-spin expiring owner-check owner-lua reentrant watchdog redisson redlock fenced batched atomic)
+exact=(setnx-spin expiring owner-check owner-lua reentrant watchdog redisson redlock fenced handoff batched atomic)
 safe_only=(setnx-retry)
 
 require_tools redis-server redis-cli nginx curl jq

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # executables.sh -- every script a user or CI runs is executable: each
-# scripts/*.sh, loadtest/*.sh and tests/*.sh (tests/lib.sh is sourced, not
+# scripts/*.sh, loadtest/*.sh (loadtest/peers/*.sh too) and tests/*.sh (tests/lib.sh is sourced, not
 # run, and must not be). A fresh clone keeps git's mode, so this fails when
 # a script was added without `chmod +x` (README told users to run
 # scripts/matrix.sh, and the shell answered "Permission denied").
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 status=0
-for f in scripts/*.sh loadtest/*.sh loadtest/jmeter/*.sh tests/*.sh tests/fuzz/*.sh .ci/run; do
+for f in scripts/*.sh loadtest/*.sh loadtest/jmeter/*.sh loadtest/peers/*.sh tests/*.sh tests/fuzz/*.sh .ci/run; do
     [ "$f" = tests/lib.sh ] && continue
     if [ ! -x "$f" ]; then
         echo "executables: $f is not executable (chmod +x $f)" >&2

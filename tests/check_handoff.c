@@ -1,0 +1,594 @@
+/* check_handoff.c -- the handoff lock (issue 23): redisson's flaw, the herd
+ * its unlock wakes, shown, and handoff's fix; its order, its hot path, and
+ * its guarantees under a paused holder, a stalled commit, a killed waiter
+ * and other locks on the same key.
+ *
+ *   Herd      redisson's unlock wakes a waiter in each instance and they race;
+ *             handoff grants the first waiter inside the holder's write
+ *   Order     waiters of two instances are granted in the order they queued
+ *   HotPath   the next holder reads nothing (no GET); under load a sale costs
+ *             one script, its riders queued by the holder's commit
+ *   Faults    a paused holder, a commit stalled past its lease, a waiter
+ *             killed after its grant
+ *   Interop   handoff, owner-lua and fenced on one lock key and one stock
+ *   Lab       the lab's herd scenario, with redisson and with handoff
+ *
+ * Real redis-server, real inventoryd instances (faults on), HTTP and hiredis;
+ * each fault test first proves that its fault hit its window. */
+#include "check_main.h"
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "harness.h"
+#include "mclock.h"
+
+#define LOCK_KEY "RedisDistributedLock"
+#define QUEUE_KEY "RedisDistributedLock:queue"
+
+static pid_t redis_pid, a_pid, b_pid;
+static int redis_port, a_port, b_port;
+
+static void setup(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    a_pid = b_pid = 0;
+}
+
+static void teardown(void) {
+    if (a_pid) kill(a_pid, SIGCONT);
+    if (b_pid) kill(b_pid, SIGCONT);
+    harness_stop(a_pid);
+    harness_stop(b_pid);
+    harness_stop(redis_pid);
+}
+
+static void start_pair(int ttl_ms, int wait_ms, const char *extra) {
+    const char *sets[] = {extra, NULL};
+    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
+                                        &b_pid, &b_port), 0);
+}
+
+static double audit(const char *field) {
+    double v = harness_audit(a_port, field);
+    ck_assert_msg(v > -1e9, "GET /inventory/audit failed");
+    return v;
+}
+
+/* Waits until `ms` after t0. */
+static void at(int64_t t0, int ms) {
+    int64_t left = t0 + ms - mclock_ms();
+    if (left > 0) mclock_sleep_ms((int)left);
+}
+
+static void sold(const struct harness_bg *b, const char *who) {
+    ck_assert_msg(b->status == 200 && strcmp(harness_json_str(b->body, "status"), "sold") == 0,
+                  "%s: %d %s", who, b->status, b->body);
+}
+
+static const char *granted_by(const char *body) {
+    static char word[16];
+    cJSON *j = cJSON_Parse(body);
+    const cJSON *g = j ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "lock"),
+                                                          "granted_by") : NULL;
+    snprintf(word, sizeof(word), "%s", cJSON_IsString(g) ? g->valuestring : "");
+    cJSON_Delete(j);
+    return word;
+}
+
+/* Lines of log that are client commands (not run by a script) holding has. */
+static int client_lines(const char *log, const char *has) {
+    const char *lua[] = {" lua]", NULL};
+    return harness_lines(log, has, lua);
+}
+
+/* `"EVALSHA" "<sha of src/lua/name.lua>"`, for counting in a MONITOR log. */
+static const char *evalsha_of(const char *name, char *buf, size_t len) {
+    const char *sha = harness_script_sha(redis_port, name);
+    ck_assert_msg(sha[0], "no SHA for %s", name);
+    snprintf(buf, len, "\"EVALSHA\" \"%s\"", sha);
+    return buf;
+}
+
+/* Polls until the queue holds n entries (at most 3 s); returns how many it
+ * held last. */
+static long long queued(long long n) {
+    long long len = -1;
+    for (int i = 0; i < 300 && (len = harness_redis_int(redis_port, "LLEN " QUEUE_KEY)) != n; i++)
+        mclock_sleep_ms(10);
+    return len;
+}
+
+/* ---- Herd: redisson's flaw, and the fix --------------------------------- */
+
+#define OTHER_OWNER "b983c153-7421-469a-addb-44fb92259a1b:1"
+
+/* W1 (on A) and W2 (on B) queue behind a holder H, 200 ms apart, each to
+ * hold 200 ms; the
+ * commands Redis runs from when both wait until both sold are recorded.
+ * H is a Redisson client (release_h NULL: its unlock) or a sale on A
+ * holding 800 ms. Returns the log. */
+static char *two_waiters(const char *strategy, struct harness_bg *h, struct harness_bg *w1,
+                         struct harness_bg *w2) {
+    start_pair(30000, 8000, NULL);
+    char ph[96], pw[96];
+    snprintf(ph, sizeof(ph), "/inventory/sale/%s?hold_ms=800", strategy);
+    /* The waiters hold 200 ms: long enough that the loser of a race tries
+     * while the winner is still inside. */
+    snprintf(pw, sizeof(pw), "/inventory/sale/%s?hold_ms=200", strategy);
+    int client = h == NULL;
+    if (client) ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, OTHER_OWNER, 30000), 1);
+    int64_t t0 = mclock_ms();
+    if (!client) harness_bg_start(h, b_port, ph, 0);
+    at(t0, 100);
+    harness_bg_start(w1, a_port, pw, 0);
+    at(t0, 300);
+    harness_bg_start(w2, b_port, pw, 0);
+    at(t0, 500);
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    if (client) ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
+    else harness_bg_join(h);
+    harness_bg_join(w1);
+    harness_bg_join(w2);
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    if (!client) sold(h, "H");
+    sold(w1, "W1");
+    sold(w2, "W2");
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    return log;
+}
+
+START_TEST(test_redisson_unlock_wakes_a_waiter_in_each_instance_and_they_race_for_the_lock) {
+    struct harness_bg w1, w2;
+    char cmd[96];
+    evalsha_of("hash-lock", cmd, sizeof(cmd));
+    char *log = two_waiters("redisson", NULL, &w1, &w2);
+    /* The unlock reached the waiter of each instance: both tried, one lost
+     * and tried again after the winner's unlock. Two waiters, three
+     * acquires: the herd's extra round trip, and the second comer may win. */
+    int tries = client_lines(log, cmd);
+    ck_assert_msg(tries >= 3, "%d acquires after both waited; the herd makes 3:\n%.2000s", tries, log);
+    ck_assert_int_ge(harness_json_num(w1.body, "lock.attempts") + harness_json_num(w2.body, "lock.attempts"), 5);
+    free(log);
+}
+END_TEST
+
+START_TEST(test_handoff_grants_the_first_waiter_in_the_holders_write_no_acquire_no_race) {
+    struct harness_bg h, w1, w2;
+    char acquire[96], commit[96];
+    evalsha_of("handoff-lock", acquire, sizeof(acquire));
+    evalsha_of("handoff-sale", commit, sizeof(commit));
+    char *log = two_waiters("handoff", &h, &w1, &w2);
+    /* No acquire after both queued: each grant was made by the write
+     * before it, three writes for three sales. */
+    ck_assert_msg(client_lines(log, acquire) == 0, "acquires after both queued:\n%.2000s", log);
+    ck_assert_int_eq(client_lines(log, commit), 3);
+    /* In the order they came, across the two instances. */
+    ck_assert_int_eq(harness_json_num(h.body, "unit"), 200);
+    ck_assert_int_eq(harness_json_num(w1.body, "unit"), 199);
+    ck_assert_int_eq(harness_json_num(w2.body, "unit"), 198);
+    ck_assert_str_eq(granted_by(w1.body), "handed");
+    ck_assert_str_eq(granted_by(w2.body), "handed");
+    ck_assert_int_eq(harness_json_num(w1.body, "lock.attempts"), 1);
+    ck_assert_int_eq(harness_json_num(w2.body, "lock.attempts"), 1);
+    free(log);
+}
+END_TEST
+
+/* ---- Order ---------------------------------------------------------------- */
+
+/* H holds 1.5 s on A; six sales come 150 ms apart, alternating B and A:
+ * they are granted in that order, each handed the lock by the one before. */
+START_TEST(test_waiters_of_two_instances_are_granted_in_the_order_they_queued) {
+    start_pair(30000, 8000, NULL);
+    enum { N = 6 };
+    struct harness_bg h, w[N];
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=1500", 0);
+    for (int i = 0; i < N; i++) {
+        at(t0, 100 + 150 * i);
+        harness_bg_start(&w[i], i % 2 == 0 ? b_port : a_port, "/inventory/sale/handoff", 0);
+    }
+    /* All of them queued in Redis while H still held (a rider of A queues
+     * itself once it has waited RIDE_MAX for A's holder). */
+    ck_assert_int_eq(queued(N), N);
+    ck_assert_msg(harness_redis_int(redis_port, "EXISTS inventory001:sold") == 0, "H sold too early");
+    harness_bg_join(&h);
+    sold(&h, "H");
+    for (int i = 0; i < N; i++) {
+        harness_bg_join(&w[i]);
+        sold(&w[i], "waiter");
+        ck_assert_msg(harness_json_num(w[i].body, "unit") == 199 - i,
+                      "waiter %d (sent %d-th, on %s) sold unit %.0f, not %d: not in queue order", i,
+                      i + 1, i % 2 == 0 ? "B" : "A", harness_json_num(w[i].body, "unit"), 199 - i);
+        ck_assert_str_eq(granted_by(w[i].body), "handed");
+    }
+    ck_assert_int_eq(audit("sold"), N + 1);
+    ck_assert_int_eq(audit("violations"), 0);
+}
+END_TEST
+
+/* ---- HotPath -------------------------------------------------------------- */
+
+/* The same queue behind H as above, watched: from H's write on, no client
+ * reads the stock, and each sale sends exactly one script, its write. */
+START_TEST(test_the_next_holder_reads_nothing_the_grant_carries_the_stock) {
+    start_pair(30000, 8000, "inventory.probe=false");
+    char acquire[96], commit[96];
+    evalsha_of("handoff-lock", acquire, sizeof(acquire));
+    evalsha_of("handoff-sale", commit, sizeof(commit));
+    enum { N = 4 };
+    struct harness_bg h, w[N];
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=700", 0);
+    for (int i = 0; i < N; i++) {
+        at(t0, 100 + 120 * i);
+        harness_bg_start(&w[i], i % 2 == 0 ? b_port : a_port, "/inventory/sale/handoff", 0);
+    }
+    ck_assert_int_eq(queued(N), N);
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    harness_bg_join(&h);
+    for (int i = 0; i < N; i++) harness_bg_join(&w[i]);
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    sold(&h, "H");
+    for (int i = 0; i < N; i++) sold(&w[i], "waiter");
+    /* Every command a client sent from then on: one write per sale, no
+     * acquire, no GET (the stock comes in the grant); and no script read
+     * the stock either (each grant carries the stock its write wrote). */
+    const char *lua[] = {" lua]", NULL};
+    ck_assert_msg(harness_lines(log, NULL, lua) == N + 1, "client commands:\n%.2000s", log);
+    ck_assert_int_eq(client_lines(log, commit), N + 1);
+    ck_assert_int_eq(client_lines(log, acquire), 0);
+    ck_assert_msg(harness_lines(log, "\"get\" \"inventory001\"", NULL) == 0,
+                  "a script read the stock:\n%.2000s", log);
+    free(log);
+}
+END_TEST
+
+/* A keep-alive client selling path in a loop until told to stop or sold out. */
+struct seller {
+    int port;
+    char path[128];
+    int delay_ms;            /* starts this late */
+    long quota;              /* stops after selling this many; 0: no bound */
+    int64_t until_ms;        /* gives up then, sold out or not */
+    long sold, other;
+    pthread_t thread;
+};
+
+static void *seller_main(void *arg) {
+    struct seller *s = arg;
+    struct httpc *h = httpc_create("127.0.0.1", s->port, 15000);
+    mclock_sleep_ms(s->delay_ms);
+    while (mclock_ms() < s->until_ms) {
+        struct httpc_response r;
+        if (httpc_request(h, "GET", s->path, NULL, NULL, &r) != 0) {
+            s->other++;
+            mclock_sleep_ms(5);
+            continue;
+        }
+        const char *st = harness_json_str(r.body, "status");
+        if (strcmp(st, "sold_out") == 0) break;
+        if (strcmp(st, "sold") == 0) s->sold++;
+        else if (strcmp(st, "lock_timeout") != 0) s->other++;   /* a poller may wait out a queue */
+        if (s->quota && s->sold == s->quota) break;
+    }
+    httpc_free(h);
+    return NULL;
+}
+
+/* Runs n sellers until each is told sold_out (or max_ms passes). */
+static void sellers_run(struct seller *s, int n, int64_t max_ms) {
+    int64_t until = mclock_ms() + max_ms;
+    for (int i = 0; i < n; i++) {
+        s[i].until_ms = until;
+        pthread_create(&s[i].thread, NULL, seller_main, &s[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(s[i].thread, NULL);
+}
+
+/* Twenty keep-alive clients on one instance: under load, a waiter is queued
+ * by its holder's commit (it rides), so nearly every sale costs its write
+ * and nothing else. */
+START_TEST(test_under_load_a_sale_costs_one_script_its_queueing_rides_on_the_holders_write) {
+    start_pair(30000, 8000, "inventory.probe=false");
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":600}", &r), 200);
+    char acquire[96], commit[96];
+    evalsha_of("handoff-lock", acquire, sizeof(acquire));
+    evalsha_of("handoff-sale", commit, sizeof(commit));
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    enum { N = 20 };
+    struct seller s[N];
+    memset(s, 0, sizeof(s));
+    for (int i = 0; i < N; i++) {
+        s[i].port = a_port;
+        snprintf(s[i].path, sizeof(s[i].path), "/inventory/sale/handoff");
+    }
+    sellers_run(s, N, 60000);
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    long total = 0;
+    for (int i = 0; i < N; i++) {
+        total += s[i].sold;
+        ck_assert_msg(s[i].other == 0, "client %d had %ld answers other than sold", i, s[i].other);
+    }
+    ck_assert_int_eq(total, 600);
+    int acquires = client_lines(log, acquire), writes = client_lines(log, commit);
+    ck_assert_int_eq(writes, 600);
+    ck_assert_msg(acquires * 4 < writes, "%d acquires for %d writes: the waiters did not ride",
+                  acquires, writes);
+    ck_assert_int_eq(harness_lines(log, "\"GET\" \"inventory001\"", NULL), 0);
+    free(log);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("stock"), 0);
+    ck_assert_int_ge(harness_metric(a_port, "inventoryd_lock_grants_total{strategy=\"handoff\",by=\"handed\"}"),
+                     500);
+}
+END_TEST
+
+/* ---- Faults --------------------------------------------------------------- */
+
+/* A sells holding 400 ms and is SIGSTOPped inside; its lease (600 ms) ends,
+ * B sells; A is resumed: its write is refused, 409 lock_lost. */
+START_TEST(test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost) {
+    start_pair(600, 3000, NULL);
+    struct harness_bg a, b;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&a, a_port, "/inventory/sale/handoff?hold_ms=400", 0);
+    at(t0, 150);
+    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 1);   /* A is inside */
+    kill(a_pid, SIGSTOP);
+    at(t0, 900);
+    harness_bg_start(&b, b_port, "/inventory/sale/handoff", 0);
+    harness_bg_join(&b);
+    /* The fault's window: B sold while A, inside, was stopped past its
+     * lease (the lock had expired: B found it free). */
+    sold(&b, "B");
+    ck_assert_str_eq(granted_by(b.body), "free");
+    kill(a_pid, SIGCONT);
+    harness_bg_join(&a);
+    ck_assert_msg(a.status == 409, "A: %d %s", a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("stock"), 199);
+}
+END_TEST
+
+/* The stall comes after A's last check of its lease (commit_delay_ms, 1.5
+ * TTL): A's write goes out late and Redis refuses it; B, which queued
+ * behind A, was granted the lock by its own re-check once A's lease had
+ * run out, and sold. */
+START_TEST(test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells) {
+    start_pair(600, 5000, NULL);
+    struct harness_bg a, b;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&a, a_port, "/inventory/sale/handoff?commit_delay_ms=900", 0);
+    at(t0, 100);
+    harness_bg_start(&b, b_port, "/inventory/sale/handoff", 0);
+    harness_bg_join(&b);
+    harness_bg_join(&a);
+    sold(&b, "B");
+    /* The window: B took the lock while A was stalled after its check (A
+     * answered after B), through its own check once A's lease ended. */
+    ck_assert_int_gt(a.sent_ms + a.took_ms, b.sent_ms + b.took_ms);
+    ck_assert_str_eq(granted_by(b.body), "checked");
+    ck_assert_msg(a.status == 409, "A: %d %s", a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
+    ck_assert_msg(strstr(harness_json_str(a.body, "error"), "refused by Redis") != NULL,
+                  "not refused by Redis itself: %s", a.body);
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
+    /* The history has A's refusal, written by the script that refused it. */
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/history?limit=50", NULL, NULL, &r), 200);
+    ck_assert_msg(strstr(r.body, "\"outcome\":\"lock_lost\"") != NULL, "no lock_lost event: %.800s", r.body);
+}
+END_TEST
+
+/* H holds 800 ms on A; W (on B) queues behind it, then C (on A). W's
+ * process is stopped, so H's write grants the lock to W, which cannot use
+ * it; W's process is then killed. C waits out W's lease (1.5 s), and its
+ * re-check grants the lock to itself. */
+START_TEST(test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends) {
+    start_pair(1500, 8000, NULL);
+    struct harness_bg h, w, c;
+    int64_t t0 = mclock_ms();
+    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=800", 0);
+    at(t0, 100);
+    harness_bg_start(&w, b_port, "/inventory/sale/handoff", 0);
+    ck_assert_int_eq(queued(1), 1);
+    redisReply *e = harness_redis(redis_port, "LINDEX " QUEUE_KEY " 0");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->type, REDIS_REPLY_STRING);
+    char owner[96];
+    snprintf(owner, sizeof(owner), "%.*s", (int)strcspn(strchr(e->str, '|') + 1, "|"), strchr(e->str, '|') + 1);
+    freeReplyObject(e);
+    kill(b_pid, SIGSTOP);
+    at(t0, 300);
+    harness_bg_start(&c, a_port, "/inventory/sale/handoff", 0);
+    ck_assert_int_eq(queued(2), 2);
+    harness_bg_join(&h);
+    sold(&h, "H");
+    /* The fault: H's write granted the lock to W, whose process is stopped. */
+    redisReply *holder = harness_redis(redis_port, "GET " LOCK_KEY);
+    ck_assert_msg(holder && holder->type == REDIS_REPLY_STRING && strcmp(holder->str, owner) == 0,
+                  "the lock is %s, not the stopped waiter's (%s)", holder && holder->str ? holder->str : "gone", owner);
+    freeReplyObject(holder);
+    int64_t granted_ms = mclock_ms();
+    kill(b_pid, SIGKILL);
+    waitpid(b_pid, NULL, 0);
+    b_pid = 0;
+    harness_bg_join(&w);
+    ck_assert_int_eq(w.status, 0);   /* W never answered */
+    harness_bg_join(&c);
+    sold(&c, "C");
+    int64_t c_done = c.sent_ms + c.took_ms;
+    /* C waited out W's lease, and not much more. */
+    ck_assert_msg(c_done - granted_ms >= 1300, "C sold %lld ms after W's grant, within W's lease",
+                  (long long)(c_done - granted_ms));
+    ck_assert_msg(c_done - granted_ms <= 1500 + 1000, "C sold %lld ms after W's grant",
+                  (long long)(c_done - granted_ms));
+    ck_assert_str_eq(granted_by(c.body), "checked");
+    ck_assert_int_eq(harness_json_num(c.body, "unit"), 199);
+    ck_assert_int_eq(audit("sold"), 2);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("violations"), 0);
+}
+END_TEST
+
+/* ---- Interop -------------------------------------------------------------- */
+
+/* Handoff, owner-lua and fenced sell one stock on one lock key from both
+ * instances at once, each client 25 units: the string locks exclude each
+ * other (each finds the key taken), the probe sees no overlap, and the
+ * checker finds the history safe. (The pollers get the lock only when
+ * handoff's queue is empty: a grant goes straight to the next in it.) */
+START_TEST(test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly) {
+    start_pair(10000, 8000, NULL);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":300}", &r), 200);
+    enum { N = 12 };
+    static const char *const strategies[] = {"handoff", "owner-lua", "handoff", "fenced"};
+    struct seller s[N];
+    memset(s, 0, sizeof(s));
+    for (int i = 0; i < N; i++) {
+        s[i].port = (i / 2) % 2 ? b_port : a_port;   /* each strategy from both */
+        s[i].quota = 25;
+        snprintf(s[i].path, sizeof(s[i].path), "/inventory/sale/%s?hold_ms=2", strategies[i % 4]);
+    }
+    sellers_run(s, N, 90000);
+    long total = 0, by_handoff = 0, by_others = 0;
+    for (int i = 0; i < N; i++) {
+        total += s[i].sold;
+        if (i % 2 == 0) by_handoff += s[i].sold;
+        else by_others += s[i].sold;
+    }
+    ck_assert_int_eq(total, 300);
+    ck_assert_msg(by_handoff > 0 && by_others > 0, "handoff sold %ld, the others %ld: no contention",
+                  by_handoff, by_others);
+    ck_assert_int_eq(audit("sold"), 300);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("violations"), 0);
+    ck_assert_int_eq(audit("stock"), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s --redis 127.0.0.1:%d 2>&1", INVENTORY_CHECK_BIN, redis_port);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    static char out[1 << 16];
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    cJSON *chk = cJSON_Parse(out);
+    ck_assert_msg(chk != NULL, "inventory-check printed no JSON: %.800s", out);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "safe")),
+                  "inventory-check: %.1500s", out);
+    cJSON_Delete(chk);
+}
+END_TEST
+
+/* ---- Lab: the herd scenario ---------------------------------------------- */
+
+/* Runs the lab's herd scenario with strategy from instance A (lab on, both
+ * instances its roles); returns the finished run (free it). */
+static cJSON *herd_run(const char *strategy) {
+    a_port = harness_free_port();
+    b_port = harness_free_port();
+    char rp[32], inst[96], target[64];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
+    snprintf(target, sizeof(target), "lab.target=127.0.0.1:%d", a_port);
+    const char *sets[] = {rp, "lock.ttl-ms=10000", "lock.wait-ms=5000", "faults.enabled=true",
+                          "lab.enabled=true", inst, target, NULL};
+    a_pid = harness_inventoryd_start(a_port, sets);
+    b_pid = harness_inventoryd_start(b_port, sets);
+    ck_assert_int_gt(a_pid, 0);
+    ck_assert_int_gt(b_pid, 0);
+    struct httpc_response r;
+    char body[96];
+    snprintf(body, sizeof(body), "{\"strategy\":\"%s\",\"scenario\":\"herd\"}", strategy);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/lab/runs", NULL, body, &r), 202);
+    int id = (int)harness_json_num(r.body, "id");
+    char path[64];
+    snprintf(path, sizeof(path), "/lab/runs/%d", id);
+    int64_t deadline = mclock_ms() + 30000;
+    for (;;) {
+        ck_assert_int_eq(harness_http(a_port, "GET", path, NULL, NULL, &r), 200);
+        if (strcmp(harness_json_str(r.body, "state"), "running") != 0) break;
+        ck_assert_msg(mclock_ms() < deadline, "the run did not finish");
+        mclock_sleep_ms(50);
+    }
+    cJSON *j = cJSON_Parse(r.body);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(j, "state")->valuestring, "done");
+    return j;
+}
+
+/* A step's answer field: its lock's `key`, or the answer's own. */
+static const cJSON *answer_of(const cJSON *run, int i, const char *lock_key, const char *key) {
+    const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "steps"), i);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(st, "answer");
+    if (lock_key) a = cJSON_GetObjectItemCaseSensitive(a, lock_key);
+    return cJSON_GetObjectItemCaseSensitive(a, key);
+}
+
+START_TEST(test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order) {
+    cJSON *run = herd_run("handoff");
+    for (int i = 0; i < 4; i++) {
+        ck_assert_str_eq(answer_of(run, i, NULL, "status")->valuestring, "sold");
+        ck_assert_int_eq(answer_of(run, i, NULL, "unit")->valueint, 200 - i);   /* A, B, C, D */
+        ck_assert_int_eq(answer_of(run, i, "lock", "attempts")->valueint, 1);
+        if (i > 0) ck_assert_str_eq(answer_of(run, i, "lock", "granted_by")->valuestring, "handed");
+    }
+    cJSON_Delete(run);
+    harness_stop(a_pid);
+    harness_stop(b_pid);
+    a_pid = b_pid = 0;
+    run = herd_run("redisson");
+    int most = 0;
+    for (int i = 1; i < 4; i++) {
+        ck_assert_str_eq(answer_of(run, i, NULL, "status")->valuestring, "sold");
+        int n = answer_of(run, i, "lock", "attempts")->valueint;
+        if (n > most) most = n;
+    }
+    /* A Redisson waiter tries, subscribes, tries again, and once woken
+     * tries once more at least; one woken to lose a race, more. */
+    ck_assert_int_ge(most, 3);
+    cJSON_Delete(run);
+}
+END_TEST
+
+Suite *handoff_suite(void) {
+    Suite *s = suite_create("handoff");
+    struct { const char *name; const TTest *tests[4]; } cases[] = {
+        {"Herd", {test_redisson_unlock_wakes_a_waiter_in_each_instance_and_they_race_for_the_lock,
+                  test_handoff_grants_the_first_waiter_in_the_holders_write_no_acquire_no_race}},
+        {"Order", {test_waiters_of_two_instances_are_granted_in_the_order_they_queued}},
+        {"HotPath", {test_the_next_holder_reads_nothing_the_grant_carries_the_stock,
+                     test_under_load_a_sale_costs_one_script_its_queueing_rides_on_the_holders_write}},
+        {"Faults", {test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost,
+                    test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells,
+                    test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends}},
+        {"Interop", {test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly}},
+        {"Lab", {test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        for (int j = 0; j < 4 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}

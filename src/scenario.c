@@ -295,10 +295,10 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
 }
 
 /* herd: B, C and D arrive while A holds the lock. Flaw: A's unlock only
- * woke them and they raced (a waiter tried again after its wake-up: more
- * than the try, subscribe and try of a Redisson waiter), or the lock went
- * out of the order they came in. Fix: each was handed the lock in order,
- * with one attempt. */
+ * woke them, so a woken waiter had to try again (a third attempt after the
+ * try, subscribe and try of a Redisson waiter; a fourth when it lost the
+ * race), or the lock went out of the order they came in. Fix: each was
+ * handed the lock in order, with one attempt. */
 static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdict *v) {
     const struct scenario_sale *a = &ev->sale[0];
     char w[64];
@@ -347,9 +347,13 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
     const struct scenario_sale *m = NULL;
     for (int i = 0; i < n; i++)
         if (by_grant[i]->attempts > most) most = by_grant[i]->attempts, m = by_grant[i];
-    if (most > 2) {
+    if (most > 3) {
         say(v, SCENARIO_FLAW_SHOWN, 1, "A's unlock woke the waiters and they raced: %c lost and "
             "tried again (%d attempts)", m->label, most);
+    } else if (most == 3) {
+        say(v, SCENARIO_FLAW_SHOWN, 1, "A's unlock only woke the waiters: %c, woken, had to "
+            "try for the lock once more (%d attempts: try, subscribe and try, then the "
+            "wake-up's), a round trip a handed lock does not pay", m->label, most);
     } else if (most <= 1) {
         say(v, SCENARIO_FIXED, 1, "B, C and D were handed the lock in the order they came, one "
             "attempt each: units %lld, %lld, %lld", ev->sale[1].unit, ev->sale[2].unit,

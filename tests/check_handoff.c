@@ -543,6 +543,12 @@ static const cJSON *answer_of(const cJSON *run, int i, const char *lock_key, con
     return cJSON_GetObjectItemCaseSensitive(a, key);
 }
 
+/* A field of the run's verdict, "" when absent. */
+static const char *verdict_of(cJSON *run, const char *key) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "verdict"), key);
+    return cJSON_IsString(x) ? x->valuestring : "";
+}
+
 START_TEST(test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order) {
     cJSON *run = herd_run("handoff");
     for (int i = 0; i < 4; i++) {
@@ -551,6 +557,10 @@ START_TEST(test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_ord
         ck_assert_int_eq(answer_of(run, i, "lock", "attempts")->valueint, 1);
         if (i > 0) ck_assert_str_eq(answer_of(run, i, "lock", "granted_by")->valuestring, "handed");
     }
+    ck_assert_str_eq(verdict_of(run, "result"), "fixed");
+    ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                      cJSON_GetObjectItemCaseSensitive(run, "verdict"), "window_reached")),
+                  "handoff's herd run did not reach its window: %s", verdict_of(run, "evidence"));
     cJSON_Delete(run);
     harness_stop(a_pid);
     harness_stop(b_pid);
@@ -565,6 +575,8 @@ START_TEST(test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_ord
     /* A Redisson waiter tries, subscribes, tries again, and once woken
      * tries once more at least; one woken to lose a race, more. */
     ck_assert_int_ge(most, 3);
+    ck_assert_msg(strcmp(verdict_of(run, "result"), "flaw_shown") == 0, "redisson's herd: %s: %s",
+                  verdict_of(run, "result"), verdict_of(run, "evidence"));
     cJSON_Delete(run);
 }
 END_TEST

@@ -8,10 +8,11 @@
 #       socket), else dockerd started here, as root, with its own socket,
 #       --data-root and --exec-root (/run/inventoryd-docker,
 #       /var/lib/inventoryd-docker: the images stay there for the next run)
-#       and --iptables=false --ip-forward=false (the containers reach each
-#       other on their bridge and the host through published ports; nothing
-#       else of the machine's network is touched). Only a dockerd started
-#       here is stopped on the way out.
+#       and --iptables=false --ip-forward=false --bridge=none (the containers
+#       reach each other on the stack's own bridge and the host through
+#       published ports; the builds use the host's network; nothing else of
+#       the machine's network is touched). Only a dockerd started here is
+#       stopped on the way out, and what it left mounted is unmounted.
 #   (2) scripts/images.sh: debian:12, redis:7.0 and nginx:1.22 made from
 #       Debian's packages when missing (no registry is reached).
 #   (3) `docker-compose up --build -d` under a project name of its own, every
@@ -96,6 +97,11 @@ stop_engine() {
     stop_pid "$dockerd_pid"
     log "stopped the dockerd started here (pid $dockerd_pid, exit $stop_status)"
     dockerd_pid=
+    # What it leaves mounted under its exec root (its network namespaces).
+    local m
+    while read -r m; do umount "$m" 2>/dev/null; done < <(awk -v r="$engine_root/" \
+        'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r)
+    rm -rf "$engine_root"
 }
 
 # ---- (1) an engine ---------------------------------------------------------
@@ -112,11 +118,13 @@ else
     fi
     command -v dockerd >/dev/null 2>&1 || fail "dockerd is not installed (scripts/deps.sh installs docker.io)"
     mkdir -p "$engine_root" /var/lib/inventoryd-docker
-    # Our own bridge addresses, so that nothing else's is taken.
+    # No docker0 (--bridge=none: the builds use the host's network, the
+    # stack a network of its own, removed by down), and the stack's network
+    # from a range of our own.
     dockerd --data-root /var/lib/inventoryd-docker --exec-root "$engine_root/exec" \
         --pidfile "$engine_root/dockerd.pid" -H "unix://$engine_root/docker.sock" \
-        --iptables=false --ip-forward=false --ip-masq=false \
-        --bip 172.29.255.1/24 --default-address-pool base=172.29.0.0/17,size=24 \
+        --iptables=false --ip-forward=false --ip-masq=false --bridge=none \
+        --default-address-pool base=172.29.0.0/17,size=24 \
         >"$work/dockerd.log" 2>&1 &
     dockerd_pid=$!
     export DOCKER_HOST=unix://$engine_root/docker.sock
@@ -161,6 +169,9 @@ phase "docker-compose up --build -d (images built)"
 log "first redlock sale right after up: $code $(cat "$work/first-sale.json")"
 [ "$code" = 200 ] && [ "$(jq -r .status "$work/first-sale.json")" = sold ] ||
     fail "the redlock sale right after docker-compose up answered $code: $(cat "$work/first-sale.json")"
+net_id=$(docker network ls -q --no-trunc --filter "label=com.docker.compose.project=$project" | head -n 1)
+bridge=br-${net_id:0:12}
+ip link show "$bridge" >/dev/null 2>&1 || fail "the stack's network has no bridge $bridge on the host"
 for s in nginx inventoryd-3786 inventoryd-3787; do
     st=$(docker inspect --format '{{.State.Health.Status}}' "$(dc ps -q "$s")" 2>/dev/null)
     expect "$s health after up" "$st" healthy
@@ -270,7 +281,8 @@ for v in "${port_vars[@]}"; do
     p=${!v}
     [ -z "$(ss -Htln "sport = :$p")" ] || fail "port $p ($v) is still listened on after down: $(ss -Htlnp "sport = :$p")"
 done
-log "after down: no container, no network and no listening port of $project is left"
+! ip link show "$bridge" >/dev/null 2>&1 || fail "the bridge $bridge of the stack's network is left after down"
+log "after down: no container, no network (nor its bridge $bridge) and no listening port of $project is left"
 
 stop_engine
 log "time: in all $(( ($(now_ms) - t_start) / 1000 )) s"

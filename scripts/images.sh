@@ -215,7 +215,11 @@ make_from() {
     local name=$1 dockerfile=$2
     echo "images: $name: build from ${dockerfile#"$root"/}"
     mkdir -p "$tmp/ctx"
-    if ! "$engine" build --network host --label "org.inventoryd.recipe=$(recipe_of "$name")" \
+    local extra=()
+    # podman's builds raise RLIMIT_NOFILE past this shell's hard limit by
+    # default, which fails without CAP_SYS_RESOURCE (as in containers).
+    [ "$engine" = podman ] && extra=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)")
+    if ! "$engine" build "${extra[@]}" --network host --label "org.inventoryd.recipe=$(recipe_of "$name")" \
             -t "$(full_name "$name")" -f "$dockerfile" "$tmp/ctx" >"$tmp/build.log" 2>&1; then
         tail -n 30 "$tmp/build.log" >&2
         die "building $name failed (log above)"

@@ -101,6 +101,13 @@ if [ -s "$work/config.err" ]; then
     sed 's/^/    /' "$work/config.err"
 fi
 
+# podman-compose 1.0.3 substitutes no "${VAR:-}" with an empty default: it
+# would hand the instances that very text as their admin token.
+if grep -q '\${INVENTORYD_ADMIN_TOKEN:-}' docker-compose.yml; then
+    die 'docker-compose.yml passes ${INVENTORYD_ADMIN_TOKEN:-}: podman-compose 1.0.3 gives the instances that text as their token; write ${INVENTORYD_ADMIN_TOKEN}'
+fi
+echo 'compose: ok: the token is passed as ${INVENTORYD_ADMIN_TOKEN}, which podman-compose 1.0.3 substitutes too'
+
 # Every published port overridden (20000 + its default): the overridden
 # config is compared below with the default one.
 overrides=()

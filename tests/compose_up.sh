@@ -36,6 +36,21 @@
 #   (7) `docker-compose --profile cluster down`: then no container and no
 #       network of the project is left, and no published port is listened on.
 #
+# With COMPOSE_ENGINE=podman, the same with Debian's podman 4.3 and
+# podman-compose 1.0.3, as root, with a containers.conf of the test's own
+# (runc, cgroupfs, default_ulimits within this shell's hard limits, the
+# netavark network backend for name resolution, events in a file: README's
+# compose section says why each) and storage under /var/lib/inventoryd-podman.
+# Root podman's networks turn on IP forwarding and write firewall rules, so
+# the stack runs in a network namespace the test makes and deletes
+# (inventorydpod<pid>, loopback only), on the default ports, and every
+# request is sent from inside it. podman-compose 1.0.3 ignores profiles
+# (the cluster starts with everything else) and depends_on conditions, and
+# podman runs no healthcheck without systemd, so `podman-compose up -d`
+# returns before the stack is ready: there the test waits for /readyz itself
+# (and logs how long that took), then asserts the same sales and audits.
+# Its down leaves the project's network, which the test then removes.
+#
 # Prints the time of each phase. Exits 0 on pass, 1 on the first failure
 # (named on stderr, with the stack's logs), 77 (skip) only when no engine
 # answers and this is not root, so none can be started.
@@ -50,7 +65,12 @@ clients=${COMPOSE_CLIENTS:-50}
 requests=${COMPOSE_REQUESTS:-1200}
 stock=200
 
-require_tools docker-compose docker curl jq ss
+engine=${COMPOSE_ENGINE:-docker}
+case $engine in
+    docker) require_tools docker-compose docker curl jq ss ;;
+    podman) require_tools podman podman-compose curl jq ss nsenter ip ;;
+    *) die "COMPOSE_ENGINE must be docker or podman, not '$engine'" ;;
+esac
 # The compose stack must see only what this test sets.
 clear_env '^INVENTORYD_|^STACK_|^COMPOSE_PROFILES$|^COMPOSE_FILE$|^COMPOSE_PROJECT_NAME$'
 # A client newer than the engine must not try BuildKit (not in every engine).
@@ -62,6 +82,8 @@ project=inventorydtest$$
 engine_root=/run/inventoryd-docker
 dockerd_pid=
 up=0
+netns=
+in_ns=()
 
 # phase NAME: logs how long the phase that ends here took, since the last one.
 t_phase=$t_start
@@ -72,13 +94,62 @@ phase() {
     t_phase=$now
 }
 
-dc() { docker-compose -p "$project" -f "$root/docker-compose.yml" --project-directory "$root" "$@"; }
+# dc ARG...: docker-compose, or podman-compose (in the namespace), on this project.
+dc() {
+    if [ "$engine" = docker ]; then
+        docker-compose -p "$project" -f "$root/docker-compose.yml" --project-directory "$root" "$@"
+    else
+        (cd "$root" && "${in_ns[@]}" podman-compose -p "$project" -f "$root/docker-compose.yml" "$@")
+    fi
+}
+
+# With podman every request goes from inside the stack's namespace: curl,
+# ss and inventory-load (a wrapper, since lib.sh runs "$load").
+curl_bin=$(command -v curl) ss_bin=$(command -v ss)
+curl() { "${in_ns[@]}" "$curl_bin" "$@"; }
+ss() { "${in_ns[@]}" "$ss_bin" "$@"; }
+
+# The stack's containers and networks, by the project's label.
+project_containers() { "$engine" ps -aq --filter "label=com.docker.compose.project=$project"; }
+project_networks() {
+    if [ "$engine" = docker ]; then
+        docker network ls -q --filter "label=com.docker.compose.project=$project"
+    else
+        podman network exists "${project}_default" 2>/dev/null && echo "${project}_default"
+    fi
+}
+
+# stack_down: down, all profiles; with podman also the network its down leaves.
+stack_down() {
+    if [ "$engine" = docker ]; then
+        dc --profile cluster down -v --remove-orphans -t 5
+    else
+        dc down -t 5 && { ! podman network exists "${project}_default" ||
+            { log "podman-compose down left the network ${project}_default: removing it"; podman network rm "${project}_default" >/dev/null; }; }
+    fi
+}
+
+# wait_ready URL NAME: polls URL (a /readyz) until it answers 200, at most 90 s.
+wait_ready() {
+    local i
+    for i in $(seq 1 900); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1")" = 200 ] && return 0
+        sleep 0.1
+    done
+    fail "$2 never answered 200 on $1 within 90 s: $(curl -s --max-time 2 "$1")"
+}
 
 # On a failure: the stack's own logs, then ours.
 on_fail() {
-    if [ "$up" = 1 ]; then
+    if [ "$up" = 1 ] && [ "$engine" = docker ]; then
         dc --profile cluster ps >&2 2>&1 || true
         dc --profile cluster logs --no-color --tail 30 >"$work/stack.log" 2>&1 || true
+    elif [ "$up" = 1 ]; then
+        podman ps -a --filter "label=com.docker.compose.project=$project" >&2 2>&1 || true
+        local c
+        for c in $(podman ps -a --format '{{.Names}}' --filter "label=com.docker.compose.project=$project"); do
+            { echo "==== $c"; podman logs --tail 30 "$c" 2>&1; } >>"$work/stack.log"
+        done
     fi
     show_logs "$work" 40
 }
@@ -86,9 +157,12 @@ on_fail() {
 cleanup() {
     stop_started
     if [ "$up" = 1 ]; then
-        dc --profile cluster down -v --remove-orphans -t 5 >"$work/down-cleanup.log" 2>&1 || true
+        stack_down >"$work/down-cleanup.log" 2>&1 || true
     fi
     stop_engine
+    if [ -n "$netns" ]; then
+        ip netns del "$netns" 2>/dev/null && log "deleted the network namespace $netns"
+    fi
     finish_work
 }
 
@@ -105,7 +179,45 @@ stop_engine() {
 }
 
 # ---- (1) an engine ---------------------------------------------------------
-if docker info >/dev/null 2>&1; then
+if [ "$engine" = podman ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "$tag: SKIP: podman here runs as root (rootless podman needs slirp4netns and uidmap)" >&2
+        exit 77
+    fi
+    # A hard limit podman may not raise past (no CAP_SYS_RESOURCE in a
+    # container, or a sandbox): the containers get this shell's nofile, and
+    # as many processes as runc could set here (65536 could not, 32768 could).
+    nproc=$(ulimit -Hu)
+    [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ] && nproc=32768
+    cat >"$work/containers.conf" <<EOF
+[containers]
+default_ulimits = ["nofile=$(ulimit -Hn):$(ulimit -Hn)", "nproc=$nproc:$nproc"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+[network]
+network_backend = "netavark"
+EOF
+    cat >"$work/storage.conf" <<EOF
+[storage]
+driver = "overlay"
+graphroot = "/var/lib/inventoryd-podman"
+runroot = "/run/inventoryd-podman"
+EOF
+    export CONTAINERS_CONF=$work/containers.conf CONTAINERS_STORAGE_CONF=$work/storage.conf
+    podman info >"$work/podman-info.log" 2>&1 || fail "podman info failed: $(tail -n 5 "$work/podman-info.log")"
+    command -v netavark >/dev/null 2>&1 || [ -x /usr/lib/podman/netavark ] ||
+        fail "netavark is not installed (apt-get install netavark aardvark-dns)"
+    netns=inventorydpod$$
+    ip netns add "$netns" || fail "could not make the network namespace $netns"
+    ip -n "$netns" link set lo up
+    in_ns=(nsenter "--net=/run/netns/$netns")
+    printf '#!/bin/sh\nexec nsenter --net=/run/netns/%s %s "$@"\n' "$netns" "$load" >"$work/inventory-load"
+    chmod +x "$work/inventory-load"
+    load=$work/inventory-load
+    log "engine: podman $(podman version --format '{{.Version}}') as root, runc, cgroupfs, netavark, in the network namespace $netns"
+elif docker info >/dev/null 2>&1; then
     log "engine: the one at ${DOCKER_HOST:-the default socket} ($(docker version --format '{{.Server.Version}}' 2>/dev/null))"
 elif [ -z "${DOCKER_HOST:-}" ] && DOCKER_HOST=unix://$engine_root/docker.sock docker info >/dev/null 2>&1; then
     export DOCKER_HOST=unix://$engine_root/docker.sock
@@ -139,7 +251,7 @@ fi
 phase "the engine"
 
 # ---- (2) the base images ---------------------------------------------------
-bash "$root/scripts/images.sh" --engine docker >"$work/images.log" 2>&1 ||
+bash "$root/scripts/images.sh" --engine "$engine" >"$work/images.log" 2>&1 ||
     fail "scripts/images.sh failed: $(tail -n 5 "$work/images.log")"
 sed "s/^/$tag: /" "$work/images.log"
 phase "scripts/images.sh"
@@ -150,8 +262,14 @@ port_vars=(STACK_REDIS_PORT STACK_REDLOCK_PORT_1 STACK_REDLOCK_PORT_2 STACK_REDL
            STACK_CLUSTER_PORT_1 STACK_CLUSTER_PORT_2 STACK_CLUSTER_PORT_3 STACK_CLUSTER_PORT_4
            STACK_CLUSTER_PORT_5 STACK_CLUSTER_PORT_6 STACK_CLUSTER_INSTANCE_PORT)
 for v in "${port_vars[@]}"; do
-    pick_port
-    export "$v=$port"
+    if [ "$engine" = podman ]; then
+        # The namespace is the stack's alone: the default ports.
+        export "$v=$(sed -n "s/.*\${$v:-\([0-9]*\)}.*/\1/p" "$root/docker-compose.yml")"
+        [ -n "${!v}" ] || fail "no default for $v in docker-compose.yml"
+    else
+        pick_port
+        export "$v=$port"
+    fi
 done
 nginx_port=$STACK_NGINX_PORT
 base="http://127.0.0.1:$nginx_port"
@@ -160,22 +278,40 @@ export INVENTORYD_ADMIN_TOKEN=$admin_token
 log "project $project: nginx on $nginx_port, instances on $STACK_INSTANCE_PORT_1 and $STACK_INSTANCE_PORT_2, cluster instance on $STACK_CLUSTER_INSTANCE_PORT"
 
 up=1
-dc build >"$work/build.log" 2>&1 || fail "docker-compose build failed: $(tail -n 15 "$work/build.log")"
-phase "docker-compose build"
-dc up --build -d >"$work/up.log" 2>&1 || fail "docker-compose up --build -d failed: $(tail -n 15 "$work/up.log")"
+if [ "$engine" = docker ]; then
+    dc build >"$work/build.log" 2>&1 || fail "docker-compose build failed: $(tail -n 15 "$work/build.log")"
+    phase "docker-compose build"
+    dc up --build -d >"$work/up.log" 2>&1 || fail "docker-compose up --build -d failed: $(tail -n 15 "$work/up.log")"
+else
+    # Built outside the namespace: the Dockerfile's apt-get needs the host's network.
+    podman build --network host --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" -t inventoryd:local \
+        -f "$root/Dockerfile" "$root" >"$work/build.log" 2>&1 ||
+        fail "podman build failed: $(tail -n 15 "$work/build.log")"
+    phase "podman build"
+    dc up -d >"$work/up.log" 2>&1 || fail "podman-compose up -d failed: $(tail -n 15 "$work/up.log")"
+fi
 # At once: a redlock sale must sell (the instances are ready, nginx is up).
 code=$(curl -s -o "$work/first-sale.json" -w '%{http_code}' --max-time 20 "$base/inventory/sale/redlock")
-phase "docker-compose up --build -d (images built)"
+phase "$engine-compose up -d"
 log "first redlock sale right after up: $code $(cat "$work/first-sale.json")"
+if [ "$engine" = podman ]; then
+    # podman-compose did not wait: wait here, then the same must hold.
+    wait_ready "$base/readyz" "nginx"
+    phase "waiting for /readyz through nginx after podman-compose up"
+    code=$(curl -s -o "$work/first-sale.json" -w '%{http_code}' --max-time 20 "$base/inventory/sale/redlock")
+    log "first redlock sale once /readyz answered 200: $code $(cat "$work/first-sale.json")"
+fi
 [ "$code" = 200 ] && [ "$(jq -r .status "$work/first-sale.json")" = sold ] ||
-    fail "the redlock sale right after docker-compose up answered $code: $(cat "$work/first-sale.json")"
-net_id=$(docker network ls -q --no-trunc --filter "label=com.docker.compose.project=$project" | head -n 1)
-bridge=br-${net_id:0:12}
-ip link show "$bridge" >/dev/null 2>&1 || fail "the stack's network has no bridge $bridge on the host"
-for s in nginx inventoryd-3786 inventoryd-3787; do
-    st=$(docker inspect --format '{{.State.Health.Status}}' "$(dc ps -q "$s")" 2>/dev/null)
-    expect "$s health after up" "$st" healthy
-done
+    fail "the redlock sale right after up answered $code: $(cat "$work/first-sale.json")"
+if [ "$engine" = docker ]; then
+    net_id=$(docker network ls -q --no-trunc --filter "label=com.docker.compose.project=$project" | head -n 1)
+    bridge=br-${net_id:0:12}
+    ip link show "$bridge" >/dev/null 2>&1 || fail "the stack's network has no bridge $bridge on the host"
+    for s in nginx inventoryd-3786 inventoryd-3787; do
+        st=$(docker inspect --format '{{.State.Health.Status}}' "$(dc ps -q "$s")" 2>/dev/null)
+        expect "$s health after up" "$st" healthy
+    done
+fi
 
 # ---- (4) the sales through nginx -------------------------------------------
 code=$(curl -s -o "$work/reset-401.json" -w '%{http_code}' --max-time 10 -X POST \
@@ -209,7 +345,11 @@ expect "local: audit.sold vs units clients saw sold" "$(jqv local .sold)" "${L[s
 log "local oversold $(( L[sold] - stock )) units across the two instances (sold_twice $(jqv local .sold_twice))"
 
 # The split, from nginx's own log: upstream=<address>:<port> on every sale.
-dc logs --no-color nginx >"$work/nginx-access.txt" 2>&1
+if [ "$engine" = docker ]; then
+    dc logs --no-color nginx >"$work/nginx-access.txt" 2>&1
+else
+    podman logs "${project}_nginx_1" >"$work/nginx-access.txt" 2>&1
+fi
 hits1=$(grep -c '"GET /inventory/sale/[a-z-]* .*upstream=[0-9.]*:3786 ' "$work/nginx-access.txt" || true)
 hits2=$(grep -c '"GET /inventory/sale/[a-z-]* .*upstream=[0-9.]*:3787 ' "$work/nginx-access.txt" || true)
 log "nginx sent $hits1 sales to inventoryd-3786 (weight 1) and $hits2 to inventoryd-3787 (weight 2)"
@@ -241,11 +381,18 @@ expect "lab run: audit.sold_twice" "$(jq -r .audit.sold_twice "$work/lab-run.jso
 phase "the lab through nginx"
 
 # ---- (6) the cluster profile -----------------------------------------------
-dc --profile cluster up -d >"$work/up-cluster.log" 2>&1 ||
-    fail "docker-compose --profile cluster up -d failed: $(tail -n 15 "$work/up-cluster.log")"
 cbase="http://127.0.0.1:$STACK_CLUSTER_INSTANCE_PORT"
-code=$(curl -s -o "$work/first-cluster-sale.json" -w '%{http_code}' --max-time 20 "$cbase/inventory/sale/redisson")
-phase "docker-compose --profile cluster up -d"
+if [ "$engine" = docker ]; then
+    dc --profile cluster up -d >"$work/up-cluster.log" 2>&1 ||
+        fail "docker-compose --profile cluster up -d failed: $(tail -n 15 "$work/up-cluster.log")"
+    code=$(curl -s -o "$work/first-cluster-sale.json" -w '%{http_code}' --max-time 20 "$cbase/inventory/sale/redisson")
+    phase "docker-compose --profile cluster up -d"
+else
+    # podman-compose started the cluster with everything else (no profiles).
+    wait_ready "$cbase/readyz" "inventoryd-cluster"
+    code=$(curl -s -o "$work/first-cluster-sale.json" -w '%{http_code}' --max-time 20 "$cbase/inventory/sale/redisson")
+    phase "waiting for inventoryd-cluster's /readyz"
+fi
 log "first cluster sale right after up: $code $(cat "$work/first-cluster-sale.json")"
 [ "$code" = 200 ] && [ "$(jq -r .status "$work/first-cluster-sale.json")" = sold ] ||
     fail "the sale on the cluster instance right after up answered $code: $(cat "$work/first-cluster-sale.json")"
@@ -269,20 +416,24 @@ expect "cluster: audit.sold_twice" "$(jq -r .sold_twice "$work/audit-cluster.jso
 phase "the cluster profile's sales"
 
 # ---- (7) down: nothing left ------------------------------------------------
-dc --profile cluster down -v --remove-orphans -t 5 >"$work/down.log" 2>&1 ||
-    fail "docker-compose down failed: $(tail -n 15 "$work/down.log")"
+stack_down >"$work/down.log" 2>&1 || fail "down failed: $(tail -n 15 "$work/down.log")"
 up=0
-phase "docker-compose --profile cluster down"
-left=$(docker ps -aq --filter "label=com.docker.compose.project=$project")
-[ -z "$left" ] || fail "containers left after down: $(docker ps -a --filter "label=com.docker.compose.project=$project" --format '{{.Names}}')"
-left=$(docker network ls -q --filter "label=com.docker.compose.project=$project")
-[ -z "$left" ] || fail "networks left after down: $(docker network ls --filter "label=com.docker.compose.project=$project" --format '{{.Name}}')"
+sed -n "s/^$tag: /&/p" "$work/down.log"
+phase "$engine-compose down"
+left=$(project_containers)
+[ -z "$left" ] || fail "containers left after down: $left"
+left=$(project_networks)
+[ -z "$left" ] || fail "networks left after down: $left"
 for v in "${port_vars[@]}"; do
     p=${!v}
     [ -z "$(ss -Htln "sport = :$p")" ] || fail "port $p ($v) is still listened on after down: $(ss -Htlnp "sport = :$p")"
 done
-! ip link show "$bridge" >/dev/null 2>&1 || fail "the bridge $bridge of the stack's network is left after down"
-log "after down: no container, no network (nor its bridge $bridge) and no listening port of $project is left"
+if [ "$engine" = docker ]; then
+    ! ip link show "$bridge" >/dev/null 2>&1 || fail "the bridge $bridge of the stack's network is left after down"
+    log "after down: no container, no network (nor its bridge $bridge) and no listening port of $project is left"
+else
+    log "after down: no container, no network and no listening port of $project is left in $netns"
+fi
 
 stop_engine
 log "time: in all $(( ($(now_ms) - t_start) / 1000 )) s"

@@ -392,6 +392,11 @@ if [ "$engine" = docker ]; then
 else
     # podman-compose started the cluster with everything else (no profiles).
     wait_ready "$cbase/readyz" "inventoryd-cluster"
+    # Started before the cluster formed (no depends_on conditions), the
+    # instance's start-up seed of inventory001 found no cluster: seed it.
+    code=$(admin_curl -s -o "$work/reset-cluster-default.json" -w '%{http_code}' --max-time 10 -X POST \
+        -d '{"stock":200}' "$cbase/inventory/reset")
+    expect "cluster: reset of inventory001 under podman ($(cat "$work/reset-cluster-default.json"))" "$code" 200
     code=$(curl -s -o "$work/first-cluster-sale.json" -w '%{http_code}' --max-time 20 "$cbase/inventory/sale/redisson")
     phase "waiting for inventoryd-cluster's /readyz"
 fi

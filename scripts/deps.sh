@@ -14,6 +14,8 @@ packages=(
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
     chromium
     libfaketime    # the safety matrix's clock-drift nemesis (scripts/matrix.sh)
+    # the compose stack run for real (tests/compose_up.sh, scripts/images.sh)
+    docker.io docker-compose debootstrap python3-yaml iproute2
 )
 # node and npm for the browser test: Debian's, unless some are already on PATH.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

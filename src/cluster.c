@@ -141,6 +141,20 @@ void cluster_slot_master(struct cluster *cl, unsigned slot, struct addr *out) {
     pthread_mutex_unlock(&cl->lock);
 }
 
+int cluster_masters(struct cluster *cl, struct addr *out, int max) {
+    uint8_t seen[CLUSTER_NODES_MAX] = {0};
+    int n = 0;
+    pthread_mutex_lock(&cl->lock);
+    for (int s = 0; s < CLUSTER_SLOTS; s++) {
+        uint8_t i = cl->owner[s];
+        if (i == NO_OWNER || seen[i]) continue;
+        seen[i] = 1;
+        if (n < max) out[n++] = cl->nodes[i].addr;
+    }
+    pthread_mutex_unlock(&cl->lock);
+    return n;
+}
+
 /* One CLUSTER SLOTS entry: [start, end, [host, port, ...], replicas...].
  * An empty host means "the node you asked". Returns 0, 1 to skip the entry
  * (an unknown endpoint, "?"), or -1 when malformed. */

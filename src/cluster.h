@@ -94,6 +94,10 @@ int cluster_refresh(struct cluster *cl, char *errstr, size_t errlen);
 /* The master that the map names for slot, into *out. */
 void cluster_slot_master(struct cluster *cl, unsigned slot, struct addr *out);
 
+/* The masters that the map names for at least one slot, each once, into
+ * out[] (at most max); returns how many (0 before any map). */
+int cluster_masters(struct cluster *cl, struct addr *out, int max);
+
 /* The pool of the master at a (made on first use). NULL when
  * CLUSTER_NODES_MAX masters are known already or out of memory. */
 struct rpool *cluster_node_pool(struct cluster *cl, const struct addr *a);

@@ -429,6 +429,15 @@ static enum MHD_Result do_healthz(const struct call *k) {
     return answer_error(k->conn, 200, "ok", "ok: Redis answers", k->text);
 }
 
+/* GET /readyz: 200 once a sale can succeed with any strategy, 503 with the
+ * reason until then (inventory_ready). /healthz stays a liveness check. */
+static enum MHD_Result do_readyz(const struct call *k) {
+    char why[512];
+    int ready = inventory_ready(k->s->inv, why, sizeof(why)) == 0;
+    return answer(k->conn, ready ? 200 : 503, reply_ready(ready ? NULL : why, k->s->cfg->port, k->text),
+                  k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
 static enum MHD_Result do_metrics(const struct call *k) {
     return answer(k->conn, 200, metrics_render(), CT_PROM, NULL);
 }
@@ -585,7 +594,7 @@ static const struct {
     [ROUTE_SALE] = {do_sale, 1, NULL},              [ROUTE_INVENTORY] = {do_inventory, 1, NULL},
     [ROUTE_RESET] = {do_reset, 0, "a reset"},       [ROUTE_AUDIT] = {do_audit, 1, NULL},
     [ROUTE_STRATEGIES] = {do_strategies, 0, NULL},  [ROUTE_HEALTHZ] = {do_healthz, 0, NULL},
-    [ROUTE_METRICS] = {do_metrics, 0, NULL},        [ROUTE_HISTORY] = {do_history, 1, NULL},
+    [ROUTE_READYZ] = {do_readyz, 0, NULL},          [ROUTE_METRICS] = {do_metrics, 0, NULL},        [ROUTE_HISTORY] = {do_history, 1, NULL},
     [ROUTE_LAB_PAGE] = {do_lab_page, 0, NULL},      [ROUTE_LAB_ASSET] = {do_lab_page, 0, NULL},
     [ROUTE_LAB_STATUS] = {do_lab_status, 0, NULL},
     [ROUTE_LAB_RUNS] = {do_lab_runs, 0, "a lab run"}, [ROUTE_LAB_RUN] = {do_lab_run, 0, NULL},

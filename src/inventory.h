@@ -156,6 +156,16 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
 /* PINGs Redis. Returns 0, or INV_BACKEND with errstr set. */
 int inventory_ping(struct inventory *inv, char *errstr, size_t errlen);
 
+/* Whether a sale can succeed now with every strategy lock.allowed allows:
+ * every master the service writes to answers PING (in cluster mode, each
+ * master of the slot map, and each says cluster_state:ok: until then a node
+ * refuses commands with CLUSTERDOWN), and each such strategy's lock can be
+ * served (lock_type_ready: for redlock, a quorum of the masters may vote).
+ * Returns 0, or INV_BACKEND with errstr saying what is missing ("strategy
+ * redlock: only 1 of 3 Redlock masters can vote, ..."). For a readiness
+ * probe: it asks every master in turn. */
+int inventory_ready(struct inventory *inv, char *errstr, size_t errlen);
+
 /* The port this instance writes into ledger entries. */
 int inventory_port(const struct inventory *inv);
 

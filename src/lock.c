@@ -64,6 +64,15 @@ void lock_core_shutdown(struct lock_core *core) {
     free(core);
 }
 
+int lock_type_ready(struct lock_core *core, const struct lock_type *t, char *why, size_t whylen) {
+    if (!(t->flags & LOCK_T_QUORUM)) return 0;
+    if (!core->redlock) {
+        snprintf(why, whylen, "redlock.nodes is not configured");
+        return -1;
+    }
+    return redlock_ready(core->redlock, why, whylen);
+}
+
 const struct redlock *lock_core_redlock(const struct lock_core *core) {
     return core->redlock;
 }

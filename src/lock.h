@@ -118,6 +118,15 @@ struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr
  * have been freed. Accepts NULL. Call before freeing the pool. */
 void lock_core_shutdown(struct lock_core *core);
 
+/* Whether locks of type t can be served now, beyond the core's own Redis
+ * (which the caller checks): a type that lives on the Redlock masters needs
+ * a quorum of them answering and allowed to vote (the restart rule: a master
+ * up for less than the lease votes only once it has been up that long, so a
+ * fresh deployment waits one lease). Every other type is ready. Returns 0,
+ * or -1 with why saying what is missing (redlock_ready). For a readiness
+ * probe: it asks every master, one after another. */
+int lock_type_ready(struct lock_core *core, const struct lock_type *t, char *why, size_t whylen);
+
 /* The Redlock masters (for metrics), or NULL when none are configured. */
 const struct redlock *lock_core_redlock(const struct lock_core *core);
 

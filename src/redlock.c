@@ -153,6 +153,44 @@ void redlock_count(struct redlock *rl, int i, int outcome) {
     }
 }
 
+int redlock_ready(struct redlock *rl, char *why, size_t whylen) {
+    char notes[512] = "";
+    size_t off = 0;
+    int can = 0;
+    for (int i = 0; i < rl->n; i++) {
+        struct redlock_node *node = &rl->nodes[i];
+        redisContext *c = NULL;
+        char err[128] = "";
+        int up = 0;
+        if (rpool_get(node->pool, rl->node_timeout_ms, &c, err, sizeof(err)) == RPOOL_OK) {
+            redisReply *r = redisCommand(c, "PING");
+            up = r && r->type == REDIS_REPLY_STATUS;
+            if (!up) snprintf(err, sizeof(err), "%s", r ? "PING not answered PONG" : c->errstr);
+            freeReplyObject(r);
+            rpool_put(node->pool, c);   /* dropped when it failed */
+        }
+        int64_t now = mclock_us();
+        pthread_mutex_lock(&node->mu);
+        int64_t from = node->voting_from_us;
+        pthread_mutex_unlock(&node->mu);
+        if (up && now >= from) {
+            can++;
+            continue;
+        }
+        int w = 0;
+        if (!up)
+            w = snprintf(notes + off, sizeof(notes) - off, "; %s: %s", node->name, err);
+        else
+            w = snprintf(notes + off, sizeof(notes) - off, "; %s votes in %.1f s (up for less "
+                         "than the lease)", node->name, (double)(from - now) / 1e6);
+        if (w > 0) off += (size_t)w < sizeof(notes) - off ? (size_t)w : sizeof(notes) - off - 1;
+    }
+    if (can >= redlock_quorum(rl)) return 0;
+    snprintf(why, whylen, "only %d of %d Redlock masters can vote, %d needed%s", can, rl->n,
+             redlock_quorum(rl), notes);
+    return -1;
+}
+
 /* True when c failed because the master is gone (refused, reset, closed),
  * not merely slow (a time-out). */
 static int gone(const redisContext *c, const char *errstr) {

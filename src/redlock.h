@@ -38,6 +38,15 @@ const char *redlock_node_name(const struct redlock *rl, int i);
 void redlock_node_counts(const struct redlock *rl, int i, long long *yes, long long *busy,
                          long long *error, long long *restarted);
 
+/* Whether a quorum of the masters can vote now: each is asked PING on a
+ * connection of its pool (a new one reads its uptime, as for a sale), and
+ * counts when it answers and the restart rule lets it vote. Returns 0 when
+ * a quorum can, else -1 with why saying how many can, how many are needed,
+ * and for each that cannot, why not and, when it is only too fresh, in how
+ * long it may ("redis-6381:6381 votes in 6.2 s"). Costs one round trip per
+ * master, one after another: for a readiness probe, not for sales. */
+int redlock_ready(struct redlock *rl, char *why, size_t whylen);
+
 /* ---- for lock_redlock.c: one round over the masters ----------------------- */
 
 struct lock_link;

@@ -112,6 +112,16 @@ char *reply_error(const char *word, const char *sentence, int text) {
     return render(o);
 }
 
+char *reply_ready(const char *reason, int port, int text) {
+    if (text) return format("%s", reason ? reason : "ready: a sale can succeed");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", reason ? "not_ready" : "ready");
+    cJSON_AddBoolToObject(o, "ready", !reason);
+    if (reason) cJSON_AddStringToObject(o, "reason", reason);
+    cJSON_AddNumberToObject(o, "port", port);
+    return render(o);
+}
+
 char *reply_unknown_strategy(const char *name, int text) {
     char names[1024];
     strategy_names(names, sizeof(names));

@@ -29,6 +29,11 @@ char *reply_sale(const struct sale_result *r, const char *strategy, int port, in
 /* An error body: {"status":word,"error":sentence} or, as text, the sentence. */
 char *reply_error(const char *word, const char *sentence, int text);
 
+/* GET /readyz: {"status":"ready","ready":true,"port":P}, or with reason
+ * not NULL {"status":"not_ready","ready":false,"reason":R,"port":P}; as
+ * text, the reason or "ready: a sale can succeed". */
+char *reply_ready(const char *reason, int port, int text);
+
 /* The 404 for an unknown strategy: names it and lists the known ones. */
 char *reply_unknown_strategy(const char *name, int text);
 

@@ -16,6 +16,7 @@ static const struct fixed_route fixed_routes[] = {
     {"/inventory/audit", ROUTE_AUDIT, "GET"},
     {"/strategies", ROUTE_STRATEGIES, "GET"},
     {"/healthz", ROUTE_HEALTHZ, "GET"},
+    {"/readyz", ROUTE_READYZ, "GET"},
     {"/metrics", ROUTE_METRICS, "GET"},
     {"/inventory/history", ROUTE_HISTORY, "GET"},
     {"/inventory/saleByRedisson", ROUTE_SALE, "GET, POST"},

@@ -11,6 +11,7 @@ enum route_id {
     ROUTE_AUDIT,         /* GET /inventory/audit */
     ROUTE_STRATEGIES,    /* GET /strategies */
     ROUTE_HEALTHZ,       /* GET /healthz */
+    ROUTE_READYZ,        /* GET /readyz */
     ROUTE_METRICS,       /* GET /metrics */
     ROUTE_HISTORY,       /* GET /inventory/history */
     ROUTE_LAB_PAGE,      /* GET / : the lab's page */

@@ -443,6 +443,28 @@ static struct cluster *rpool_cluster(struct rpool *p) {
     return cl;
 }
 
+int rpool_masters(struct rpool *p, struct rpool **out, int max, char *errstr, size_t errlen) {
+    if (max < 1) return 0;
+    if (!p->cluster_nodes[0]) {
+        out[0] = p;
+        return 1;
+    }
+    rpool_cluster_refresh(p);
+    struct cluster *cl = rpool_cluster(p);
+    if (!cl) {
+        snprintf(errstr, errlen, "no slot map yet: no node of redis.cluster.nodes (%.200s) answered "
+                 "CLUSTER SLOTS with every slot served", p->cluster_nodes);
+        return -1;
+    }
+    struct addr a[CLUSTER_NODES_MAX];
+    int n = cluster_masters(cl, a, max < CLUSTER_NODES_MAX ? max : CLUSTER_NODES_MAX), got = 0;
+    for (int i = 0; i < n; i++) {
+        struct rpool *m = cluster_node_pool(cl, &a[i]);
+        if (m) out[got++] = m;
+    }
+    return got;
+}
+
 int rpool_follow(struct rpool *root, const redisReply *r, int *hops, struct rpool **pool,
                  redisContext **c, int wait_ms, char *errstr, size_t errlen) {
     struct cluster_redirect rd;

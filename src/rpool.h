@@ -103,6 +103,12 @@ const struct rpool_options *rpool_options(const struct rpool *p);
  * Contexts go back to the pool they came from. */
 struct rpool *rpool_route(struct rpool *p, const char *key);
 
+/* The pools of every master the service may write to, into out[] (at most
+ * max): p itself, or in cluster mode the pool of each master that the slot
+ * map names (loading the map first when there is none yet). Returns how
+ * many, or -1 with errstr set when in cluster mode no map could be loaded. */
+int rpool_masters(struct rpool *p, struct rpool **out, int max, char *errstr, size_t errlen);
+
 /* Tells the pool of an error reply that a command routed by it got: a
  * "MOVED ..." marks its slot map wrong, so the next rpool_route() reloads
  * it (and routes by the new one) instead of waiting for the map to age.

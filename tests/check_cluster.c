@@ -3,7 +3,8 @@
  * three-master Redis Cluster started by the harness (Routing): the map
  * against the servers' own CLUSTER KEYSLOT and CLUSTER SLOTS, a MOVED after a
  * slot moved, an ASK during a migration, the redirect bound, and a command
- * whose reply was lost that is not sent again. */
+ * whose reply was lost that is not sent again; and an instance's /readyz,
+ * which waits for every master's cluster_state:ok. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "check_main.h"
 #include "cluster.h"
 #include "harness.h"
+#include "mclock.h"
 
 /* ---- Slots: pure ---- */
 
@@ -410,6 +412,81 @@ START_TEST(test_a_command_whose_reply_was_lost_is_not_sent_again) {
 }
 END_TEST
 
+/* Polls GET /readyz on port every 20 ms until it answers want (at most
+ * timeout_ms); returns the last status and copies the last body to body. */
+static int readyz_until(int port, int want, int timeout_ms, char *body, size_t len) {
+    int64_t t0 = mclock_ms();
+    int code = 0;
+    do {
+        struct httpc_response r;
+        code = harness_http(port, "GET", "/readyz", NULL, NULL, &r);
+        snprintf(body, len, "%s", r.body ? r.body : "");
+        if (code == want) break;
+        mclock_sleep_ms(20);
+    } while (mclock_ms() - t0 < timeout_ms);
+    return code;
+}
+
+/* Polls CLUSTER INFO at port until it holds state ("cluster_state:fail"). */
+static int cluster_state_is(int port, const char *state, int timeout_ms) {
+    int64_t t0 = mclock_ms();
+    do {
+        redisReply *r = harness_redis(port, "CLUSTER INFO");
+        int yes = r && r->type == REDIS_REPLY_STRING && strstr(r->str, state);
+        freeReplyObject(r);
+        if (yes) return 1;
+        mclock_sleep_ms(20);
+    } while (mclock_ms() - t0 < timeout_ms);
+    return 0;
+}
+
+START_TEST(test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only_the_stock_keys) {
+    char seeds[128], body[1024];
+    snprintf(seeds, sizeof(seeds), "redis.cluster.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             ports[0], ports[1], ports[2]);
+    int port = harness_free_port();
+    /* No Redlock masters here: without redlock in lock.allowed, /readyz does not wait for them. */
+    const char *sets[] = {seeds, "lock.scope=item", "inventory.probe=false", "redis.timeout=500",
+                          "lock.strategy=redisson", "lock.allowed=atomic,redisson", NULL};
+    pid_t inst = harness_inventoryd_start(port, sets);
+    ck_assert_int_gt(inst, 0);
+    ck_assert_msg(readyz_until(port, 200, 10000, body, sizeof(body)) == 200,
+                  "/readyz never answered 200 on a healthy cluster: %s", body);
+
+    /* A master that does not hold the stock key drops one of its slots:
+     * in its own view the cluster no longer serves every slot. */
+    struct cluster *cl = router(0, 5);
+    int stock_master = map_port(cl, slot_of("inventory001")), down = other_master(stock_master);
+    int slot = -1;
+    for (unsigned s = 0; s < CLUSTER_SLOTS && slot < 0; s++)
+        if (map_port(cl, s) == down) slot = (int)s;
+    cluster_free(cl);
+    ck_assert_int_ge(slot, 0);
+    redisReply *r = harness_redis(down, "CLUSTER DELSLOTS %d", slot);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLUSTER DELSLOTS failed");
+    freeReplyObject(r);
+    ck_assert_msg(cluster_state_is(down, "cluster_state:fail", 5000),
+                  "the node at %d never said cluster_state:fail", down);
+
+    int code = readyz_until(port, 503, 5000, body, sizeof(body));
+    char where[48];
+    snprintf(where, sizeof(where), "127.0.0.1:%d", down);
+    ck_assert_msg(code == 503 && strstr(body, "\"ready\":false") && strstr(body, "cluster_state:fail") &&
+                  strstr(body, where), "/readyz did not say that %s is down: %d %s", where, code, body);
+
+    r = harness_redis(down, "CLUSTER ADDSLOTS %d", slot);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLUSTER ADDSLOTS failed");
+    freeReplyObject(r);
+    ck_assert_msg(readyz_until(port, 200, 10000, body, sizeof(body)) == 200,
+                  "/readyz stayed 503 once the slot was served again: %s", body);
+    struct httpc_response a;
+    ck_assert_int_eq(harness_http(port, "POST", "/inventory/reset", NULL, "{\"stock\":5}", &a), 200);
+    ck_assert_int_eq(harness_http(port, "GET", "/inventory/sale/redisson", NULL, NULL, &a), 200);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
+    harness_stop(inst);
+}
+END_TEST
+
 Suite *cluster_suite(void) {
     Suite *s = suite_create("cluster");
     TCase *slots = tcase_create("Slots");
@@ -426,6 +503,7 @@ Suite *cluster_suite(void) {
     tcase_add_test(routing, test_keys_split_by_a_migration_are_tried_again_on_the_same_node_then_followed);
     tcase_add_test(routing, test_redirects_beyond_max_redirects_are_an_error_not_a_loop);
     tcase_add_test(routing, test_a_command_whose_reply_was_lost_is_not_sent_again);
+    tcase_add_test(routing, test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only_the_stock_keys);
     suite_add_tcase(s, routing);
     return s;
 }

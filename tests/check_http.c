@@ -1103,6 +1103,135 @@ START_TEST(test_the_token_appears_in_no_answer_and_no_log_line) {
 }
 END_TEST
 
+
+/* ---- readiness (GET /readyz) ---------------------------------------------------
+ * Fresh Redlock masters: by the restart rule none may vote before it has been
+ * up for the lease, so an instance started with them is alive (/healthz) but
+ * not ready, and says why. */
+#define READY_TTL_MS 4000
+
+static pid_t master_pid[3];
+static int master_port[3];
+
+static void setup_ready(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    snprintf(redis_set, sizeof(redis_set), "redis.port=%d", redis_port);
+    for (int i = 0; i < 3; i++) {
+        master_pid[i] = harness_redis_start(0, &master_port[i]);
+        ck_assert_int_gt(master_pid[i], 0);
+    }
+    char nodes[128], ttl[32];
+    snprintf(nodes, sizeof(nodes), "redlock.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             master_port[0], master_port[1], master_port[2]);
+    snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", READY_TTL_MS);
+    inst_port = harness_free_port();
+    const char *sets[] = {redis_set, nodes, ttl, "redis.timeout=500", "redlock.node-timeout-ms=200",
+                          "lock.wait-ms=3000", NULL};
+    inst_pid = harness_inventoryd_start(inst_port, sets);
+    ck_assert_int_gt(inst_pid, 0);
+}
+
+static void teardown_ready(void) {
+    teardown();
+    for (int i = 0; i < 3; i++) harness_stop(master_pid[i]);
+}
+
+/* GET /readyz: asserts its JSON agrees with its status; returns the status
+ * and copies the reason ("" when ready) into why. */
+static int readyz(char *why, size_t len) {
+    struct httpc_response r;
+    int code = harness_http(inst_port, "GET", "/readyz", NULL, NULL, &r);
+    ck_assert_msg(code == 200 || code == 503, "/readyz answered %d: %s", code, r.body);
+    cJSON *j = json(&r);
+    const cJSON *ready = cJSON_GetObjectItemCaseSensitive(j, "ready");
+    ck_assert_msg(cJSON_IsBool(ready), "no \"ready\": %s", r.body);
+    ck_assert_int_eq(cJSON_IsTrue(ready), code == 200);
+    ck_assert_str_eq(str(j, "status"), code == 200 ? "ready" : "not_ready");
+    ck_assert_int_eq((int)num(j, "port"), inst_port);
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(j, "reason");
+    ck_assert_msg(code == 200 ? reason == NULL : cJSON_IsString(reason) && strlen(reason->valuestring) > 10,
+                  "the reason does not match the status %d: %s", code, r.body);
+    snprintf(why, len, "%s", code == 200 ? "" : reason->valuestring);
+    cJSON_Delete(j);
+    return code;
+}
+
+/* Polls /readyz every 20 ms until it answers want; the ms that took, or -1. */
+static int64_t wait_ready(int want, int timeout_ms, char *why, size_t len) {
+    int64_t t0 = mclock_ms();
+    while (mclock_ms() - t0 < timeout_ms) {
+        if (readyz(why, len) == want) return mclock_ms() - t0;
+        mclock_sleep_ms(20);
+    }
+    return -1;
+}
+
+START_TEST(test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a_redlock_sale_can_sell) {
+    char why[512];
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+    /* The window: alive, Redis answers, but no master may vote yet... */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r), 200);
+    ck_assert_int_eq(readyz(why, sizeof(why)), 503);
+    ck_assert_msg(strstr(why, "of 3 Redlock masters can vote, 2 needed") && strstr(why, "votes in"),
+                  "the reason does not name the masters' wait: %s", why);
+    /* ...and a redlock sale in it fails, which is what readiness is for. */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
+    ck_assert_msg(harness_audit(inst_port, "sold") == 0, "a sale sold while not ready");
+    /* Ready once two masters have been up for the lease, not before. */
+    int64_t took = wait_ready(200, READY_TTL_MS + 5000, why, sizeof(why));
+    ck_assert_msg(took >= 0, "/readyz never answered 200; last reason: %s", why);
+    /* At once after it, every redlock sale sells. */
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
+        ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "sold") == 0,
+                      "sale %d after /readyz said ready: %s", i, r.body);
+    }
+    ck_assert_int_eq((int)harness_audit(inst_port, "sold"), 20);
+    ck_assert_int_eq((int)harness_audit(inst_port, "sold_twice"), 0);
+}
+END_TEST
+
+START_TEST(test_readyz_needs_a_quorum_of_redlock_masters_and_names_those_down) {
+    char why[512];
+    ck_assert_msg(wait_ready(200, READY_TTL_MS + 5000, why, sizeof(why)) >= 0,
+                  "/readyz never answered 200; last reason: %s", why);
+    harness_stop(master_pid[0]);   /* two of three: still a quorum */
+    master_pid[0] = -1;
+    ck_assert_int_eq(readyz(why, sizeof(why)), 200);
+    harness_stop(master_pid[1]);   /* one of three: none */
+    master_pid[1] = -1;
+    ck_assert_int_eq(readyz(why, sizeof(why)), 503);
+    char name0[32], name1[32];
+    snprintf(name0, sizeof(name0), "127.0.0.1:%d", master_port[0]);
+    snprintf(name1, sizeof(name1), "127.0.0.1:%d", master_port[1]);
+    ck_assert_msg(strstr(why, "only 1 of 3 Redlock masters can vote, 2 needed") && strstr(why, name0) &&
+                  strstr(why, name1), "the reason does not name the two masters down: %s", why);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
+}
+END_TEST
+
+START_TEST(test_readyz_is_503_naming_redis_while_it_is_frozen_and_200_once_it_answers) {
+    char why[512];
+    ck_assert_msg(wait_ready(200, READY_TTL_MS + 5000, why, sizeof(why)) >= 0,
+                  "/readyz never answered 200; last reason: %s", why);
+    ck_assert_int_eq(kill(redis_pid, SIGSTOP), 0);
+    int code = readyz(why, sizeof(why));
+    kill(redis_pid, SIGCONT);
+    ck_assert_int_eq(code, 503);
+    char where[48];
+    snprintf(where, sizeof(where), "Redis 127.0.0.1:%d", redis_port);
+    ck_assert_msg(strstr(why, where), "the reason does not name Redis at its port: %s", why);
+    ck_assert_msg(wait_ready(200, 5000, why, sizeof(why)) >= 0,
+                  "/readyz stayed 503 after Redis came back: %s", why);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+}
+END_TEST
+
 Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -1162,5 +1291,12 @@ Suite *http_suite(void) {
     tcase_add_test(admin, test_inventoryd_admin_token_in_the_environment_sets_admin_token);
     tcase_add_test(admin, test_the_token_appears_in_no_answer_and_no_log_line);
     suite_add_tcase(s, admin);
+    TCase *ready = tcase_create("Ready");
+    tcase_add_checked_fixture(ready, setup_ready, teardown_ready);
+    tcase_set_timeout(ready, 60);
+    tcase_add_test(ready, test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a_redlock_sale_can_sell);
+    tcase_add_test(ready, test_readyz_needs_a_quorum_of_redlock_masters_and_names_those_down);
+    tcase_add_test(ready, test_readyz_is_503_naming_redis_while_it_is_frozen_and_200_once_it_answers);
+    suite_add_tcase(s, ready);
     return s;
 }

@@ -160,6 +160,11 @@ START_TEST(test_get_strategies_healthz_and_metrics_are_their_routes) {
     ck_assert_int_eq(match("GET", "/healthz"), ROUTE_HEALTHZ);
     ck_assert_int_eq(r.method_allowed, 1);
     ck_assert_str_eq(r.allow, "GET");
+    ck_assert_int_eq(match("GET", "/readyz"), ROUTE_READYZ);
+    ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET");
+    ck_assert_int_eq(match("POST", "/readyz"), ROUTE_READYZ);
+    ck_assert_int_eq(r.method_allowed, 0);
     ck_assert_int_eq(match("GET", "/metrics"), ROUTE_METRICS);
     ck_assert_int_eq(r.method_allowed, 1);
     ck_assert_str_eq(r.allow, "GET");

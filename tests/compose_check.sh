@@ -17,7 +17,11 @@
 #       cluster-enabled nodes on 6371-6376, joins them with one replica per
 #       master, and an instance on 3796 whose settings name them; every
 #       instance gets INVENTORYD_ADMIN_TOKEN from the caller's environment,
-#       and the file is valid with it unset.
+#       and the file is valid with it unset; each STACK_*_PORT variable moves
+#       its published port on the host and changes nothing else; every
+#       instance is healthy only once GET /readyz answers 200, nginx has a
+#       healthcheck, and the one-shots ready and cluster-ready start once
+#       nginx and inventoryd-cluster are healthy (so `up -d` waits for them).
 # With INVENTORYD (a built binary), each instance's compose command is also
 # run through `inventoryd --check-config`, with its compose environment (a
 # test token for INVENTORYD_ADMIN_TOKEN), so an unknown key or a bad value
@@ -67,6 +71,15 @@ python3 -c 'import yaml' >/dev/null 2>&1 || die "python3 with the yaml module is
 work=$(mktemp -d /tmp/inventoryd-compose.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
+# The published ports are the defaults unless STACK_*_PORT says otherwise:
+# the comparison below is with the defaults, so none may come from outside.
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^STACK_' || true)
+# Each overridable port and its default, in the order of docker-compose.yml.
+stack_ports="STACK_REDIS_PORT=6379 STACK_REDLOCK_PORT_1=6381 STACK_REDLOCK_PORT_2=6382
+STACK_REDLOCK_PORT_3=6383 STACK_INSTANCE_PORT_1=3786 STACK_INSTANCE_PORT_2=3787 STACK_NGINX_PORT=8080
+STACK_CLUSTER_PORT_1=6371 STACK_CLUSTER_PORT_2=6372 STACK_CLUSTER_PORT_3=6373 STACK_CLUSTER_PORT_4=6374
+STACK_CLUSTER_PORT_5=6375 STACK_CLUSTER_PORT_6=6376 STACK_CLUSTER_INSTANCE_PORT=3796"
+
 # ---- (a) the file is valid ---------------------------------------------------
 cd "$root" || die "cannot cd to $root"
 [ -f docker-compose.yml ] || die "docker-compose.yml is missing at the repository root"
@@ -88,17 +101,35 @@ if [ -s "$work/config.err" ]; then
     sed 's/^/    /' "$work/config.err"
 fi
 
+# podman-compose 1.0.3 substitutes no "${VAR:-}" with an empty default: it
+# would hand the instances that very text as their admin token.
+if grep -q '\${INVENTORYD_ADMIN_TOKEN:-}' docker-compose.yml; then
+    die 'docker-compose.yml passes ${INVENTORYD_ADMIN_TOKEN:-}: podman-compose 1.0.3 gives the instances that text as their token; write ${INVENTORYD_ADMIN_TOKEN}'
+fi
+echo 'compose: ok: the token is passed as ${INVENTORYD_ADMIN_TOKEN}, which podman-compose 1.0.3 substitutes too'
+
+# Every published port overridden (20000 + its default): the overridden
+# config is compared below with the default one.
+overrides=()
+for kv in $stack_ports; do overrides+=("${kv%%=*}=$((20000 + ${kv#*=}))"); done
+if ! env "${overrides[@]}" INVENTORYD_ADMIN_TOKEN=$check_token docker-compose -f docker-compose.yml config \
+        >"$work/config-ports.yml" 2>"$work/config.err"; then
+    cat "$work/config.err" >&2
+    die "docker-compose -f docker-compose.yml config rejected the file with the STACK_*_PORT variables set (above)"
+fi
+
 # The compose variant of nginx.conf, rendered afresh for the drift check.
 bash scripts/nginx-conf.sh --listen-host 0.0.0.0 --up1-host inventoryd-3786 \
     --up2-host inventoryd-3787 --name nginx.compose.conf 8080 3786 3787 "$work/nginx" ||
     die "scripts/nginx-conf.sh could not render the compose variant"
 
 # ---- (b) it agrees with the local stack --------------------------------------
-python3 - "$root" "$work/config.yml" "$work/nginx/nginx.compose.conf" "$inventoryd" "$check_token" <<'PY'
+python3 - "$root" "$work/config.yml" "$work/nginx/nginx.compose.conf" "$inventoryd" "$check_token" \
+        "$work/config-ports.yml" "$stack_ports" <<'PY'
 import os, re, shlex, subprocess, sys
 import yaml
 
-root, config_path, fresh_nginx, inventoryd, check_token = sys.argv[1:6]
+root, config_path, fresh_nginx, inventoryd, check_token, ports_path, stack_ports = sys.argv[1:8]
 failures = []
 
 def ok(msg):
@@ -384,6 +415,45 @@ if compose_conf:
           "nginx.compose.conf: upstream " +
           ", ".join(f"{h}:{p} weight={w}" for h, p, w in want_up),
           f"nginx.compose.conf: upstream {servers}, expected {want_up}")
+
+# --- STACK_*_PORT moves a published port on the host, and nothing else
+with open(ports_path) as f:
+    moved = (yaml.safe_load(f) or {}).get("services") or {}
+defaults = dict(kv.split("=") for kv in stack_ports.split())
+by_default = {}
+for svc in services:
+    for ip, pub, tgt, proto in ports_of(svc):
+        by_default[pub] = (svc, tgt)
+for var, dflt in defaults.items():
+    svc, tgt = by_default.get(dflt, (None, None))
+    if not check(svc is not None, f"{var} (default {dflt}) is a published port",
+                 f"no service publishes {dflt}, the default of {var}"):
+        continue
+    want = ("127.0.0.1", str(20000 + int(dflt)), tgt, "tcp")
+    saved = services
+    services = moved
+    got = ports_of(svc) if svc in moved else []
+    services = saved
+    check(got == [want], f"{svc}: {var}={want[1]} publishes 127.0.0.1:{want[1]} -> {tgt}",
+          f"{svc}: with {var}={want[1]} it publishes {got}, expected [{want}]")
+    for key in ("command", "healthcheck", "environment"):
+        check(moved.get(svc, {}).get(key) == services[svc].get(key),
+              f"{svc}: {var} changes no {key}",
+              f"{svc}: with {var} set its {key} changed")
+
+# --- ready means ready: the instances are healthy once /readyz says so, and
+# `up -d` returns only once nginx is (the one-shot services start last)
+for svc in [f"inventoryd-{p}" for p in INSTANCES] + ["inventoryd-cluster"]:
+    hc = " ".join(str(x) for x in (services.get(svc, {}).get("healthcheck") or {}).get("test") or [])
+    check("/readyz" in hc, f"{svc}: healthy when GET /readyz answers 200",
+          f"{svc}: the healthcheck should ask /readyz, asks: {hc or 'nothing'}")
+for gate, after in (("ready", "nginx"), ("cluster-ready", "inventoryd-cluster")):
+    dep = (services.get(gate) or {}).get("depends_on") or {}
+    cond = dep.get(after, {}).get("condition") if isinstance(dep, dict) else None
+    check(cond == "service_healthy", f"{gate}: starts once {after} is healthy",
+          f"{gate}: should depend on {after} with condition service_healthy, has {dep}")
+check("healthcheck" in services.get("nginx", {}), "nginx: has a healthcheck (through it to /readyz)",
+      "nginx: no healthcheck, so `up -d` cannot wait for it")
 
 # --- the local stack's own files
 local_listen, local_servers = nginx_numbers(read("nginx/nginx.conf"))

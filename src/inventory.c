@@ -11,6 +11,7 @@
 #include <string.h>
 #include <uuid/uuid.h>
 #include "config.h"
+#include "log.h"
 #include "inventory_int.h"
 #include "item.h"
 
@@ -267,6 +268,7 @@ int inventory_seed(struct inventory *inv, long long stock, int *seeded,
     if (rc) return rc;
     *seeded = rep[0]->type == REDIS_REPLY_STATUS;
     free_replies(rep, 2);
+    atomic_store(&inv->seed_done, 1);
     return 0;
 }
 
@@ -399,6 +401,19 @@ int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
 int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
     struct rpool *m[READY_MASTERS_MAX];
     char why[384];
+    /* The start-up seed may have come before Redis could take it (a
+     * cluster still forming, Redis not up yet): until it has run, it is
+     * tried again here, and a sale cannot succeed without it. */
+    int seeded = 0;
+    if (!atomic_load(&inv->seed_done)) {
+        if (inventory_seed(inv, inv->cfg->initial_stock, &seeded, why, sizeof(why)) != 0) {
+            snprintf(errstr, errlen, "the stock %.120s is not seeded yet (%.200s)", inv->stock_key, why);
+            return INV_BACKEND;
+        }
+        if (seeded)
+            log_limited("seed", "%s did not exist: seeded with inventory.initial-stock=%d "
+                        "(the start-up seed had failed)", inv->stock_key, inv->cfg->initial_stock);
+    }
     int n = rpool_masters(inv->pool, m, READY_MASTERS_MAX, why, sizeof(why));
     if (n < 0) {
         snprintf(errstr, errlen, "Redis Cluster: %s", why);

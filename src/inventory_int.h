@@ -5,6 +5,7 @@
 #define INVENTORYD_INVENTORY_INT_H
 
 #include <hiredis/hiredis.h>
+#include <stdatomic.h>
 #include "inventory.h"
 
 struct probe;
@@ -25,6 +26,8 @@ struct inventory {
     char stock_key[INVENTORY_ITEM_MAX + 1];   /* the default item */
     char lock_name[128];
     char instance[16];           /* 8 hex digits naming this process */
+    atomic_int seed_done;        /* the start-up seed ran (the stock was set, or was there);
+                                    until then /readyz tries it again (inventory_ready) */
 };
 
 /* The Redis keys of one item (a stock key). */

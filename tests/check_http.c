@@ -1232,6 +1232,55 @@ START_TEST(test_readyz_is_503_naming_redis_while_it_is_frozen_and_200_once_it_an
 }
 END_TEST
 
+/* Whether the file at path holds text. */
+static int file_has(const char *path, const char *text) {
+    char buf[16384];
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
+}
+
+START_TEST(test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready) {
+    char why[512];
+    struct httpc_response r;
+    /* The window: an instance that starts while Redis cannot take its seed
+     * (frozen), on a Redis without the stock key. */
+    harness_stop(inst_pid);
+    inst_pid = -1;
+    ck_assert_int_eq((int)harness_redis_int(redis_port, "DEL inventory001"), 1);
+    ck_assert_int_eq(kill(redis_pid, SIGSTOP), 0);
+    char log[128];
+    snprintf(log, sizeof(log), "/tmp/check_http_seed.%d.log", (int)getpid());
+    char nodes[128], ttl[32];
+    snprintf(nodes, sizeof(nodes), "redlock.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             master_port[0], master_port[1], master_port[2]);
+    snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", READY_TTL_MS);
+    const char *sets[] = {redis_set, nodes, ttl, "redis.timeout=500", "redlock.node-timeout-ms=200",
+                          "lock.wait-ms=3000", NULL};
+    inst_pid = harness_inventoryd_start_logged(inst_port, sets, log);
+    ck_assert_int_gt(inst_pid, 0);
+    int missed = 0;
+    for (int i = 0; i < 100 && !missed; i++) {
+        missed = file_has(log, "sales answer 503 until Redis is back");
+        if (!missed) mclock_sleep_ms(50);
+    }
+    kill(redis_pid, SIGCONT);
+    ck_assert_msg(missed, "the start-up seed did not fail: the test missed its window");
+    ck_assert_int_eq((int)harness_redis_int(redis_port, "EXISTS inventory001"), 0);
+    /* Ready means a sale can succeed: the seed is made by then. */
+    ck_assert_msg(wait_ready(200, READY_TTL_MS + 5000, why, sizeof(why)) >= 0,
+                  "/readyz never answered 200; last reason: %s", why);
+    ck_assert_int_eq((int)harness_redis_int(redis_port, "GET inventory001"), 200);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_eq((int)harness_json_num(r.body, "unit"), 200);
+    unlink(log);
+}
+END_TEST
+
 Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -1297,6 +1346,7 @@ Suite *http_suite(void) {
     tcase_add_test(ready, test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a_redlock_sale_can_sell);
     tcase_add_test(ready, test_readyz_needs_a_quorum_of_redlock_masters_and_names_those_down);
     tcase_add_test(ready, test_readyz_is_503_naming_redis_while_it_is_frozen_and_200_once_it_answers);
+    tcase_add_test(ready, test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready);
     suite_add_tcase(s, ready);
     return s;
 }

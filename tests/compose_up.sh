@@ -387,21 +387,15 @@ cbase="http://127.0.0.1:$STACK_CLUSTER_INSTANCE_PORT"
 if [ "$engine" = docker ]; then
     dc --profile cluster up -d >"$work/up-cluster.log" 2>&1 ||
         fail "docker-compose --profile cluster up -d failed: $(tail -n 15 "$work/up-cluster.log")"
-    # KNOWN DEFECT: the instance's start-up seed of inventory001 can fall in
-    # the CLUSTERDOWN window just after redis-cluster-create (and under
-    # podman-compose before the cluster exists), so the stock may be
-    # missing (409 bad_stock); /readyz does not cover it. Seed it here.
-    code=$(admin_curl -s -o "$work/reset-cluster-default.json" -w '%{http_code}' --max-time 10 -X POST \
-        -d '{"stock":200}' "$cbase/inventory/reset")
-    expect "cluster: reset of inventory001 ($(cat "$work/reset-cluster-default.json"))" "$code" 200
+    # Served at once: no reset first. The instance's start-up seed of
+    # inventory001 can fall in the CLUSTERDOWN window just after
+    # redis-cluster-create; /readyz makes it before it says ready, and up
+    # waits for /readyz.
     code=$(curl -s -o "$work/first-cluster-sale.json" -w '%{http_code}' --max-time 20 "$cbase/inventory/sale/redisson")
     phase "docker-compose --profile cluster up -d"
 else
     # podman-compose started the cluster with everything else (no profiles).
     wait_ready "$cbase/readyz" "inventoryd-cluster"
-    code=$(admin_curl -s -o "$work/reset-cluster-default.json" -w '%{http_code}' --max-time 10 -X POST \
-        -d '{"stock":200}' "$cbase/inventory/reset")
-    expect "cluster: reset of inventory001 ($(cat "$work/reset-cluster-default.json"))" "$code" 200
     code=$(curl -s -o "$work/first-cluster-sale.json" -w '%{http_code}' --max-time 20 "$cbase/inventory/sale/redisson")
     phase "waiting for inventoryd-cluster's /readyz"
 fi

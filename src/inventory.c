@@ -75,7 +75,7 @@ int inventory_port(const struct inventory *inv) { return inv->port; }
 void inventory_keys(const struct inventory *inv, const char *item, struct item_keys *k) {
     if (!item) item = inv->stock_key;
     /* In cluster mode every key of the item shares the stock key's slot:
-     * "{item}" hashes as "item" does (CONTRACT.md). */
+     * "{item}" hashes as "item" does (docs/deploy.md, keys that live together). */
     char tagged[INVENTORY_ITEM_MAX + 3];
     snprintf(tagged, sizeof(tagged), inv->cluster ? "{%s}" : "%s", item);
     snprintf(k->stock, sizeof(k->stock), "%s", item);

@@ -723,7 +723,7 @@ START_TEST(test_a_reset_clears_the_probe_the_lock_and_the_counters) {
 }
 END_TEST
 
-/* CONTRACT.md: "The fence counter only ever grows: no reset deletes it." A
+/* docs/api.md (the reset): "never the fencing counter": it only grows. A
  * token handed out before a reset must stay older than every later one. */
 START_TEST(test_a_reset_never_lowers_the_fencing_token) {
     struct httpc_response r;

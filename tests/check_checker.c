@@ -413,6 +413,31 @@ START_TEST(test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale
 }
 END_TEST
 
+START_TEST(test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late) {
+    /* Redis was paused with the write in its socket: the lease ran out (the
+     * lock had expired when it applied: owned 0), but no newer token was
+     * issued, so the fence let it through and no one else could have read
+     * the stock meanwhile. A write without a token is late in that case. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 110, 1000, "sold", 10, 0),
+                            ev("2-0", "b:1", 5000, 5100, 6000, "sold", 9, 1)};
+    e[0].written_us = 4500;
+    e[0].token = 77;
+    e[1].token = 78;
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
+    ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+    e[0].token = e[1].token = 0;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
 START_TEST(test_the_counterexample_is_the_double_sale_and_the_holds_around_it) {
     /* 1 and 3 sold unit 10; 2 held between them; 4 came long after. */
     struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold", 10, -1),
@@ -468,6 +493,7 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_a_violation_is_its_own_evidence_whatever_the_coverage);
     tcase_add_test(c, test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds);
     tcase_add_test(c, test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale_token_write);
+    tcase_add_test(c, test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late);
     tcase_add_test(c, test_the_counterexample_is_the_double_sale_and_the_holds_around_it);
     suite_add_tcase(s, c);
     return s;

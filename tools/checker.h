@@ -18,7 +18,9 @@
  *                 where Redis could not look (owned unknown), the write
  *                 applied after the lease deadline (written_us, else
  *                 released_us, past lease_us). The holder's own "late" flag
- *                 is not evidence and is not read
+ *                 is not evidence and is not read. A write that carried a
+ *                 fencing token is not judged so, but by its token (below):
+ *                 the fence, not the lock, decides whether it may apply
  *   lost_sale     a client was told "sold" but the ledger has no entry for
  *                 its order
  *   untold_sale   the ledger has an entry no client was told was sold (a

@@ -14,6 +14,7 @@ packages=(
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
     chromium
     libfaketime    # the safety matrix's clock-drift nemesis (scripts/matrix.sh)
+    iproute2 nftables   # the campaigns' network partitions (scripts/campaign.sh)
 )
 # node and npm for the browser test: Debian's, unless some are already on PATH.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

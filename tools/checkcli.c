@@ -245,7 +245,7 @@ static void add_event(cJSON *list, const struct chk_event *e) {
     cJSON_AddItemToArray(list, x);
 }
 
-#define COUNTEREXAMPLE_MAX 12
+#define COUNTEREXAMPLE_MAX 6
 
 static void print_json(const struct options *o, const struct loaded *L, const struct chk_report *r,
                        const struct synth_cost *cost) {

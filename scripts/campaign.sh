@@ -1045,6 +1045,7 @@ set grid ytics
 set style fill solid 0.8 border -1
 set boxwidth 0.7
 set bmargin 14
+set rmargin 10
 plot "$dat" using 1:2:(0.7):5:xtic(6) with boxes lc rgb variable notitle, \
      "$dat" using 1:2:3:4 with yerrorbars lc rgb "black" pt 0 lw 1.5 notitle
 EOF

@@ -15,7 +15,8 @@ packages=(
     chromium
     libfaketime    # the safety matrix's clock-drift nemesis (scripts/matrix.sh)
     # the compose stack run for real (tests/compose_up.sh, scripts/images.sh)
-    docker.io docker-compose debootstrap python3-yaml iproute2
+    docker.io docker-compose debootstrap python3-yaml
+    iproute2 nftables   # the campaigns' network partitions (scripts/campaign.sh)
 )
 # node and npm for the browser test: Debian's, unless some are already on PATH.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

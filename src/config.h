@@ -92,8 +92,10 @@ struct config {
                                    host:port,host:port; a scenario's sale A goes to
                                    the first, B to the second; empty = lab.target */
     char lab_results_dir[256];  /* lab.results-dir, default results: where
-                                   GET /lab/results/<name> reads demo.csv and
-                                   matrix.csv (relative to the working directory) */
+                                   GET /lab/results/<name> reads demo.csv,
+                                   matrix.csv, campaign.csv and
+                                   campaign-counterexample.json (relative to the
+                                   working directory) */
 
     /* faults.* */
     int faults_enabled;         /* faults.enabled, default false */

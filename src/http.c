@@ -572,7 +572,8 @@ static enum MHD_Result do_lab_scenarios(const struct call *k) {
     return answer(k->conn, 200, reply_lab_scenarios(&info), CT_JSON, NULL);
 }
 
-/* GET /lab/results/demo.csv, /lab/results/matrix.csv */
+/* GET /lab/results/<name>: demo.csv, matrix.csv, campaign.csv (CSV) and
+ * campaign-counterexample.json (JSON) */
 static enum MHD_Result do_lab_result(const struct call *k) {
     char *body, why[512];
     size_t len;
@@ -580,7 +581,9 @@ static enum MHD_Result do_lab_result(const struct call *k) {
     if (rc == LAB_NOT_FOUND) return answer_error(k->conn, 404, "not_found", why, 0);
     if (rc != LAB_OK) return answer_error(k->conn, 500, "internal_error", why, 0);
     (void)len;
-    return answer(k->conn, 200, body, CT_CSV, NULL);
+    size_t n = strlen(k->rt->arg);
+    int is_json = n > 5 && strcmp(k->rt->arg + n - 5, ".json") == 0;
+    return answer(k->conn, 200, body, is_json ? CT_JSON : CT_CSV, NULL);
 }
 
 /* The handler of each route; the routes reading ?item= are marked, and so

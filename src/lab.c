@@ -845,22 +845,39 @@ void lab_get_info(struct lab *lab, struct lab_info *info) {
     info->has_demo = stat(path, &st) == 0 && S_ISREG(st.st_mode);
     snprintf(path, sizeof(path), "%s/matrix.csv", lab->results_dir);
     info->has_matrix = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    snprintf(path, sizeof(path), "%s/campaign.csv", lab->results_dir);
+    info->has_campaign = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    snprintf(path, sizeof(path), "%s/campaign-counterexample.json", lab->results_dir);
+    info->has_counterexample = stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
+
+/* The results files served, each with the script that writes it. */
+static const struct {
+    const char *name, *script;
+} result_files[] = {
+    {"demo.csv", "demo"},
+    {"matrix.csv", "matrix"},
+    {"campaign.csv", "campaign"},
+    {"campaign-counterexample.json", "campaign"},
+};
 
 int lab_result_file(struct lab *lab, const char *name, char **body, size_t *len,
                     char *errstr, size_t errlen) {
     *body = NULL;
     *len = 0;
-    if (strcmp(name, "demo.csv") != 0 && strcmp(name, "matrix.csv") != 0) {
-        snprintf(errstr, errlen, "only demo.csv and matrix.csv are served here");
+    const char *script = NULL;
+    for (size_t i = 0; i < sizeof(result_files) / sizeof(result_files[0]); i++)
+        if (strcmp(name, result_files[i].name) == 0) script = result_files[i].script;
+    if (!script) {
+        snprintf(errstr, errlen, "only demo.csv, matrix.csv, campaign.csv and "
+                 "campaign-counterexample.json are served here");
         return LAB_NOT_FOUND;
     }
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", lab->results_dir, name);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(errstr, errlen, "%s: %s (scripts/%s.sh writes it)", path, strerror(errno),
-                 strcmp(name, "demo.csv") == 0 ? "demo" : "matrix");
+        snprintf(errstr, errlen, "%s: %s (scripts/%s.sh writes it)", path, strerror(errno), script);
         return errno == ENOENT ? LAB_NOT_FOUND : LAB_BAD;
     }
     struct stat st;

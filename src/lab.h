@@ -136,6 +136,8 @@ struct lab_info {
     struct scenario_settings scenario;  /* what scenario times are sized for */
     int running;                 /* the id of the run under way, or 0 */
     int has_demo, has_matrix;    /* results/demo.csv, results/matrix.csv exist */
+    int has_campaign;            /* results/campaign.csv exists */
+    int has_counterexample;      /* results/campaign-counterexample.json exists */
     int token_required;          /* POST /lab/runs needs the admin token */
 };
 
@@ -168,8 +170,8 @@ int lab_runs(struct lab *lab, struct lab_run_view *v, int max);
 /* The lab's settings and the run under way. */
 void lab_get_info(struct lab *lab, struct lab_info *info);
 
-/* Reads results file name ("demo.csv" or "matrix.csv"; any other name is
- * LAB_NOT_FOUND) from lab.results-dir into *body (malloc'd, NUL-terminated;
+/* Reads results file name ("demo.csv", "matrix.csv", "campaign.csv" or
+ * "campaign-counterexample.json"; any other name is LAB_NOT_FOUND) from lab.results-dir into *body (malloc'd, NUL-terminated;
  * the caller frees it) and *len. LAB_OK; LAB_NOT_FOUND with errstr set when
  * the name is not one of those or the file does not exist; LAB_BAD when it
  * is larger than LAB_RESULT_FILE_MAX or unreadable. */

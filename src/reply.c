@@ -378,6 +378,8 @@ char *reply_lab_status(const struct lab_info *info) {
     cJSON *files = cJSON_AddObjectToObject(o, "results");
     cJSON_AddBoolToObject(files, "demo.csv", info->has_demo);
     cJSON_AddBoolToObject(files, "matrix.csv", info->has_matrix);
+    cJSON_AddBoolToObject(files, "campaign.csv", info->has_campaign);
+    cJSON_AddBoolToObject(files, "campaign-counterexample.json", info->has_counterexample);
     return render(o);
 }
 

@@ -30,7 +30,8 @@ static const struct fixed_route fixed_routes[] = {
 /* The files under /lab/ (the page's assets) and /lab/results/: these names
  * only, never a path from the client. */
 static const char *const lab_assets[] = {"app.js", "app.css", "icon.svg"};
-static const char *const lab_results[] = {"demo.csv", "matrix.csv"};
+static const char *const lab_results[] = {"demo.csv", "matrix.csv", "campaign.csv",
+                                          "campaign-counterexample.json"};
 
 int route_needs_lab(enum route_id id) {
     return id == ROUTE_LAB_RUNS || id == ROUTE_LAB_RUN || id == ROUTE_LAB_SCENARIOS ||

@@ -20,7 +20,8 @@ enum route_id {
     ROUTE_LAB_RUNS,      /* GET /lab/runs (the kept runs), POST /lab/runs (start one) */
     ROUTE_LAB_RUN,       /* GET /lab/runs/{id}; arg = the id */
     ROUTE_LAB_SCENARIOS, /* GET /lab/scenarios */
-    ROUTE_LAB_RESULT,    /* GET /lab/results/demo.csv, /lab/results/matrix.csv; arg = the file */
+    ROUTE_LAB_RESULT,    /* GET /lab/results/{demo,matrix,campaign}.csv,
+                            campaign-counterexample.json; arg = the file */
 };
 
 /* Whether a route exists only with lab.enabled=true (else it is a 404). */

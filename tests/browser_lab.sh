@@ -55,6 +55,18 @@ expiring,pool,safe,either,yes,0,0,0,0,0,0,0,1.00,600,600
 fenced,pause,safe,safe,yes,0,0,1,1,0,0,0,0.99,598,600
 fenced,pool,unavailable,safe,yes,0,0,0,0,0,0,0,0.10,60,600
 EOF
+cat >"$work/results/campaign.csv" <<'EOF'
+strategy,mix,seeds,violating_seeds,rate,ci_low,ci_high,covered_seeds,first_violating_seed,sold_twice_total
+owner-lua,partition+pause,30,11,0.3667,0.2187,0.5449,21,2,14
+fenced,partition+pause,30,0,0.0000,0.0000,0.1135,19,,0
+EOF
+cat >"$work/results/campaign-counterexample.json" <<'EOF'
+{"strategy":"owner-lua","mix":"partition+pause","seed":2,"faults":"pause a @900+1400","kind":"sold_twice",
+ "detail":"unit 99917 went to orders a1-70 and b2-81",
+ "events":[
+  {"id":"1-0","instance":"a1","port":3786,"owner":"x:70","order":"a1-70","outcome":"sold","granted_us":1000000,"released_us":2600000,"lease_us":1990000,"written_us":2600100,"owned":0,"unit":99917,"token":0},
+  {"id":"2-0","instance":"b2","port":3786,"owner":"y:81","order":"b2-81","outcome":"sold","granted_us":2010000,"released_us":2030000,"lease_us":3000000,"written_us":2030100,"owned":1,"unit":99917,"token":0}]}
+EOF
 
 common=(--set faults.enabled=true --set lock.ttl-ms=1000 --set lock.wait-ms=3000)
 start_instance "$port1" "${common[@]}" --set lab.enabled=true \

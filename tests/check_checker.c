@@ -358,25 +358,115 @@ START_TEST(test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds) 
 }
 END_TEST
 
-START_TEST(test_a_write_a_fence_let_through_is_not_late_though_the_lock_had_gone) {
-    /* The lock expired under a's hold, but no newer token was issued before
-     * its write applied: the fence let it through, and it was right to. */
-    struct chk_event e[] = {ev("1-0", "a:1", 100, 1500, 1000, "sold", 10, 0),
-                            ev("2-0", "b:1", 1600, 1700, 2600, "sold", 9, 1)};
-    e[0].fenced = 1;
-    e[1].fenced = 1;
+START_TEST(test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale_token_write) {
+    /* In the order Redis applied them: token 7 wrote, then token 5 (a
+     * holder paused past its lease whose fence let it through), then 8. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, -1),
+                            ev("2-0", "b:1", 300, 400, 1300, "sold", 9, -1),
+                            ev("3-0", "c:1", 500, 600, 1500, "sold", 8, -1)};
+    e[0].token = 7;
+    e[1].token = 5;
+    e[2].token = 8;
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0"), entry(8, "o-3-0")};
+    struct chk_input in = {.events = e, .nevents = 3, .ledger = l, .nledger = 3, .stock = 7, .initial = 10};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 1);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 0);
+    ck_assert(!r.safe);
+    ck_assert_str_eq(chk_verdict(&r), "unsafe");
+    ck_assert_str_eq(chk_kind_word(CHK_STALE_TOKEN), "stale_token_write");
+    int found = 0;
+    for (size_t i = 0; i < r.nfindings; i++)
+        if (r.findings[i].kind == CHK_STALE_TOKEN) {
+            ck_assert_str_eq(r.findings[i].a, "1-0");
+            ck_assert_str_eq(r.findings[i].b, "2-0");
+            found = 1;
+        }
+    ck_assert(found);
+    chk_report_free(&r);
+    /* the same token written again by another owner is stale too */
+    e[1].token = 7;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 1);
+    chk_report_free(&r);
+    /* and tokens that only grow, or a refused write, or no token, are fine */
+    e[1].token = 7;
+    snprintf(e[1].outcome, sizeof(e[1].outcome), "stale_token");
+    struct chk_entry l2[] = {entry(10, "o-1-0"), entry(8, "o-3-0")};
+    in.ledger = l2;
+    in.nledger = 2;
+    in.stock = 8;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+    e[0].token = e[1].token = e[2].token = 0;
+    snprintf(e[1].outcome, sizeof(e[1].outcome), "sold");
+    in.ledger = l;
+    in.nledger = 3;
+    in.stock = 7;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late) {
+    /* Redis was paused with the write in its socket: the lease ran out (the
+     * lock had expired when it applied: owned 0), but no newer token was
+     * issued, so the fence let it through and no one else could have read
+     * the stock meanwhile. A write without a token is late in that case. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 110, 1000, "sold", 10, 0),
+                            ev("2-0", "b:1", 5000, 5100, 6000, "sold", 9, 1)};
+    e[0].written_us = 4500;
+    e[0].token = 77;
+    e[1].token = 78;
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8,
-                           .initial = 10};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
+    ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 0);
     ck_assert(r.safe);
-    ck_assert_int_eq(chk_coverage(&r, CHK_LEASE_EXPIRED_INSIDE), 1);
     chk_report_free(&r);
-    /* without the fence's word the same write is late */
-    e[0].fenced = 0;
+    e[0].token = e[1].token = 0;
     r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
+START_TEST(test_the_counterexample_is_the_double_sale_and_the_holds_around_it) {
+    /* 1 and 3 sold unit 10; 2 held between them; 4 came long after. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold", 10, -1),
+                            ev("2-0", "b:1", 200, 250, 1200, "sold", 9, -1),
+                            ev("3-0", "c:1", 300, 350, 1300, "sold", 10, -1),
+                            ev("4-0", "d:1", 5000, 5100, 6000, "sold", 8, -1)};
+    e[0].written_us = 390;
+    struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0"), entry(10, "o-3-0"),
+                            entry(8, "o-4-0")};
+    struct chk_input in = {.events = e, .nevents = 4, .ledger = l, .nledger = 4, .stock = 7, .initial = 10};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
+    size_t idx[8];
+    long f;
+    size_t n = chk_counterexample(&in, &r, idx, 8, &f);
+    ck_assert_int_ge(f, 0);
+    ck_assert_int_eq(r.findings[f].kind, CHK_SOLD_TWICE);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(idx[0], 0);
+    ck_assert_int_eq(idx[1], 1);
+    ck_assert_int_eq(idx[2], 2);
+    /* at most max */
+    ck_assert_int_eq(chk_counterexample(&in, &r, idx, 2, &f), 2);
+    chk_report_free(&r);
+    /* a safe run has none */
+    struct chk_input calm = {.events = e + 3, .nevents = 1, .ledger = l + 3, .nledger = 1, .stock = 9, .initial = 10};
+    r = judge(&calm);
+    ck_assert_int_eq(chk_counterexample(&calm, &r, idx, 8, &f), 0);
+    ck_assert_int_eq(f, -1);
     chk_report_free(&r);
 }
 END_TEST
@@ -402,7 +492,9 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_a_clean_run_whose_fault_missed_its_window_is_inconclusive_not_safe);
     tcase_add_test(c, test_a_violation_is_its_own_evidence_whatever_the_coverage);
     tcase_add_test(c, test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds);
-    tcase_add_test(c, test_a_write_a_fence_let_through_is_not_late_though_the_lock_had_gone);
+    tcase_add_test(c, test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale_token_write);
+    tcase_add_test(c, test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late);
+    tcase_add_test(c, test_the_counterexample_is_the_double_sale_and_the_holds_around_it);
     suite_add_tcase(s, c);
     return s;
 }

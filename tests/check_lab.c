@@ -283,7 +283,7 @@ START_TEST(test_the_scenarios_are_listed_with_their_times_for_this_ttl) {
 }
 END_TEST
 
-START_TEST(test_results_files_come_from_lab_results_dir_and_only_those_two) {
+START_TEST(test_results_files_come_from_lab_results_dir_and_only_those_named) {
     start_instance(1, 0);
     struct httpc_response r;
     ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/demo.csv", NULL, NULL, &r), 404);
@@ -305,6 +305,35 @@ START_TEST(test_results_files_come_from_lab_results_dir_and_only_those_two) {
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(j, "results");
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "demo.csv")));
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(res, "matrix.csv")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(res, "campaign.csv")));
+    cJSON_Delete(j);
+    /* the campaign's table, and its counterexample as JSON (the Campaigns view) */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.csv", NULL, NULL, &r), 404);
+    const char *csv = "strategy,mix,seeds,violating_seeds,rate,ci_low,ci_high,covered_seeds,"
+                      "first_violating_seed,sold_twice_total\nfenced,partition,30,0,0.0000,0.0000,0.1135,"
+                      "12,,0\n";
+    snprintf(path, sizeof(path), "%s/campaign.csv", results_dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(csv, f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/campaign-counterexample.json", results_dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"strategy\":\"owner-lua\",\"events\":[]}\n", f);
+    fclose(f);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.csv", NULL, NULL, &r), 200);
+    ck_assert_str_eq(r.content_type, "text/csv; charset=utf-8");
+    ck_assert_str_eq(r.body, csv);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign-counterexample.json", NULL, NULL, &r), 200);
+    ck_assert_str_eq(r.content_type, "application/json; charset=utf-8");
+    ck_assert_str_eq(harness_json_str(r.body, "strategy"), "owner-lua");
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.md", NULL, NULL, &r), 404);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab", NULL, NULL, &r), 200);
+    j = json(&r);
+    res = cJSON_GetObjectItemCaseSensitive(j, "results");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "campaign.csv")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "campaign-counterexample.json")));
     cJSON_Delete(j);
 }
 END_TEST
@@ -732,7 +761,7 @@ Suite *lab_suite(void) {
     tcase_add_test(core, test_a_load_run_sells_exactly_the_stock_and_its_numbers_match_the_audit);
     tcase_add_test(core, test_a_second_run_while_one_is_going_answers_409_with_a_json_error);
     tcase_add_test(core, test_the_scenarios_are_listed_with_their_times_for_this_ttl);
-    tcase_add_test(core, test_results_files_come_from_lab_results_dir_and_only_those_two);
+    tcase_add_test(core, test_results_files_come_from_lab_results_dir_and_only_those_named);
     suite_add_tcase(s, core);
     TCase *limits = tcase_create("Limits");
     tcase_add_checked_fixture(limits, setup, teardown);

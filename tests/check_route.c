@@ -305,6 +305,11 @@ START_TEST(test_lab_scenarios_and_the_two_result_files_are_their_routes) {
     ck_assert_int_eq(match("GET", "/lab/results/matrix.csv"), ROUTE_LAB_RESULT);
     ck_assert_str_eq(r.arg, "matrix.csv");
     ck_assert_str_eq(r.allow, "GET");
+    ck_assert_int_eq(match("GET", "/lab/results/campaign.csv"), ROUTE_LAB_RESULT);
+    ck_assert_str_eq(r.arg, "campaign.csv");
+    ck_assert_int_eq(match("GET", "/lab/results/campaign-counterexample.json"), ROUTE_LAB_RESULT);
+    ck_assert_str_eq(r.arg, "campaign-counterexample.json");
+    ck_assert_int_eq(match("GET", "/lab/results/campaign.md"), ROUTE_NOT_FOUND);
 }
 END_TEST
 

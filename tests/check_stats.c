@@ -229,6 +229,36 @@ START_TEST(test_positive_skips_every_word_that_is_not_a_number_above_0) {
 }
 END_TEST
 
+START_TEST(test_the_wilson_interval_of_a_rate_has_its_known_bounds) {
+    double lo, hi;
+    /* 0 of 30: 0 to 11.35%; 30 of 30: 88.65% to 1; 11 of 30 (36.7%): 21.9% to 54.5% */
+    ck_assert_int_eq(stats_wilson(0, 30, 1.96, &lo, &hi), 0);
+    ck_assert_double_eq(lo, 0.0);
+    ck_assert_double_eq_tol(hi, 0.1135, 0.0001);
+    ck_assert_int_eq(stats_wilson(30, 30, 1.96, &lo, &hi), 0);
+    ck_assert_double_eq_tol(lo, 0.8865, 0.0001);
+    ck_assert_double_eq(hi, 1.0);
+    ck_assert_int_eq(stats_wilson(11, 30, 1.96, &lo, &hi), 0);
+    ck_assert_double_eq_tol(lo, 0.2187, 0.0001);
+    ck_assert_double_eq_tol(hi, 0.5449, 0.0001);
+    ck_assert_int_eq(stats_wilson(1, 0, 1.96, &lo, &hi), -1);
+    ck_assert_int_eq(stats_wilson(4, 3, 1.96, &lo, &hi), -1);
+    ck_assert_int_eq(stats_wilson(-1, 3, 1.96, &lo, &hi), -1);
+}
+END_TEST
+
+START_TEST(test_wilson_low_and_high_print_the_interval_of_k_in_n) {
+    stats(NULL, "-d", "4", "wilson-low", "11", "30", NULL);
+    assert_printed("0.2187\n");
+    stats(NULL, "-d", "4", "wilson-high", "11", "30", NULL);
+    assert_printed("0.5449\n");
+    stats(NULL, "-d", "4", "wilson-high", "0", "30", NULL);
+    assert_printed("0.1135\n");
+    ck_assert_int_eq(stats(NULL, "wilson-low", "3", "0", NULL), 1);
+    ck_assert_int_eq(stats(NULL, "wilson-low", "3", NULL), 1);
+}
+END_TEST
+
 START_TEST(test_a_ratio_over_0_or_of_other_than_two_numbers_is_undefined) {
     ck_assert_int_eq(stats(NULL, "ratio", "1", "0", NULL), 1);
     ck_assert_int_eq(stats(NULL, "ratio", "1", "2", "3", NULL), 1);
@@ -353,6 +383,7 @@ Suite *stats_suite(void) {
     tcase_add_test(
         core, test_the_percentile_bucket_is_the_first_whose_count_reaches_p_percent_of_the_total);
     tcase_add_test(core, test_a_histogram_with_no_sample_has_no_percentile_bucket);
+    tcase_add_test(core, test_the_wilson_interval_of_a_rate_has_its_known_bounds);
     suite_add_tcase(s, core);
 
     tcase_add_test(
@@ -368,6 +399,7 @@ Suite *stats_suite(void) {
     tcase_add_test(program, test_a_word_that_is_not_a_number_fails_unless_skipped);
     tcase_add_test(program, test_positive_skips_every_word_that_is_not_a_number_above_0);
     tcase_add_test(program, test_a_ratio_over_0_or_of_other_than_two_numbers_is_undefined);
+    tcase_add_test(program, test_wilson_low_and_high_print_the_interval_of_k_in_n);
     tcase_add_test(program, test_by_key_gives_the_figure_per_key_in_the_order_keys_first_appear);
     tcase_add_test(program, test_a_negative_number_after_the_figure_is_a_number_not_an_option);
     tcase_add_test(program, test_hist_names_the_bound_of_the_bucket_or_the_last_finite_one_past_it);

@@ -8,7 +8,19 @@
  * not be read, 3 when nothing unsafe was found but the history is
  * incomplete (trimmed by its cap), 4 when nothing unsafe was found but a
  * coverage event named by --need was not seen (the fault missed its
- * window): never a verdict of safe then. */
+ * window): never a verdict of safe then.
+ *
+ * The JSON also carries the counterexample: the few recorded holds that
+ * show the first safety finding (chk_counterexample), for a reader or the
+ * lab page to draw on a timeline.
+ *
+ * --synthetic N checks no Redis: it makes a history of N holds of two
+ * instances, one after another, with their ledger and answers, and plants
+ * one unit sold twice by two overlapping holds halfway through; it then
+ * judges it as it would a real one and adds what that cost ("synthetic":
+ * seconds to make it, seconds to check it, peak RSS). A correct checker
+ * answers unsafe (exit 1) with exactly one unit sold twice and one overlap:
+ * the proof that it judges a history of that size, within its time. */
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <getopt.h>
@@ -16,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include "addr.h"
 #include "checker.h"
 #include "stats.h"
@@ -34,6 +48,7 @@ struct options {
     int no_overlaps;
     char *needs[NEEDS_MAX];      /* --need, split at commas (strtok on optarg) */
     int nneeds;
+    long synthetic;              /* --synthetic N: 0, or the events to make */
 };
 
 /* The loaded input and the storage behind it. */
@@ -62,6 +77,10 @@ static void usage(FILE *f) {
         "                      of safe (holder_inside, lease_expired_inside, ...);\n"
         "                      repeatable, up to 8 in all\n"
         "  --format json|text  (json)\n"
+        "  --synthetic N       read no Redis: make a history of N holds with one unit\n"
+        "                      sold twice planted in it, judge it, and say how long\n"
+        "                      that took and the peak memory (a correct checker\n"
+        "                      answers unsafe: sold_twice 1, overlap 1)\n"
         "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input, 3 incomplete\n"
         "(nothing unsafe found, but the history lost events), 4 inconclusive (nothing\n"
         "unsafe found, but a --need event was not seen): no verdict of safe then.\n");
@@ -82,7 +101,7 @@ static void event_fields(const redisReply *f, struct chk_event *e) {
         else if (!strcmp(k, "unit")) e->unit = strtoll(v, NULL, 10);
         else if (!strcmp(k, "written_us")) e->written_us = strtoll(v, NULL, 10);
         else if (!strcmp(k, "owned")) e->owned = atoi(v);
-        else if (!strcmp(k, "fenced")) e->fenced = atoi(v);
+        else if (!strcmp(k, "token")) e->token = strtoll(v, NULL, 10);
     }
 }
 
@@ -203,7 +222,33 @@ static int load_told(const char *path, long long since_us, struct loaded *L) {
     return 0;
 }
 
-static void print_json(const struct options *o, const struct loaded *L, const struct chk_report *r) {
+/* What --synthetic measured. */
+struct synth_cost {
+    double make_s, check_s, max_rss_mb;
+};
+
+static void add_event(cJSON *list, const struct chk_event *e) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "id", e->id);
+    cJSON_AddStringToObject(x, "instance", e->instance);
+    cJSON_AddNumberToObject(x, "port", e->port);
+    cJSON_AddStringToObject(x, "owner", e->owner);
+    cJSON_AddStringToObject(x, "order", e->order);
+    cJSON_AddStringToObject(x, "outcome", e->outcome);
+    cJSON_AddNumberToObject(x, "granted_us", (double)e->granted_us);
+    cJSON_AddNumberToObject(x, "released_us", (double)e->released_us);
+    cJSON_AddNumberToObject(x, "lease_us", (double)e->lease_us);
+    cJSON_AddNumberToObject(x, "written_us", (double)e->written_us);
+    cJSON_AddNumberToObject(x, "owned", e->owned);
+    cJSON_AddNumberToObject(x, "unit", (double)e->unit);
+    cJSON_AddNumberToObject(x, "token", (double)e->token);
+    cJSON_AddItemToArray(list, x);
+}
+
+#define COUNTEREXAMPLE_MAX 6
+
+static void print_json(const struct options *o, const struct loaded *L, const struct chk_report *r,
+                       const struct synth_cost *cost) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "item", o->item);
     cJSON_AddBoolToObject(root, "safe", r->safe);
@@ -238,13 +283,33 @@ static void print_json(const struct options *o, const struct loaded *L, const st
         cJSON_AddStringToObject(x, "detail", f->detail);
         cJSON_AddItemToArray(list, x);
     }
+    size_t idx[COUNTEREXAMPLE_MAX];
+    long fi;
+    size_t n = chk_counterexample(&L->in, r, idx, COUNTEREXAMPLE_MAX, &fi);
+    if (fi >= 0) {
+        cJSON *ce = cJSON_AddObjectToObject(root, "counterexample");
+        cJSON_AddStringToObject(ce, "kind", chk_kind_word(r->findings[fi].kind));
+        cJSON_AddStringToObject(ce, "detail", r->findings[fi].detail);
+        cJSON *evs = cJSON_AddArrayToObject(ce, "events");
+        for (size_t i = 0; i < n; i++) add_event(evs, &L->in.events[idx[i]]);
+    } else {
+        cJSON_AddNullToObject(root, "counterexample");
+    }
+    if (cost) {
+        cJSON *syn = cJSON_AddObjectToObject(root, "synthetic");
+        cJSON_AddNumberToObject(syn, "events", (double)o->synthetic);
+        cJSON_AddNumberToObject(syn, "make_s", cost->make_s);
+        cJSON_AddNumberToObject(syn, "check_s", cost->check_s);
+        cJSON_AddNumberToObject(syn, "max_rss_mb", cost->max_rss_mb);
+    }
     char *s = cJSON_Print(root);
     if (s) puts(s);
     free(s);
     cJSON_Delete(root);
 }
 
-static void print_text(const struct loaded *L, const struct chk_report *r) {
+static void print_text(const struct loaded *L, const struct chk_report *r,
+                       const struct synth_cost *cost) {
     char word[16];
     size_t i = 0;
     for (const char *v = chk_verdict(r); *v && i + 1 < sizeof(word); v++)
@@ -265,6 +330,9 @@ static void print_text(const struct loaded *L, const struct chk_report *r) {
     for (int k = 0; k < CHK_KINDS; k++) printf("  %-12s %lld\n", chk_kind_word(k), r->counts[k]);
     for (size_t i = 0; i < r->nfindings; i++)
         printf("  - %s: %s\n", chk_kind_word(r->findings[i].kind), r->findings[i].detail);
+    if (cost)
+        printf("  synthetic: %zu events made in %.2f s, checked in %.2f s, peak RSS %.0f MB\n",
+               L->in.nevents, cost->make_s, cost->check_s, cost->max_rss_mb);
 }
 
 static int parse_args(int argc, char **argv, struct options *o) {
@@ -274,12 +342,13 @@ static int parse_args(int argc, char **argv, struct options *o) {
         {"max-findings", required_argument, NULL, 'm'}, {"format", required_argument, NULL, 'f'},
         {"no-overlaps", no_argument, NULL, 'O'},  {"help", no_argument, NULL, 'h'},
         {"need", required_argument, NULL, 'n'},
+        {"synthetic", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     int ch;
     long v;
     char why[128];
-    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:n:Oh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:n:S:Oh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'r':
             if (addr_parse(optarg, strlen(optarg), &o->redis, why, sizeof(why)) != 0) goto bad;
@@ -305,6 +374,10 @@ static int parse_args(int argc, char **argv, struct options *o) {
                 o->needs[o->nneeds++] = t;
             }
             break;
+        case 'S':
+            if (stats_parse_long(optarg, 1, 50000000, &v) != 0) goto bad;
+            o->synthetic = v;
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -316,6 +389,66 @@ bad:
     return optind < argc ? (usage(stderr), -1) : 0;
 }
 
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --synthetic: n holds of two instances, each granted 1 ms after the one
+ * before and held 0.8 ms, writing the next unit down with the next token,
+ * with its ledger entry and its answer; halfway, one hold is granted while
+ * the one before still holds, and sells that one's unit again. 0 or -1. */
+static int load_synthetic(long n, struct loaded *L) {
+    L->events = calloc((size_t)n, sizeof(*L->events));
+    L->ledger = calloc((size_t)n, sizeof(*L->ledger));
+    L->told = calloc((size_t)n, sizeof(*L->told));
+    if (!L->events || !L->ledger || !L->told) return -1;
+    const int64_t t0 = 1700000000000000;
+    const long planted = n / 2;
+    for (long i = 0; i < n; i++) {
+        struct chk_event *e = &L->events[i];
+        const char *inst = i % 2 ? "b1c2d3e4" : "a1b2c3d4";
+        int64_t g = t0 + (int64_t)i * 1000;
+        long long unit = n - i;
+        if (i == planted && i > 0) {
+            g -= 500;                       /* while the hold before still holds */
+            unit = L->events[i - 1].unit;   /* and its unit, again */
+        }
+        char id[48];
+        snprintf(id, sizeof(id), "%lld-%ld", (long long)(g / 1000), i);
+        snprintf(e->id, sizeof(e->id), "%.31s", id);
+        snprintf(e->instance, sizeof(e->instance), "%s", inst);
+        e->port = i % 2 ? 3787 : 3786;
+        snprintf(e->owner, sizeof(e->owner), "%s00000000000000000000000000000000:%ld", inst, i);
+        snprintf(e->order, sizeof(e->order), "%s-%ld", inst, i);
+        snprintf(e->outcome, sizeof(e->outcome), "sold");
+        e->granted_us = g;
+        e->released_us = g + 800;
+        e->lease_us = g + 10000;
+        e->written_us = g + 700;
+        e->owned = 1;
+        e->unit = unit;
+        e->token = i + 1;
+        L->ledger[i].unit = unit;
+        snprintf(L->ledger[i].order, sizeof(L->ledger[i].order), "%s", e->order);
+        L->ledger[i].port = e->port;
+        L->told[i].answered_us = g + 900;
+        snprintf(L->told[i].status, sizeof(L->told[i].status), "sold");
+        snprintf(L->told[i].order, sizeof(L->told[i].order), "%s", e->order);
+        L->told[i].unit = unit;
+    }
+    L->in.events = L->events;
+    L->in.nevents = (size_t)n;
+    L->in.ledger = L->ledger;
+    L->in.nledger = (size_t)n;
+    L->in.told = L->told;
+    L->in.ntold = L->ntold = (size_t)n;
+    L->in.initial = n;
+    L->in.stock = 0;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     struct options o = {.item = "inventory001", .max_findings = 100};
     snprintf(o.redis.host, sizeof(o.redis.host), "127.0.0.1");
@@ -323,20 +456,35 @@ int main(int argc, char **argv) {
     if (parse_args(argc, argv, &o) != 0) return 2;
     struct loaded L;
     memset(&L, 0, sizeof(L));
-    int rc = load_redis(&o, &L);
+    struct synth_cost cost = {0}, *costp = NULL;
+    double t = mono_s();
+    int rc;
+    if (o.synthetic) {
+        costp = &cost;
+        rc = load_synthetic(o.synthetic, &L);
+        if (rc != 0) fprintf(stderr, "inventory-check: out of memory making %ld events\n", o.synthetic);
+        cost.make_s = mono_s() - t;
+        o.ntold = 0;   /* the answers are made too */
+    } else {
+        rc = load_redis(&o, &L);
+    }
     L.in.skip_overlaps = o.no_overlaps;
     L.in.needs = (const char *const *)o.needs;
     L.in.nneeds = (size_t)o.nneeds;
     for (int i = 0; rc == 0 && i < o.ntold; i++) rc = load_told(o.told[i], o.since_us, &L);
     struct chk_report r;
+    t = mono_s();
     if (rc == 0 && chk_run(&L.in, (size_t)o.max_findings, &r) != 0) {
         fprintf(stderr, "inventory-check: out of memory\n");
         rc = -1;
     }
+    cost.check_s = mono_s() - t;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) cost.max_rss_mb = (double)ru.ru_maxrss / 1024.0;
     int status = 2;
     if (rc == 0) {
-        if (o.text) print_text(&L, &r);
-        else print_json(&o, &L, &r);
+        if (o.text) print_text(&L, &r, costp);
+        else print_json(&o, &L, &r, costp);
         const char *v = chk_verdict(&r);
         status = r.safe ? 0 : !strcmp(v, "unsafe") ? 1 : !strcmp(v, "incomplete") ? 3 : 4;
         chk_report_free(&r);

@@ -1,12 +1,14 @@
 /* checker.c -- the safety checker's judgement (see checker.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "checker.h"
 
 const char *chk_kind_word(enum chk_kind k) {
-    static const char *const words[CHK_KINDS] = {"overlap", "sold_twice", "late_write",
-                                                 "lost_sale", "untold_sale", "stock_ledger"};
+    static const char *const words[CHK_KINDS] = {"overlap",     "sold_twice",   "late_write",
+                                                 "lost_sale",   "untold_sale",  "stock_ledger",
+                                                 "stale_token_write"};
     return (int)k >= 0 && k < CHK_KINDS ? words[k] : "?";
 }
 
@@ -34,9 +36,12 @@ static int64_t hold_end(const struct chk_event *e) {
     return end;
 }
 
-/* Whether e wrote when the lock was no longer its own (see checker.h). */
+/* Whether e wrote when the lock was no longer its own (see checker.h). A
+ * write that carried a fencing token is judged by the fence instead
+ * (find_stale_tokens): Redis applied it only if no newer token had been
+ * issued, so no other holder could have read or written meanwhile. */
 static int wrote_late(const struct chk_event *e, int clocks_apart) {
-    if (!wrote(e) || e->fenced) return 0;
+    if (!wrote(e) || e->token > 0) return 0;
     if (e->owned >= 0) return e->owned == 0;
     return !clocks_apart && e->lease_us > 0 && applied(e) > e->lease_us;
 }
@@ -178,6 +183,27 @@ static int find_lost_and_untold(const struct chk_input *in, size_t max, struct c
     return 0;
 }
 
+/* Writes that carried a fencing token, in the order Redis applied them:
+ * each must carry a newer token than every write before it (the same
+ * token again is the same hold only when its owner is the same: a batch). */
+static void find_stale_tokens(const struct chk_input *in, size_t max, struct chk_report *r) {
+    const struct chk_event *newest = NULL;
+    for (size_t i = 0; i < in->nevents; i++) {
+        const struct chk_event *e = &in->events[i];
+        if (!wrote(e) || e->token <= 0) continue;
+        if (newest && (e->token < newest->token ||
+                       (e->token == newest->token && strcmp(e->owner, newest->owner) != 0))) {
+            char d[256];
+            snprintf(d, sizeof(d), "order %s wrote unit %lld with token %lld after order %s had "
+                     "written with token %lld", e->order, e->unit, e->token, newest->order,
+                     newest->token);
+            add(r, max, CHK_STALE_TOKEN, newest->id, e->id, e->unit, d);
+            continue;
+        }
+        newest = e;
+    }
+}
+
 /* Counts one coverage event named name (names past CHK_COVER_MAX distinct
  * ones are dropped: a run records a handful). */
 static void cover(struct chk_report *r, const char *name) {
@@ -233,6 +259,7 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
         chk_report_free(r);
         return -1;
     }
+    find_stale_tokens(in, max_findings, r);
     size_t nsold = 0;
     for (size_t i = 0; i < in->nevents; i++) {
         const struct chk_event *e = &in->events[i];
@@ -267,6 +294,54 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
     for (int k = 0; k < CHK_KINDS; k++)
         if (k != CHK_UNTOLD_SALE && r->counts[k] > 0) r->safe = 0;
     return 0;
+}
+
+/* Whether event e is named by finding f (its id, or its order). */
+static int named(const struct chk_event *e, const struct chk_finding *f) {
+    return (f->a[0] && (!strcmp(e->id, f->a) || !strcmp(e->order, f->a))) ||
+           (f->b[0] && (!strcmp(e->id, f->b) || !strcmp(e->order, f->b)));
+}
+
+size_t chk_counterexample(const struct chk_input *in, const struct chk_report *r, size_t *idx,
+                          size_t max, long *finding) {
+    static const enum chk_kind order[] = {CHK_SOLD_TWICE, CHK_STALE_TOKEN, CHK_LATE_WRITE,
+                                          CHK_OVERLAP};
+    *finding = -1;
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]) && *finding < 0; k++)
+        for (size_t i = 0; i < r->nfindings && *finding < 0; i++)
+            if (r->findings[i].kind == order[k]) *finding = (long)i;
+    if (*finding < 0 || max == 0) return 0;
+    const struct chk_finding *f = &r->findings[*finding];
+    size_t n = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < in->nevents && n < max; i++) {
+        const struct chk_event *e = &in->events[i];
+        if (!named(e, f)) continue;
+        idx[n++] = i;
+        if (e->granted_us < lo) lo = e->granted_us;
+        if (hold_end(e) > hi) hi = hold_end(e);
+    }
+    if (n == 0) return 0;
+    size_t named_n = n;
+    for (size_t i = 0; i < in->nevents && n < max; i++) {
+        const struct chk_event *e = &in->events[i];
+        if (e->granted_us >= hi || hold_end(e) <= lo) continue;
+        int dup = 0;
+        for (size_t j = 0; j < named_n && !dup; j++) dup = idx[j] == i;
+        if (!dup) idx[n++] = i;
+    }
+    /* by grant, then by stream order: an insertion sort, n is small */
+    for (size_t i = 1; i < n; i++) {
+        size_t v = idx[i], j = i;
+        while (j > 0 && (in->events[idx[j - 1]].granted_us > in->events[v].granted_us ||
+                         (in->events[idx[j - 1]].granted_us == in->events[v].granted_us &&
+                          idx[j - 1] > v))) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = v;
+    }
+    return n;
 }
 
 void chk_report_free(struct chk_report *r) {

@@ -18,15 +18,21 @@
  *                 where Redis could not look (owned unknown), the write
  *                 applied after the lease deadline (written_us, else
  *                 released_us, past lease_us). The holder's own "late" flag
- *                 is not evidence and is not read. A write a fence let
- *                 through (fenced 1) is not late: its token was the newest
- *                 issued, so no later holder had the lock as it applied
+ *                 is not evidence and is not read. A write that carried a
+ *                 fencing token is not judged so, but by its token (below):
+ *                 the fence, not the lock, decides whether it may apply
  *   lost_sale     a client was told "sold" but the ledger has no entry for
  *                 its order
  *   untold_sale   the ledger has an entry no client was told was sold (a
  *                 write whose answer was lost, or a sale nobody recorded)
  *   stock_ledger  the stock does not agree with the ledger: initial - stock
  *                 differs from the number of entries
+ *   stale_token_write  a write that carried a fencing token (token > 0) was
+ *                 applied after a write with a newer token, or after another
+ *                 owner's write with the same token: the fence let a stale
+ *                 holder through. Judged in the order Redis applied the
+ *                 events (the order of the history stream, as given), so no
+ *                 clock is read
  * All but untold_sale are safety failures; an untold sale is reported but
  * is the honest outcome of a lost reply. Timestamps are compared as given:
  * events of different hosts carry their clock skew.
@@ -67,9 +73,8 @@ struct chk_event {
     int64_t granted_us, released_us, lease_us;   /* lease_us 0: none */
     int64_t written_us;          /* Redis's clock as the event applied; 0: not recorded */
     int owned;                   /* the lock was the holder's as it applied: 1, 0; -1 unknown */
-    int fenced;                  /* a fence let the write through: its token was the newest
-                                    issued as it applied (fenced-sale.lua) */
     long long unit;
+    long long token;             /* the fencing token the hold wrote with; 0: none */
 };
 
 struct chk_entry {               /* one ledger entry "unit|order|port" */
@@ -104,11 +109,11 @@ struct chk_input {
     size_t nneeds;
 };
 
-#define CHK_KINDS 6
+#define CHK_KINDS 7
 #define CHK_COVER_MAX 16
 #define CHK_LEASE_EXPIRED_INSIDE "lease_expired_inside"
 enum chk_kind { CHK_OVERLAP, CHK_SOLD_TWICE, CHK_LATE_WRITE, CHK_LOST_SALE, CHK_UNTOLD_SALE,
-                CHK_STOCK_LEDGER };
+                CHK_STOCK_LEDGER, CHK_STALE_TOKEN };
 
 struct chk_finding {
     enum chk_kind kind;
@@ -149,6 +154,19 @@ const char *chk_verdict(const struct chk_report *r);
 int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *r);
 
 void chk_report_free(struct chk_report *r);
+
+/* The counterexample of r: the few events that show its first safety
+ * finding (the first unit sold twice, else a stale-token write, a late
+ * write, an overlap), that is the holds named by the finding, and the
+ * holds valid at some time between the earliest grant and the latest end
+ * of those, so that a reader sees who held the lock meanwhile. Fills idx
+ * with at most max indexes into in->events, in the order of their grant,
+ * and *finding with the index of the finding in r->findings (-1 when r
+ * lists no safety finding). Returns how many indexes it wrote: 0 when the
+ * finding names no recorded hold (a unit sold twice by sales that took no
+ * lock, as atomic's). */
+size_t chk_counterexample(const struct chk_input *in, const struct chk_report *r, size_t *idx,
+                          size_t max, long *finding);
 
 /* Parses a ledger entry "unit|order|port"; 0, or -1 when malformed. */
 int chk_parse_entry(const char *s, struct chk_entry *e);

@@ -17,7 +17,12 @@
  * With --record FILE, what each client was told is kept too, one line per
  * request in request order, for a checker to set against the ledger:
  *   <wall-clock µs of the answer> <HTTP status, 0: none> <status word> <order> <unit>
- * ("-" for an order, 0 for a unit the answer did not carry). */
+ * ("-" for an order, 0 for a unit the answer did not carry).
+ *
+ * INVENTORY_LOAD_TOKEN, when set, is sent with every request as
+ * "Authorization: Bearer <token>" (an instance's admin.token guards the
+ * fault parameters, such as hold_ms): an environment variable, so that ps
+ * does not show it. */
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
@@ -46,6 +51,7 @@ struct options {
     const char *record;
     long max_s;                /* 0: no bound; else no request begins after this */
     long error_pause_ms;       /* after no answer or a 5xx, the client waits this */
+    char *headers;             /* extra header lines, or NULL (INVENTORY_LOAD_TOKEN) */
 };
 
 /* What one request was told (--record). */
@@ -170,7 +176,7 @@ static void *worker_run(void *arg)
         if (i >= o->requests)
             break;
         double t0 = now_ms();
-        int rc = httpc_request(h, o->method, o->path, NULL, o->body, &resp);
+        int rc = httpc_request(h, o->method, o->path, o->headers, o->body, &resp);
         latency_ms[i] = now_ms() - t0;
         enum outcome out = rc == 0 ? classify(resp.body) : OUT_ERROR;
         w->counts[out]++;
@@ -213,6 +219,8 @@ static void usage(FILE *f)
         "                      its client waits MS before the next (0)\n"
         "  --record FILE       what each request was told, one line each:\n"
         "                      answered_us http_status status order unit\n"
+        "Environment: INVENTORY_LOAD_TOKEN, when set, goes with every request as\n"
+        "\"Authorization: Bearer <token>\" (the instances' admin.token).\n"
         "Answers are counted by their JSON \"status\" word; a request that got\n"
         "no answer is an error and is never retried. Exit status: 0 when the\n"
         "run completed, 1 when no request got any answer, 2 on bad usage.\n");
@@ -308,6 +316,20 @@ bad:
     }
     if (o.clients > o.requests && o.requests > 0)
         o.clients = (int)o.requests;
+    const char *token = getenv("INVENTORY_LOAD_TOKEN");
+    if (token != NULL && token[0] != '\0') {
+        if (strpbrk(token, "\r\n") != NULL || strlen(token) > 512) {
+            fprintf(stderr, "inventory-load: INVENTORY_LOAD_TOKEN must be one line of at most 512 bytes\n");
+            return 2;
+        }
+        size_t len = strlen(token) + 32;
+        o.headers = malloc(len);
+        if (o.headers == NULL) {
+            fprintf(stderr, "inventory-load: out of memory\n");
+            return 1;
+        }
+        snprintf(o.headers, len, "Authorization: Bearer %s\r\n", token);
+    }
 
     latency_ms = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(double));
     if (o.record != NULL)
@@ -396,6 +418,7 @@ bad:
     free(latency_ms);
     free(told);
     free(w);
+    free(o.headers);
     if (!recorded)
         return 1;
     return done > 0 && total[OUT_ERROR] == done ? 1 : 0;

@@ -2,6 +2,7 @@
 #include "stats.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,4 +121,17 @@ void stats_bad_value(const char *prog, const struct option *longopts, int val,
         ;
     fprintf(stderr, "%s: bad value '%s' for --%s\n", prog, arg,
             longopts[i].name ? longopts[i].name : "?");
+}
+
+int stats_wilson(double k, double n, double z, double *low, double *high) {
+    if (!(n > 0.0) || k < 0.0 || k > n) return -1;
+    double p = k / n, z2 = z * z;
+    double centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    double half = z * sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / (1.0 + z2 / n);
+    *low = centre - half < 0.0 ? 0.0 : centre - half;
+    *high = centre + half > 1.0 ? 1.0 : centre + half;
+    /* at the ends the bound is exact: k = 0 cannot be above 0 */
+    if (k == 0.0) *low = 0.0;
+    if (k == n) *high = 1.0;
+    return 0;
 }

@@ -40,6 +40,12 @@ double stats_mean_double(const double *v, size_t n);
  * above 0, or no bucket reaches it. */
 long stats_bucket_percentile(const double *cum, size_t n, double p);
 
+/* The Wilson score interval of k successes in n trials at z (1.96 for
+ * 95%) into *low and *high, each within [0, 1]: the interval the campaigns
+ * give a violation rate, which stays meaningful at 0 of 30 (0 to 11%) and
+ * 30 of 30. 0, or -1 when n is not above 0 or k is not in [0, n]. */
+int stats_wilson(double k, double n, double z, double *low, double *high);
+
 /* s as a whole decimal number in [min, max] into *out: 0, or -1 (and *out
  * untouched) when it is not one. */
 int stats_parse_long(const char *s, long min, long max, long *out);

@@ -1,7 +1,7 @@
 /* statscli.c -- inventory-stats: one figure of some numbers, for the shell
- * scripts (scripts/demo.sh, scripts/chart.sh, loadtest/bench.sh, the shell tests),
- * so that no median, percentile, mean, sum or ratio is computed in bash or
- * awk. The figures themselves are stats.c's.
+ * scripts (scripts/demo.sh, scripts/chart.sh, loadtest/bench.sh,
+ * scripts/campaign.sh, the shell tests), so that no median, percentile,
+ * mean, sum, ratio or interval is computed in bash or awk. The figures themselves are stats.c's.
  *
  * DESIGN
  * The numbers come from the arguments after the figure or, when there are
@@ -36,6 +36,8 @@ enum figure {
     FIG_MEDIAN,
     FIG_PCT,
     FIG_RATIO,
+    FIG_WILSON_LOW,
+    FIG_WILSON_HIGH,
     FIG_HIST
 };
 
@@ -76,6 +78,9 @@ static void usage(FILE *f) {
                "  pN                the nearest-rank Nth percentile, 0 < N <= 100 (p50, p99.9)\n"
                "  ratio             the first number over the second: exactly two numbers,\n"
                "                    the second not 0\n"
+               "  wilson-low, wilson-high\n"
+               "                    the bounds of the Wilson 95%% interval of a rate: K N,\n"
+               "                    K events in N trials (0 <= K <= N, N > 0), as fractions\n"
                "  hist-pN           of a cumulative histogram given as BOUND COUNT pairs\n"
                "                    (Prometheus's le and count: bounds ascending, +Inf last;\n"
                "                    the counts of a bound given twice add up): \"<=BOUND\" for\n"
@@ -144,7 +149,8 @@ static int parse_figure(const char *s, struct options *o) {
         enum figure fig;
     } names[] = {{"count", FIG_COUNT}, {"sum", FIG_SUM},   {"min", FIG_MIN},
                  {"max", FIG_MAX},     {"mean", FIG_MEAN}, {"median", FIG_MEDIAN},
-                 {"ratio", FIG_RATIO}};
+                 {"ratio", FIG_RATIO}, {"wilson-low", FIG_WILSON_LOW},
+                 {"wilson-high", FIG_WILSON_HIGH}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(s, names[i].name) == 0) {
             o->fig = names[i].fig;
@@ -289,6 +295,11 @@ static const char *figure_text(const struct options *o, struct group *g, char *b
     if (o->fig == FIG_RATIO) {
         if (n != 2 || g->nums[1].v == 0.0) return NULL;
         return format_value(o, g->nums[0].v / g->nums[1].v, buf, size);
+    }
+    if (o->fig == FIG_WILSON_LOW || o->fig == FIG_WILSON_HIGH) {
+        double low, high;
+        if (n != 2 || stats_wilson(g->nums[0].v, g->nums[1].v, 1.96, &low, &high) != 0) return NULL;
+        return format_value(o, o->fig == FIG_WILSON_LOW ? low : high, buf, size);
     }
     if (n == 0 && o->fig != FIG_SUM) return NULL;
     if (o->fig != FIG_SUM && o->fig != FIG_MEAN) qsort(g->nums, n, sizeof(*g->nums), cmp_number);

@@ -5,9 +5,7 @@
 -- it) cannot write what it read before. All or nothing, as sale-write.lua:
 -- key types are checked first. Its events carry written_us (Redis's clock
 -- when it applied) and owned (whether the lock was still the caller's): the
--- fence, not the lock, decides, and a write it let through says so (fenced
--- 1: no newer token had been issued when it applied, so no later holder
--- can have acted on the stock, whether or not the lock was still its own).
+-- fence, not the lock, decides.
 -- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] fencing counter,
 -- KEYS[4] families set, KEYS[5] history stream, KEYS[6] lock
 -- ARGV[1] token, ARGV[2] new stock, ARGV[3] ledger entry "unit|order|port",
@@ -34,7 +32,7 @@ local function event(outcome)
   if cap <= 0 then return end
   local a = {'xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', outcome, 'unit', unit,
              'order', order, 'written_us', t[1] .. string.format('%06d', tonumber(t[2])),
-             'owned', mine and '1' or '0', 'fenced', outcome == 'sold' and '1' or '0'}
+             'owned', mine and '1' or '0'}
   for i = 7, #ARGV do a[#a + 1] = ARGV[i] end
   redis.call(unpack(a))
 end

@@ -35,6 +35,7 @@
     events: [], since: '0', audit: null, lastNew: 0,
     paused: false, follow: true, win: null, dirty: true,
     demo: null, matrix: null, source: 'runs', timer: 0, pending: null,
+    campaign: null, counterexample: null,
   };
 
   /* ---- small helpers ------------------------------------------------------ */
@@ -134,7 +135,8 @@
     const hash = location.hash.replace('#', '');
     const fresh = !S.runs.some((r) => !r.scenario);
     if (fresh && S.demo) S.source = 'demo';
-    selectTab(hash === 'compare' || (hash !== 'lab' && fresh && S.demo) ? 'compare' : 'lab', false);
+    selectTab(hash === 'campaigns' ? 'campaigns'
+      : hash === 'compare' || (hash !== 'lab' && fresh && S.demo) ? 'compare' : 'lab', false);
     tick();
   }
 
@@ -147,6 +149,14 @@
     if (res['matrix.csv']) {
       const r = await api('GET', '/lab/results/matrix.csv');
       if (r.status === 200) S.matrix = parseCsv(r.text);
+    }
+    if (res['campaign.csv']) {
+      const r = await api('GET', '/lab/results/campaign.csv');
+      if (r.status === 200) S.campaign = parseCsv(r.text);
+    }
+    if (res['campaign-counterexample.json']) {
+      const r = await api('GET', '/lab/results/campaign-counterexample.json');
+      if (r.status === 200 && r.json) S.counterexample = r.json;
     }
   }
 
@@ -889,7 +899,7 @@
   /* ---- tabs -------------------------------------------------------------------- */
 
   function selectTab(name, focus) {
-    for (const [t, v] of [['lab', 'view-lab'], ['compare', 'view-compare']]) {
+    for (const [t, v] of [['lab', 'view-lab'], ['compare', 'view-compare'], ['campaigns', 'view-campaigns']]) {
       const tab = $('tab-' + t), on = t === name;
       tab.setAttribute('aria-selected', String(on));
       tab.tabIndex = on ? 0 : -1;
@@ -897,16 +907,17 @@
       if (on && focus) tab.focus();
     }
     if (history.replaceState) history.replaceState(null, '', '#' + name);
-    if (name === 'lab') { S.dirty = true; renderTimeline(); } else renderCompare();
+    if (name === 'lab') { S.dirty = true; renderTimeline(); } else if (name === 'campaigns') renderCampaigns(); else renderCompare();
   }
 
   function setupTabs() {
     $('tab-lab').addEventListener('click', () => selectTab('lab', false));
     $('tab-compare').addEventListener('click', () => selectTab('compare', false));
+    $('tab-campaigns').addEventListener('click', () => selectTab('campaigns', false));
     /* Arrow keys move between the tabs from the focused one, Home and End
      * to the first and last, as the ARIA tabs pattern has it. */
     document.querySelector('.tabs').addEventListener('keydown', (ev) => {
-      const names = ['lab', 'compare'];
+      const names = ['lab', 'compare', 'campaigns'];
       const i = Math.max(names.indexOf(document.activeElement.id.replace('tab-', '')), 0);
       const to = { ArrowRight: (i + 1) % names.length, ArrowLeft: (i + names.length - 1) % names.length,
         Home: 0, End: names.length - 1 }[ev.key];
@@ -1051,6 +1062,139 @@
     t.append(h('thead', {}, h('tr', {}, csv.header.map((x) => h('th', { scope: 'col', class: 'l' }, x)))));
     t.append(h('tbody', {}, csv.rows.map((row) => h('tr', {}, row.map((c) => h('td', { class: 'l' }, c))))));
     return t;
+  }
+
+  /* ---- campaigns ------------------------------------------------------------------ */
+
+  /* results/campaign.csv (scripts/campaign.sh): one row per strategy and mix,
+   * the violation rate with its Wilson 95% interval, drawn as a bar with
+   * whiskers beside the numbers; and, when a campaign was shrunk, its
+   * counterexample (results/campaign-counterexample.json) on a timeline of
+   * the holds, as the lab draws them. */
+  function renderCampaigns() {
+    const box = $('campaign');
+    box.textContent = '';
+    if (!S.campaign) {
+      box.append(h('p', { class: 'hint' }, 'No results/campaign.csv beside this instance: scripts/campaign.sh (seeded ' +
+        'random faults, many runs per strategy and mix) writes it there; this view shows it when the file exists.'));
+    } else {
+      const hd = S.campaign.header, ix = (k) => hd.indexOf(k);
+      const need = ['strategy', 'mix', 'seeds', 'violating_seeds', 'rate', 'ci_low', 'ci_high', 'covered_seeds'];
+      if (need.some((k) => ix(k) < 0)) box.append(csvTable(S.campaign));
+      else box.append(campaignTable(S.campaign, ix));
+    }
+    renderCounterexample();
+  }
+
+  function campaignTable(csv, ix) {
+    const pct = (x) => (100 * +x).toFixed(0) + '%';
+    /* one SVG per row: 0-100% scale, the rate as a bar, the interval as whiskers */
+    const bar = (rate, lo, hi) => {
+      const W = 160, H = 16, X = (v) => 2 + v * (W - 4);
+      return s('svg', { class: 'ci', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
+        'aria-label': `rate ${pct(rate)}, 95% interval ${pct(lo)} to ${pct(hi)}` },
+        s('rect', { class: 'ci-track', x: 2, y: 5, width: W - 4, height: 6 }),
+        +rate > 0 ? s('rect', { class: 'ci-bar', x: 2, y: 3, width: Math.max(X(+rate) - 2, 1.5), height: 10 }) : null,
+        s('line', { class: 'ci-whisker', x1: X(+lo), y1: 8, x2: X(+hi), y2: 8 }),
+        s('line', { class: 'ci-whisker', x1: X(+lo), y1: 3, x2: X(+lo), y2: 13 }),
+        s('line', { class: 'ci-whisker', x1: X(+hi), y1: 3, x2: X(+hi), y2: 13 }));
+    };
+    const wrap = h('div', { class: 'compare-wrap' });
+    wrap.append(h('p', { class: 'hint' }, 'From results/campaign.csv, written by scripts/campaign.sh: for each strategy ' +
+      'and fault mix, the seeds whose run inventory-check found unsafe (a unit sold twice, overlapping holds, a write past ' +
+      'its lease, a stale-token write, a lost sale), out of all seeds, with the Wilson 95% interval. Covered: seeds whose ' +
+      'faults reached the mix\u2019s dangerous state; a cell with too few covered seeds proves nothing.'));
+    const t = h('table', { class: 'matrix campaign', id: 'campaign-table' }, h('caption', { class: 'hint' }, 'Violating seeds by strategy and mix'));
+    t.append(h('thead', {}, h('tr', {}, ['strategy', 'mix', 'violating seeds', 'rate (95% interval)', '', 'covered seeds',
+      'first violating seed', 'units sold twice'].map((x) => h('th', { scope: 'col', class: 'l' }, x)))));
+    const body = h('tbody');
+    for (const c of csv.rows) {
+      const bad = +c[ix('violating_seeds')] > 0;
+      body.append(h('tr', {},
+        h('th', { scope: 'row', class: 'l' }, h('code', {}, c[ix('strategy')])),
+        h('td', { class: 'l' }, c[ix('mix')]),
+        h('td', { class: 'l cell ' + (bad ? 'bad' : 'ok') }, h('span', { class: 'word' }, `${c[ix('violating_seeds')]} of ${c[ix('seeds')]}`)),
+        h('td', { class: 'l' }, `${pct(c[ix('rate')])} (${pct(c[ix('ci_low')])}\u2013${pct(c[ix('ci_high')])})`),
+        h('td', { class: 'l' }, bar(c[ix('rate')], c[ix('ci_low')], c[ix('ci_high')])),
+        h('td', { class: 'l' }, c[ix('covered_seeds')]),
+        h('td', { class: 'l' }, ix('first_violating_seed') >= 0 ? c[ix('first_violating_seed')] || '\u2013' : ''),
+        h('td', { class: 'l' }, ix('sold_twice_total') >= 0 ? c[ix('sold_twice_total')] : '')));
+    }
+    t.append(body);
+    wrap.append(t);
+    return wrap;
+  }
+
+  /* The shrunk counterexample: one lane per instance, each hold a bar from
+   * its grant to its end (its release, cut at its lease, and on to its
+   * write when that applied later), the lease deadline a dashed tick, the
+   * write's apply time a diamond; holds valid at once are hatched red. */
+  function renderCounterexample() {
+    const box = $('counterexample'), svg = $('counterexample-svg');
+    box.textContent = '';
+    svg.textContent = '';
+    const ce = S.counterexample;
+    const evs = ce && Array.isArray(ce.events) ? ce.events : [];
+    if (!ce) {
+      svg.hidden = true;
+      box.append(h('p', { class: 'hint' }, 'No shrunk counterexample: scripts/campaign.sh --shrink DIR writes ' +
+        'results/campaign-counterexample.json from a violating seed.'));
+      return;
+    }
+    box.append(h('p', {}, h('b', {}, `${ce.strategy || '?'} under ${ce.mix || '?'}, seed ${ce.seed ?? '?'}: `), ce.detail || ce.kind || ''),
+      h('p', { class: 'hint' }, 'Smallest fault schedule that still violated: ' + (ce.faults || 'none')));
+    if (!evs.length) { svg.hidden = true; return; }
+    svg.hidden = false;
+    const end = (e) => {
+      const applied = e.written_us || e.released_us;
+      let t = Math.max(applied, e.released_us);
+      if (e.lease_us > 0 && e.lease_us < t) t = e.lease_us;
+      if (e.outcome === 'sold' && applied > t) t = applied;
+      return t;
+    };
+    const t0 = Math.min(...evs.map((e) => e.granted_us));
+    const t1 = Math.max(...evs.map((e) => Math.max(end(e), e.written_us || 0, e.lease_us || 0)));
+    const lanes = [...new Set(evs.map((e) => e.instance))];
+    const W = 900, left = 110, right = 20, top = 24, rowH = 22;
+    const rows = evs.map((e, i) => ({ e, i, lane: lanes.indexOf(e.instance) }));
+    const H = top + lanes.length * (rowH * Math.max(...lanes.map((l) => evs.filter((e) => e.instance === l).length)) + 10) + 30;
+    svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    svg.setAttribute('height', H);
+    const X = (t) => left + (t - t0) / Math.max(t1 - t0, 1) * (W - left - right);
+    svg.append(s('defs', {}, s('pattern', { id: 'hatch3', patternUnits: 'userSpaceOnUse', width: 7, height: 7, patternTransform: 'rotate(45)' },
+      s('rect', { width: 7, height: 7, fill: '#c62828' }), s('line', { x1: 1.5, y1: 0, x2: 1.5, y2: 7, stroke: '#fff', 'stroke-width': 2.2 }))));
+    const perLane = Math.max(...lanes.map((l) => evs.filter((e) => e.instance === l).length));
+    lanes.forEach((l, k) => {
+      const y = top + k * (rowH * perLane + 10);
+      svg.append(s('rect', { class: 'lane-bg', x: left, y, width: W - left - right, height: rowH * perLane }),
+        s('text', { x: 6, y: y + 14 }, `instance ${l}`));
+    });
+    const seen = new Map();
+    for (const { e, lane } of rows) {
+      const k = seen.get(lane) || 0;
+      seen.set(lane, k + 1);
+      const y = top + lane * (rowH * perLane + 10) + k * rowH + 3;
+      const overlaps = evs.some((o) => o !== e && o.owner !== e.owner && o.granted_us < end(e) && e.granted_us < end(o));
+      const cls = 'hold' + (overlaps ? ' overlap' : '') + (e.outcome !== 'sold' ? ' refused' : '');
+      const bar = s('rect', { class: cls, x: X(e.granted_us), y, width: Math.max(X(end(e)) - X(e.granted_us), 2), height: rowH - 8 },
+      s('title', {}, `${e.order}: ${e.outcome} unit ${e.unit}${e.token ? ' token ' + e.token : ''}, held ${dur(end(e) - e.granted_us)}` +
+        (e.owned === 0 ? ', written when the lock was no longer its own' : '')));
+      svg.append(bar, s('text', { class: 'bar-label', x: X(e.granted_us) + 3, y: y + rowH - 11 }, `${e.outcome} ${e.unit || ''}`));
+      if (e.lease_us > 0 && e.lease_us <= t1)
+        svg.append(s('line', { class: 'lease-tick', x1: X(e.lease_us), y1: y - 2, x2: X(e.lease_us), y2: y + rowH - 6 }));
+      if (e.written_us)
+        svg.append(s('path', { class: 'late-mark', d: `M${X(e.written_us)} ${y + (rowH - 8) / 2 - 5} l5 5 l-5 5 l-5 -5 Z` }));
+    }
+    svg.append(s('text', { x: left, y: H - 8, class: 'muted' }, '0'),
+      s('text', { x: W - right, y: H - 8, class: 'muted', 'text-anchor': 'end' }, '+' + dur(t1 - t0)));
+    const t = h('table', { class: 'matrix', id: 'counterexample-table' }, h('caption', { class: 'hint' }, 'The holds of the counterexample'));
+    t.append(h('thead', {}, h('tr', {}, ['instance', 'order', 'outcome', 'unit', 'token', 'granted', 'sent', 'lease deadline', 'applied', 'lock still its own']
+      .map((x) => h('th', { scope: 'col', class: 'l' }, x)))));
+    t.append(h('tbody', {}, evs.map((e) => h('tr', {}, [e.instance, e.order, e.outcome, e.unit, e.token || '\u2013',
+      '+' + dur(e.granted_us - t0), '+' + dur(e.released_us - t0), e.lease_us ? '+' + dur(e.lease_us - t0) : '\u2013',
+      e.written_us ? '+' + dur(e.written_us - t0) : '\u2013', e.owned === 1 ? 'yes' : e.owned === 0 ? 'no' : '?']
+      .map((c) => h('td', { class: 'l' }, String(c)))))));
+    box.append(h('div', { class: 'compare-wrap' }, t));
   }
 
   document.addEventListener('DOMContentLoaded', boot);

@@ -113,6 +113,18 @@ await check('compare-demo', 'opened beside a results/demo.csv, the page shows it
   assert((await page.locator('#matrix-table tbody tr').first().innerText()).includes('unsafe'), 'expiring under pause is not unsafe');
 });
 
+await check('campaigns', 'the Campaigns view shows results/campaign.csv with its intervals and the shrunk counterexample on a timeline', async () => {
+  await page.click('#tab-campaigns');
+  assert(await page.isVisible('#view-campaigns'), 'the campaigns view is not shown');
+  assert(await page.locator('#campaign-table tbody tr').count() === 2, 'not a row per cell of campaign.csv');
+  const first = await page.locator('#campaign-table tbody tr').first().innerText();
+  assert(first.includes('11 of 30') && first.includes('37% (22%') && first.includes('54%)'), 'the owner-lua row: ' + first);
+  assert(await page.locator('#campaign-table svg.ci line.ci-whisker').count() === 6, 'not one interval per row');
+  assert(await page.locator('#counterexample-svg rect.hold').count() === 2, 'the counterexample does not draw its two holds');
+  assert(await page.locator('#counterexample-svg rect.hold.overlap').count() === 2, 'the two holds valid at once are not drawn overlapping');
+  assert((await text('#counterexample')).includes('unit 99917 went to orders'), 'the counterexample does not say what went wrong');
+});
+
 await check('ladder', 'the ladder lists exactly the strategies of /strategies', async () => {
   await page.click('#tab-lab');
   const names = await page.locator('#cards .card').evaluateAll((cs) => cs.map((c) => c.dataset.strategy));

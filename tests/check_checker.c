@@ -471,6 +471,27 @@ START_TEST(test_the_counterexample_is_the_double_sale_and_the_holds_around_it) {
 }
 END_TEST
 
+START_TEST(test_a_grant_whose_lease_had_run_out_held_nothing_and_overlaps_nobody) {
+    /* b's grant came after its lease had already run out (granted 984, lease
+     * 951): it refused to write (lock_lost) and never held the lock, while a
+     * held it and wrote. Seen in the matrix's handoff/pause cell. */
+    struct chk_event e[] = {ev("1-0", "a:1", 974, 985, 1962, "sold", 10, 1),
+                            ev("2-0", "b:1", 984, 994, 951, "lock_lost", 0, 0)};
+    struct chk_entry l[] = {entry(10, "o-1-0")};
+    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 1, .stock = 9,
+                           .initial = 10};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+    /* granted before its lease ended, it did hold: that overlap counts */
+    e[1].lease_us = 1990;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
+    chk_report_free(&r);
+}
+END_TEST
+
 Suite *checker_suite(void) {
     Suite *s = suite_create("checker");
     TCase *c = tcase_create("Core");
@@ -492,6 +513,7 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_a_clean_run_whose_fault_missed_its_window_is_inconclusive_not_safe);
     tcase_add_test(c, test_a_violation_is_its_own_evidence_whatever_the_coverage);
     tcase_add_test(c, test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds);
+    tcase_add_test(c, test_a_grant_whose_lease_had_run_out_held_nothing_and_overlaps_nobody);
     tcase_add_test(c, test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale_token_write);
     tcase_add_test(c, test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late);
     tcase_add_test(c, test_the_counterexample_is_the_double_sale_and_the_holds_around_it);

@@ -86,6 +86,13 @@ static int find_overlaps(const struct chk_input *in, size_t max, struct chk_repo
             h[n++] = h[i];
         }
     }
+    /* A hold that ends before it begins held nothing: its lease had run out
+     * by the time it was granted (a grant that came too late), and it wrote
+     * nothing, or its end would be its write. */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (h[i].end > h[i].start) h[m++] = h[i];
+    n = m;
     qsort(h, n, sizeof(*h), cmp_hold_start);
     size_t longest = 0;
     for (size_t i = 1; i < n; i++) {

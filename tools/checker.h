@@ -11,7 +11,9 @@
  *                 whichever is later, cut short at its lease deadline when
  *                 it had one (a holder past its lease no longer held it,
  *                 whatever it believed) -- but a hold that wrote lasts at
- *                 least until its write applied: the write was its act
+ *                 least until its write applied: the write was its act.
+ *                 A hold whose lease had run out before it was granted
+ *                 (and that wrote nothing) held nothing, and overlaps none
  *   sold_twice    one unit went to two orders (ledger and answers together)
  *   late_write    a hold wrote (outcome sold) when the lock was no longer
  *                 its own: Redis saw so as the write applied (owned 0), or,

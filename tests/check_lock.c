@@ -254,34 +254,129 @@ END_TEST
 
 /* ---- Faults -------------------------------------------------------------- */
 
+/* Where `needle` first occurs in log at or after `from`; -1 if nowhere. */
+static long find_at(const char *log, const char *needle, long from) {
+    const char *p = from >= 0 ? strstr(log + from, needle) : NULL;
+    return p ? (long)(p - log) : -1;
+}
+
+/* The offset of the first line of log that starts after offset `from` (-1:
+ * any line) and holds both a and b; -1 if none. */
+static long line_with(const char *log, long from, const char *a, const char *b) {
+    for (long at = from < 0 ? -1 : find_at(log, "\n", from); from < 0 || at >= 0;
+         at = find_at(log, "\n", at + 1)) {
+        from = 0;
+        long next = find_at(log, "\n", at + 1);
+        long pa = find_at(log, a, at + 1), pb = find_at(log, b, at + 1);
+        if (pa >= 0 && pb >= 0 && (next < 0 || (pa < next && pb < next))) return at + 1;
+    }
+    return -1;
+}
+
+/* Opens n of the pool's connections at once and puts them back idle, so
+ * that every later rpool_get finds one with the scripts already loaded:
+ * a fresh connection's SCRIPT LOAD would otherwise be the command that
+ * Redis sleeps through, and the acquire would never be sent. */
+static void pool_warm(int n) {
+    redisContext *c[8] = {0};
+    char err[256];
+    for (int i = 0; i < n && i < 8; i++)
+        ck_assert_msg(rpool_get(pool, 1000, &c[i], err, sizeof(err)) == RPOOL_OK, "warm: %s", err);
+    for (int i = 0; i < n && i < 8; i++) rpool_put(pool, c[i]);
+}
+
 /* Redis sleeps through the acquire's reply (DEBUG SLEEP), so the client
- * times out not knowing whether it was granted; it was. */
+ * times out not knowing whether it was granted; it was. The test first
+ * proves the fault: in what Redis ran (MONITOR, which does not show DEBUG),
+ * the acquire itself, carrying this handle's owner id, ran more than the
+ * client's 200 ms after it was sent, and the client had waited those
+ * 200 ms; only then the outcome: the acquire answered LOCK_ERR, a release
+ * checked against that owner ran after the acquire, and no hold is left. */
 START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
     lock_core_shutdown(core);
     rpool_free(pool);
     core_start(8, 200);   /* replies are lost after 200 ms */
-    const struct lock_type *types[] = {&lock_type_owner_lua, &lock_type_redisson,
-                                       &lock_type_setnx_spin, &lock_type_fenced};
-    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        /* The sleep is sent first; the acquire queues behind it. */
+    struct {
+        const struct lock_type *type;
+        const char *acquire;   /* how the acquire shows in MONITOR, before the owner id */
+    } cases[] = {
+        {&lock_type_owner_lua, "\"SET\" \"" KEY "\" \""},
+        {&lock_type_redisson, "hash-lock"},
+        {&lock_type_setnx_spin, "\"SET\" \"" KEY "\" \""},
+        {&lock_type_fenced, "fenced-lock"},
+    };
+    char hash_lock[48], fenced_lock[48], unlock_owner[48], hash_abandon[48];
+    snprintf(hash_lock, sizeof(hash_lock), "%s", harness_script_sha(redis_port, "hash-lock"));
+    snprintf(fenced_lock, sizeof(fenced_lock), "%s", harness_script_sha(redis_port, "fenced-lock"));
+    snprintf(unlock_owner, sizeof(unlock_owner), "%s", harness_script_sha(redis_port, "unlock-owner"));
+    snprintf(hash_abandon, sizeof(hash_abandon), "%s", harness_script_sha(redis_port, "hash-abandon"));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *name = lock_type_name(cases[i].type);
+        pool_warm(4);
+        struct lock *a = lock_new(core, cases[i].type, KEY);
+        struct lock_report rep;
+        lock_report(a, &rep);
+        struct harness_monitor *m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
+        /* The sleep goes out on a connection Redis has already accepted (a
+         * PING answered on it), so its bytes are ready before the
+         * acquire's, and Redis, which serves ready sockets in the order
+         * they became ready, sleeps first. */
         redisContext *c = redisConnect("127.0.0.1", redis_port);
-        ck_assert_int_eq(redisAppendCommand(c, "DEBUG SLEEP 0.35"), REDIS_OK);
+        ck_assert(c && !c->err);
+        freeReplyObject(redisCommand(c, "PING"));
+        ck_assert_int_eq(redisAppendCommand(c, "DEBUG SLEEP 0.6"), REDIS_OK);
         int done = 0;
-        while (!done) redisBufferWrite(c, &done);
-        mclock_sleep_ms(20);
-        struct lock *a = lock_new(core, types[i], KEY);
+        while (!done) ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+        int64_t sent_wall_us = mclock_wall_us();
+        int64_t t0 = mclock_ms();
         int rc = lock_acquire(a);
-        const char *name = lock_type_name(types[i]);
-        ck_assert_msg(rc == LOCK_ERR, "%s: the acquire gave %d through a lost reply", name, rc);
-        ck_assert_int_eq(lock_holds(a), 0);
+        int64_t took = mclock_ms() - t0;
+        int holds = lock_holds(a);
+        char why[256];
+        snprintf(why, sizeof(why), "%s", lock_errstr(a));
         lock_free(a);
         void *r = NULL;
-        redisGetReply(c, &r);
+        ck_assert_int_eq(redisGetReply(c, &r), REDIS_OK);   /* Redis is awake again */
         freeReplyObject(r);
         redisFree(c);
-        /* The compensating release ran after the acquire: nobody holds it. */
+        /* The compensating release may still be in flight (or left to the
+         * watchdog): wait for the key to go, 5 s at most. */
+        for (int64_t end = mclock_ms() + 5000; key_exists() != 0 && mclock_ms() < end;)
+            mclock_sleep_ms(20);
+        char *log = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(log);
+        /* The fault: the acquire itself (not a connection's SCRIPT LOAD)
+         * was sent, and Redis ran it after the sleep, when the client had
+         * given up on its reply. */
+        const char *shape = cases[i].acquire;
+        if (strcmp(shape, "hash-lock") == 0) shape = hash_lock;
+        else if (strcmp(shape, "fenced-lock") == 0) shape = fenced_lock;
+        long acquired = line_with(log, -1, shape, rep.owner);
+        if (acquired < 0) fprintf(stderr, "%s", log);
+        ck_assert_msg(acquired >= 0, "%s: fault missed its window: the acquire never ran in Redis "
+                      "(client said: %s)", name, why);
+        /* MONITOR dates a command when Redis has run it: after the client's
+         * 200 ms, its reply could only be lost. */
+        double ran_s = strtod(log + acquired, NULL);
+        ck_assert_msg(ran_s * 1e6 >= (double)sent_wall_us + 200e3,
+                      "%s: fault missed its window: Redis ran the acquire %.0f ms after it was sent",
+                      name, (ran_s * 1e6 - (double)sent_wall_us) / 1e3);
+        long loaded = find_at(log, "\"SCRIPT\" \"LOAD\"", 0);
+        ck_assert_msg(loaded < 0 || loaded > acquired, "%s: a SCRIPT LOAD ran before the acquire", name);
+        ck_assert_msg(took >= 200, "%s: fault missed its window: the acquire answered %d in %lld ms",
+                      name, rc, (long long)took);
+        ck_assert_msg(rc == LOCK_ERR, "%s: the acquire gave %d through a lost reply", name, rc);
+        ck_assert_int_eq(holds, 0);
+        /* The outcome: a release checked against the owner ran after the
+         * acquire, and nothing is held. */
+        long released = line_with(log, acquired, rep.owner, unlock_owner);
+        if (released < 0) released = line_with(log, acquired, rep.owner, hash_abandon);
+        if (released <= acquired) fprintf(stderr, "%s", log);
+        ck_assert_msg(released > acquired, "%s: no checked release of the owner after the acquire", name);
+        free(log);
         ck_assert_msg(key_exists() == 0, "%s: an orphan hold was left", name);
-        struct lock *b = lock_new(core, types[i], KEY);
+        struct lock *b = lock_new(core, cases[i].type, KEY);
         ck_assert_int_eq(lock_acquire(b), LOCK_OK);
         ck_assert_int_eq(lock_release(b), LOCK_OK);
         lock_free(b);

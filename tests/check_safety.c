@@ -264,43 +264,65 @@ static const char redisson_unlock[] =
 
 /* ---- Pressure: the watchdog starved of connections ------------------------ */
 
-/* Issue 10, defect 1: instance A has two pooled connections. Sale A holds
- * the lock 1000 ms (TTL 900, renewal due every 300 ms); 50 ms in, sale B on
- * A waits for a lock with the second connection; sale C on instance B
- * comes 100 ms in. The watchdog finds no connection, the lease runs out at
- * 900, C takes the lock, and A commits at 1000 what it read at 0.
- * For redisson B queues behind A, as in the issue's recipe. The watchdog
- * strategy polls instead, and B would race C for the expired lock, so there
- * B waits for another item's lock (lock.scope=item), which a Redisson
- * client holds. */
-static void starved_watchdog(const char *strategy) {
-    int polls = strcmp(strategy, "watchdog") == 0;
-    char pa[96], pb[96], pc[96];
-    snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=1000", strategy);
-    snprintf(pb, sizeof(pb), "/inventory/sale/%s%s", strategy, polls ? "?item=inventory002" : "");
-    snprintf(pc, sizeof(pc), "/inventory/sale/%s?hold_ms=400", strategy);
-    if (polls) {
-        start_pair(900, 3000, "redis.pool-size=2", "lock.scope=item", NULL);
-        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s:inventory002 10000 %s", redisson_lock,
-                                      LOCK_KEY, CLIENT_OWNER);
-        ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
-        freeReplyObject(r);
-    } else {
-        start_pair(900, 3000, "redis.pool-size=2", NULL);
+/* Waits until the Redis command fmt answers the integer want, at most
+ * limit_ms; 1 when it did. */
+static int redis_wait_int(int port, long long want, int limit_ms, const char *fmt, const char *arg) {
+    for (int64_t end = mclock_ms() + limit_ms;; mclock_sleep_ms(10)) {
+        if (harness_redis_int(port, fmt, arg) == want) return 1;
+        if (mclock_ms() > end) return 0;
     }
-    struct harness_bg a, b, c;
+}
+
+/* Issue 10, defect 1, as issue 21 asks it to be shown: the watchdog renews
+ * on connections of its own, so a sale pool exhausted by holders cannot
+ * starve it. Instance A has two pooled connections, waited for 300 ms
+ * (redis.pool-size=2, redis.timeout=300; lock.scope=item). Sale A (item
+ * inventory001) and sale X (item inventory002) each hold their lock, and
+ * the connection a holder keeps, for 2000 ms, with a TTL of 900 ms: A's
+ * lease needs renewals to last. Sale C on instance B waits for A's lock.
+ * The fault first: both holders are inside (their lock keys exist in Redis)
+ * and a request on A that needs a connection meanwhile is refused with
+ * "all 2 Redis connections busy". Then the outcome: A sells, renewed (a
+ * lease that ran out would answer lock_lost, and C would have taken the
+ * lock), X sells, C sells after A, and no unit is sold twice. */
+static void starved_watchdog(const char *strategy) {
+    start_pair(900, 8000, "redis.pool-size=2", "redis.timeout=300", "lock.scope=item", NULL);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL,
+                                  "{\"item\":\"inventory002\",\"stock\":200}", &r), 200);
+    char pa[96], px[128], pc[96];
+    snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=2000", strategy);
+    snprintf(px, sizeof(px), "/inventory/sale/%s?item=inventory002&hold_ms=2000", strategy);
+    snprintf(pc, sizeof(pc), "/inventory/sale/%s", strategy);
+    struct harness_bg a, x, c;
     harness_bg_start(&a, a_port, pa, 0);
-    harness_bg_start(&b, a_port, pb, 50);
-    harness_bg_start(&c, b_port, pc, 100);
+    harness_bg_start(&x, a_port, px, 0);
+    int inside = redis_wait_int(redis_port, 1, 10000, "EXISTS %s", LOCK_KEY ":inventory001") &&
+                 redis_wait_int(redis_port, 1, 10000, "EXISTS %s", LOCK_KEY ":inventory002");
+    harness_bg_start(&c, b_port, pc, 0);
+    int probe = harness_http(a_port, "GET", "/inventory", NULL, NULL, &r);
+    char probe_body[512];
+    snprintf(probe_body, sizeof(probe_body), "%s", r.body ? r.body : "");
     harness_bg_join(&a);
-    harness_bg_join(&b);
+    harness_bg_join(&x);
     harness_bg_join(&c);
-    ck_assert_msg(audit("sold_twice") == 0,
-                  "%s sold a unit twice: A (%d) %s / C (%d) %s", strategy, a.status, a.body,
-                  c.status, c.body);
-    if (a.status == 409) ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
-    if (a.status == 200 && c.status == 200)
-        ck_assert_int_ne(harness_json_num(a.body, "unit"), harness_json_num(c.body, "unit"));
+    ck_assert_msg(inside, "fault missed its window: the two holders of instance A were never inside "
+                  "together (A %d %s, X %d %s)", a.status, a.body, x.status, x.body);
+    ck_assert_msg(probe == 503 && strstr(probe_body, "connections busy"),
+                  "fault missed its window: a request on A while both held was not refused for want "
+                  "of a connection: %d %s", probe, probe_body);
+    ck_assert_msg(a.status == 200 && strcmp(harness_json_str(a.body, "status"), "sold") == 0,
+                  "%s: the holder whose renewals needed the exhausted instance did not sell: %d %s",
+                  strategy, a.status, a.body);
+    ck_assert_msg(harness_json_num(a.body, "lock.renewals") >= 2, "%s: A was renewed %.0f times: %s",
+                  strategy, harness_json_num(a.body, "lock.renewals"), a.body);
+    ck_assert_msg(x.status == 200, "%s: X answered %d %s", strategy, x.status, x.body);
+    ck_assert_msg(c.status == 200 && strcmp(harness_json_str(c.body, "status"), "sold") == 0,
+                  "%s: C answered %d %s", strategy, c.status, c.body);
+    ck_assert_msg(harness_json_num(c.body, "unit") == harness_json_num(a.body, "unit") - 1,
+                  "%s: C (unit %.0f) did not sell after A (unit %.0f)", strategy,
+                  harness_json_num(c.body, "unit"), harness_json_num(a.body, "unit"));
+    ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("oversold_units"), 0);
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -237,6 +238,81 @@ static int raw_http(int port, const char *request, size_t len) {
     return status;
 }
 
+/* Replies an instance lost, as a MONITOR log of the Redis at redis_port
+ * shows them: connections that are gone since (see
+ * harness_redis_client_gone) and whose last command holding `has` and not
+ * `but` (either may be NULL; commands sent by a client, not by a script)
+ * also holds `last` (NULL: any). Redis ran that command, and the instance
+ * then closed its connection, which it does when a reply times out.
+ * Returns how many such connections there are; *at gets the offset in log
+ * of the last such line (-1 if none). */
+static int lost_replies(const char *log, const char *has, const char *but, const char *last, long *at) {
+    enum { MAXCONN = 512 };
+    struct {
+        char addr[64];
+        long line;      /* offset of its last matching line */
+    } conns[MAXCONN];
+    int nconns = 0, n = 0;
+    *at = -1;
+    for (const char *line = log; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char *l = strndup(line, len), addr[64];
+        const char *cmd;
+        if (l && harness_monitor_parse(l, NULL, addr, sizeof(addr), &cmd) == 0 && strcmp(addr, "lua") != 0 &&
+            (!has || strstr(cmd, has)) && (!but || !strstr(cmd, but))) {
+            int i = 0;
+            while (i < nconns && strcmp(conns[i].addr, addr) != 0) i++;
+            if (i == nconns && nconns < MAXCONN) snprintf(conns[nconns++].addr, sizeof(conns[0].addr), "%s", addr);
+            if (i < nconns) conns[i].line = (long)(line - log);
+        }
+        free(l);
+        line = end ? end + 1 : NULL;
+    }
+    for (int i = 0; i < nconns; i++) {
+        const char *line = log + conns[i].line;
+        size_t len = strcspn(line, "\n");
+        char *l = strndup(line, len);
+        int fits = l && (!last || strstr(l, last));
+        free(l);
+        if (fits && harness_redis_client_gone(redis_port, conns[i].addr) == 1) {
+            n++;
+            if (conns[i].line > *at) *at = conns[i].line;
+        }
+    }
+    return n;
+}
+
+/* Whether the script run by the MONITOR line at `line` deleted key: one of
+ * the "[0 lua]" lines right after it (a script runs alone) is its DEL. */
+static int script_deleted(const char *line, const char *key) {
+    char want[160];
+    snprintf(want, sizeof(want), "\"del\" \"%s\"", key);
+    for (const char *p = strchr(line, '\n'); p; p = strchr(p + 1, '\n')) {
+        char addr[64];
+        const char *cmd;
+        if (harness_monitor_parse(p + 1, NULL, addr, sizeof(addr), &cmd) < 0 || strcmp(addr, "lua") != 0)
+            return 0;
+        if (strncasecmp(cmd, want, strlen(want)) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The first owner id ("<32 hex>:<n>", the service's form) in s, copied
+ * into owner; "" if none. */
+static void owner_in(const char *s, char *owner, size_t len) {
+    owner[0] = '\0';
+    for (const char *p = s; *p; p++) {
+        size_t hex = strspn(p, "0123456789abcdef");
+        if (hex == 32 && p[32] == ':' && p[33] >= '0' && p[33] <= '9') {
+            snprintf(owner, len, "%.*s", (int)(33 + strspn(p + 33, "0123456789")), p);
+            return;
+        }
+        p += hex;
+        if (!*p) return;
+    }
+}
+
 /* VmRSS of pid in kB, or -1. */
 static long rss_kb(pid_t pid) {
     char path[64], line[256];
@@ -338,18 +414,29 @@ END_TEST
 
 /* ---- LostReplies: an acquire whose reply never came ---------------------- */
 
-/* Issue 10, defect 2. A Redisson client holds the lock for 500 ms; a sale on
- * A (redis.timeout=300) waits for it on a keep-alive connection. At 350 ms
- * Redis sleeps 600 ms: the sale's next try is sent at ~500, times out at
- * ~800, and runs at 950, when the client's lease has run out, so it grants
- * the lock to a sale that already answered 503. After the fix the instance
- * sends a release checked against that owner on a fresh connection. */
+/* Issue 10, defect 2. A Redisson client holds the lock for 1500 ms; a sale
+ * on A (redis.timeout=300) waits for it on a keep-alive connection. Once
+ * the sale's first try has run, Redis sleeps 2000 ms: a try the sale sends
+ * meanwhile (redisson's at the client's PTTL, owner-lua's next poll) times
+ * out 300 ms later, and runs when Redis wakes, when the client's lease has
+ * run out, so it grants the lock to a sale that already answered 503.
+ * After the fix the instance sends a release checked against that owner on
+ * another connection. The fault is proven from what Redis ran (MONITOR):
+ * an acquire by the sale's owner ran on a connection the instance closed
+ * (its reply timed out), and it was granted (the checked release of that
+ * owner, on another connection after it, found the lock and deleted it). */
 static void lost_acquire_reply(const char *strategy) {
     start_pair(10000, 3000, "redis.timeout=300", NULL);
-    if (strcmp(strategy, "owner-lua") == 0) {
-        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " " CLIENT_OWNER " PX 500"), 0);
+    int lua = strcmp(strategy, "owner-lua") == 0;
+    char acquire[64], release[64];
+    snprintf(acquire, sizeof(acquire), "%s",
+             lua ? "\"SET\" \"" LOCK_KEY "\" \"" : harness_script_sha(redis_port, "hash-lock"));
+    snprintf(release, sizeof(release), "%s",
+             harness_script_sha(redis_port, lua ? "unlock-owner" : "hash-abandon"));
+    if (lua) {
+        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " " CLIENT_OWNER " PX 1500"), 0);
     } else {
-        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 500 %s", redisson_lock, LOCK_KEY,
+        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 1500 %s", redisson_lock, LOCK_KEY,
                                       CLIENT_OWNER);
         ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
         freeReplyObject(r);
@@ -359,21 +446,57 @@ static void lost_acquire_reply(const char *strategy) {
     struct httpc *h = httpc_create("127.0.0.1", a_port, 10000);
     struct ka_bg sale;
     struct redis_sleep zz;
-    int64_t t0 = mclock_ms();
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    const char *tried = lua ? "set" : "evalsha";
+    long long calls = harness_redis_calls(redis_port, tried);
     ka_bg_start(&sale, h, path);
-    at(t0, 350);
-    redis_sleep_start(&zz, redis_port, 600);
+    for (int64_t end = mclock_ms() + 10000;
+         harness_redis_calls(redis_port, tried) == calls && mclock_ms() < end;)
+        mclock_sleep_ms(5);
+    redis_sleep_start(&zz, redis_port, 2000);
     redis_sleep_join(&zz);
     ka_bg_join(&sale);
-    /* Today it answers 503 backend_unavailable; a fixed one may also sell. */
-    ck_assert_msg(sale.status == 503 || sale.status == 200, "the sale answered %d %s", sale.status,
-                  sale.body);
     /* The hold granted after the timeout must not outlive the sale. */
     long long exists = 1;
-    for (int i = 0; i < 20 && (exists = harness_redis_int(redis_port, "EXISTS " LOCK_KEY)) != 0; i++)
-        mclock_sleep_ms(50);
+    for (int64_t end = mclock_ms() + 5000;
+         (exists = harness_redis_int(redis_port, "EXISTS " LOCK_KEY)) != 0 && mclock_ms() < end;)
+        mclock_sleep_ms(20);
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    /* The fault: Redis ran an acquire of the sale whose reply was lost. */
+    long acquired;
+    int lost = lost_replies(log, acquire, CLIENT_OWNER, NULL, &acquired);
+    if (lost == 0) fprintf(stderr, "%s", log);
+    ck_assert_msg(lost > 0, "%s: fault missed its window: no acquire of the sale ran on a connection "
+                  "the instance gave up (the sale answered %d %s)", strategy, sale.status, sale.body);
+    char owner[64], addr[64], raddr[64];
+    owner_in(log + acquired, owner, sizeof(owner));
+    ck_assert_str_ne(owner, "");
+    ck_assert_int_eq(harness_monitor_parse(log + acquired, NULL, addr, sizeof(addr), NULL), 0);
+    /* ... and it was granted: the release checked against its owner found
+     * the lock (its script went on to delete it). */
+    const char *rel = NULL;
+    for (const char *p = strchr(log + acquired, '\n'); p && !rel; p = strchr(p + 1, '\n')) {
+        const char *eol = strchr(p + 1, '\n');
+        const char *o = strstr(p + 1, owner), *sha = strstr(p + 1, release);
+        if (o && sha && (!eol || (o < eol && sha < eol))) rel = p + 1;
+    }
+    if (!rel) fprintf(stderr, "%s", log);
+    ck_assert_msg(rel != NULL, "%s: no release checked against %s after its lost acquire", strategy, owner);
+    ck_assert_int_eq(harness_monitor_parse(rel, NULL, raddr, sizeof(raddr), NULL), 0);
+    ck_assert_msg(strcmp(addr, raddr) != 0, "%s: the release went on the connection that lost the reply",
+                  strategy);
+    ck_assert_msg(script_deleted(rel, LOCK_KEY), "%s: the release checked against %s found no lock "
+                  "of its own: the lost acquire was not granted", strategy, owner);
+    free(log);
+    /* The outcome: the sale does not know whether it holds the lock, so
+     * it gives the hold up and answers 503 backend_unavailable (an acquire
+     * is never re-sent blindly), and the hold does not outlive it. */
+    ck_assert_msg(sale.status == 503 && strcmp(harness_json_str(sale.body, "status"), "backend_unavailable") == 0,
+                  "the sale answered %d %s", sale.status, sale.body);
     long long pttl = harness_redis_int(redis_port, "PTTL " LOCK_KEY);
-    ck_assert_msg(exists == 0, "%s: a hold nobody releases is left in %s 1 s after the lost reply "
+    ck_assert_msg(exists == 0, "%s: a hold nobody releases is left in %s 5 s after the lost reply "
                   "(PTTL %lld ms)", strategy, LOCK_KEY, pttl);
 
     /* Another instance sells at once: nothing blocks it. */
@@ -407,28 +530,42 @@ END_TEST
 /* Issue 10, defect 3. One keep-alive client sells sequentially (the local
  * strategy: an in-process mutex, so the probe's INCR-GET and SET-RPUSH-HDEL
  * are the sale's only round trips), while Redis sleeps 450 ms at a time
- * with redis.timeout=300: each sleep loses the reply of one sale's round
- * trip. Nothing ever overlapped, so the audit must count no violation and
- * no holder may be left in the probe's hash. */
+ * with redis.timeout=300, until a sleep has lost the reply of the probe's
+ * entry: what Redis ran (MONITOR) shows a connection that the instance gave
+ * up, whose last probe command was an entry, not the exit that a sale
+ * which got that reply would have sent next (at most 30 sleeps; a lost
+ * exit has run, and proves nothing). Nothing
+ * ever overlapped, so the audit must count no violation and no holder may
+ * be left in the probe's hash. */
 START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
     start_pair(10000, 3000, "redis.timeout=300", NULL);
     reset_stock(a_port, 100000);
     struct ka_loop k;
     ka_loop_start(&k, a_port, "/inventory/sale/local");
-    mclock_sleep_ms(200);
-    int sleeps = 0;
-    long long seen_violations = 0;
-    /* Until a lost reply has shown (a leaked entry counts the next sale as
-     * an overlap), at most 10 sleeps. */
-    while (sleeps < 10 && seen_violations == 0) {
+    int sleeps = 0, lost = 0;
+    char what[256] = "", enter[48];
+    snprintf(enter, sizeof(enter), "%s", harness_script_sha(redis_port, "probe-enter"));
+    while (sleeps < 30 && lost == 0) {
+        /* The client sells between the sleeps, so that each finds a sale. */
+        long sold = atomic_load(&k.sales);
+        for (int64_t end = mclock_ms() + 10000; atomic_load(&k.sales) < sold + 3 && mclock_ms() < end;)
+            mclock_sleep_ms(5);
+        struct harness_monitor *m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
         struct redis_sleep zz;
         redis_sleep_start(&zz, redis_port, 450);
         redis_sleep_join(&zz);
         sleeps++;
-        mclock_sleep_ms(250);
-        seen_violations = harness_redis_int(redis_port, "GET inventory001:violations");
+        char *log = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(log);
+        long at_line;
+        lost = lost_replies(log, HOLDERS_KEY, NULL, enter, &at_line);
+        if (lost) snprintf(what, sizeof(what), "%.*s", (int)strcspn(log + at_line, "\n"), log + at_line);
+        free(log);
     }
     ka_loop_stop(&k);
+    ck_assert_msg(lost > 0, "fault missed its window: %d DEBUG SLEEPs longer than redis.timeout lost no "
+                  "reply of a probe entry", sleeps);
     ck_assert_int_gt(atomic_load(&k.sales), 10);
     /* A sequential run after it. */
     struct httpc_response r;
@@ -437,8 +574,9 @@ START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
     long long leaked = harness_redis_int(redis_port, "HLEN " HOLDERS_KEY);
     double violations = audit("violations");
     ck_assert_msg(violations == 0 && leaked == 0,
-                  "one sequential client, %d DEBUG SLEEPs longer than redis.timeout: the audit counts %.0f violations and "
-                  "%lld holder entries were never removed", sleeps, violations, leaked);
+                  "one sequential client, %d DEBUG SLEEPs longer than redis.timeout (a reply lost: %s): "
+                  "the audit counts %.0f violations and %lld holder entries were never removed",
+                  sleeps, what, violations, leaked);
 }
 END_TEST
 

@@ -583,13 +583,17 @@ END_TEST
 /* ---- State: per-item state is bounded ------------------------------------ */
 
 /* Sales of distinct ?item= values, one per item, from CLIENTS keep-alive
- * clients: item n is sold with strategies[n % count]. */
+ * clients: item n is sold with strategies[n % count], and must answer
+ * expect(n) ("409 bad_stock"): status and "status" word. */
 struct item_run {
     int port;
     long to;
     atomic_long next;
     const char *const *strategies;
-    atomic_long answered, failed;
+    const char *(*expect)(long n);
+    atomic_long answered, failed, wrong;
+    atomic_int noted;
+    char first_wrong[512];   /* the first answer that was not expect(n) */
 };
 
 static void *item_run_main(void *arg) {
@@ -602,8 +606,19 @@ static void *item_run_main(void *arg) {
         char path[160];
         struct httpc_response r;
         snprintf(path, sizeof(path), "/inventory/sale/%s?item=it%ld", ir->strategies[n % count], n);
-        if (httpc_request(h, "GET", path, NULL, NULL, &r) == 0) atomic_fetch_add(&ir->answered, 1);
-        else atomic_fetch_add(&ir->failed, 1);
+        if (httpc_request(h, "GET", path, NULL, NULL, &r) != 0) {
+            atomic_fetch_add(&ir->failed, 1);
+            continue;
+        }
+        atomic_fetch_add(&ir->answered, 1);
+        char got[64];
+        snprintf(got, sizeof(got), "%d %s", r.status, harness_json_str(r.body ? r.body : "", "status"));
+        if (strcmp(got, ir->expect(n)) != 0) {
+            atomic_fetch_add(&ir->wrong, 1);
+            if (atomic_exchange(&ir->noted, 1) == 0)
+                snprintf(ir->first_wrong, sizeof(ir->first_wrong), "%s answered %s, not %s: %.300s",
+                         path, got, ir->expect(n), r.body ? r.body : "");
+        }
     }
     httpc_free(h);
     return NULL;
@@ -617,6 +632,21 @@ static void item_run(struct item_run *ir, long from, long to) {
     for (int i = 0; i < CLIENTS; i++) pthread_create(&t[i], NULL, item_run_main, ir);
     for (int i = 0; i < CLIENTS; i++) pthread_join(t[i], NULL);
     ck_assert_int_eq(atomic_load(&ir->failed), 0);
+    ck_assert_msg(atomic_load(&ir->wrong) == 0, "%ld of %ld answers were not the expected one; the first: %s",
+                  atomic_load(&ir->wrong), atomic_load(&ir->answered), ir->first_wrong);
+}
+
+/* No stock exists for any item: a sale takes its lock, finds no stock and
+ * answers 409 bad_stock. */
+static const char *expect_bad_stock(long n) {
+    (void)n;
+    return "409 bad_stock";
+}
+
+/* As expect_bad_stock, but a Redisson client holds the lock of every
+ * fourth item (n % 4 == 3), whose sale waits for it and times out. */
+static const char *expect_held_every_fourth(long n) {
+    return n % 4 == 3 ? "503 lock_timeout" : "409 bad_stock";
 }
 
 /* Issue 10, defect 4: RSS of instance A after 2,000 distinct items (the
@@ -649,7 +679,7 @@ static void rss_over_distinct_items(struct item_run *ir) {
 START_TEST(test_with_global_scope_rss_stays_flat_over_50000_distinct_items) {
     start_pair(10000, 2000, "lock.scope=global", "inventory.probe=false", NULL);
     static const char *const strategies[] = {"batched", NULL};
-    struct item_run ir = {.strategies = strategies};
+    struct item_run ir = {.strategies = strategies, .expect = expect_bad_stock};
     rss_over_distinct_items(&ir);
 }
 END_TEST
@@ -671,7 +701,7 @@ START_TEST(test_with_item_scope_rss_stays_flat_over_50000_distinct_items) {
     }
     redisFree(c);
     static const char *const strategies[] = {"batched", "redisson", "batched", "redisson", NULL};
-    struct item_run ir = {.strategies = strategies};
+    struct item_run ir = {.strategies = strategies, .expect = expect_held_every_fourth};
     rss_over_distinct_items(&ir);
 }
 END_TEST

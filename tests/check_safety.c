@@ -875,87 +875,141 @@ END_TEST
  * process first saw it. A holds the lock on masters 0 and 1 (2 is down);
  * master 1 restarts empty and master 2 comes up. Instance B, which has
  * never seen 1 or 2, must not count their votes while they have been up
- * for less than the TTL: it must not sell while A is inside. */
+ * for less than the TTL: it must not sell while A is inside. The window
+ * first: A's copies were on masters 0 and 1, master 1 came back without
+ * it, and A was still inside when B tried (its copy on master 0 outlived
+ * B's answer). Then B's exact answer: 503 backend_unavailable, since only
+ * master 0 may vote (busy: A holds it), fewer than the quorum of 2, with
+ * masters 1 and 2 restarted. */
 START_TEST(test_redlock_a_master_restarted_before_first_sight_gets_no_vote_until_up_a_ttl) {
-    for (int i = 0; i < 2; i++) {   /* masters 0 and 1 up for longer than a TTL */
-        for (int tries = 0; tries < 80; tries++) {
-            redisReply *info = harness_redis(master_port[i], "INFO server");
-            const char *p = info && info->type == REDIS_REPLY_STRING ? strstr(info->str, "uptime_in_seconds:") : NULL;
-            long up = p ? strtol(p + 18, NULL, 10) : 0;
-            freeReplyObject(info);
-            if (up >= 2) break;
-            mclock_sleep_ms(50);
-        }
-    }
+    masters_ready(2000);   /* masters 0 and 1 up for longer than a TTL */
     harness_stop(master_pid[2]);
     master_pid[2] = 0;
     start_pair(1000, 500, NULL);
     struct harness_bg a, b;
-    int64_t t0 = mclock_ms();
-    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=2500", 0);
-    at(t0, 250);
-    ck_assert_int_eq(harness_redis_int(master_port[0], "EXISTS " LOCK_KEY), 1);
-    ck_assert_int_eq(harness_redis_int(master_port[1], "EXISTS " LOCK_KEY), 1);
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=4000", 0);
+    int held = redis_wait_int(master_port[0], 1, 10000, "EXISTS %s", LOCK_KEY) &&
+               redis_wait_int(master_port[1], 1, 10000, "EXISTS %s", LOCK_KEY);
     kill(master_pid[1], SIGKILL);
     waitpid(master_pid[1], NULL, 0);
     master_pid[1] = harness_redis_start_args(master_port[1], NULL, debug_redis);
     master_pid[2] = harness_redis_start_args(master_port[2], NULL, debug_redis);
     ck_assert_int_gt(master_pid[1], 0);
     ck_assert_int_gt(master_pid[2], 0);
-    at(t0, 450);
+    long long forgotten = harness_redis_int(master_port[1], "EXISTS " LOCK_KEY);
     harness_bg_start(&b, b_port, "/inventory/sale/redlock", 0);
     harness_bg_join(&b);
+    long long a_inside = harness_redis_int(master_port[0], "EXISTS " LOCK_KEY);
     harness_bg_join(&a);
     char v0[16], v1[16], v2[16];
+    ck_assert_msg(held, "fault missed its window: A's lock never showed on masters 0 and 1 (%d %s)",
+                  a.status, a.body);
     ck_assert_msg(strcmp(vote_of(a.body, 0, v0), "yes") == 0 && strcmp(vote_of(a.body, 1, v1), "yes") == 0,
                   "A did not get the lock from masters 0 and 1: %d %s", a.status, a.body);
-    ck_assert_msg(b.status != 200,
-                  "B sold while A held the lock: votes of B: master 0 %s, restarted master 1 %s, "
-                  "new master 2 %s", vote_of(b.body, 0, v0), vote_of(b.body, 1, v1), vote_of(b.body, 2, v2));
+    ck_assert_msg(forgotten == 0, "fault missed its window: restarted master 1 still has A's lock");
+    ck_assert_msg(a_inside == 1, "fault missed its window: A was no longer inside when B had answered");
+    ck_assert_msg(b.status == 503 && strcmp(harness_json_str(b.body, "status"), "backend_unavailable") == 0 &&
+                      strstr(harness_json_str(b.body, "error"), "only 1 of 3 Redlock masters can vote") &&
+                      strcmp(vote_of(b.body, 0, v0), "busy") == 0 &&
+                      strcmp(vote_of(b.body, 1, v1), "restarted") == 0 &&
+                      strcmp(vote_of(b.body, 2, v2), "restarted") == 0,
+                  "B answered %d, not 503 backend_unavailable (only 1 of 3 Redlock masters can vote) "
+                  "with master 0 busy and masters 1 and 2 restarted: votes %s, %s, %s: %s", b.status, vote_of(b.body, 0, v0),
+                  vote_of(b.body, 1, v1), vote_of(b.body, 2, v2), b.body);
     ck_assert_int_eq(audit("violations"), 0);
     ck_assert_int_eq(audit("sold_twice"), 0);
 }
 END_TEST
 
 /* Suspected: pub/sub reconnect. A sale waits for a Redisson client's lock.
- * The subscriber's connection is killed and Redis sleeps 300 ms in the same
- * breath; 100 ms into the sleep the client unlocks. When Redis wakes, the
+ * The subscriber's connection is killed and Redis sleeps 1 s in the same
+ * breath; 500 ms into the sleep the client unlocks. When Redis wakes, the
  * waiter's retry (sent at the kill) runs first and finds the lock held, then
  * the unlock publishes, then the new SUBSCRIBE comes in: a waiter that went
  * back to sleep without waiting for that SUBSCRIBE's confirmation misses
- * the message. It must be woken promptly, not at the PTTL or the wait's end. */
+ * the message. The window first: CLIENT KILL killed the subscriber, and in
+ * what Redis ran (MONITOR) the waiter's retry came after the kill and
+ * before the unlock, and a SUBSCRIBE to the channel after the unlock (the
+ * subscriber reconnected). Then the outcome: the waiter sells, woken by
+ * the unlock, not at the PTTL (30 s) or the wait's end (10 s). */
 START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reconnect) {
-    start_pair(30000, 3000, NULL);
+    start_pair(30000, 10000, NULL);
     redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, CLIENT_OWNER);
     ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
+    const char *channel = "redisson_lock__channel:{" LOCK_KEY "}";
+    char hash_lock[48];
+    snprintf(hash_lock, sizeof(hash_lock), "%s", harness_script_sha(redis_port, "hash-lock"));
+    long long tries = harness_redis_calls(redis_port, "evalsha");
     struct harness_bg sale;
     harness_bg_start(&sale, a_port, "/inventory/sale/redisson", 0);
-    mclock_sleep_ms(400);   /* subscribed and sleeping */
+    /* Subscribed and waiting: its channel has a subscriber, its try ran. */
+    int waiting = 0;
+    for (int64_t end = mclock_ms() + 10000; !waiting && mclock_ms() < end; mclock_sleep_ms(10)) {
+        redisReply *n = harness_redis(redis_port, "PUBSUB NUMSUB %s", channel);
+        waiting = n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 && n->element[1]->integer == 1 &&
+                  harness_redis_calls(redis_port, "evalsha") > tries;
+        freeReplyObject(n);
+    }
+    ck_assert_msg(waiting, "the sale never waited on the unlock channel");
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
     redisContext *killer = redisConnect("127.0.0.1", redis_port);
     redisContext *client = redisConnect("127.0.0.1", redis_port);
     ck_assert(killer && !killer->err && client && !client->err);
     redisAppendCommand(killer, "CLIENT KILL TYPE pubsub");
-    redisAppendCommand(killer, "DEBUG SLEEP 0.3");
+    redisAppendCommand(killer, "DEBUG SLEEP 1.0");
+    double killed_s = (double)mclock_wall_us() / 1e6;
     int done = 0;
     while (!done) ck_assert_int_eq(redisBufferWrite(killer, &done), REDIS_OK);
-    mclock_sleep_ms(100);
+    mclock_sleep_ms(500);
     r = redisCommand(client, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s", redisson_unlock,
                      LOCK_KEY, LOCK_KEY, CLIENT_OWNER);
     int64_t released = mclock_ms();
     ck_assert_ptr_nonnull(r);
     ck_assert_int_eq(r->integer, 1);
     freeReplyObject(r);
+    long long killed = -1;
     for (int i = 0; i < 2; i++) {
-        void *v = NULL;
-        ck_assert_int_eq(redisGetReply(killer, &v), REDIS_OK);
+        redisReply *v = NULL;
+        ck_assert_int_eq(redisGetReply(killer, (void **)&v), REDIS_OK);
+        if (i == 0 && v && v->type == REDIS_REPLY_INTEGER) killed = v->integer;
         freeReplyObject(v);
     }
     redisFree(killer);
     redisFree(client);
     harness_bg_join(&sale);
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_msg(killed >= 1, "fault missed its window: CLIENT KILL TYPE pubsub killed %lld clients", killed);
+    /* The order Redis ran them in: the retry, the unlock, the SUBSCRIBE. */
+    long retry = -1, unlock = -1, subscribe = -1;
+    for (const char *line = log; line && *line;) {
+        double ts;
+        char addr[64];
+        const char *cmd;
+        long off = (long)(line - log);
+        size_t len = strcspn(line, "\n");
+        if (harness_monitor_parse(line, &ts, addr, sizeof(addr), &cmd) == 0 && strcmp(addr, "lua") != 0) {
+            char *l = strndup(cmd, len - (size_t)(cmd - line));
+            if (l && retry < 0 && ts >= killed_s && strstr(l, hash_lock) && !strstr(l, CLIENT_OWNER)) retry = off;
+            if (l && unlock < 0 && strncmp(l, "\"EVAL\"", 6) == 0 && strstr(l, CLIENT_OWNER)) unlock = off;
+            if (l && unlock >= 0 && subscribe < 0 && strncasecmp(l, "\"SUBSCRIBE\"", 11) == 0 &&
+                strstr(l, channel))
+                subscribe = off;
+            free(l);
+        }
+        line = line[len] ? line + len + 1 : NULL;
+    }
+    if (!(retry >= 0 && unlock > retry && subscribe > unlock)) fprintf(stderr, "%s", log);
+    free(log);
+    ck_assert_msg(retry >= 0 && unlock > retry,
+                  "fault missed its window: the waiter's retry did not run between the kill and the unlock");
+    ck_assert_msg(subscribe > unlock, "fault missed its window: no SUBSCRIBE to %s after the unlock: the "
+                  "subscriber did not reconnect", channel);
     int64_t woken_within = sale.sent_ms + sale.took_ms - released;
-    ck_assert_msg(sale.status == 200 && woken_within <= 500,
+    ck_assert_msg(sale.status == 200 && strcmp(harness_json_str(sale.body, "status"), "sold") == 0 &&
+                      woken_within <= 2000,
                   "the waiter answered %d %lld ms after the unlock: the message was missed (%s)",
                   sale.status, (long long)woken_within, sale.body);
 }

@@ -736,10 +736,15 @@ START_TEST(test_a_write_unlock_wakes_every_waiting_reader_at_once) {
 END_TEST
 
 /* Issue 10, defect 6: the deepest recursion the config accepts, with no
- * sleep between tries and the lock held elsewhere. The sale must fail
- * cleanly as a lock timeout and the instance keep serving. (The RelWithDebInfo
- * build turns the tail call into a loop; a Debug build overflows the
- * 256 KB connection thread's stack.) */
+ * sleep between tries and the lock held elsewhere. Each retry is a real
+ * stack frame (lock_setnx_retry.c is built without sibling-call
+ * optimisation, so the recursion is not turned into a loop): before the
+ * cap of 100000 the connection thread's stack nears its end, and the
+ * stack guard must stop the recursion there. The guard first: the sale
+ * answers 503 lock_timeout, saying the stack stopped it at a depth below
+ * the cap, the depth it reports (lock.depth). Then the instance lives and
+ * sells. Without the guard the instance dies of a stack overflow; with a
+ * recursion made a loop, the cap, not the stack, would stop it. */
 START_TEST(test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives) {
     start_pair(10000, 30000, "lock.retry-max-depth=100000", "lock.spin-sleep-ms=0", NULL);
     ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " someone-else"), 0);
@@ -748,8 +753,16 @@ START_TEST(test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_
     int alive = waitpid(a_pid, NULL, WNOHANG) == 0;
     if (!alive) a_pid = 0;
     ck_assert_msg(alive, "the instance died during a setnx-retry sale at lock.retry-max-depth=100000");
-    ck_assert_int_eq(status, 503);
-    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_msg(status == 503 && strcmp(harness_json_str(r.body, "status"), "lock_timeout") == 0,
+                  "the sale answered %d %s", status, r.body);
+    const char *error = harness_json_str(r.body, "error");
+    const char *why = strstr(error, "recursion stopped at depth ");
+    int depth = (int)harness_json_num(r.body, "lock.depth");
+    ck_assert_msg(why && strstr(why, "the thread's stack is nearly exhausted"),
+                  "the stack guard did not stop the recursion (a loop, not a recursion?): %s", r.body);
+    ck_assert_msg(depth > 100 && depth < 100000 && atoi(why + strlen("recursion stopped at depth ")) == depth,
+                  "the stack guard stopped at a depth that is not the one reported (lock.depth %d): %s",
+                  depth, r.body);
     ck_assert_int_eq(harness_http(a_port, "GET", "/healthz", NULL, NULL, &r), 200);
     harness_redis_int(redis_port, "DEL " LOCK_KEY);
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 200);

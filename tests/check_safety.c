@@ -1136,10 +1136,12 @@ START_TEST(test_a_strategy_not_in_lock_allowed_answers_an_error_and_sells_nothin
                   "inventoryd does not start with --set lock.allowed=redisson,atomic");
     struct httpc_response r;
     int status = harness_http(a_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r);
-    ck_assert_msg(status >= 400 && status < 500 && stock_now() == 200 && ledger_len() == 0,
-                  "watchdog is not in lock.allowed=redisson,atomic but answered %d (%s); stock %lld",
-                  status, r.body, stock_now());
+    ck_assert_msg(status == 403 && strcmp(harness_json_str(r.body, "status"), "strategy_not_allowed") == 0 &&
+                      stock_now() == 200 && ledger_len() == 0,
+                  "watchdog is not in lock.allowed=redisson,atomic but answered %d (%s), not 403 "
+                  "strategy_not_allowed; stock %lld", status, r.body, stock_now());
     ck_assert_str_ne(harness_json_str(r.body, "error"), "");
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);   /* no lock was taken */
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
 }

@@ -161,8 +161,35 @@ static int other_master(int port) {
     return -1;
 }
 
+/* The port of each slot's master, per CLUSTER SLOTS of the node at port
+ * (-1: a slot it names no master for). */
+static void cluster_slots_of(int port, int *owner) {
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) owner[s] = -1;
+    redisReply *r = harness_redis(port, "CLUSTER SLOTS");
+    ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY, "CLUSTER SLOTS at %d failed", port);
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        ck_assert(e->type == REDIS_REPLY_ARRAY && e->elements >= 3);
+        long long from = e->element[0]->integer, to = e->element[1]->integer;
+        const redisReply *m = e->element[2];
+        ck_assert(m->type == REDIS_REPLY_ARRAY && m->elements >= 2 && m->element[1]->type == REDIS_REPLY_INTEGER);
+        ck_assert(from >= 0 && to < CLUSTER_SLOTS && from <= to);
+        for (long long s = from; s <= to; s++) owner[s] = (int)m->element[1]->integer;
+    }
+    freeReplyObject(r);
+}
+
 START_TEST(test_the_map_agrees_with_the_servers_slots_and_keyslots) {
     struct cluster *cl = router(1, 5);
+    /* Slot by slot, the map is what every node's CLUSTER SLOTS says. */
+    static int owner[CLUSTER_SLOTS];
+    for (int n = 0; n < MASTERS; n++) {
+        cluster_slots_of(ports[n], owner);
+        for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+            ck_assert_msg(owner[s] > 0 && map_port(cl, s) == owner[s],
+                          "slot %u: the map says the master at %d, CLUSTER SLOTS at %d says %d", s,
+                          map_port(cl, s), ports[n], owner[s]);
+    }
     for (int i = 0; i < 300; i++) {
         char key[32];
         snprintf(key, sizeof(key), i % 2 ? "inventory%03d" : "{inventory%03d}:sold", i);

@@ -831,41 +831,47 @@ static const char *vote_of(const char *body, int i, char word[16]) {
     return word;
 }
 
-/* Suspected: the Redlock validity computed at acquire is dropped. TTL 900;
- * master 1 sleeps 720 ms just as sale A's round goes out, so its vote comes
- * at ~720 and A holds with ~170 ms of validity, while masters 0 and 2 let
- * their copies expire at 900. The watchdog dates the lease from 720 and
- * renews first at 1020. A commits at ~955: past its validity, so it must
- * answer lock_lost and write nothing. Meanwhile sale B on the other
- * instance takes masters 0 and 2 at ~900 and sells. */
+/* Suspected: the Redlock validity computed at acquire is dropped. TTL
+ * 3000; master 1 sleeps 2400 ms from just before sale A's round goes out
+ * (the sleep is written first on a connection Redis has already accepted,
+ * so it runs first), so its vote comes at ~2400 and A holds with at most
+ * ~600 ms of validity, while masters 0 and 2 let their copies expire at
+ * ~3000. The watchdog renews first a third of the TTL after the grant, at
+ * ~3400. A works 800 ms and commits at ~3200: past its validity, so it
+ * must answer lock_lost and write nothing. Meanwhile, as soon as masters
+ * 0 and 2 have let A's copies expire, another Redlock client takes them.
+ * The window first, from A's own answer: master 1's vote was slow, and
+ * A's round plus its work outlasted the TTL. */
 START_TEST(test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothing) {
-    masters_ready(900);
-    start_pair(900, 3000, "redlock.node-timeout-ms=800", NULL);
+    masters_ready(3000);
+    start_pair(3000, 8000, "redlock.node-timeout-ms=2800", NULL);
     struct httpc_response r;
     /* Connections to the masters made before the test. */
     ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     reset_stock(a_port, 200);
-    struct redis_sleep zz;
     struct harness_bg a, b;
+    redisContext *zz = redisConnect("127.0.0.1", master_port[1]);
+    ck_assert(zz && !zz->err);
+    freeReplyObject(redisCommand(zz, "PING"));
+    ck_assert_int_eq(redisAppendCommand(zz, "DEBUG SLEEP 2.4"), REDIS_OK);
+    int done = 0;
+    while (!done) ck_assert_int_eq(redisBufferWrite(zz, &done), REDIS_OK);
     int64_t t0 = mclock_ms();
-    redis_sleep_start(&zz, master_port[1], 720);
-    mclock_sleep_ms(10);
-    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=235", 0);
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=800", 0);
     harness_bg_start(&b, b_port, "/inventory/sale/redlock", 100);
     /* As soon as masters 0 and 2 have let A's copies expire, another
      * Redlock client takes them: a quorum of its own, 200 ms. */
-    at(t0, 880);
     int64_t other_at = -1;
-    while (other_at < 0 && mclock_ms() - t0 < 1000) {
+    while (other_at < 0 && mclock_ms() - t0 < 8000) {
         if (harness_redis_int(master_port[0], "EXISTS " LOCK_KEY) == 0 &&
             harness_redis_int(master_port[2], "EXISTS " LOCK_KEY) == 0) {
             int granted = 0;
             for (int i = 0; i < 3; i += 2) {
-                redisReply *r = harness_redis(master_port[i], "EVAL %s 1 %s 200 %s", redisson_lock,
+                redisReply *g = harness_redis(master_port[i], "EVAL %s 1 %s 200 %s", redisson_lock,
                                               LOCK_KEY, CLIENT_OWNER);
-                granted += r && r->type == REDIS_REPLY_NIL;
-                freeReplyObject(r);
+                granted += g && g->type == REDIS_REPLY_NIL;
+                freeReplyObject(g);
             }
             if (granted == 2) other_at = mclock_ms() - t0;
         }
@@ -873,12 +879,24 @@ START_TEST(test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothin
     }
     harness_bg_join(&a);
     harness_bg_join(&b);
-    redis_sleep_join(&zz);
+    void *v = NULL;
+    ck_assert_int_eq(redisGetReply(zz, &v), REDIS_OK);
+    freeReplyObject(v);
+    redisFree(zz);
+    /* The window: master 1's vote came late, and A's round and work
+     * together outlasted its lease (TTL 3000). */
+    char vote[16];
+    double round_ms = harness_json_num(a.body, "lock.wait_ms");
+    ck_assert_msg(strcmp(vote_of(a.body, 1, vote), "yes") == 0 && round_ms >= 2000,
+                  "fault missed its window: A's round took %.0f ms, master 1 voted '%s': %d %s", round_ms,
+                  vote, a.status, a.body);
+    ck_assert_msg(round_ms + 800 > 3000, "fault missed its window: A's round (%.0f ms) and its 800 ms of "
+                  "work fit in the TTL", round_ms);
     ck_assert_msg(a.status == 409,
                   "A committed past the validity of its round (master 1 answered in %.0f ms of a "
-                  "900 ms TTL): A answered %d at %lld ms, while another client held masters 0 "
-                  "and 2 from %lld ms", harness_json_num(a.body, "lock.wait_ms"), a.status,
-                  (long long)(a.sent_ms + a.took_ms - t0), (long long)other_at);
+                  "3000 ms TTL): A answered %d at %lld ms, while another client held masters 0 "
+                  "and 2 from %lld ms", round_ms, a.status, (long long)(a.sent_ms + a.took_ms - t0),
+                  (long long)other_at);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
     ck_assert_int_eq(audit("sold_twice"), 0);
 }

@@ -770,6 +770,112 @@ START_TEST(test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_
 }
 END_TEST
 
+/* The rejected_calls= count of one command in INFO commandstats: calls
+ * Redis refused before running them (OOM, ...); -1 on error. */
+static long long rejected_calls(int port, const char *cmd) {
+    redisReply *r = harness_redis(port, "INFO commandstats");
+    long long n = -1;
+    char want[64];
+    snprintf(want, sizeof(want), "cmdstat_%s:", cmd);
+    const char *line = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, want) : NULL;
+    const char *rej = line ? strstr(line, "rejected_calls=") : NULL;
+    const char *eol = line ? strchr(line, '\n') : NULL;
+    if (line) n = 0;
+    if (rej && (!eol || rej < eol)) n = strtoll(rej + 15, NULL, 10);
+    freeReplyObject(r);
+    return n;
+}
+
+/* README: sale-write.lua, fenced-sale.lua and atomic-sale.lua start with
+ * `#!lua`, "which makes Redis refuse them whole when out of memory". Redis
+ * is put over its memory limit (maxmemory 1 byte, noeviction). The window
+ * first: an unflagged script (atomic-sale.lua without its `#!lua` line,
+ * sent with EVAL) is started and runs its read (MONITOR shows its GET)
+ * until its first write is refused: Redis is out of memory, and an
+ * unflagged script is not refused whole. Then a sale by each strategy whose write is one of the three
+ * scripts (atomic; redisson, after its lock was taken and while it works
+ * inside; fenced, likewise): it fails, Redis refused its EVALSHA before
+ * running it (rejected_calls) and ran nothing of its script (no line of it
+ * in MONITOR), and the stock and the ledger are untouched. */
+START_TEST(test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out_of_memory) {
+    start_pair(10000, 3000, NULL);
+    struct httpc_response r;
+    for (int i = 0; i < 3; i++)   /* every script loaded, every connection made */
+        ck_assert_int_eq(harness_http(a_port, "GET", i == 0 ? "/inventory/sale/atomic" : i == 1 ?
+                                      "/inventory/sale/redisson" : "/inventory/sale/fenced", NULL, NULL, &r), 200);
+    reset_stock(a_port, 200);
+    /* The unflagged copy of atomic-sale.lua. */
+    char path[512], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof(path), "%s/src/lua/atomic-sale.lua", SOURCE_DIR);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert(getdelim(&text, &len, '\0', f) > 0);
+    fclose(f);
+    ck_assert_msg(strncmp(text, "#!lua\n", 6) == 0, "atomic-sale.lua does not start with #!lua");
+    const char *unflagged = text + 6;
+    freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory-policy noeviction"));
+    freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    redisReply *e = harness_redis(redis_port, "EVAL %s 3 %s %s %s order-x 1 none", unflagged, STOCK_KEY,
+                                  LEDGER_KEY, STOCK_KEY ":families");
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    int reads = harness_lines(seen, "[0 lua] \"GET\" \"" STOCK_KEY "\"", NULL);
+    /* (Its RPUSH, by redis.pcall, was refused: the script then calls the
+     * ledger bad, BADKEY.) */
+    ck_assert_msg(e && e->type == REDIS_REPLY_ERROR && reads == 1 && ledger_len() == 0,
+                  "fault missed its window: the unflagged script answered %s after %d reads",
+                  e ? (e->type == REDIS_REPLY_ERROR ? e->str : "no error") : "nothing", reads);
+    freeReplyObject(e);
+    free(seen);
+    free(text);
+    freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 0"));
+
+    static const char *const strategies[] = {"atomic", "redisson", "fenced"};
+    static const char *const scripts[] = {"atomic-sale", "sale-write", "fenced-sale"};
+    for (int i = 0; i < 3; i++) {
+        char sha[48], sale[96];
+        snprintf(sha, sizeof(sha), "%s", harness_script_sha(redis_port, scripts[i]));
+        long long rejected = rejected_calls(redis_port, "evalsha");
+        m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
+        struct harness_bg b;
+        if (i == 0) {
+            freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
+            harness_bg_start(&b, a_port, "/inventory/sale/atomic", 0);
+        } else {
+            /* Out of memory once the sale holds its lock, while it works. */
+            snprintf(sale, sizeof(sale), "/inventory/sale/%s?hold_ms=1500", strategies[i]);
+            harness_bg_start(&b, a_port, sale, 0);
+            ck_assert_msg(redis_wait_int(redis_port, 1, 10000, "EXISTS %s", LOCK_KEY),
+                          "%s: the sale never took its lock", strategies[i]);
+            freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
+            ck_assert_msg(harness_redis_int(redis_port, "EXISTS " LOCK_KEY) == 1,
+                          "%s: fault missed its window: the sale let go before Redis ran out of memory",
+                          strategies[i]);
+        }
+        harness_bg_join(&b);
+        seen = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(seen);
+        freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 0"));
+        ck_assert_msg(b.status != 200 && strstr(b.body, "OOM"), "%s: the sale answered %d %s",
+                      strategies[i], b.status, b.body);
+        ck_assert_msg(rejected_calls(redis_port, "evalsha") > rejected,
+                      "%s: Redis refused no EVALSHA", strategies[i]);
+        ck_assert_msg(harness_lines(seen, sha, NULL) == 0, "%s: Redis ran %s.lua out of memory:\n%.1500s",
+                      strategies[i], scripts[i], seen);
+        free(seen);
+        ck_assert_msg(stock_now() == 200 && ledger_len() == 0, "%s: stock %lld, ledger %lld after a refused "
+                      "write", strategies[i], stock_now(), ledger_len());
+        redis_wait_int(redis_port, 0, 10000, "EXISTS %s", LOCK_KEY);
+    }
+    /* Back under the limit, it sells. */
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
+}
+END_TEST
+
 /* ---- Http: requests that must never sell --------------------------------- */
 
 /* Issue 10, defect 7. */
@@ -1217,7 +1323,8 @@ Suite *safety_suite(void) {
           test_with_item_scope_rss_stays_flat_over_50000_distinct_items}},
         {"Protocol", setup, 90,
          {test_a_write_unlock_wakes_every_waiting_reader_at_once,
-          test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives}},
+          test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives,
+          test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out_of_memory}},
         {"Http", setup, 60,
          {test_a_head_request_never_sells,
           test_a_path_holding_a_nul_or_a_byte_no_route_has_answers_400_or_404_and_never_sells}},

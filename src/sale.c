@@ -390,7 +390,7 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
         struct lock_report rep;
         lock_report(l, &rep);
         snprintf(r->errstr, sizeof(r->errstr), "lock %.80s still busy after waiting %d ms "
-                 "(%d attempts%s%.60s)", k->lock, f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms,
+                 "(%d attempts%s%.120s)", k->lock, f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms,
                  rep.attempts,
                  lock_errstr(l)[0] ? "; " : "", lock_errstr(l));
         sale_fail_all(rs, n, INV_LOCK_TIMEOUT, r->errstr);

@@ -2,9 +2,10 @@
  * redirect parsing without a server (Slots), then against a real
  * three-master Redis Cluster started by the harness (Routing): the map
  * against the servers' own CLUSTER KEYSLOT and CLUSTER SLOTS, a MOVED after a
- * slot moved, an ASK during a migration, the redirect bound, and a command
- * whose reply was lost that is not sent again; and an instance's /readyz,
- * which waits for every master's cluster_state:ok. */
+ * slot moved, an ASK during a migration, the redirect bound, a command
+ * whose reply was lost that is not sent again, a watchdog renewal
+ * refused by a slot move (which loses the hold, as README says); and an
+ * instance's /readyz, which waits for every master's cluster_state:ok. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 #include "check_main.h"
 #include "cluster.h"
 #include "harness.h"
+#include "lock.h"
 #include "mclock.h"
+#include "rpool.h"
 
 /* ---- Slots: pure ---- */
 
@@ -163,8 +166,35 @@ static int other_master(int port) {
     return -1;
 }
 
+/* The port of each slot's master, per CLUSTER SLOTS of the node at port
+ * (-1: a slot it names no master for). */
+static void cluster_slots_of(int port, int *owner) {
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) owner[s] = -1;
+    redisReply *r = harness_redis(port, "CLUSTER SLOTS");
+    ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY, "CLUSTER SLOTS at %d failed", port);
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        ck_assert(e->type == REDIS_REPLY_ARRAY && e->elements >= 3);
+        long long from = e->element[0]->integer, to = e->element[1]->integer;
+        const redisReply *m = e->element[2];
+        ck_assert(m->type == REDIS_REPLY_ARRAY && m->elements >= 2 && m->element[1]->type == REDIS_REPLY_INTEGER);
+        ck_assert(from >= 0 && to < CLUSTER_SLOTS && from <= to);
+        for (long long s = from; s <= to; s++) owner[s] = (int)m->element[1]->integer;
+    }
+    freeReplyObject(r);
+}
+
 START_TEST(test_the_map_agrees_with_the_servers_slots_and_keyslots) {
     struct cluster *cl = router(1, 5);
+    /* Slot by slot, the map is what every node's CLUSTER SLOTS says. */
+    static int owner[CLUSTER_SLOTS];
+    for (int n = 0; n < MASTERS; n++) {
+        cluster_slots_of(ports[n], owner);
+        for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+            ck_assert_msg(owner[s] > 0 && map_port(cl, s) == owner[s],
+                          "slot %u: the map says the master at %d, CLUSTER SLOTS at %d says %d", s,
+                          map_port(cl, s), ports[n], owner[s]);
+    }
     for (int i = 0; i < 300; i++) {
         char key[32];
         snprintf(key, sizeof(key), i % 2 ? "inventory%03d" : "{inventory%03d}:sold", i);
@@ -487,6 +517,62 @@ START_TEST(test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only
 }
 END_TEST
 
+/* README, "Not done": the watchdog's renewals do not follow refusals, so
+ * "a renewal refused mid-move loses the hold". A watchdog lock, taken
+ * through a sale pool in cluster mode (TTL 900: renewed every 300 ms), has
+ * its slot moved to another master while it is held. The window first:
+ * the lock's key went to the new master (MIGRATE) and the old one no
+ * longer serves its slot. Then the documented outcome: the lane's next
+ * renewal, refused by the old master, is not followed: the hold is
+ * reported lost (lock_check), and the lane counts it lost. */
+START_TEST(test_a_renewal_refused_by_a_slot_move_loses_the_hold) {
+    char seeds[64], err[256];
+    snprintf(seeds, sizeof(seeds), "127.0.0.1:%d", ports[0]);
+    struct rpool_options po = {.cluster_nodes = seeds, .cluster_max_redirects = 5, .timeout_ms = 1000,
+                               .size = 4, .load_scripts = 1};
+    struct rpool *pool = rpool_create(&po);
+    ck_assert_ptr_nonnull(pool);
+    struct lock_core_options lo = {.pool = pool, .pool_wait_ms = 1000, .ttl_ms = 900, .wait_ms = 300,
+                                   .spin_sleep_ms = 10, .retry_depth = 100};
+    struct lock_core *core = lock_core_init(&lo, err, sizeof(err));
+    ck_assert_msg(core != NULL, "lock_core_init: %s", err);
+    const char *key = "{mid-move}:lock";
+    unsigned slot = slot_of(key);
+    static int owner[CLUSTER_SLOTS];
+    cluster_slots_of(ports[0], owner);
+    int src = owner[slot], dst = other_master(src);
+    struct lock *l = lock_new(core, &lock_type_watchdog, key);
+    ck_assert_int_eq(lock_acquire(l), LOCK_OK);
+    ck_assert_int_eq(harness_redis_int(src, "EXISTS %s", key), 1);
+    /* Renewed while the slot stays. */
+    struct lock_lane_stats st[4];
+    int renewed = 0;
+    for (int64_t end = mclock_ms() + 5000; !renewed && mclock_ms() < end; mclock_sleep_ms(20)) {
+        int n = lock_core_lanes(core, st, 4);
+        for (int i = 0; i < n; i++) renewed |= st[i].renewed > 0;
+    }
+    ck_assert_msg(renewed, "the lock was not renewed before the move");
+    migrate_slot(slot, src, dst, 1);
+    long long moved_key = harness_redis_int(dst, "EXISTS %s", key);
+    cluster_slots_of(src, owner);
+    ck_assert_msg(moved_key == 1 && owner[slot] == dst,
+                  "fault missed its window: after the move the key is %s on %d, and %d says slot %u is %d's",
+                  moved_key == 1 ? "there" : "not", dst, src, slot, owner[slot]);
+    int lost = 0;
+    for (int64_t end = mclock_ms() + 5000; !lost && mclock_ms() < end; mclock_sleep_ms(20))
+        lost = lock_check(l) == LOCK_LOST;
+    long long lane_lost = 0;
+    int n = lock_core_lanes(core, st, 4);
+    for (int i = 0; i < n; i++) lane_lost += st[i].lost;
+    ck_assert_msg(lost, "the hold survived renewals refused by the old master (README's 'Not done' says "
+                  "it is lost: update it if renewals now follow refusals)");
+    ck_assert_int_ge(lane_lost, 1);
+    lock_free(l);
+    lock_core_shutdown(core);
+    rpool_free(pool);
+}
+END_TEST
+
 Suite *cluster_suite(void) {
     Suite *s = suite_create("cluster");
     TCase *slots = tcase_create("Slots");
@@ -504,6 +590,7 @@ Suite *cluster_suite(void) {
     tcase_add_test(routing, test_redirects_beyond_max_redirects_are_an_error_not_a_loop);
     tcase_add_test(routing, test_a_command_whose_reply_was_lost_is_not_sent_again);
     tcase_add_test(routing, test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only_the_stock_keys);
+    tcase_add_test(routing, test_a_renewal_refused_by_a_slot_move_loses_the_hold);
     suite_add_tcase(s, routing);
     return s;
 }

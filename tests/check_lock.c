@@ -52,7 +52,13 @@ static const struct contract contracts[] = {
 };
 #define NCONTRACTS ((int)(sizeof(contracts) / sizeof(contracts[0])))
 
+static void core_start_ttl(int pool_size, int timeout_ms, int ttl_ms);
+
 static void core_start(int pool_size, int timeout_ms) {
+    core_start_ttl(pool_size, timeout_ms, TTL_MS);
+}
+
+static void core_start_ttl(int pool_size, int timeout_ms, int ttl_ms) {
     struct rpool_options po = {.host = "127.0.0.1", .port = redis_port, .timeout_ms = timeout_ms,
                                .size = pool_size, .load_scripts = 1};
     pool = rpool_create(&po);
@@ -62,7 +68,7 @@ static void core_start(int pool_size, int timeout_ms) {
     snprintf(nodes, sizeof(nodes), "127.0.0.1:%d", redis_port);
     struct lock_core_options lo = {
         .pool = pool, .pool_wait_ms = timeout_ms, .redlock_nodes = nodes,
-        .redlock_node_timeout_ms = 200, .redlock_pool_size = 4, .ttl_ms = TTL_MS,
+        .redlock_node_timeout_ms = 200, .redlock_pool_size = 4, .ttl_ms = ttl_ms,
         .wait_ms = WAIT_MS, .spin_sleep_ms = 10, .retry_depth = 1000,
     };
     core = lock_core_init(&lo, err, sizeof(err));
@@ -252,40 +258,392 @@ START_TEST(test_a_checked_lease_refuses_the_commit_once_renewals_cannot_reach_re
 }
 END_TEST
 
+/* README: "unlock channels nobody waits on are unsubscribed after 2 s". A
+ * redisson handle waits for a Redisson client's lock, subscribed to its
+ * unlock channel, and gives up. Right after, the channel still has its
+ * subscriber; it loses it once idle for 2 s (not before; 10 s at most). */
+START_TEST(test_an_unlock_channel_nobody_waits_on_is_unsubscribed_after_2_s) {
+    const char *other = "b983c153-7421-469a-addb-44fb92259a1b:1";
+    ck_assert_int_eq(harness_redisson_lock(redis_port, KEY, other, 30000), 1);
+    struct lock *a = lock_new(core, &lock_type_redisson, KEY);
+    ck_assert_int_eq(lock_acquire(a), LOCK_BUSY);
+    int64_t left = mclock_ms();
+    lock_free(a);
+    const char *channel = "redisson_lock__channel:{" KEY "}";
+    long long subscribers = -1;
+    redisReply *n = harness_redis(redis_port, "PUBSUB NUMSUB %s", channel);
+    if (n && n->type == REDIS_REPLY_ARRAY && n->elements == 2) subscribers = n->element[1]->integer;
+    freeReplyObject(n);
+    int64_t checked = mclock_ms() - left;
+    ck_assert_msg(subscribers == 1, "the waiter's channel had %lld subscribers %lld ms after it left",
+                  subscribers, (long long)checked);
+    int64_t gone = -1;
+    for (int64_t end = left + 10000; gone < 0 && mclock_ms() < end; mclock_sleep_ms(20)) {
+        n = harness_redis(redis_port, "PUBSUB NUMSUB %s", channel);
+        if (n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 && n->element[1]->integer == 0)
+            gone = mclock_ms() - left;
+        freeReplyObject(n);
+    }
+    ck_assert_msg(gone >= 0, "the idle channel was still subscribed 10 s after its last waiter left");
+    ck_assert_msg(gone >= 1900, "the channel was unsubscribed %lld ms after its last waiter left, before 2 s",
+                  (long long)gone);
+    ck_assert_int_eq(harness_redisson_unlock(redis_port, KEY, other), 1);
+}
+END_TEST
+
 /* ---- Faults -------------------------------------------------------------- */
 
+/* Where `needle` first occurs in log at or after `from`; -1 if nowhere. */
+static long find_at(const char *log, const char *needle, long from) {
+    const char *p = from >= 0 ? strstr(log + from, needle) : NULL;
+    return p ? (long)(p - log) : -1;
+}
+
+/* The offset of the first line of log that starts after offset `from` (-1:
+ * any line) and holds both a and b; -1 if none. */
+static long line_with(const char *log, long from, const char *a, const char *b) {
+    for (long at = from < 0 ? -1 : find_at(log, "\n", from); from < 0 || at >= 0;
+         at = find_at(log, "\n", at + 1)) {
+        from = 0;
+        long next = find_at(log, "\n", at + 1);
+        long pa = find_at(log, a, at + 1), pb = find_at(log, b, at + 1);
+        if (pa >= 0 && pb >= 0 && (next < 0 || (pa < next && pb < next))) return at + 1;
+    }
+    return -1;
+}
+
+/* Opens n of the pool's connections at once and puts them back idle, so
+ * that every later rpool_get finds one with the scripts already loaded:
+ * a fresh connection's SCRIPT LOAD would otherwise be the command that
+ * Redis sleeps through, and the acquire would never be sent. */
+static void pool_warm(int n) {
+    redisContext *c[8] = {0};
+    char err[256];
+    for (int i = 0; i < n && i < 8; i++)
+        ck_assert_msg(rpool_get(pool, 1000, &c[i], err, sizeof(err)) == RPOOL_OK, "warm: %s", err);
+    for (int i = 0; i < n && i < 8; i++) rpool_put(pool, c[i]);
+}
+
 /* Redis sleeps through the acquire's reply (DEBUG SLEEP), so the client
- * times out not knowing whether it was granted; it was. */
+ * times out not knowing whether it was granted; it was. The test first
+ * proves the fault: in what Redis ran (MONITOR, which does not show DEBUG),
+ * the acquire itself, carrying this handle's owner id, ran more than the
+ * client's 200 ms after it was sent, and the client had waited those
+ * 200 ms; only then the outcome: the acquire answered LOCK_ERR, a release
+ * checked against that owner ran after the acquire, and no hold is left. */
 START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
     lock_core_shutdown(core);
     rpool_free(pool);
     core_start(8, 200);   /* replies are lost after 200 ms */
-    const struct lock_type *types[] = {&lock_type_owner_lua, &lock_type_redisson,
-                                       &lock_type_setnx_spin, &lock_type_fenced};
-    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        /* The sleep is sent first; the acquire queues behind it. */
+    struct {
+        const struct lock_type *type;
+        const char *acquire;   /* how the acquire shows in MONITOR, before the owner id */
+    } cases[] = {
+        {&lock_type_owner_lua, "\"SET\" \"" KEY "\" \""},
+        {&lock_type_redisson, "hash-lock"},
+        {&lock_type_setnx_spin, "\"SET\" \"" KEY "\" \""},
+        {&lock_type_fenced, "fenced-lock"},
+    };
+    char hash_lock[48], fenced_lock[48], unlock_owner[48], hash_abandon[48];
+    snprintf(hash_lock, sizeof(hash_lock), "%s", harness_script_sha(redis_port, "hash-lock"));
+    snprintf(fenced_lock, sizeof(fenced_lock), "%s", harness_script_sha(redis_port, "fenced-lock"));
+    snprintf(unlock_owner, sizeof(unlock_owner), "%s", harness_script_sha(redis_port, "unlock-owner"));
+    snprintf(hash_abandon, sizeof(hash_abandon), "%s", harness_script_sha(redis_port, "hash-abandon"));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *name = lock_type_name(cases[i].type);
+        pool_warm(4);
+        struct lock *a = lock_new(core, cases[i].type, KEY);
+        struct lock_report rep;
+        lock_report(a, &rep);
+        struct harness_monitor *m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
+        /* The sleep goes out on a connection Redis has already accepted (a
+         * PING answered on it), so its bytes are ready before the
+         * acquire's, and Redis, which serves ready sockets in the order
+         * they became ready, sleeps first. */
         redisContext *c = redisConnect("127.0.0.1", redis_port);
-        ck_assert_int_eq(redisAppendCommand(c, "DEBUG SLEEP 0.35"), REDIS_OK);
+        ck_assert(c && !c->err);
+        freeReplyObject(redisCommand(c, "PING"));
+        ck_assert_int_eq(redisAppendCommand(c, "DEBUG SLEEP 0.6"), REDIS_OK);
         int done = 0;
-        while (!done) redisBufferWrite(c, &done);
-        mclock_sleep_ms(20);
-        struct lock *a = lock_new(core, types[i], KEY);
+        while (!done) ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+        int64_t sent_wall_us = mclock_wall_us();
+        int64_t t0 = mclock_ms();
         int rc = lock_acquire(a);
-        const char *name = lock_type_name(types[i]);
-        ck_assert_msg(rc == LOCK_ERR, "%s: the acquire gave %d through a lost reply", name, rc);
-        ck_assert_int_eq(lock_holds(a), 0);
+        int64_t took = mclock_ms() - t0;
+        int holds = lock_holds(a);
+        char why[256];
+        snprintf(why, sizeof(why), "%s", lock_errstr(a));
         lock_free(a);
         void *r = NULL;
-        redisGetReply(c, &r);
+        ck_assert_int_eq(redisGetReply(c, &r), REDIS_OK);   /* Redis is awake again */
         freeReplyObject(r);
         redisFree(c);
-        /* The compensating release ran after the acquire: nobody holds it. */
+        /* The compensating release may still be in flight (or left to the
+         * watchdog): wait for the key to go, 5 s at most. */
+        for (int64_t end = mclock_ms() + 5000; key_exists() != 0 && mclock_ms() < end;)
+            mclock_sleep_ms(20);
+        char *log = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(log);
+        /* The fault: the acquire itself (not a connection's SCRIPT LOAD)
+         * was sent, and Redis ran it after the sleep, when the client had
+         * given up on its reply. */
+        const char *shape = cases[i].acquire;
+        if (strcmp(shape, "hash-lock") == 0) shape = hash_lock;
+        else if (strcmp(shape, "fenced-lock") == 0) shape = fenced_lock;
+        long acquired = line_with(log, -1, shape, rep.owner);
+        if (acquired < 0) fprintf(stderr, "%s", log);
+        ck_assert_msg(acquired >= 0, "%s: fault missed its window: the acquire never ran in Redis "
+                      "(client said: %s)", name, why);
+        /* MONITOR dates a command when Redis has run it: after the client's
+         * 200 ms, its reply could only be lost. */
+        double ran_s = strtod(log + acquired, NULL);
+        ck_assert_msg(ran_s * 1e6 >= (double)sent_wall_us + 200e3,
+                      "%s: fault missed its window: Redis ran the acquire %.0f ms after it was sent",
+                      name, (ran_s * 1e6 - (double)sent_wall_us) / 1e3);
+        long loaded = find_at(log, "\"SCRIPT\" \"LOAD\"", 0);
+        ck_assert_msg(loaded < 0 || loaded > acquired, "%s: a SCRIPT LOAD ran before the acquire", name);
+        ck_assert_msg(took >= 200, "%s: fault missed its window: the acquire answered %d in %lld ms",
+                      name, rc, (long long)took);
+        ck_assert_msg(rc == LOCK_ERR, "%s: the acquire gave %d through a lost reply", name, rc);
+        ck_assert_int_eq(holds, 0);
+        /* The outcome: a release checked against the owner ran after the
+         * acquire, and nothing is held. */
+        long released = line_with(log, acquired, rep.owner, unlock_owner);
+        if (released < 0) released = line_with(log, acquired, rep.owner, hash_abandon);
+        if (released <= acquired) fprintf(stderr, "%s", log);
+        ck_assert_msg(released > acquired, "%s: no checked release of the owner after the acquire", name);
+        free(log);
         ck_assert_msg(key_exists() == 0, "%s: an orphan hold was left", name);
+        struct lock *b = lock_new(core, cases[i].type, KEY);
+        ck_assert_int_eq(lock_acquire(b), LOCK_OK);
+        ck_assert_int_eq(lock_release(b), LOCK_OK);
+        lock_free(b);
+    }
+}
+END_TEST
+
+/* A connection whose next command Redis will run only after `seconds` of
+ * sleep: DEBUG SLEEP written on a connection Redis has already accepted
+ * (see the lost-acquire test). Free with sleep_end, which waits for the
+ * sleep's reply: Redis is awake again then. */
+static redisContext *sleep_begin(const char *seconds) {
+    redisContext *c = redisConnect("127.0.0.1", redis_port);
+    ck_assert(c && !c->err);
+    freeReplyObject(redisCommand(c, "PING"));
+    ck_assert_int_eq(redisAppendCommand(c, "DEBUG SLEEP %s", seconds), REDIS_OK);
+    int done = 0;
+    while (!done) ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+    return c;
+}
+
+static void sleep_end(redisContext *c) {
+    void *r = NULL;
+    ck_assert_int_eq(redisGetReply(c, &r), REDIS_OK);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* The watchdog lane's compensation retries so far (0 if no lane yet). */
+static long long lane_retries(void) {
+    struct lock_lane_stats st[8];
+    int n = lock_core_lanes(core, st, 8);
+    long long sum = 0;
+    for (int i = 0; i < n; i++) sum += st[i].retries;
+    return sum;
+}
+
+/* README: "After a time-out on acquire or release, the command is taken to
+ * have run: the handle's cleanup commands and a release checked against the
+ * owner go out on a fresh connection." The release's reply is lost (Redis
+ * sleeps 500 ms through it, within the 5 s lease; the compensation after
+ * it may be lost too, and is then retried by the watchdog). The fault first: the release ran in Redis more than
+ * the client's 200 ms after it was sent. Then the outcome: lock_release
+ * answered LOCK_ERR and nothing is held; after the release, on another
+ * connection, the cleanup command went out again, then a release checked
+ * against the owner; and the next owner gets the lock. */
+START_TEST(test_a_lost_release_reply_is_followed_by_the_cleanups_and_a_checked_release_on_another_connection) {
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    core_start_ttl(8, 200, 5000);   /* a lease that outlives the sleep */
+    const struct lock_type *types[] = {&lock_type_owner_lua, &lock_type_redisson};
+    char unlock_owner[48], hash_unlock[48], hash_abandon[48];
+    snprintf(unlock_owner, sizeof(unlock_owner), "%s", harness_script_sha(redis_port, "unlock-owner"));
+    snprintf(hash_unlock, sizeof(hash_unlock), "%s", harness_script_sha(redis_port, "hash-unlock"));
+    snprintf(hash_abandon, sizeof(hash_abandon), "%s", harness_script_sha(redis_port, "hash-abandon"));
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        const char *name = lock_type_name(types[i]);
+        const int is_hash = types[i] == &lock_type_redisson;
+        pool_warm(4);
+        struct lock *a = lock_new(core, types[i], KEY);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        struct lock_report rep;
+        lock_report(a, &rep);
+        const char *cleanup[] = {"DEL", "check-lock-cleanup"};
+        ck_assert_int_eq(lock_cleanup(a, 2, cleanup, NULL), 0);
+        struct harness_monitor *m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
+        long long scripts0 = harness_redis_calls(redis_port, "evalsha");
+        redisContext *zz = sleep_begin("0.5");
+        int64_t sent_wall_us = mclock_wall_us();
+        int rc = lock_release(a);
+        int holds = lock_holds(a);
+        lock_free(a);
+        sleep_end(zz);
+        /* Until Redis has run two scripts: the release, and the checked
+         * release after it (the watchdog's, if it was retried). */
+        for (int64_t end = mclock_ms() + 10000;
+             harness_redis_calls(redis_port, "evalsha") < scripts0 + 2 && mclock_ms() < end;)
+            mclock_sleep_ms(20);
+        char *log = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(log);
+        /* The fault: the release ran after the client had given up. */
+        long released = line_with(log, -1, is_hash ? hash_unlock : unlock_owner, rep.owner);
+        if (released < 0) fprintf(stderr, "%s", log);
+        ck_assert_msg(released >= 0, "%s: fault missed its window: the release never ran in Redis", name);
+        double ran_s = strtod(log + released, NULL);
+        ck_assert_msg(ran_s * 1e6 >= (double)sent_wall_us + 200e3,
+                      "%s: fault missed its window: Redis ran the release %.0f ms after it was sent", name,
+                      (ran_s * 1e6 - (double)sent_wall_us) / 1e3);
+        /* The outcome. */
+        ck_assert_msg(rc == LOCK_ERR && holds == 0, "%s: the release gave %d, %d holds left", name, rc, holds);
+        char addr[64], again_addr[64];
+        ck_assert_int_eq(harness_monitor_parse(log + released, NULL, addr, sizeof(addr), NULL), 0);
+        long cleaned = line_with(log, released, "\"DEL\"", "check-lock-cleanup");
+        long again = line_with(log, released, is_hash ? hash_abandon : unlock_owner, rep.owner);
+        if (cleaned < 0 || again < 0) fprintf(stderr, "%s", log);
+        ck_assert_msg(cleaned > released, "%s: the cleanup did not go out again after the lost release", name);
+        ck_assert_msg(again > cleaned, "%s: no release checked against %s after the cleanup", name, rep.owner);
+        ck_assert_int_eq(harness_monitor_parse(log + again, NULL, again_addr, sizeof(again_addr), NULL), 0);
+        ck_assert_msg(strcmp(addr, again_addr) != 0, "%s: the checked release went on the connection that "
+                      "lost the reply", name);
+        free(log);
+        ck_assert_msg(key_exists() == 0, "%s: a hold was left", name);
         struct lock *b = lock_new(core, types[i], KEY);
         ck_assert_int_eq(lock_acquire(b), LOCK_OK);
         ck_assert_int_eq(lock_release(b), LOCK_OK);
         lock_free(b);
     }
+}
+END_TEST
+
+/* README: "if that fails too, the watchdog thread retries them until they
+ * succeed or the lease is over." A setnx-spin acquire (no TTL: nothing but
+ * a release can free it) loses its reply, and so does the compensation
+ * that follows at once: Redis sleeps 1.5 s, and the only pooled connection
+ * is the acquire's, dropped, so the compensation dials a fresh one, whose
+ * SCRIPT LOAD times out before the release is sent. The fault first: the
+ * acquire ran in Redis, and the compensation at once failed (the acquire's
+ * error says so). Then the outcome: the watchdog's lane counts a retry, and
+ * a release checked against the owner deletes the key, though nothing
+ * would ever have expired it. */
+START_TEST(test_the_watchdog_retries_a_compensation_that_failed_until_it_succeeds) {
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    core_start(1, 200);   /* one connection: the compensation must dial its own */
+    char unlock_owner[48];
+    snprintf(unlock_owner, sizeof(unlock_owner), "%s", harness_script_sha(redis_port, "unlock-owner"));
+    pool_warm(1);
+    long long retries0 = lane_retries();
+    struct lock *a = lock_new(core, &lock_type_setnx_spin, KEY);
+    struct lock_report rep;
+    lock_report(a, &rep);
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    redisContext *zz = sleep_begin("1.5");
+    int rc = lock_acquire(a);
+    char why[256];
+    snprintf(why, sizeof(why), "%s", lock_errstr(a));
+    lock_free(a);   /* orphaned: handed to the watchdog */
+    sleep_end(zz);
+    for (int64_t end = mclock_ms() + 10000; key_exists() != 0 && mclock_ms() < end;) mclock_sleep_ms(20);
+    long long retries = lane_retries() - retries0;
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    long acquired = line_with(log, -1, "\"SET\" \"" KEY "\"", rep.owner);
+    if (acquired < 0) fprintf(stderr, "%s", log);
+    ck_assert_msg(acquired >= 0 && rc == LOCK_ERR,
+                  "fault missed its window: the acquire (%d: %s) never ran in Redis", rc, why);
+    /* lock.c appends "; then <why>" when the compensation failed too. */
+    ck_assert_msg(strstr(why, "; then ") != NULL,
+                  "fault missed its window: the compensation at once did not fail (%s)", why);
+    ck_assert_msg(retries >= 1, "the watchdog retried no compensation (%s)", why);
+    long released = line_with(log, acquired, unlock_owner, rep.owner);
+    if (released < 0) fprintf(stderr, "%s", log);
+    ck_assert_msg(released > acquired, "no release checked against %s after its acquire", rep.owner);
+    ck_assert_msg(line_with(log, released, "\"DEL\" \"" KEY "\"", "lua") > released ||
+                      line_with(log, released, "\"del\" \"" KEY "\"", "lua") > released,
+                  "the checked release did not delete the orphan");
+    free(log);
+    ck_assert_msg(key_exists() == 0, "the orphan hold is still there after %lld retries", retries);
+}
+END_TEST
+
+/* The address of a client of the test's Redis whose EVALSHA is held by a
+ * CLIENT PAUSE (CLIENT LIST: flags=b, cmd=evalsha) into addr; 0 if none.
+ * Read from Redis, not from the core: no mutex of the core is needed. */
+static int stalled_evalsha(char *addr, size_t len) {
+    redisReply *r = harness_redis(redis_port, "CLIENT LIST");
+    int found = 0;
+    for (char *line = r && r->type == REDIS_REPLY_STRING ? r->str : NULL; line && *line && !found;) {
+        char *end = strchr(line, '\n');
+        if (end) *end = '\0';
+        char *at = strstr(line, " addr=");
+        if (strstr(line, " flags=b ") && strstr(line, " cmd=evalsha ") && at) {
+            snprintf(addr, len, "%.*s", (int)strcspn(at + 6, " "), at + 6);
+            found = 1;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+    return found;
+}
+
+/* README: the watchdog "holds no mutex across a round trip". A watchdog
+ * lock on the test's Redis is renewed every 200 ms; that Redis then holds
+ * every write for 4 s (CLIENT PAUSE WRITE). The fault first: a renewal is
+ * in flight and stalled (Redis lists the watchdog's EVALSHA as held by the
+ * pause). Then, on this thread, a Redlock lock (its master: another Redis)
+ * is acquired and released, which takes the watchdog's mutex to watch and
+ * unwatch it: that must be done while the stalled renewal is still held
+ * in Redis, not after it. */
+START_TEST(test_a_stalled_renewal_round_trip_holds_no_mutex_another_lock_needs) {
+    int other_port;
+    pid_t other = harness_redis_start(0, &other_port);
+    ck_assert_int_gt(other, 0);
+    ck_assert_int_eq(harness_redis_wait_uptime(other_port, 1), 0);
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    struct rpool_options po = {.host = "127.0.0.1", .port = redis_port, .timeout_ms = 10000, .size = 8,
+                               .load_scripts = 1};
+    pool = rpool_create(&po);
+    char nodes[64], err[256];
+    snprintf(nodes, sizeof(nodes), "127.0.0.1:%d", other_port);
+    struct lock_core_options lo = {
+        .pool = pool, .pool_wait_ms = 10000, .redlock_nodes = nodes, .redlock_node_timeout_ms = 200,
+        .redlock_pool_size = 4, .ttl_ms = TTL_MS, .wait_ms = WAIT_MS, .spin_sleep_ms = 10,
+        .retry_depth = 1000,
+    };
+    core = lock_core_init(&lo, err, sizeof(err));
+    ck_assert_msg(core != NULL, "lock_core_init: %s", err);
+    struct lock *a = lock_new(core, &lock_type_watchdog, KEY);
+    ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+    freeReplyObject(harness_redis(redis_port, "CLIENT PAUSE 4000 WRITE"));
+    char stalled[64] = "", still[64] = "";
+    int in_flight = 0;
+    for (int64_t end = mclock_ms() + 3000; !in_flight && mclock_ms() < end; mclock_sleep_ms(10))
+        in_flight = stalled_evalsha(stalled, sizeof(stalled));
+    ck_assert_msg(in_flight, "fault missed its window: no renewal was held by the pause");
+    struct lock *b = lock_new(core, &lock_type_redlock, KEY);
+    int acquired = lock_acquire(b), released = lock_release(b);
+    lock_free(b);
+    int still_in_flight = stalled_evalsha(still, sizeof(still)) && strcmp(still, stalled) == 0;
+    ck_assert_msg(still_in_flight, "the Redlock lock was acquired and released only once the stalled "
+                  "renewal (%s) had ended: a mutex was held across its round trip", stalled);
+    ck_assert_int_eq(acquired, LOCK_OK);
+    ck_assert_int_eq(released, LOCK_OK);
+    lock_free(a);
+    harness_stop(other);
 }
 END_TEST
 
@@ -325,11 +683,15 @@ Suite *lock_suite(void) {
     tcase_add_test(contract, test_a_watched_lock_that_is_gone_is_reported_lost_and_not_committed);
     tcase_add_test(contract, test_releasing_a_lost_lock_never_deletes_the_next_owners_but_for_a_bare_del);
     tcase_add_test(contract, test_a_checked_lease_refuses_the_commit_once_renewals_cannot_reach_redis);
+    tcase_add_test(contract, test_an_unlock_channel_nobody_waits_on_is_unsubscribed_after_2_s);
     suite_add_tcase(s, contract);
     TCase *faults = tcase_create("Faults");
     tcase_add_checked_fixture(faults, setup, teardown);
     tcase_set_timeout(faults, 60);
     tcase_add_test(faults, test_a_lost_acquire_reply_leaves_no_hold_behind);
+    tcase_add_test(faults, test_a_lost_release_reply_is_followed_by_the_cleanups_and_a_checked_release_on_another_connection);
+    tcase_add_test(faults, test_the_watchdog_retries_a_compensation_that_failed_until_it_succeeds);
+    tcase_add_test(faults, test_a_stalled_renewal_round_trip_holds_no_mutex_another_lock_needs);
     tcase_add_test(faults, test_waiters_hold_no_pooled_connection_and_the_watchdog_needs_none);
     suite_add_tcase(s, faults);
     return s;

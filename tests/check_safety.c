@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -237,6 +238,81 @@ static int raw_http(int port, const char *request, size_t len) {
     return status;
 }
 
+/* Replies an instance lost, as a MONITOR log of the Redis at redis_port
+ * shows them: connections that are gone since (see
+ * harness_redis_client_gone) and whose last command holding `has` and not
+ * `but` (either may be NULL; commands sent by a client, not by a script)
+ * also holds `last` (NULL: any). Redis ran that command, and the instance
+ * then closed its connection, which it does when a reply times out.
+ * Returns how many such connections there are; *at gets the offset in log
+ * of the last such line (-1 if none). */
+static int lost_replies(const char *log, const char *has, const char *but, const char *last, long *at) {
+    enum { MAXCONN = 512 };
+    struct {
+        char addr[64];
+        long line;      /* offset of its last matching line */
+    } conns[MAXCONN];
+    int nconns = 0, n = 0;
+    *at = -1;
+    for (const char *line = log; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char *l = strndup(line, len), addr[64];
+        const char *cmd;
+        if (l && harness_monitor_parse(l, NULL, addr, sizeof(addr), &cmd) == 0 && strcmp(addr, "lua") != 0 &&
+            (!has || strstr(cmd, has)) && (!but || !strstr(cmd, but))) {
+            int i = 0;
+            while (i < nconns && strcmp(conns[i].addr, addr) != 0) i++;
+            if (i == nconns && nconns < MAXCONN) snprintf(conns[nconns++].addr, sizeof(conns[0].addr), "%s", addr);
+            if (i < nconns) conns[i].line = (long)(line - log);
+        }
+        free(l);
+        line = end ? end + 1 : NULL;
+    }
+    for (int i = 0; i < nconns; i++) {
+        const char *line = log + conns[i].line;
+        size_t len = strcspn(line, "\n");
+        char *l = strndup(line, len);
+        int fits = l && (!last || strstr(l, last));
+        free(l);
+        if (fits && harness_redis_client_gone(redis_port, conns[i].addr) == 1) {
+            n++;
+            if (conns[i].line > *at) *at = conns[i].line;
+        }
+    }
+    return n;
+}
+
+/* Whether the script run by the MONITOR line at `line` deleted key: one of
+ * the "[0 lua]" lines right after it (a script runs alone) is its DEL. */
+static int script_deleted(const char *line, const char *key) {
+    char want[160];
+    snprintf(want, sizeof(want), "\"del\" \"%s\"", key);
+    for (const char *p = strchr(line, '\n'); p; p = strchr(p + 1, '\n')) {
+        char addr[64];
+        const char *cmd;
+        if (harness_monitor_parse(p + 1, NULL, addr, sizeof(addr), &cmd) < 0 || strcmp(addr, "lua") != 0)
+            return 0;
+        if (strncasecmp(cmd, want, strlen(want)) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The first owner id ("<32 hex>:<n>", the service's form) in s, copied
+ * into owner; "" if none. */
+static void owner_in(const char *s, char *owner, size_t len) {
+    owner[0] = '\0';
+    for (const char *p = s; *p; p++) {
+        size_t hex = strspn(p, "0123456789abcdef");
+        if (hex == 32 && p[32] == ':' && p[33] >= '0' && p[33] <= '9') {
+            snprintf(owner, len, "%.*s", (int)(33 + strspn(p + 33, "0123456789")), p);
+            return;
+        }
+        p += hex;
+        if (!*p) return;
+    }
+}
+
 /* VmRSS of pid in kB, or -1. */
 static long rss_kb(pid_t pid) {
     char path[64], line[256];
@@ -264,43 +340,65 @@ static const char redisson_unlock[] =
 
 /* ---- Pressure: the watchdog starved of connections ------------------------ */
 
-/* Issue 10, defect 1: instance A has two pooled connections. Sale A holds
- * the lock 1000 ms (TTL 900, renewal due every 300 ms); 50 ms in, sale B on
- * A waits for a lock with the second connection; sale C on instance B
- * comes 100 ms in. The watchdog finds no connection, the lease runs out at
- * 900, C takes the lock, and A commits at 1000 what it read at 0.
- * For redisson B queues behind A, as in the issue's recipe. The watchdog
- * strategy polls instead, and B would race C for the expired lock, so there
- * B waits for another item's lock (lock.scope=item), which a Redisson
- * client holds. */
-static void starved_watchdog(const char *strategy) {
-    int polls = strcmp(strategy, "watchdog") == 0;
-    char pa[96], pb[96], pc[96];
-    snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=1000", strategy);
-    snprintf(pb, sizeof(pb), "/inventory/sale/%s%s", strategy, polls ? "?item=inventory002" : "");
-    snprintf(pc, sizeof(pc), "/inventory/sale/%s?hold_ms=400", strategy);
-    if (polls) {
-        start_pair(900, 3000, "redis.pool-size=2", "lock.scope=item", NULL);
-        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s:inventory002 10000 %s", redisson_lock,
-                                      LOCK_KEY, CLIENT_OWNER);
-        ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
-        freeReplyObject(r);
-    } else {
-        start_pair(900, 3000, "redis.pool-size=2", NULL);
+/* Waits until the Redis command fmt answers the integer want, at most
+ * limit_ms; 1 when it did. */
+static int redis_wait_int(int port, long long want, int limit_ms, const char *fmt, const char *arg) {
+    for (int64_t end = mclock_ms() + limit_ms;; mclock_sleep_ms(10)) {
+        if (harness_redis_int(port, fmt, arg) == want) return 1;
+        if (mclock_ms() > end) return 0;
     }
-    struct harness_bg a, b, c;
+}
+
+/* Issue 10, defect 1, as issue 21 asks it to be shown: the watchdog renews
+ * on connections of its own, so a sale pool exhausted by holders cannot
+ * starve it. Instance A has two pooled connections, waited for 300 ms
+ * (redis.pool-size=2, redis.timeout=300; lock.scope=item). Sale A (item
+ * inventory001) and sale X (item inventory002) each hold their lock, and
+ * the connection a holder keeps, for 2000 ms, with a TTL of 900 ms: A's
+ * lease needs renewals to last. Sale C on instance B waits for A's lock.
+ * The fault first: both holders are inside (their lock keys exist in Redis)
+ * and a request on A that needs a connection meanwhile is refused with
+ * "all 2 Redis connections busy". Then the outcome: A sells, renewed (a
+ * lease that ran out would answer lock_lost, and C would have taken the
+ * lock), X sells, C sells after A, and no unit is sold twice. */
+static void starved_watchdog(const char *strategy) {
+    start_pair(900, 8000, "redis.pool-size=2", "redis.timeout=300", "lock.scope=item", NULL);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL,
+                                  "{\"item\":\"inventory002\",\"stock\":200}", &r), 200);
+    char pa[96], px[128], pc[96];
+    snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=2000", strategy);
+    snprintf(px, sizeof(px), "/inventory/sale/%s?item=inventory002&hold_ms=2000", strategy);
+    snprintf(pc, sizeof(pc), "/inventory/sale/%s", strategy);
+    struct harness_bg a, x, c;
     harness_bg_start(&a, a_port, pa, 0);
-    harness_bg_start(&b, a_port, pb, 50);
-    harness_bg_start(&c, b_port, pc, 100);
+    harness_bg_start(&x, a_port, px, 0);
+    int inside = redis_wait_int(redis_port, 1, 10000, "EXISTS %s", LOCK_KEY ":inventory001") &&
+                 redis_wait_int(redis_port, 1, 10000, "EXISTS %s", LOCK_KEY ":inventory002");
+    harness_bg_start(&c, b_port, pc, 0);
+    int probe = harness_http(a_port, "GET", "/inventory", NULL, NULL, &r);
+    char probe_body[512];
+    snprintf(probe_body, sizeof(probe_body), "%s", r.body ? r.body : "");
     harness_bg_join(&a);
-    harness_bg_join(&b);
+    harness_bg_join(&x);
     harness_bg_join(&c);
-    ck_assert_msg(audit("sold_twice") == 0,
-                  "%s sold a unit twice: A (%d) %s / C (%d) %s", strategy, a.status, a.body,
-                  c.status, c.body);
-    if (a.status == 409) ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
-    if (a.status == 200 && c.status == 200)
-        ck_assert_int_ne(harness_json_num(a.body, "unit"), harness_json_num(c.body, "unit"));
+    ck_assert_msg(inside, "fault missed its window: the two holders of instance A were never inside "
+                  "together (A %d %s, X %d %s)", a.status, a.body, x.status, x.body);
+    ck_assert_msg(probe == 503 && strstr(probe_body, "connections busy"),
+                  "fault missed its window: a request on A while both held was not refused for want "
+                  "of a connection: %d %s", probe, probe_body);
+    ck_assert_msg(a.status == 200 && strcmp(harness_json_str(a.body, "status"), "sold") == 0,
+                  "%s: the holder whose renewals needed the exhausted instance did not sell: %d %s",
+                  strategy, a.status, a.body);
+    ck_assert_msg(harness_json_num(a.body, "lock.renewals") >= 2, "%s: A was renewed %.0f times: %s",
+                  strategy, harness_json_num(a.body, "lock.renewals"), a.body);
+    ck_assert_msg(x.status == 200, "%s: X answered %d %s", strategy, x.status, x.body);
+    ck_assert_msg(c.status == 200 && strcmp(harness_json_str(c.body, "status"), "sold") == 0,
+                  "%s: C answered %d %s", strategy, c.status, c.body);
+    ck_assert_msg(harness_json_num(c.body, "unit") == harness_json_num(a.body, "unit") - 1,
+                  "%s: C (unit %.0f) did not sell after A (unit %.0f)", strategy,
+                  harness_json_num(c.body, "unit"), harness_json_num(a.body, "unit"));
+    ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("oversold_units"), 0);
 }
 
@@ -316,18 +414,29 @@ END_TEST
 
 /* ---- LostReplies: an acquire whose reply never came ---------------------- */
 
-/* Issue 10, defect 2. A Redisson client holds the lock for 500 ms; a sale on
- * A (redis.timeout=300) waits for it on a keep-alive connection. At 350 ms
- * Redis sleeps 600 ms: the sale's next try is sent at ~500, times out at
- * ~800, and runs at 950, when the client's lease has run out, so it grants
- * the lock to a sale that already answered 503. After the fix the instance
- * sends a release checked against that owner on a fresh connection. */
+/* Issue 10, defect 2. A Redisson client holds the lock for 1500 ms; a sale
+ * on A (redis.timeout=300) waits for it on a keep-alive connection. Once
+ * the sale's first try has run, Redis sleeps 2000 ms: a try the sale sends
+ * meanwhile (redisson's at the client's PTTL, owner-lua's next poll) times
+ * out 300 ms later, and runs when Redis wakes, when the client's lease has
+ * run out, so it grants the lock to a sale that already answered 503.
+ * After the fix the instance sends a release checked against that owner on
+ * another connection. The fault is proven from what Redis ran (MONITOR):
+ * an acquire by the sale's owner ran on a connection the instance closed
+ * (its reply timed out), and it was granted (the checked release of that
+ * owner, on another connection after it, found the lock and deleted it). */
 static void lost_acquire_reply(const char *strategy) {
     start_pair(10000, 3000, "redis.timeout=300", NULL);
-    if (strcmp(strategy, "owner-lua") == 0) {
-        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " " CLIENT_OWNER " PX 500"), 0);
+    int lua = strcmp(strategy, "owner-lua") == 0;
+    char acquire[64], release[64];
+    snprintf(acquire, sizeof(acquire), "%s",
+             lua ? "\"SET\" \"" LOCK_KEY "\" \"" : harness_script_sha(redis_port, "hash-lock"));
+    snprintf(release, sizeof(release), "%s",
+             harness_script_sha(redis_port, lua ? "unlock-owner" : "hash-abandon"));
+    if (lua) {
+        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " " CLIENT_OWNER " PX 1500"), 0);
     } else {
-        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 500 %s", redisson_lock, LOCK_KEY,
+        redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 1500 %s", redisson_lock, LOCK_KEY,
                                       CLIENT_OWNER);
         ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
         freeReplyObject(r);
@@ -337,21 +446,57 @@ static void lost_acquire_reply(const char *strategy) {
     struct httpc *h = httpc_create("127.0.0.1", a_port, 10000);
     struct ka_bg sale;
     struct redis_sleep zz;
-    int64_t t0 = mclock_ms();
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    const char *tried = lua ? "set" : "evalsha";
+    long long calls = harness_redis_calls(redis_port, tried);
     ka_bg_start(&sale, h, path);
-    at(t0, 350);
-    redis_sleep_start(&zz, redis_port, 600);
+    for (int64_t end = mclock_ms() + 10000;
+         harness_redis_calls(redis_port, tried) == calls && mclock_ms() < end;)
+        mclock_sleep_ms(5);
+    redis_sleep_start(&zz, redis_port, 2000);
     redis_sleep_join(&zz);
     ka_bg_join(&sale);
-    /* Today it answers 503 backend_unavailable; a fixed one may also sell. */
-    ck_assert_msg(sale.status == 503 || sale.status == 200, "the sale answered %d %s", sale.status,
-                  sale.body);
     /* The hold granted after the timeout must not outlive the sale. */
     long long exists = 1;
-    for (int i = 0; i < 20 && (exists = harness_redis_int(redis_port, "EXISTS " LOCK_KEY)) != 0; i++)
-        mclock_sleep_ms(50);
+    for (int64_t end = mclock_ms() + 5000;
+         (exists = harness_redis_int(redis_port, "EXISTS " LOCK_KEY)) != 0 && mclock_ms() < end;)
+        mclock_sleep_ms(20);
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    /* The fault: Redis ran an acquire of the sale whose reply was lost. */
+    long acquired;
+    int lost = lost_replies(log, acquire, CLIENT_OWNER, NULL, &acquired);
+    if (lost == 0) fprintf(stderr, "%s", log);
+    ck_assert_msg(lost > 0, "%s: fault missed its window: no acquire of the sale ran on a connection "
+                  "the instance gave up (the sale answered %d %s)", strategy, sale.status, sale.body);
+    char owner[64], addr[64], raddr[64];
+    owner_in(log + acquired, owner, sizeof(owner));
+    ck_assert_str_ne(owner, "");
+    ck_assert_int_eq(harness_monitor_parse(log + acquired, NULL, addr, sizeof(addr), NULL), 0);
+    /* ... and it was granted: the release checked against its owner found
+     * the lock (its script went on to delete it). */
+    const char *rel = NULL;
+    for (const char *p = strchr(log + acquired, '\n'); p && !rel; p = strchr(p + 1, '\n')) {
+        const char *eol = strchr(p + 1, '\n');
+        const char *o = strstr(p + 1, owner), *sha = strstr(p + 1, release);
+        if (o && sha && (!eol || (o < eol && sha < eol))) rel = p + 1;
+    }
+    if (!rel) fprintf(stderr, "%s", log);
+    ck_assert_msg(rel != NULL, "%s: no release checked against %s after its lost acquire", strategy, owner);
+    ck_assert_int_eq(harness_monitor_parse(rel, NULL, raddr, sizeof(raddr), NULL), 0);
+    ck_assert_msg(strcmp(addr, raddr) != 0, "%s: the release went on the connection that lost the reply",
+                  strategy);
+    ck_assert_msg(script_deleted(rel, LOCK_KEY), "%s: the release checked against %s found no lock "
+                  "of its own: the lost acquire was not granted", strategy, owner);
+    free(log);
+    /* The outcome: the sale does not know whether it holds the lock, so
+     * it gives the hold up and answers 503 backend_unavailable (an acquire
+     * is never re-sent blindly), and the hold does not outlive it. */
+    ck_assert_msg(sale.status == 503 && strcmp(harness_json_str(sale.body, "status"), "backend_unavailable") == 0,
+                  "the sale answered %d %s", sale.status, sale.body);
     long long pttl = harness_redis_int(redis_port, "PTTL " LOCK_KEY);
-    ck_assert_msg(exists == 0, "%s: a hold nobody releases is left in %s 1 s after the lost reply "
+    ck_assert_msg(exists == 0, "%s: a hold nobody releases is left in %s 5 s after the lost reply "
                   "(PTTL %lld ms)", strategy, LOCK_KEY, pttl);
 
     /* Another instance sells at once: nothing blocks it. */
@@ -385,28 +530,42 @@ END_TEST
 /* Issue 10, defect 3. One keep-alive client sells sequentially (the local
  * strategy: an in-process mutex, so the probe's INCR-GET and SET-RPUSH-HDEL
  * are the sale's only round trips), while Redis sleeps 450 ms at a time
- * with redis.timeout=300: each sleep loses the reply of one sale's round
- * trip. Nothing ever overlapped, so the audit must count no violation and
- * no holder may be left in the probe's hash. */
+ * with redis.timeout=300, until a sleep has lost the reply of the probe's
+ * entry: what Redis ran (MONITOR) shows a connection that the instance gave
+ * up, whose last probe command was an entry, not the exit that a sale
+ * which got that reply would have sent next (at most 30 sleeps; a lost
+ * exit has run, and proves nothing). Nothing
+ * ever overlapped, so the audit must count no violation and no holder may
+ * be left in the probe's hash. */
 START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
     start_pair(10000, 3000, "redis.timeout=300", NULL);
     reset_stock(a_port, 100000);
     struct ka_loop k;
     ka_loop_start(&k, a_port, "/inventory/sale/local");
-    mclock_sleep_ms(200);
-    int sleeps = 0;
-    long long seen_violations = 0;
-    /* Until a lost reply has shown (a leaked entry counts the next sale as
-     * an overlap), at most 10 sleeps. */
-    while (sleeps < 10 && seen_violations == 0) {
+    int sleeps = 0, lost = 0;
+    char what[256] = "", enter[48];
+    snprintf(enter, sizeof(enter), "%s", harness_script_sha(redis_port, "probe-enter"));
+    while (sleeps < 30 && lost == 0) {
+        /* The client sells between the sleeps, so that each finds a sale. */
+        long sold = atomic_load(&k.sales);
+        for (int64_t end = mclock_ms() + 10000; atomic_load(&k.sales) < sold + 3 && mclock_ms() < end;)
+            mclock_sleep_ms(5);
+        struct harness_monitor *m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
         struct redis_sleep zz;
         redis_sleep_start(&zz, redis_port, 450);
         redis_sleep_join(&zz);
         sleeps++;
-        mclock_sleep_ms(250);
-        seen_violations = harness_redis_int(redis_port, "GET inventory001:violations");
+        char *log = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(log);
+        long at_line;
+        lost = lost_replies(log, HOLDERS_KEY, NULL, enter, &at_line);
+        if (lost) snprintf(what, sizeof(what), "%.*s", (int)strcspn(log + at_line, "\n"), log + at_line);
+        free(log);
     }
     ka_loop_stop(&k);
+    ck_assert_msg(lost > 0, "fault missed its window: %d DEBUG SLEEPs longer than redis.timeout lost no "
+                  "reply of a probe entry", sleeps);
     ck_assert_int_gt(atomic_load(&k.sales), 10);
     /* A sequential run after it. */
     struct httpc_response r;
@@ -415,21 +574,26 @@ START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
     long long leaked = harness_redis_int(redis_port, "HLEN " HOLDERS_KEY);
     double violations = audit("violations");
     ck_assert_msg(violations == 0 && leaked == 0,
-                  "one sequential client, %d DEBUG SLEEPs longer than redis.timeout: the audit counts %.0f violations and "
-                  "%lld holder entries were never removed", sleeps, violations, leaked);
+                  "one sequential client, %d DEBUG SLEEPs longer than redis.timeout (a reply lost: %s): "
+                  "the audit counts %.0f violations and %lld holder entries were never removed",
+                  sleeps, what, violations, leaked);
 }
 END_TEST
 
 /* ---- State: per-item state is bounded ------------------------------------ */
 
 /* Sales of distinct ?item= values, one per item, from CLIENTS keep-alive
- * clients: item n is sold with strategies[n % count]. */
+ * clients: item n is sold with strategies[n % count], and must answer
+ * expect(n) ("409 bad_stock"): status and "status" word. */
 struct item_run {
     int port;
     long to;
     atomic_long next;
     const char *const *strategies;
-    atomic_long answered, failed;
+    const char *(*expect)(long n);
+    atomic_long answered, failed, wrong;
+    atomic_int noted;
+    char first_wrong[512];   /* the first answer that was not expect(n) */
 };
 
 static void *item_run_main(void *arg) {
@@ -442,8 +606,19 @@ static void *item_run_main(void *arg) {
         char path[160];
         struct httpc_response r;
         snprintf(path, sizeof(path), "/inventory/sale/%s?item=it%ld", ir->strategies[n % count], n);
-        if (httpc_request(h, "GET", path, NULL, NULL, &r) == 0) atomic_fetch_add(&ir->answered, 1);
-        else atomic_fetch_add(&ir->failed, 1);
+        if (httpc_request(h, "GET", path, NULL, NULL, &r) != 0) {
+            atomic_fetch_add(&ir->failed, 1);
+            continue;
+        }
+        atomic_fetch_add(&ir->answered, 1);
+        char got[64];
+        snprintf(got, sizeof(got), "%d %s", r.status, harness_json_str(r.body ? r.body : "", "status"));
+        if (strcmp(got, ir->expect(n)) != 0) {
+            atomic_fetch_add(&ir->wrong, 1);
+            if (atomic_exchange(&ir->noted, 1) == 0)
+                snprintf(ir->first_wrong, sizeof(ir->first_wrong), "%s answered %s, not %s: %.300s",
+                         path, got, ir->expect(n), r.body ? r.body : "");
+        }
     }
     httpc_free(h);
     return NULL;
@@ -457,6 +632,21 @@ static void item_run(struct item_run *ir, long from, long to) {
     for (int i = 0; i < CLIENTS; i++) pthread_create(&t[i], NULL, item_run_main, ir);
     for (int i = 0; i < CLIENTS; i++) pthread_join(t[i], NULL);
     ck_assert_int_eq(atomic_load(&ir->failed), 0);
+    ck_assert_msg(atomic_load(&ir->wrong) == 0, "%ld of %ld answers were not the expected one; the first: %s",
+                  atomic_load(&ir->wrong), atomic_load(&ir->answered), ir->first_wrong);
+}
+
+/* No stock exists for any item: a sale takes its lock, finds no stock and
+ * answers 409 bad_stock. */
+static const char *expect_bad_stock(long n) {
+    (void)n;
+    return "409 bad_stock";
+}
+
+/* As expect_bad_stock, but a Redisson client holds the lock of every
+ * fourth item (n % 4 == 3), whose sale waits for it and times out. */
+static const char *expect_held_every_fourth(long n) {
+    return n % 4 == 3 ? "503 lock_timeout" : "409 bad_stock";
 }
 
 /* Issue 10, defect 4: RSS of instance A after 2,000 distinct items (the
@@ -489,7 +679,7 @@ static void rss_over_distinct_items(struct item_run *ir) {
 START_TEST(test_with_global_scope_rss_stays_flat_over_50000_distinct_items) {
     start_pair(10000, 2000, "lock.scope=global", "inventory.probe=false", NULL);
     static const char *const strategies[] = {"batched", NULL};
-    struct item_run ir = {.strategies = strategies};
+    struct item_run ir = {.strategies = strategies, .expect = expect_bad_stock};
     rss_over_distinct_items(&ir);
 }
 END_TEST
@@ -511,7 +701,7 @@ START_TEST(test_with_item_scope_rss_stays_flat_over_50000_distinct_items) {
     }
     redisFree(c);
     static const char *const strategies[] = {"batched", "redisson", "batched", "redisson", NULL};
-    struct item_run ir = {.strategies = strategies};
+    struct item_run ir = {.strategies = strategies, .expect = expect_held_every_fourth};
     rss_over_distinct_items(&ir);
 }
 END_TEST
@@ -546,10 +736,15 @@ START_TEST(test_a_write_unlock_wakes_every_waiting_reader_at_once) {
 END_TEST
 
 /* Issue 10, defect 6: the deepest recursion the config accepts, with no
- * sleep between tries and the lock held elsewhere. The sale must fail
- * cleanly as a lock timeout and the instance keep serving. (The RelWithDebInfo
- * build turns the tail call into a loop; a Debug build overflows the
- * 256 KB connection thread's stack.) */
+ * sleep between tries and the lock held elsewhere. Each retry is a real
+ * stack frame (lock_setnx_retry.c is built without sibling-call
+ * optimisation, so the recursion is not turned into a loop): before the
+ * cap of 100000 the connection thread's stack nears its end, and the
+ * stack guard must stop the recursion there. The guard first: the sale
+ * answers 503 lock_timeout, saying the stack stopped it at a depth below
+ * the cap, the depth it reports (lock.depth). Then the instance lives and
+ * sells. Without the guard the instance dies of a stack overflow; with a
+ * recursion made a loop, the cap, not the stack, would stop it. */
 START_TEST(test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives) {
     start_pair(10000, 30000, "lock.retry-max-depth=100000", "lock.spin-sleep-ms=0", NULL);
     ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " someone-else"), 0);
@@ -558,12 +753,126 @@ START_TEST(test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_
     int alive = waitpid(a_pid, NULL, WNOHANG) == 0;
     if (!alive) a_pid = 0;
     ck_assert_msg(alive, "the instance died during a setnx-retry sale at lock.retry-max-depth=100000");
-    ck_assert_int_eq(status, 503);
-    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_msg(status == 503 && strcmp(harness_json_str(r.body, "status"), "lock_timeout") == 0,
+                  "the sale answered %d %s", status, r.body);
+    const char *error = harness_json_str(r.body, "error");
+    const char *why = strstr(error, "recursion stopped at depth ");
+    int depth = (int)harness_json_num(r.body, "lock.depth");
+    ck_assert_msg(why && strstr(why, "the thread's stack is nearly exhausted"),
+                  "the stack guard did not stop the recursion (a loop, not a recursion?): %s", r.body);
+    ck_assert_msg(depth > 100 && depth < 100000 && atoi(why + strlen("recursion stopped at depth ")) == depth,
+                  "the stack guard stopped at a depth that is not the one reported (lock.depth %d): %s",
+                  depth, r.body);
     ck_assert_int_eq(harness_http(a_port, "GET", "/healthz", NULL, NULL, &r), 200);
     harness_redis_int(redis_port, "DEL " LOCK_KEY);
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 200);
     ck_assert_int_eq(stock_now(), 199);
+}
+END_TEST
+
+/* The rejected_calls= count of one command in INFO commandstats: calls
+ * Redis refused before running them (OOM, ...); -1 on error. */
+static long long rejected_calls(int port, const char *cmd) {
+    redisReply *r = harness_redis(port, "INFO commandstats");
+    long long n = -1;
+    char want[64];
+    snprintf(want, sizeof(want), "cmdstat_%s:", cmd);
+    const char *line = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, want) : NULL;
+    const char *rej = line ? strstr(line, "rejected_calls=") : NULL;
+    const char *eol = line ? strchr(line, '\n') : NULL;
+    if (line) n = 0;
+    if (rej && (!eol || rej < eol)) n = strtoll(rej + 15, NULL, 10);
+    freeReplyObject(r);
+    return n;
+}
+
+/* README: sale-write.lua, fenced-sale.lua and atomic-sale.lua start with
+ * `#!lua`, "which makes Redis refuse them whole when out of memory". Redis
+ * is put over its memory limit (maxmemory 1 byte, noeviction). The window
+ * first: an unflagged script (atomic-sale.lua without its `#!lua` line,
+ * sent with EVAL) is started and runs its read (MONITOR shows its GET)
+ * until its first write is refused: Redis is out of memory, and an
+ * unflagged script is not refused whole. Then a sale by each strategy whose write is one of the three
+ * scripts (atomic; redisson, after its lock was taken and while it works
+ * inside; fenced, likewise): it fails, Redis refused its EVALSHA before
+ * running it (rejected_calls) and ran nothing of its script (no line of it
+ * in MONITOR), and the stock and the ledger are untouched. */
+START_TEST(test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out_of_memory) {
+    start_pair(10000, 3000, NULL);
+    struct httpc_response r;
+    for (int i = 0; i < 3; i++)   /* every script loaded, every connection made */
+        ck_assert_int_eq(harness_http(a_port, "GET", i == 0 ? "/inventory/sale/atomic" : i == 1 ?
+                                      "/inventory/sale/redisson" : "/inventory/sale/fenced", NULL, NULL, &r), 200);
+    reset_stock(a_port, 200);
+    /* The unflagged copy of atomic-sale.lua. */
+    char path[512], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof(path), "%s/src/lua/atomic-sale.lua", SOURCE_DIR);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert(getdelim(&text, &len, '\0', f) > 0);
+    fclose(f);
+    ck_assert_msg(strncmp(text, "#!lua\n", 6) == 0, "atomic-sale.lua does not start with #!lua");
+    const char *unflagged = text + 6;
+    freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory-policy noeviction"));
+    freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
+    redisReply *e = harness_redis(redis_port, "EVAL %s 3 %s %s %s order-x 1 none", unflagged, STOCK_KEY,
+                                  LEDGER_KEY, STOCK_KEY ":families");
+    char *seen = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(seen);
+    int reads = harness_lines(seen, "[0 lua] \"GET\" \"" STOCK_KEY "\"", NULL);
+    /* (Its RPUSH, by redis.pcall, was refused: the script then calls the
+     * ledger bad, BADKEY.) */
+    ck_assert_msg(e && e->type == REDIS_REPLY_ERROR && reads == 1 && ledger_len() == 0,
+                  "fault missed its window: the unflagged script answered %s after %d reads",
+                  e ? (e->type == REDIS_REPLY_ERROR ? e->str : "no error") : "nothing", reads);
+    freeReplyObject(e);
+    free(seen);
+    free(text);
+    freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 0"));
+
+    static const char *const strategies[] = {"atomic", "redisson", "fenced"};
+    static const char *const scripts[] = {"atomic-sale", "sale-write", "fenced-sale"};
+    for (int i = 0; i < 3; i++) {
+        char sha[48], sale[96];
+        snprintf(sha, sizeof(sha), "%s", harness_script_sha(redis_port, scripts[i]));
+        long long rejected = rejected_calls(redis_port, "evalsha");
+        m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
+        struct harness_bg b;
+        if (i == 0) {
+            freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
+            harness_bg_start(&b, a_port, "/inventory/sale/atomic", 0);
+        } else {
+            /* Out of memory once the sale holds its lock, while it works. */
+            snprintf(sale, sizeof(sale), "/inventory/sale/%s?hold_ms=1500", strategies[i]);
+            harness_bg_start(&b, a_port, sale, 0);
+            ck_assert_msg(redis_wait_int(redis_port, 1, 10000, "EXISTS %s", LOCK_KEY),
+                          "%s: the sale never took its lock", strategies[i]);
+            freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
+            ck_assert_msg(harness_redis_int(redis_port, "EXISTS " LOCK_KEY) == 1,
+                          "%s: fault missed its window: the sale let go before Redis ran out of memory",
+                          strategies[i]);
+        }
+        harness_bg_join(&b);
+        seen = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(seen);
+        freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 0"));
+        ck_assert_msg(b.status != 200 && strstr(b.body, "OOM"), "%s: the sale answered %d %s",
+                      strategies[i], b.status, b.body);
+        ck_assert_msg(rejected_calls(redis_port, "evalsha") > rejected,
+                      "%s: Redis refused no EVALSHA", strategies[i]);
+        ck_assert_msg(harness_lines(seen, sha, NULL) == 0, "%s: Redis ran %s.lua out of memory:\n%.1500s",
+                      strategies[i], scripts[i], seen);
+        free(seen);
+        ck_assert_msg(stock_now() == 200 && ledger_len() == 0, "%s: stock %lld, ledger %lld after a refused "
+                      "write", strategies[i], stock_now(), ledger_len());
+        redis_wait_int(redis_port, 0, 10000, "EXISTS %s", LOCK_KEY);
+    }
+    /* Back under the limit, it sells. */
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
 }
 END_TEST
 
@@ -628,41 +937,50 @@ static const char *vote_of(const char *body, int i, char word[16]) {
     return word;
 }
 
-/* Suspected: the Redlock validity computed at acquire is dropped. TTL 900;
- * master 1 sleeps 720 ms just as sale A's round goes out, so its vote comes
- * at ~720 and A holds with ~170 ms of validity, while masters 0 and 2 let
- * their copies expire at 900. The watchdog dates the lease from 720 and
- * renews first at 1020. A commits at ~955: past its validity, so it must
- * answer lock_lost and write nothing. Meanwhile sale B on the other
- * instance takes masters 0 and 2 at ~900 and sells. */
+/* Suspected: the Redlock validity computed at acquire is dropped. TTL
+ * 3000; master 1 sleeps 2400 ms from just before sale A's round goes out
+ * (the sleep is written first on a connection Redis has already accepted,
+ * so it runs first), so its vote comes at ~2400 and A holds with at most
+ * ~600 ms of validity, while masters 0 and 2 let their copies expire at
+ * ~3000. The watchdog renews first a third of the TTL after the grant, at
+ * ~3400. A works 800 ms and commits at ~3200: past its validity, so it
+ * must answer lock_lost and write nothing. Meanwhile, as soon as masters
+ * 0 and 2 have let A's copies expire, another Redlock client takes them.
+ * The window first, from A's own answer: master 1's vote was slow, and
+ * A's round plus its work outlasted the TTL. */
 START_TEST(test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothing) {
-    masters_ready(900);
-    start_pair(900, 3000, "redlock.node-timeout-ms=800", NULL);
+    masters_ready(3000);
+    start_pair(3000, 8000, "redlock.node-timeout-ms=2800", NULL);
     struct httpc_response r;
     /* Connections to the masters made before the test. */
     ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     reset_stock(a_port, 200);
-    struct redis_sleep zz;
     struct harness_bg a, b;
+    redisContext *zz = redisConnect("127.0.0.1", master_port[1]);
+    ck_assert(zz && !zz->err);
+    freeReplyObject(redisCommand(zz, "PING"));
+    ck_assert_int_eq(redisAppendCommand(zz, "DEBUG SLEEP 2.4"), REDIS_OK);
+    int done = 0;
+    while (!done) ck_assert_int_eq(redisBufferWrite(zz, &done), REDIS_OK);
     int64_t t0 = mclock_ms();
-    redis_sleep_start(&zz, master_port[1], 720);
-    mclock_sleep_ms(10);
-    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=235", 0);
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=800", 0);
     harness_bg_start(&b, b_port, "/inventory/sale/redlock", 100);
     /* As soon as masters 0 and 2 have let A's copies expire, another
-     * Redlock client takes them: a quorum of its own, 200 ms. */
-    at(t0, 880);
+     * Redlock client takes them: a quorum of its own, 200 ms. A's copies
+     * are seen there first. */
+    int copies = redis_wait_int(master_port[0], 1, 5000, "EXISTS %s", LOCK_KEY) &&
+                 redis_wait_int(master_port[2], 1, 5000, "EXISTS %s", LOCK_KEY);
     int64_t other_at = -1;
-    while (other_at < 0 && mclock_ms() - t0 < 1000) {
+    while (copies && other_at < 0 && mclock_ms() - t0 < 8000) {
         if (harness_redis_int(master_port[0], "EXISTS " LOCK_KEY) == 0 &&
             harness_redis_int(master_port[2], "EXISTS " LOCK_KEY) == 0) {
             int granted = 0;
             for (int i = 0; i < 3; i += 2) {
-                redisReply *r = harness_redis(master_port[i], "EVAL %s 1 %s 200 %s", redisson_lock,
+                redisReply *g = harness_redis(master_port[i], "EVAL %s 1 %s 200 %s", redisson_lock,
                                               LOCK_KEY, CLIENT_OWNER);
-                granted += r && r->type == REDIS_REPLY_NIL;
-                freeReplyObject(r);
+                granted += g && g->type == REDIS_REPLY_NIL;
+                freeReplyObject(g);
             }
             if (granted == 2) other_at = mclock_ms() - t0;
         }
@@ -670,12 +988,26 @@ START_TEST(test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothin
     }
     harness_bg_join(&a);
     harness_bg_join(&b);
-    redis_sleep_join(&zz);
+    void *v = NULL;
+    ck_assert_int_eq(redisGetReply(zz, &v), REDIS_OK);
+    freeReplyObject(v);
+    redisFree(zz);
+    /* The window: master 1's vote came late, and A's round and work
+     * together outlasted its lease (TTL 3000). */
+    char vote[16];
+    double round_ms = harness_json_num(a.body, "lock.wait_ms");
+    ck_assert_msg(copies, "fault missed its window: A's copies never showed on masters 0 and 2");
+    ck_assert_msg(harness_json_num(a.body, "lock.attempts") == 1 && strcmp(vote_of(a.body, 1, vote), "yes") == 0 &&
+                      round_ms >= 2000,
+                  "fault missed its window: A's one round took %.0f ms, master 1 voted '%s': %d %s", round_ms,
+                  vote, a.status, a.body);
+    ck_assert_msg(round_ms + 800 > 3000, "fault missed its window: A's round (%.0f ms) and its 800 ms of "
+                  "work fit in the TTL", round_ms);
     ck_assert_msg(a.status == 409,
                   "A committed past the validity of its round (master 1 answered in %.0f ms of a "
-                  "900 ms TTL): A answered %d at %lld ms, while another client held masters 0 "
-                  "and 2 from %lld ms", harness_json_num(a.body, "lock.wait_ms"), a.status,
-                  (long long)(a.sent_ms + a.took_ms - t0), (long long)other_at);
+                  "3000 ms TTL): A answered %d at %lld ms, while another client held masters 0 "
+                  "and 2 from %lld ms", round_ms, a.status, (long long)(a.sent_ms + a.took_ms - t0),
+                  (long long)other_at);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
     ck_assert_int_eq(audit("sold_twice"), 0);
 }
@@ -685,87 +1017,141 @@ END_TEST
  * process first saw it. A holds the lock on masters 0 and 1 (2 is down);
  * master 1 restarts empty and master 2 comes up. Instance B, which has
  * never seen 1 or 2, must not count their votes while they have been up
- * for less than the TTL: it must not sell while A is inside. */
+ * for less than the TTL: it must not sell while A is inside. The window
+ * first: A's copies were on masters 0 and 1, master 1 came back without
+ * it, and A was still inside when B tried (its copy on master 0 outlived
+ * B's answer). Then B's exact answer: 503 backend_unavailable, since only
+ * master 0 may vote (busy: A holds it), fewer than the quorum of 2, with
+ * masters 1 and 2 restarted. */
 START_TEST(test_redlock_a_master_restarted_before_first_sight_gets_no_vote_until_up_a_ttl) {
-    for (int i = 0; i < 2; i++) {   /* masters 0 and 1 up for longer than a TTL */
-        for (int tries = 0; tries < 80; tries++) {
-            redisReply *info = harness_redis(master_port[i], "INFO server");
-            const char *p = info && info->type == REDIS_REPLY_STRING ? strstr(info->str, "uptime_in_seconds:") : NULL;
-            long up = p ? strtol(p + 18, NULL, 10) : 0;
-            freeReplyObject(info);
-            if (up >= 2) break;
-            mclock_sleep_ms(50);
-        }
-    }
+    masters_ready(2000);   /* masters 0 and 1 up for longer than a TTL */
     harness_stop(master_pid[2]);
     master_pid[2] = 0;
     start_pair(1000, 500, NULL);
     struct harness_bg a, b;
-    int64_t t0 = mclock_ms();
-    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=2500", 0);
-    at(t0, 250);
-    ck_assert_int_eq(harness_redis_int(master_port[0], "EXISTS " LOCK_KEY), 1);
-    ck_assert_int_eq(harness_redis_int(master_port[1], "EXISTS " LOCK_KEY), 1);
+    harness_bg_start(&a, a_port, "/inventory/sale/redlock?hold_ms=4000", 0);
+    int held = redis_wait_int(master_port[0], 1, 10000, "EXISTS %s", LOCK_KEY) &&
+               redis_wait_int(master_port[1], 1, 10000, "EXISTS %s", LOCK_KEY);
     kill(master_pid[1], SIGKILL);
     waitpid(master_pid[1], NULL, 0);
     master_pid[1] = harness_redis_start_args(master_port[1], NULL, debug_redis);
     master_pid[2] = harness_redis_start_args(master_port[2], NULL, debug_redis);
     ck_assert_int_gt(master_pid[1], 0);
     ck_assert_int_gt(master_pid[2], 0);
-    at(t0, 450);
+    long long forgotten = harness_redis_int(master_port[1], "EXISTS " LOCK_KEY);
     harness_bg_start(&b, b_port, "/inventory/sale/redlock", 0);
     harness_bg_join(&b);
+    long long a_inside = harness_redis_int(master_port[0], "EXISTS " LOCK_KEY);
     harness_bg_join(&a);
     char v0[16], v1[16], v2[16];
+    ck_assert_msg(held, "fault missed its window: A's lock never showed on masters 0 and 1 (%d %s)",
+                  a.status, a.body);
     ck_assert_msg(strcmp(vote_of(a.body, 0, v0), "yes") == 0 && strcmp(vote_of(a.body, 1, v1), "yes") == 0,
                   "A did not get the lock from masters 0 and 1: %d %s", a.status, a.body);
-    ck_assert_msg(b.status != 200,
-                  "B sold while A held the lock: votes of B: master 0 %s, restarted master 1 %s, "
-                  "new master 2 %s", vote_of(b.body, 0, v0), vote_of(b.body, 1, v1), vote_of(b.body, 2, v2));
+    ck_assert_msg(forgotten == 0, "fault missed its window: restarted master 1 still has A's lock");
+    ck_assert_msg(a_inside == 1, "fault missed its window: A was no longer inside when B had answered");
+    ck_assert_msg(b.status == 503 && strcmp(harness_json_str(b.body, "status"), "backend_unavailable") == 0 &&
+                      strstr(harness_json_str(b.body, "error"), "only 1 of 3 Redlock masters can vote") &&
+                      strcmp(vote_of(b.body, 0, v0), "busy") == 0 &&
+                      strcmp(vote_of(b.body, 1, v1), "restarted") == 0 &&
+                      strcmp(vote_of(b.body, 2, v2), "restarted") == 0,
+                  "B answered %d, not 503 backend_unavailable (only 1 of 3 Redlock masters can vote) "
+                  "with master 0 busy and masters 1 and 2 restarted: votes %s, %s, %s: %s", b.status, vote_of(b.body, 0, v0),
+                  vote_of(b.body, 1, v1), vote_of(b.body, 2, v2), b.body);
     ck_assert_int_eq(audit("violations"), 0);
     ck_assert_int_eq(audit("sold_twice"), 0);
 }
 END_TEST
 
 /* Suspected: pub/sub reconnect. A sale waits for a Redisson client's lock.
- * The subscriber's connection is killed and Redis sleeps 300 ms in the same
- * breath; 100 ms into the sleep the client unlocks. When Redis wakes, the
+ * The subscriber's connection is killed and Redis sleeps 1 s in the same
+ * breath; 500 ms into the sleep the client unlocks. When Redis wakes, the
  * waiter's retry (sent at the kill) runs first and finds the lock held, then
  * the unlock publishes, then the new SUBSCRIBE comes in: a waiter that went
  * back to sleep without waiting for that SUBSCRIBE's confirmation misses
- * the message. It must be woken promptly, not at the PTTL or the wait's end. */
+ * the message. The window first: CLIENT KILL killed the subscriber, and in
+ * what Redis ran (MONITOR) the waiter's retry came after the kill and
+ * before the unlock, and a SUBSCRIBE to the channel after the unlock (the
+ * subscriber reconnected). Then the outcome: the waiter sells, woken by
+ * the unlock, not at the PTTL (30 s) or the wait's end (10 s). */
 START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reconnect) {
-    start_pair(30000, 3000, NULL);
+    start_pair(30000, 10000, NULL);
     redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, CLIENT_OWNER);
     ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
+    const char *channel = "redisson_lock__channel:{" LOCK_KEY "}";
+    char hash_lock[48];
+    snprintf(hash_lock, sizeof(hash_lock), "%s", harness_script_sha(redis_port, "hash-lock"));
+    long long tries = harness_redis_calls(redis_port, "evalsha");
     struct harness_bg sale;
     harness_bg_start(&sale, a_port, "/inventory/sale/redisson", 0);
-    mclock_sleep_ms(400);   /* subscribed and sleeping */
+    /* Subscribed and waiting: its channel has a subscriber, its try ran. */
+    int waiting = 0;
+    for (int64_t end = mclock_ms() + 10000; !waiting && mclock_ms() < end; mclock_sleep_ms(10)) {
+        redisReply *n = harness_redis(redis_port, "PUBSUB NUMSUB %s", channel);
+        waiting = n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 && n->element[1]->integer == 1 &&
+                  harness_redis_calls(redis_port, "evalsha") > tries;
+        freeReplyObject(n);
+    }
+    ck_assert_msg(waiting, "the sale never waited on the unlock channel");
+    struct harness_monitor *m = harness_monitor_start(redis_port);
+    ck_assert_ptr_nonnull(m);
     redisContext *killer = redisConnect("127.0.0.1", redis_port);
     redisContext *client = redisConnect("127.0.0.1", redis_port);
     ck_assert(killer && !killer->err && client && !client->err);
     redisAppendCommand(killer, "CLIENT KILL TYPE pubsub");
-    redisAppendCommand(killer, "DEBUG SLEEP 0.3");
+    redisAppendCommand(killer, "DEBUG SLEEP 1.0");
+    double killed_s = (double)mclock_wall_us() / 1e6;
     int done = 0;
     while (!done) ck_assert_int_eq(redisBufferWrite(killer, &done), REDIS_OK);
-    mclock_sleep_ms(100);
+    mclock_sleep_ms(500);
     r = redisCommand(client, "EVAL %s 2 %s redisson_lock__channel:{%s} 0 30000 %s", redisson_unlock,
                      LOCK_KEY, LOCK_KEY, CLIENT_OWNER);
     int64_t released = mclock_ms();
     ck_assert_ptr_nonnull(r);
     ck_assert_int_eq(r->integer, 1);
     freeReplyObject(r);
+    long long killed = -1;
     for (int i = 0; i < 2; i++) {
-        void *v = NULL;
-        ck_assert_int_eq(redisGetReply(killer, &v), REDIS_OK);
+        redisReply *v = NULL;
+        ck_assert_int_eq(redisGetReply(killer, (void **)&v), REDIS_OK);
+        if (i == 0 && v && v->type == REDIS_REPLY_INTEGER) killed = v->integer;
         freeReplyObject(v);
     }
     redisFree(killer);
     redisFree(client);
     harness_bg_join(&sale);
+    char *log = harness_monitor_stop(m);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_msg(killed >= 1, "fault missed its window: CLIENT KILL TYPE pubsub killed %lld clients", killed);
+    /* The order Redis ran them in: the retry, the unlock, the SUBSCRIBE. */
+    long retry = -1, unlock = -1, subscribe = -1;
+    for (const char *line = log; line && *line;) {
+        double ts;
+        char addr[64];
+        const char *cmd;
+        long off = (long)(line - log);
+        size_t len = strcspn(line, "\n");
+        if (harness_monitor_parse(line, &ts, addr, sizeof(addr), &cmd) == 0 && strcmp(addr, "lua") != 0) {
+            char *l = strndup(cmd, len - (size_t)(cmd - line));
+            if (l && retry < 0 && ts >= killed_s && strstr(l, hash_lock) && !strstr(l, CLIENT_OWNER)) retry = off;
+            if (l && unlock < 0 && strncmp(l, "\"EVAL\"", 6) == 0 && strstr(l, CLIENT_OWNER)) unlock = off;
+            if (l && unlock >= 0 && subscribe < 0 && strncasecmp(l, "\"SUBSCRIBE\"", 11) == 0 &&
+                strstr(l, channel))
+                subscribe = off;
+            free(l);
+        }
+        line = line[len] ? line + len + 1 : NULL;
+    }
+    if (!(retry >= 0 && unlock > retry && subscribe > unlock)) fprintf(stderr, "%s", log);
+    free(log);
+    ck_assert_msg(retry >= 0 && unlock > retry,
+                  "fault missed its window: the waiter's retry did not run between the kill and the unlock");
+    ck_assert_msg(subscribe > unlock, "fault missed its window: no SUBSCRIBE to %s after the unlock: the "
+                  "subscriber did not reconnect", channel);
     int64_t woken_within = sale.sent_ms + sale.took_ms - released;
-    ck_assert_msg(sale.status == 200 && woken_within <= 500,
+    ck_assert_msg(sale.status == 200 && strcmp(harness_json_str(sale.body, "status"), "sold") == 0 &&
+                      woken_within <= 2000,
                   "the waiter answered %d %lld ms after the unlock: the message was missed (%s)",
                   sale.status, (long long)woken_within, sale.body);
 }
@@ -879,10 +1265,12 @@ START_TEST(test_a_strategy_not_in_lock_allowed_answers_an_error_and_sells_nothin
                   "inventoryd does not start with --set lock.allowed=redisson,atomic");
     struct httpc_response r;
     int status = harness_http(a_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r);
-    ck_assert_msg(status >= 400 && status < 500 && stock_now() == 200 && ledger_len() == 0,
-                  "watchdog is not in lock.allowed=redisson,atomic but answered %d (%s); stock %lld",
-                  status, r.body, stock_now());
+    ck_assert_msg(status == 403 && strcmp(harness_json_str(r.body, "status"), "strategy_not_allowed") == 0 &&
+                      stock_now() == 200 && ledger_len() == 0,
+                  "watchdog is not in lock.allowed=redisson,atomic but answered %d (%s), not 403 "
+                  "strategy_not_allowed; stock %lld", status, r.body, stock_now());
     ck_assert_str_ne(harness_json_str(r.body, "error"), "");
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);   /* no lock was taken */
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
 }
@@ -940,7 +1328,8 @@ Suite *safety_suite(void) {
           test_with_item_scope_rss_stays_flat_over_50000_distinct_items}},
         {"Protocol", setup, 90,
          {test_a_write_unlock_wakes_every_waiting_reader_at_once,
-          test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives}},
+          test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives,
+          test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out_of_memory}},
         {"Http", setup, 60,
          {test_a_head_request_never_sells,
           test_a_path_holding_a_nul_or_a_byte_no_route_has_answers_400_or_404_and_never_sells}},

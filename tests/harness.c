@@ -494,6 +494,33 @@ int harness_lines(const char *log, const char *has, const char *const *but) {
     return n;
 }
 
+int harness_monitor_parse(const char *line, double *ts, char *addr, size_t addrlen,
+                          const char **cmd) {
+    char *end;
+    double t = strtod(line, &end);
+    if (end == line || strncmp(end, " [", 2) != 0) return -1;
+    const char *who = strchr(end + 2, ' ');          /* after the db number */
+    const char *close = who ? strchr(who, ']') : NULL;
+    if (!close) return -1;
+    if (ts) *ts = t;
+    if (addr) snprintf(addr, addrlen, "%.*s", (int)(close - who - 1), who + 1);
+    if (cmd) *cmd = close[1] == ' ' ? close + 2 : close + 1;
+    return 0;
+}
+
+int harness_redis_client_gone(int port, const char *addr) {
+    redisReply *r = harness_redis(port, "CLIENT LIST");
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return -1;
+    }
+    char want[96];
+    snprintf(want, sizeof(want), " addr=%s ", addr);
+    int gone = strstr(r->str, want) == NULL;
+    freeReplyObject(r);
+    return gone;
+}
+
 const char *harness_script_sha(int port, const char *name) {
     static char sha[48];
     char path[512];

@@ -120,6 +120,20 @@ char *harness_monitor_stop(struct harness_monitor *m);
  * NULL-terminated `but` (may be NULL). */
 int harness_lines(const char *log, const char *has, const char *const *but);
 
+/* One line of a MONITOR log, parsed: when Redis ran it (wall-clock
+ * seconds), who sent it (the client's "127.0.0.1:40312", or "lua" for a
+ * command a script ran) into addr, and *cmd where the command itself
+ * starts. 0, or -1 when line does not have the form of a MONITOR line. */
+int harness_monitor_parse(const char *line, double *ts, char *addr, size_t addrlen,
+                          const char **cmd);
+
+/* 1 when no client of the Redis at port is connected from addr (as
+ * MONITOR names it), 0 when one is, -1 on error. An instance closes a
+ * pooled connection only when a command on it failed (a reply timed out,
+ * or the server closed it): a command that Redis ran on a connection gone
+ * since then had its reply lost. */
+int harness_redis_client_gone(int port, const char *addr);
+
 /* The SHA1 by which Redis knows the service's script src/lua/<name>.lua (the
  * file is loaded with SCRIPT LOAD into the Redis at port, as the service
  * would); "" on error. Static storage, valid until the next call. */

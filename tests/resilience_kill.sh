@@ -16,8 +16,11 @@
 #   held (default): the weight-2 instance, started with faults.enabled, gets
 #       one extra sale ?hold_ms=5000 0.2 s into the load; once that sale
 #       holds the lock inside the critical section (one probe holder listed
-#       and the ledger stops growing), the instance gets SIGKILL. So the dead
-#       instance always holds the lock: the survivor can only carry on once
+#       and the ledger stops growing), the instance gets SIGKILL. The test
+#       then proves that the killed instance was the holder: the probe's
+#       holder (its order id) and the lock's owner (its uuid) at the kill
+#       are the killed instance's, as its holds in the history name it. So
+#       the dead instance holds the lock: the survivor can only carry on once
 #       the lock's TTL (1500 ms, no longer renewed) has run out, and the time
 #       it took is measured and bounded.
 #   random: SIGKILL RESILIENCE_KILL_AFTER (0.5) s into the load, wherever the
@@ -110,6 +113,10 @@ else
 fi
 sold_at_kill=$(rcli LLEN inventory001:sold)
 stock_at_kill=$(rcli GET inventory001)
+# Who is inside: the probe's holder (its order id, "<instance>-<n>") and the
+# lock's owner field ("<process uuid>:<n>"), judged after the kill.
+probe_holder=$(rcli HKEYS inventory001:holders | tr '\n' ' ')
+lock_owner=$(rcli HKEYS RedisDistributedLock | tr '\n' ' ')
 kill_t=$(now_ms)
 kill -KILL "$pid2" || fail "kill -KILL $pid2 (inventoryd on $port2) failed"
 wait "$pid2" 2>/dev/null
@@ -121,6 +128,26 @@ log "SIGKILL to inventoryd on $port2 (pid $pid2) $((kill_t - load_t0)) ms into t
     "$sold_at_kill units sold by then, $stock_at_kill left; the lock right after: $lock_at_kill"
 [ "${stock_at_kill:-0}" -gt 0 ] ||
     fail "the stock had run out before the kill: raise RESILIENCE_STOCK (the survivor must be seen selling)"
+
+# Held: the fault is a holder killed inside, so first prove that the killed
+# instance was the holder. The history's holds by port $port2 name its
+# instance and its lock owners' uuid; the probe's one holder and the lock's
+# one owner at the kill must be that instance's.
+if [ "$mode" = held ]; then
+    curl -sf --max-time 10 "http://127.0.0.1:$port1/inventory/history?limit=1000" >"$work/history.json" ||
+        fail "GET /inventory/history on the survivor failed"
+    killed_instance=$(jq -r --argjson p "$port2" '[.events[] | select(.port == $p) | .instance] | unique | .[]' \
+        "$work/history.json")
+    killed_uuid=$(jq -r --argjson p "$port2" '[.events[] | select(.port == $p) | .owner | sub(":.*"; "")] | unique | .[]' \
+        "$work/history.json")
+    [ "$(wc -w <<<"$killed_instance")" = 1 ] && [ "$(wc -w <<<"$killed_uuid")" = 1 ] ||
+        fail "cannot tell the killed instance from the history: instance(s) '$killed_instance', owner uuid(s) '$killed_uuid' for port $port2"
+    [ "$(wc -w <<<"$probe_holder")" = 1 ] && [ "${probe_holder%%-*}" = "$killed_instance" ] ||
+        fail "fault missed its window: the probe's holder(s) at the kill ($probe_holder) are not instance $killed_instance on $port2"
+    [ "$(wc -w <<<"$lock_owner")" = 1 ] && [ "${lock_owner%%:*}" = "$killed_uuid" ] ||
+        fail "fault missed its window: the lock's owner(s) at the kill ($lock_owner) are not the killed instance's ($killed_uuid:*)"
+    log "the killed instance was the holder: probe holder $probe_holder, lock owner $lock_owner (instance $killed_instance)"
+fi
 
 # The survivor carries on: the ledger grows again (held: once the dead
 # holder's lock has expired).

@@ -9,7 +9,9 @@
 # turn: reset the stock to 200, then 3000 concurrent clients make 6000 sales
 # through nginx (SAFETY_CLIENTS, SAFETY_REQUESTS override). Every answer
 # must be sold, sold_out or lock_timeout: no backend_unavailable, no other
-# answer, no transport error; and the audit shows nothing oversold. Every
+# answer, no transport error; some must be sold; and the audit shows
+# nothing oversold, no unit sold twice, and as many units sold as the
+# clients were told. Every
 # strategy is run even after one fails; the failures are listed at the end.
 # Traffic goes to 127.0.0.1 only; everything started is stopped by its pid.
 # Exit 0 on pass, 1 on failure (named on stderr).
@@ -70,11 +72,18 @@ for s in "${strategies[@]}"; do
     [ "${L[other]:-0}" = 0 ] || bad+=("${L[other]} other answers")
     [ "${L[errors]:-0}" = 0 ] || bad+=("${L[errors]} transport errors")
     [ "$(jqv "$s" .oversold)" = false ] || bad+=("oversold: $(cat "$work/audit-$s.json")")
+    # A run in which every answer was lock_timeout shows nothing: it must
+    # sell, and the audit must count exactly the units the clients were told
+    # they bought, none of them twice.
+    [ "${L[sold]:-0}" -gt 0 ] || bad+=("sold nothing (${L[lock_timeout]:-0} lock_timeout)")
+    [ "$(jqv "$s" .sold_twice)" = 0 ] || bad+=("sold_twice $(jqv "$s" .sold_twice)")
+    [ "$(jqv "$s" .sold)" = "${L[sold]:-0}" ] ||
+        bad+=("the audit counts $(jqv "$s" .sold) units sold, the clients were told ${L[sold]:-0}")
     if [ ${#bad[@]} -gt 0 ]; then
         failures+=("$s: $(IFS=';'; echo "${bad[*]}")")
         log "$s: FAILED: ${bad[*]}"
     else
-        log "PASS $s: every answer sold, sold_out or lock_timeout"
+        log "PASS $s: every answer sold, sold_out or lock_timeout; ${L[sold]} sold, none twice"
     fi
 done
 

@@ -216,7 +216,14 @@ draw_schedule() {
                 mixed)
                     if [ "$fam" = redlock ]; then tgt=r; else pick m0 m1 m2; tgt=$r; fi
                     pick pause stop; arg=$r
-                    rand 1700; dur=$((300 + r)) ;;
+                    # early in the run (10-30%) and 3-5 s long: a stall
+                    # must outlast two Redlock renewal rounds (each held
+                    # up for redlock.node-timeout-ms, 1.5 s) to put a
+                    # renewing hold of A into a held-up round, as in the
+                    # review's recipe (a 6 s pause); shorter stalls met
+                    # none against the build before the fix (0 of 10)
+                    rand $((T / 5)); at=$((T / 10 + r))
+                    rand 2000; dur=$((3000 + r)) ;;
                 *) die "unknown nemesis '$n' in mix '$mix' (known: $nemeses_known)" ;;
             esac
             # every fault heals before the load ends
@@ -490,11 +497,29 @@ aim() {
     return 0
 }
 
+# aim_long: waits (at most 1 s) until one of A's holders of the item has
+# been inside for two looks in a row: a long hold (the long holder's), young
+# enough that its renewal is still to come, for another family's stall to
+# meet (issue 20's shape); sets aimed to 1 when it saw one.
+aim_long() {
+    local end=$(( $(now_us) + 1000000 )) prev=" " now o
+    aimed=0
+    while [ "$(now_us)" -lt "$end" ]; do
+        now=" $(probe_at r HKEYS "$item:holders" | grep "^${ID[a]}-" | tr '\n' ' ')"
+        for o in $now; do
+            case "$prev" in *" $o "*) aimed=1; return 0 ;; esac
+        done
+        prev=$now
+    done
+    return 0
+}
+
 strike() {
     local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h
     case $n:$tgt in
         partition:* | loss:*) aim "${tgt%%|*}" ;;
         pause:[ab] | kill:[ab]) aim "$tgt" ;;
+        mixed:m*) aim_long ;;
         pause:r | kill:r | slow:r | mixed:* | failover:lag | failover:split) aim ;;
     esac
     local at=$(( ($(now_us) - t0_us) / 1000 ))   # when the strike began
@@ -662,13 +687,17 @@ run_one() {
     start_inst a
     start_inst b
     # the items: the cell's, and in the mixed workload its companions
+    # (family:hold_ms:instances). Redlock's runs on A alone, one long hold
+    # after another, so that A always has a Redlock renewal under way when
+    # a master stalls: issue 20's recipe, where that renewal held up the
+    # round in which A's other locks were renewed
     local companions=() c
     if [ "$mixed" = 1 ]; then
-        if [ "$fam" = redlock ]; then companions=(redisson:700 watchdog:500 fenced:150)
+        if [ "$fam" = redlock ]; then companions=(redisson:700:ab watchdog:2500:a fenced:150:ab)
         else
-            companions=(redlock:400)
-            [ "$s" = redisson ] && companions+=(watchdog:700) || companions+=(redisson:700)
-            [ "$s" = fenced ] && companions+=(owner-lua:150) || companions+=(fenced:150)
+            companions=(redlock:2500:a)
+            [ "$s" = redisson ] && companions+=(watchdog:700:ab) || companions+=(redisson:700:ab)
+            [ "$s" = fenced ] && companions+=(owner-lua:150:ab) || companions+=(fenced:150:ab)
         fi
     fi
     admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"$item\"}" >"$run/reset.json"
@@ -690,7 +719,11 @@ run_one() {
         pids+=($!)
     }
     # the long holder: A sells with hold_ms 600 (past TTL/3: renewed, if
-    # the strategy renews) every 2 s, its answers recorded as the loads'
+    # the strategy renews) every 2 s, its answers recorded as the loads';
+    # in the mixed workload one after another (0.1 s apart), so that another
+    # family's stall meets a renewing hold
+    local long_gap=2
+    [ "$mixed" = 1 ] && long_gap=0.1
     (
         lp=
         trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 0' TERM
@@ -706,7 +739,7 @@ run_one() {
             jq -r --arg t "$(now_us)" --arg c "${code:-0}" \
                 '"\($t) \($c) \(.status // "error") \(.order // "-") \(.unit // 0)"' <<<"$body" 2>/dev/null ||
                 echo "$(now_us) ${code:-0} error - 0"
-            sleep 2 &
+            sleep "$long_gap" &
             lp=$!
             wait "$lp"
         done >"$run/told-a-long"
@@ -716,7 +749,11 @@ run_one() {
     for x in a b; do
         lstart "$x" "$x" "/inventory/sale/$s?hold_ms=10" 4
         for c in "${companions[@]}"; do
-            lstart "mix-${c%%:*}-$x" "$x" "/inventory/sale/${c%%:*}?item=mix-${c%%:*}&hold_ms=${c#*:}" 1
+            local cf=${c%%:*} ch=${c#*:}
+            local cw=${ch#*:}
+            ch=${ch%%:*}
+            case $cw in *"$x"*) ;; *) continue ;; esac
+            lstart "mix-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-$cf&hold_ms=$ch" 1
         done
     done
     # the schedule
@@ -777,9 +814,10 @@ run_one() {
     R_NOTE=""
     for c in "${companions[@]}"; do
         c=${c%%:*}
+        local ctold=()
+        for f in "$run/told-mix-$c-a" "$run/told-mix-$c-b"; do [ -f "$f" ] && ctold+=(--told "$f"); done
         ns_cli "$checker" --redis "$(net_ip "$judge_node"):6379" --item "mix-$c" --since-us "$since" \
-            --max-findings 5 --told "$run/told-mix-$c-a" --told "$run/told-mix-$c-b" \
-            >"$run/check-mix-$c.json" 2>>"$run/check.log"
+            --max-findings 5 "${ctold[@]}" >"$run/check-mix-$c.json" 2>>"$run/check.log"
         R_NOTE+=" $c:$(jq -r .verdict "$run/check-mix-$c.json" 2>/dev/null || echo error)"
     done
     # the end of the run

@@ -509,6 +509,93 @@ START_TEST(test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_coun
 }
 END_TEST
 
+/* The commit point's own check (lock.c, lock_check: a checked type may not
+ * commit past its lease deadline) is the only thing between a holder whose
+ * renewal waits its turn and a late write when the type's write cannot be
+ * guarded in Redis (Redlock's write goes to the data Redis, its lock lives
+ * on the masters). Two Redlock holds share the Redlock lane, which renews
+ * one lock at a time. Master 1 stops answering (CLIENT PAUSE ALL), so the
+ * lane's next renewal waits out the node timeout (1.5 s) with the other
+ * hold queued behind it, unrenewed, its lease (900 ms) running out. The
+ * window first: a hold whose lease passed while the watchdog had not yet
+ * looked at it (its renewals unchanged). Then the outcome: its commit
+ * check says lost (LOCK_LOST), and its copies on the masters are gone. */
+START_TEST(test_a_hold_whose_renewal_waits_behind_a_stalled_one_is_refused_its_commit_once_its_lease_passes) {
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(harness_redis_wait_uptime(master_port[i], 3), 0);
+    core_start(900, 0, 1500);
+    struct lock *x = lock_new(core, &lock_type_redlock, "commit-x");
+    struct lock *y = lock_new(core, &lock_type_redlock, "commit-y");
+    ck_assert_int_eq(lock_acquire(x), LOCK_OK);
+    ck_assert_int_eq(lock_acquire(y), LOCK_OK);
+    /* The lane renews the most due hold first. Right after y's renewal, x
+     * (renewed before it) is the next due: pausing master 1 then stalls
+     * x's renewal, and y waits behind it. */
+    struct lock_report rx, ry;
+    lock_report(y, &ry);
+    int before = ry.renewals;
+    for (int64_t end = mclock_ms() + 3000; mclock_ms() < end; mclock_sleep_ms(1)) {
+        lock_report(y, &ry);
+        if (ry.renewals > before && ry.renewals >= 2) break;
+        before = ry.renewals;
+    }
+    ck_assert_msg(ry.renewals >= 2, "y was not renewed while every master answered");
+    redis_ok(master_port[0], "CLIENT PAUSE 4000 ALL");
+    lock_report(x, &rx);
+    int base = ry.renewals;
+    int64_t end = mclock_ms() + 3000;
+    while (!lock_lease_passed(y) && mclock_ms() < end) mclock_sleep_ms(2);
+    lock_report(y, &ry);
+    ck_assert_msg(lock_lease_passed(y) && ry.renewals == base,
+                  "fault missed its window: y's lease %s, its renewals %d (%d at the stall)",
+                  lock_lease_passed(y) ? "passed" : "never passed", ry.renewals, base);
+    int rc = lock_commit_check(y);
+    lock_report(y, &ry);
+    ck_assert_msg(rc == LOCK_LOST, "a hold whose lease had passed unrenewed (renewals %d, as "
+                  "at the stall) was allowed to commit (rc %d)", ry.renewals, rc);
+    /* Its lease was real: its copies on masters 2 and 3 run out with it. */
+    for (int i = 1; i < 3; i++) {
+        long long there = 1;
+        for (int64_t e = mclock_ms() + 1000; there && mclock_ms() < e; mclock_sleep_ms(10))
+            there = harness_redis_int(master_port[i], "EXISTS commit-y");
+        ck_assert_msg(there == 0, "y's lock outlived its lease on master %d", i + 1);
+    }
+    redis_ok(master_port[0], "CLIENT UNPAUSE");
+    lock_free(x);
+    lock_free(y);
+    core_stop();
+}
+END_TEST
+
+/* A lease is dated from when its acquire was sent, never from its reply:
+ * Redis may run the command at once and answer late, and a lease counted
+ * from the reply would outlive the key. The data Redis holds writes for
+ * 400 ms (CLIENT PAUSE WRITE), so the acquire's reply comes late. The
+ * window: the acquire took at least 350 ms. The rule: the lease ends one
+ * TTL (less the margin) after the send, not after the reply. */
+START_TEST(test_a_lease_is_dated_from_the_acquire_sent_not_from_its_late_reply) {
+    core_start(1000, 3000, 200);
+    struct lock *l = lock_new(core, &lock_type_owner_lua, "commit-lease");
+    struct lock *warm = lock_new(core, &lock_type_owner_lua, "commit-warm");
+    ck_assert_int_eq(lock_acquire(warm), LOCK_OK);   /* a connection, its scripts loaded */
+    lock_free(warm);
+    redis_ok(redis_port, "CLIENT PAUSE 400 WRITE");
+    int64_t wall0 = mclock_wall_us(), t0 = mclock_ms();
+    ck_assert_int_eq(lock_acquire(l), LOCK_OK);
+    int64_t took = mclock_ms() - t0;
+    struct lock_report r;
+    lock_report(l, &r);
+    ck_assert_msg(took >= 350, "fault missed its window: the acquire took %lld ms",
+                  (long long)took);
+    /* The margin (lock_margin_us) is TTL/100 + 2 ms: 12 ms. */
+    int64_t lease_ms = (r.lease_wall_us - wall0) / 1000, want = 1000 - 12;
+    ck_assert_msg(lease_ms >= want - 50 && lease_ms <= want + 50,
+                  "the lease ends %lld ms after the acquire was sent (reply after %lld ms); "
+                  "%lld wanted", (long long)lease_ms, (long long)took, (long long)want);
+    lock_free(l);
+    core_stop();
+}
+END_TEST
+
 Suite *commit_suite(void) {
     Suite *s = suite_create("commit");
     struct {
@@ -527,7 +614,9 @@ Suite *commit_suite(void) {
         {"Keys", setup, 60, {test_no_item_name_reaches_another_key_and_the_fence_never_rewinds}},
         {"Core", setup_masters, 60,
          {test_a_hold_of_one_lock_family_never_queues_another_familys_acquire_in_the_gate,
-          test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_count_where_its_answer_was_lost}},
+          test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_count_where_its_answer_was_lost,
+          test_a_hold_whose_renewal_waits_behind_a_stalled_one_is_refused_its_commit_once_its_lease_passes,
+          test_a_lease_is_dated_from_the_acquire_sent_not_from_its_late_reply}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

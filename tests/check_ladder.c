@@ -401,6 +401,7 @@ END_TEST
  * the sending order; `during`, when not NULL, runs once L has sold and the
  * second batch holds the lock. */
 enum { QUEUED = 8 };
+static int batch_stock;   /* > 0: the stock set before the client unlocks */
 static void batch_behind_a_client(int ttl_ms, const char *x_query, struct harness_bg *s,
                                   struct harness_monitor **m, void (*during)(void)) {
     start_pair(ttl_ms, 8000, NULL);
@@ -416,6 +417,9 @@ static void batch_behind_a_client(int ttl_ms, const char *x_query, struct harnes
         mclock_sleep_ms(i == 1 ? 300 : 40);   /* X well ahead of the rest */
     }
     mclock_sleep_ms(1000);
+    if (batch_stock > 0) {   /* the stock the batches will find */
+        harness_redis_int(redis_port, "SET inventory001 %d", batch_stock);
+    }
     if (m) *m = harness_monitor_start(redis_port);
     ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
     int first = 0;
@@ -479,6 +483,40 @@ START_TEST(test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_b
     ck_assert_int_eq(audit("sold"), QUEUED);
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("violations"), 0);
+}
+END_TEST
+
+/* A batch larger than what is left sells only what is left: L takes one
+ * of 4 units alone, then the second batch of 7 finds 3, sells units 3, 2
+ * and 1 to its first three sales in arrival order, and answers sold_out to
+ * the other four. Nothing is oversold and the ledger has 4 entries. */
+START_TEST(test_a_batch_larger_than_the_stock_sells_only_the_stock) {
+    struct harness_bg s[QUEUED];
+    batch_stock = 4;
+    batch_behind_a_client(30000, "hold_ms=0", s, NULL, NULL);
+    batch_stock = 0;
+    ck_assert_msg(s[0].status == 200 && harness_json_num(s[0].body, "unit") == 4, "L: %d %s",
+                  s[0].status, s[0].body);
+    /* A sold_out answer has no order id: by_arrival puts those first, and
+     * the sold ones after them in the order they came in. */
+    int rank[QUEUED - 1], out = 0;
+    by_arrival(s, 1, QUEUED - 1, rank);
+    for (int r = 0; r < QUEUED - 1; r++) {
+        struct harness_bg *b = &s[rank[r]];
+        ck_assert_msg(b->status == 200, "sale %d: %d %s", rank[r], b->status, b->body);
+        ck_assert_msg(harness_json_num(b->body, "lock.batch") == QUEUED - 1,
+                      "sale %d was not in the second batch: %s", rank[r], b->body);
+        const char *st = harness_json_str(b->body, "status");
+        if (strcmp(st, "sold_out") == 0) {
+            out++;
+            continue;
+        }
+        ck_assert_msg(strcmp(st, "sold") == 0 && harness_json_num(b->body, "unit") == 3 - (r - out),
+                      "the %d-th sold sale of the batch: %s", r - out + 1, b->body);
+    }
+    ck_assert_msg(out == 4, "%d of the batch's 7 sales answered sold_out, with 3 units left", out);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 4);
 }
 END_TEST
 
@@ -703,7 +741,8 @@ Suite *ladder_suite(void) {
                       test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
                       test_redisson_serves_the_sales_of_one_process_in_arrival_order}},
         {"Batched", {test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_by_the_oldest_sale,
-                     test_a_batch_that_loses_its_lock_answers_lock_lost_for_every_sale_and_writes_nothing}},
+                     test_a_batch_that_loses_its_lock_answers_lock_lost_for_every_sale_and_writes_nothing,
+                     test_a_batch_larger_than_the_stock_sells_only_the_stock}},
         {"Scope", {test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock,
                    test_with_item_scope_independent_items_do_not_wait_for_each_other,
                    test_a_bad_item_is_refused_with_400}},

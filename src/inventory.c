@@ -107,8 +107,7 @@ static void free_replies(redisReply **rep, int n) {
     for (int i = 0; i < n; i++) freeReplyObject(rep[i]);
 }
 
-/* Reads a Redis reply as a whole number. 0 on success. */
-static int parse_ll(const redisReply *r, long long *out) {
+int inv_parse_ll(const redisReply *r, long long *out) {
     if (r->type == REDIS_REPLY_INTEGER) {
         *out = r->integer;
         return 0;
@@ -155,7 +154,7 @@ static int read_stock(const struct item_keys *k, redisContext *c, long long *sto
     } else if (r->type == REDIS_REPLY_ERROR) {
         snprintf(errstr, errlen, "GET stock: %.120s", r->str);
         rc = INV_BACKEND;
-    } else if (parse_ll(r, stock) < 0) {
+    } else if (inv_parse_ll(r, stock) < 0) {
         snprintf(errstr, errlen, "stock key %.60s holds '%.40s', not a whole number",
                  k->stock, r->str);
         rc = INV_BAD_DATA;
@@ -313,13 +312,13 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
     redisReply *rep[5];
     int rc = run_pipeline(inv, pool, c, rep, 5, "audit", errstr, errlen);
     if (rc) return rc;
-    if (parse_ll(rep[0], &a->stock) < 0 || parse_ll(rep[1], &a->initial) < 0) {
+    if (inv_parse_ll(rep[0], &a->stock) < 0 || inv_parse_ll(rep[1], &a->initial) < 0) {
         snprintf(errstr, errlen, "stock key %s or %s is missing or not a whole number; "
                  "POST /inventory/reset first", k.stock, k.initial);
         rc = INV_BAD_DATA;
     }
     if (rc == 0) {
-        if (rep[2]->type != REDIS_REPLY_NIL) parse_ll(rep[2], &a->violations);
+        if (rep[2]->type != REDIS_REPLY_NIL) inv_parse_ll(rep[2], &a->violations);
         for (size_t i = 0; i < rep[4]->elements && a->nfamilies < AUDIT_FAMILIES; i++)
             snprintf(a->families[a->nfamilies++], sizeof(a->families[0]), "%s",
                      rep[4]->element[i]->str);

@@ -71,6 +71,10 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
 /* The plain write (sale-write.lua), also the batched strategy's. */
 int sale_commit_plain(struct sale_section *sec);
 
+/* Reads a Redis reply (an integer, or a string of one) as a whole number.
+ * 0 on success, -1 on anything else. */
+int inv_parse_ll(const redisReply *r, long long *out);
+
 /* Sets the same failure on every result; returns the status. */
 int sale_fail_all(struct sale_result **rs, int n, int status, const char *errstr);
 

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uuid/uuid.h>
-#include "cluster.h"
 #include "lock_int.h"
 #include "mclock.h"
 #include "pubsub.h"

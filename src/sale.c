@@ -86,21 +86,6 @@ int sale_fail_all(struct sale_result **rs, int n, int status, const char *errstr
     return status;
 }
 
-/* Reads a Redis string reply as a whole number. 0 on success. */
-static int parse_ll(const redisReply *r, long long *out) {
-    if (r->type == REDIS_REPLY_INTEGER) {
-        *out = r->integer;
-        return 0;
-    }
-    if (r->type != REDIS_REPLY_STRING || r->len == 0) return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(r->str, &end, 10);
-    if (errno || *end != '\0') return -1;
-    *out = v;
-    return 0;
-}
-
 /* ---- the history event ---------------------------------------------------- */
 
 /* Fills sec->hist with the fields its events share. */
@@ -245,7 +230,7 @@ static int section_read(struct sale_section *sec, redisContext *c, int probed, i
         snprintf(r->errstr, sizeof(r->errstr),
                  "stock key %s does not exist; POST /inventory/reset first", sec->k->stock);
         rc = r->status = INV_BAD_DATA;
-    } else if (st ? parse_ll(st, &sec->stock) < 0 : parse_stock(carried, &sec->stock) < 0) {
+    } else if (st ? inv_parse_ll(st, &sec->stock) < 0 : parse_stock(carried, &sec->stock) < 0) {
         snprintf(r->errstr, sizeof(r->errstr), "stock key %.60s holds '%.40s', not a whole number",
                  sec->k->stock, st ? st->str : carried);
         rc = r->status = INV_BAD_DATA;

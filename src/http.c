@@ -252,12 +252,25 @@ static int query_item(const struct http_server *s, struct MHD_Connection *conn, 
     return *item ? item_check(*item, s->cfg->lock_name, why, whylen) : 0;
 }
 
+/* One request being answered, as the handlers see it. */
+struct call {
+    struct http_server *s;
+    struct MHD_Connection *conn;
+    const char *method;
+    const struct route *rt;
+    struct request *req;
+    const char *item;          /* ?item=, checked; NULL: the configured one */
+    int text;                  /* the demo's text instead of JSON */
+};
+
 /* Reads the fault parameters of a request into f. Returns 0, or the HTTP
  * status to refuse it with (400 malformed, 403 faults off, 401 without the
  * admin token: any fault parameter given needs it) and a sentence. */
-static int read_faults(struct http_server *s, struct MHD_Connection *conn, struct sale_faults *f,
-                       char *why, size_t whylen) {
+static int read_faults(const struct call *k, struct sale_faults *f, char *why, size_t whylen) {
+    struct http_server *s = k->s;
+    struct MHD_Connection *conn = k->conn;
     memset(f, 0, sizeof(*f));
+    if (!(route_table[k->rt->id].flags & ROUTE_F_FAULTS)) return 0;   /* none taken here */
     int maxhold = s->cfg->faults_max_hold_ms, given = 0, rc;
     if ((rc = query_int(conn, "hold_ms", 0, maxhold, &f->hold_ms, why, whylen)) < 0) return 400;
     given |= rc;
@@ -290,33 +303,21 @@ static enum MHD_Result answer_faults_refused(struct MHD_Connection *conn, int co
     return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
 }
 
-/* One request being answered, as the handlers see it. */
-struct call {
-    struct http_server *s;
-    struct MHD_Connection *conn;
-    const char *method;
-    const struct route *rt;
-    struct request *req;
-    const char *item;          /* ?item=, checked; NULL: the configured one */
-    int text;                  /* the demo's text instead of JSON */
-};
-
 typedef enum MHD_Result (*handler)(const struct call *k);
 
-static enum MHD_Result do_sale(const struct call *k) {
+/* Sells one unit with strategy t (NULL: unknown, named by the path). */
+static enum MHD_Result sell(const struct call *k, const struct strategy *t) {
     struct http_server *s = k->s;
     struct MHD_Connection *conn = k->conn;
-    const struct route *rt = k->rt;
     int text = k->text;
-    const struct strategy *t = rt->strategy[0] ? strategy_find(rt->strategy) : s->default_strategy;
-    if (!t) return answer(conn, 404, reply_unknown_strategy(rt->strategy, text),
+    if (!t) return answer(conn, 404, reply_unknown_strategy(k->rt->arg, text),
                           text ? CT_TEXT : CT_JSON, NULL);
     if (strcmp(k->method, "HEAD") == 0)   /* a HEAD changes nothing; its body is dropped */
         return answer_error(conn, 200, "not_sold", "HEAD never sells: GET or POST does", text);
 
     struct sale_faults f;
     char why[192];
-    int code = read_faults(s, conn, &f, why, sizeof(why));
+    int code = read_faults(k, &f, why, sizeof(why));
     if (code) return answer_faults_refused(conn, code, why, text);
 
     struct sale_result r;
@@ -328,8 +329,22 @@ static enum MHD_Result do_sale(const struct call *k) {
                   text ? CT_TEXT : CT_JSON, NULL);
 }
 
+/* A sale with the strategy the path names, or the default one. */
+static enum MHD_Result api_sale(const struct call *k) {
+    return sell(k, k->rt->arg[0] ? strategy_find(k->rt->arg) : k->s->default_strategy);
+}
+
+/* The demo's later endpoints, each tied to its strategy. */
+static enum MHD_Result api_sale_by_redisson(const struct call *k) {
+    return sell(k, strategy_find("redisson"));
+}
+
+static enum MHD_Result api_sale_by_redlock(const struct call *k) {
+    return sell(k, strategy_find("redlock"));
+}
+
 /* GET /inventory/history?item=&since=&limit= */
-static enum MHD_Result do_history(const struct call *k) {
+static enum MHD_Result api_history(const struct call *k) {
     struct http_server *s = k->s;
     struct MHD_Connection *conn = k->conn;
     const char *item = k->item;
@@ -352,7 +367,7 @@ static enum MHD_Result do_history(const struct call *k) {
     return ret;
 }
 
-static enum MHD_Result do_reset(const struct call *k) {
+static enum MHD_Result api_reset(const struct call *k) {
     struct http_server *s = k->s;
     struct MHD_Connection *conn = k->conn;
     struct request *req = k->req;
@@ -397,11 +412,11 @@ static enum MHD_Result answer_inventory_error(struct MHD_Connection *conn, int r
     return answer_error(conn, 503, "backend_unavailable", err, text);
 }
 
-static enum MHD_Result do_inventory(const struct call *k) {
+static enum MHD_Result api_inventory(const struct call *k) {
     struct sale_faults f;
     char err[192];
     long long stock;
-    int code = read_faults(k->s, k->conn, &f, err, sizeof(err));
+    int code = read_faults(k, &f, err, sizeof(err));
     if (code) return answer_faults_refused(k->conn, code, err, k->text);
     int rc = inventory_stock(k->s->inv, k->item, f.hold_ms, &stock, err, sizeof(err));
     if (rc != 0) return answer_inventory_error(k->conn, rc, err, k->text);
@@ -409,7 +424,7 @@ static enum MHD_Result do_inventory(const struct call *k) {
                   k->text ? CT_TEXT : CT_JSON, NULL);
 }
 
-static enum MHD_Result do_audit(const struct call *k) {
+static enum MHD_Result api_audit(const struct call *k) {
     struct audit a;
     char err[192];
     int rc = inventory_audit(k->s->inv, k->item, &a, err, sizeof(err));
@@ -417,12 +432,12 @@ static enum MHD_Result do_audit(const struct call *k) {
     return answer(k->conn, 200, reply_audit(&a, k->text), k->text ? CT_TEXT : CT_JSON, NULL);
 }
 
-static enum MHD_Result do_strategies(const struct call *k) {
+static enum MHD_Result api_strategies(const struct call *k) {
     return answer(k->conn, 200, reply_strategies(k->s->default_strategy->name, k->text),
                   k->text ? CT_TEXT : CT_JSON, NULL);
 }
 
-static enum MHD_Result do_healthz(const struct call *k) {
+static enum MHD_Result api_healthz(const struct call *k) {
     char err[192];
     if (inventory_ping(k->s->inv, err, sizeof(err)) != 0)
         return answer_error(k->conn, 503, "backend_unavailable", err, k->text);
@@ -431,21 +446,21 @@ static enum MHD_Result do_healthz(const struct call *k) {
 
 /* GET /readyz: 200 once a sale can succeed with any strategy, 503 with the
  * reason until then (inventory_ready). /healthz stays a liveness check. */
-static enum MHD_Result do_readyz(const struct call *k) {
+static enum MHD_Result api_readyz(const struct call *k) {
     char why[512];
     int ready = inventory_ready(k->s->inv, why, sizeof(why)) == 0;
     return answer(k->conn, ready ? 200 : 503, reply_ready(ready ? NULL : why, k->s->cfg->port, k->text),
                   k->text ? CT_TEXT : CT_JSON, NULL);
 }
 
-static enum MHD_Result do_metrics(const struct call *k) {
+static enum MHD_Result api_metrics(const struct call *k) {
     return answer(k->conn, 200, metrics_render(), CT_PROM, NULL);
 }
 
 /* ---- the lab ---------------------------------------------------------------- */
 
 /* GET /: the page; GET /lab/<asset>: its script, style and icon. */
-static enum MHD_Result do_lab_page(const struct call *k) {
+static enum MHD_Result api_lab_page(const struct call *k) {
     const struct web_asset *a = web_asset_find(k->rt->id == ROUTE_LAB_PAGE ? "index.html" : k->rt->arg);
     if (!a) return answer_error(k->conn, 404, "not_found", "this file is not part of the page", 0);
     return answer_asset(k->conn, a);
@@ -528,7 +543,7 @@ static enum MHD_Result start_lab_run(const struct call *k) {
 }
 
 /* GET /lab/runs: the settings and the kept runs; POST: start one. */
-static enum MHD_Result do_lab_runs(const struct call *k) {
+static enum MHD_Result api_lab_runs(const struct call *k) {
     if (strcmp(k->method, "POST") == 0) return start_lab_run(k);
     struct lab_info info;
     lab_get_info(k->s->lab, &info);
@@ -541,7 +556,7 @@ static enum MHD_Result do_lab_runs(const struct call *k) {
 }
 
 /* GET /lab/runs/{id} */
-static enum MHD_Result do_lab_run(const struct call *k) {
+static enum MHD_Result api_lab_run(const struct call *k) {
     int id = atoi(k->rt->arg);
     struct lab_run_view *v = malloc(sizeof(*v));
     if (!v) return answer(k->conn, 500, NULL, CT_JSON, NULL);
@@ -560,13 +575,13 @@ static enum MHD_Result do_lab_run(const struct call *k) {
 
 /* GET /lab: there whether runs are on or off, so the page can tell which
  * without a 404. */
-static enum MHD_Result do_lab_status(const struct call *k) {
+static enum MHD_Result api_lab_status(const struct call *k) {
     struct lab_info info;
     if (k->s->lab) lab_get_info(k->s->lab, &info);
     return answer(k->conn, 200, reply_lab_status(k->s->lab ? &info : NULL), CT_JSON, NULL);
 }
 
-static enum MHD_Result do_lab_scenarios(const struct call *k) {
+static enum MHD_Result api_lab_scenarios(const struct call *k) {
     struct lab_info info;
     lab_get_info(k->s->lab, &info);
     return answer(k->conn, 200, reply_lab_scenarios(&info), CT_JSON, NULL);
@@ -574,7 +589,7 @@ static enum MHD_Result do_lab_scenarios(const struct call *k) {
 
 /* GET /lab/results/<name>: demo.csv, matrix.csv, campaign.csv (CSV) and
  * campaign-counterexample.json (JSON) */
-static enum MHD_Result do_lab_result(const struct call *k) {
+static enum MHD_Result api_lab_result(const struct call *k) {
     char *body, why[512];
     size_t len;
     int rc = lab_result_file(k->s->lab, k->rt->arg, &body, &len, why, sizeof(why));
@@ -586,23 +601,11 @@ static enum MHD_Result do_lab_result(const struct call *k) {
     return answer(k->conn, 200, body, is_json ? CT_JSON : CT_CSV, NULL);
 }
 
-/* The handler of each route; the routes reading ?item= are marked, and so
- * are those whose POST needs the admin token (a sale's and GET /inventory's
- * fault parameters need it too: read_faults asks). */
-static const struct {
-    handler fn;
-    int reads_item;
-    const char *admin_post;    /* what a POST here is, for the 401; NULL: open */
-} handlers[] = {
-    [ROUTE_SALE] = {do_sale, 1, NULL},              [ROUTE_INVENTORY] = {do_inventory, 1, NULL},
-    [ROUTE_RESET] = {do_reset, 0, "a reset"},       [ROUTE_AUDIT] = {do_audit, 1, NULL},
-    [ROUTE_STRATEGIES] = {do_strategies, 0, NULL},  [ROUTE_HEALTHZ] = {do_healthz, 0, NULL},
-    [ROUTE_READYZ] = {do_readyz, 0, NULL},          [ROUTE_METRICS] = {do_metrics, 0, NULL},        [ROUTE_HISTORY] = {do_history, 1, NULL},
-    [ROUTE_LAB_PAGE] = {do_lab_page, 0, NULL},      [ROUTE_LAB_ASSET] = {do_lab_page, 0, NULL},
-    [ROUTE_LAB_STATUS] = {do_lab_status, 0, NULL},
-    [ROUTE_LAB_RUNS] = {do_lab_runs, 0, "a lab run"}, [ROUTE_LAB_RUN] = {do_lab_run, 0, NULL},
-    [ROUTE_LAB_SCENARIOS] = {do_lab_scenarios, 0, NULL},
-    [ROUTE_LAB_RESULT] = {do_lab_result, 0, NULL},
+/* The handler of each route (routes.def). */
+static const handler handlers[ROUTE_COUNT] = {
+#define ROUTE(id, methods, pattern, fn, flags, doc) [ROUTE_##id] = fn,
+#include "routes.def"
+#undef ROUTE
 };
 
 /* Answers what is refused before any route runs: oversized URL or headers,
@@ -644,18 +647,19 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
     int text = wants_text(conn);
     struct route rt;
     route_match(method, url, s->cfg->context_path, &rt);
-    if (route_needs_lab(rt.id) && !s->lab)   /* lab.enabled=false: no such path */
+    if ((route_table[rt.id].flags & ROUTE_F_LAB) && !s->lab)   /* lab.enabled=false: no such path */
         route_match(method, "", s->cfg->context_path, &rt);
     enum MHD_Result ret;
     if (refuse(s, conn, url, method, req, &rt, text, &ret)) return ret;
+    const struct route_row *row = &route_table[rt.id];
     struct call k = {s, conn, method, &rt, req, NULL, text};
     char err[192];
-    if (handlers[rt.id].admin_post && strcmp(method, "POST") == 0 &&
-        !admin_allowed(s, conn, handlers[rt.id].admin_post, err, sizeof(err)))
+    if ((row->flags & ROUTE_F_ADMIN_POST) && strcmp(method, "POST") == 0 &&
+        !admin_allowed(s, conn, rt.id == ROUTE_RESET ? "a reset" : "a lab run", err, sizeof(err)))
         return answer_unauthorized(conn, err, text);
-    if (handlers[rt.id].reads_item && query_item(s, conn, &k.item, err, sizeof(err)) < 0)
+    if ((row->flags & ROUTE_F_ITEM) && query_item(s, conn, &k.item, err, sizeof(err)) < 0)
         return answer_error(conn, 400, "bad_request", err, text);
-    return handlers[rt.id].fn(&k);
+    return handlers[rt.id](&k);
 }
 
 /* Moves conn's watch to phase, from now. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "api.h"
 #include "config.h"
 #include "http.h"
 #include "inventory.h"
@@ -158,9 +159,11 @@ int main(int argc, char **argv) {
             return EXIT_CONFIG;
         }
     }
-    struct http_server *srv = http_start(&cfg, svc.inv, lab, err, sizeof(err));
+    struct api *api = api_create(&cfg, svc.inv, lab, err, sizeof(err));
+    struct http_server *srv = api ? http_start(&cfg, api_answer, api, err, sizeof(err)) : NULL;
     if (!srv) {
         fprintf(stderr, "inventoryd: %s\n", err);
+        api_free(api);
         lab_free(lab);
         service_close(&svc);
         return EXIT_LISTEN;
@@ -200,6 +203,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inventoryd: %s: finishing requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     lab_stop(lab);      /* a lab run sends nothing more */
     http_stop(srv);
+    api_free(api);      /* no request can reach a handler now */
     lab_free(lab);      /* no request can reach the lab now: join its threads */
     service_close(&svc);
     fprintf(stderr, "inventoryd: stopped\n");

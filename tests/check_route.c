@@ -1,5 +1,7 @@
 /* check_route.c -- route_match(): every path of the HTTP contract, the
- * methods each one allows, and the limits of the strategy segment. Pure
+ * methods each one allows, and the limits of the strategy segment; every
+ * row of routes.def found by its own pattern; and docs/api.md's endpoint
+ * list held to the table (the Docs case, which reads that file). Pure
  * function: no server, no allocation, nothing to set up. */
 #include <check.h>
 #include <stdio.h>
@@ -7,6 +9,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "config.h"
 #include "route.h"
 
 #define CONTEXT "/redis/distributed/lock"
@@ -528,6 +531,151 @@ START_TEST(test_a_context_path_under_the_sale_path_still_finds_the_demo_path) {
 }
 END_TEST
 
+/* A path of pattern: {context-path} as CONTEXT, the parameter as a valid
+ * value of it, into buf. */
+static void instance(const char *pattern, char *buf, size_t len) {
+    static const struct {
+        const char *param, *value;
+    } values[] = {{"{context-path}", CONTEXT}, {"{strategy}", "redlock"}, {"{id}", "7"},
+                  {"{asset}", "app.js"},         {"{file}", "demo.csv"}};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const char *p = pattern; *p;) {
+        size_t i = 0, nv = sizeof(values) / sizeof(values[0]);
+        while (i < nv && strncmp(p, values[i].param, strlen(values[i].param)) != 0) i++;
+        if (i < nv) {
+            used += (size_t)snprintf(buf + used, len - used, "%s", values[i].value);
+            p += strlen(values[i].param);
+        } else {
+            ck_assert_msg(*p != '{', "pattern %s: unknown parameter", pattern);
+            used += (size_t)snprintf(buf + used, len - used, "%c", *p++);
+        }
+        ck_assert_uint_lt(used, len);
+    }
+}
+
+START_TEST(test_every_row_of_the_table_is_found_by_its_own_pattern_with_its_methods) {
+    char url[256];
+    for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++) {
+        const struct route_row *row = &route_table[id];
+        instance(row->pattern, url, sizeof(url));
+        ck_assert_msg(match("GET", url) == (enum route_id)id, "%s: %s is route %d, not %d",
+                      row->pattern, url, r.id, id);
+        ck_assert_str_eq(r.allow, row->methods);
+        ck_assert_ptr_nonnull(row->doc);
+        ck_assert_msg(row->doc[0] != '\0', "%s has no doc", row->pattern);
+        /* every method of its Allow is allowed, and HEAD wherever GET is */
+        char methods[32];
+        snprintf(methods, sizeof(methods), "%s", row->methods);
+        for (char *save, *m = strtok_r(methods, ", ", &save); m; m = strtok_r(NULL, ", ", &save)) {
+            match(m, url);
+            ck_assert_msg(r.method_allowed, "%s %s not allowed", m, url);
+        }
+        match("HEAD", url);
+        ck_assert_int_eq(r.method_allowed, strstr(row->methods, "GET") != NULL);
+        match("PATCH", url);
+        ck_assert_int_eq(r.method_allowed, 0);
+    }
+}
+END_TEST
+
+/* ---- docs/api.md ------------------------------------------------------------
+ * Its endpoint list is the table under "| method and path | what it does |":
+ * the first cell of each row lists endpoints separated by ", ", each
+ * `METHOD[/METHOD...] /path` (backticks anywhere; what follows the path, a
+ * body or a query, is ignored). The demo's path is written under the
+ * default server.context-path. */
+
+#define DOC_MAX 64
+
+struct doc_endpoint {
+    char methods[32];          /* as routes.def writes them: "GET, POST" */
+    char path[128];
+};
+
+/* Reads docs/api.md's endpoint list into out (at most DOC_MAX). */
+static int read_doc_endpoints(struct doc_endpoint *out) {
+    FILE *f = fopen(SOURCE_DIR "/docs/api.md", "r");
+    ck_assert_msg(f != NULL, "cannot open docs/api.md");
+    char line[4096];
+    int in_table = 0, n = 0, rows = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (!in_table) {
+            in_table = strncmp(line, "| method and path | what it does |", 34) == 0;
+            continue;
+        }
+        if (line[0] != '|') break;
+        if (strncmp(line, "|---", 4) == 0) continue;
+        rows++;
+        char cell[1024];
+        size_t c = 0;
+        for (const char *p = line + 1; *p && strncmp(p, " | ", 3) != 0 && c + 1 < sizeof(cell); p++)
+            if (*p != '`') cell[c++] = *p;
+        cell[c] = '\0';
+        char *save;
+        for (char *item = strtok_r(cell, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+            while (*item == ' ') item++;
+            ck_assert_int_lt(n, DOC_MAX);
+            struct doc_endpoint *e = &out[n++];
+            size_t ml = strspn(item, "ABCDEFGHIJKLMNOPQRSTUVWXYZ/");
+            ck_assert_msg(ml > 0 && item[ml] == ' ' && item[ml + 1] == '/',
+                          "docs/api.md: '%s' is not `METHOD /path`", item);
+            size_t used = 0;   /* "GET/POST" -> "GET, POST" */
+            for (size_t i = 0; i < ml && used + 3 < sizeof(e->methods); i++) {
+                if (item[i] == '/') e->methods[used++] = ',';
+                e->methods[used++] = item[i] == '/' ? ' ' : item[i];
+            }
+            e->methods[used] = '\0';
+            size_t pl = strcspn(item + ml + 1, " ?");
+            ck_assert_uint_lt(pl, sizeof(e->path));
+            memcpy(e->path, item + ml + 1, pl);
+            e->path[pl] = '\0';
+        }
+    }
+    fclose(f);
+    ck_assert_msg(rows > 0, "docs/api.md has no endpoint table");
+    return n;
+}
+
+/* A row's path as docs/api.md writes it. */
+static void doc_path(const struct route_row *row, char *buf, size_t len) {
+    static const char cp[] = "{context-path}";
+    static struct config cfg;
+    config_defaults(&cfg);
+    if (strncmp(row->pattern, cp, sizeof(cp) - 1) == 0)
+        snprintf(buf, len, "%s%s", cfg.context_path, row->pattern + sizeof(cp) - 1);
+    else
+        snprintf(buf, len, "%s", row->pattern);
+}
+
+START_TEST(test_docs_api_lists_every_route_with_its_methods_and_no_other_path) {
+    struct doc_endpoint doc[DOC_MAX];
+    int n = read_doc_endpoints(doc);
+    char path[256];
+    for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++) {
+        doc_path(&route_table[id], path, sizeof(path));
+        int found = 0;
+        for (int i = 0; i < n; i++)
+            if (strcmp(doc[i].path, path) == 0) {
+                ck_assert_msg(strcmp(doc[i].methods, route_table[id].methods) == 0,
+                              "docs/api.md lists %s %s; routes.def says %s", doc[i].methods, path,
+                              route_table[id].methods);
+                found++;
+            }
+        ck_assert_msg(found == 1, "docs/api.md lists %s %d times, not once", path, found);
+    }
+    for (int i = 0; i < n; i++) {
+        int known = 0;
+        for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT && !known; id++) {
+            doc_path(&route_table[id], path, sizeof(path));
+            known = strcmp(doc[i].path, path) == 0;
+        }
+        ck_assert_msg(known, "docs/api.md lists %s %s, which routes.def does not have",
+                      doc[i].methods, doc[i].path);
+    }
+}
+END_TEST
+
 Suite *route_suite(void) {
     Suite *s = suite_create("route");
     TCase *core = tcase_create("Core");
@@ -562,7 +710,12 @@ Suite *route_suite(void) {
     tcase_add_test(core, test_lab_scenarios_and_the_two_result_files_are_their_routes);
     tcase_add_test(core, test_only_the_run_endpoints_need_lab_enabled);
     tcase_add_test(core, test_a_match_overwrites_what_a_previous_match_left);
+    tcase_add_test(core, test_every_row_of_the_table_is_found_by_its_own_pattern_with_its_methods);
     suite_add_tcase(s, core);
+
+    TCase *docs = tcase_create("Docs");
+    tcase_add_test(docs, test_docs_api_lists_every_route_with_its_methods_and_no_other_path);
+    suite_add_tcase(s, docs);
 
     /* Short, fixed timeout: a hang in route_match fails fast rather than
      * waiting for CK_DEFAULT_TIMEOUT. */

@@ -1,5 +1,9 @@
-/* http.c -- the HTTP front on libmicrohttpd (see http.h).
+/* http.c -- the HTTP server on libmicrohttpd (see http.h): connections,
+ * bodies, size limits, the admin token and the answers' headers. What each
+ * path does is api.c's, which it reaches only through the handler given to
+ * http_start.
  *
+ * DESIGN
  * Per-request state (struct request: the body read so far) is allocated on
  * the first callback into *req_cls and freed in the completed callback, as in
  * libmicrohttpd's simplepost.c; the first callback never answers.
@@ -15,9 +19,7 @@
  * its lock, bounded by lock.wait-ms) is never cut. The watch list and the
  * phases are guarded by watch_mu. */
 #include <arpa/inet.h>
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <math.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <netinet/in.h>
@@ -30,27 +32,17 @@
 #include <unistd.h>
 #include "config.h"
 #include "http.h"
-#include "item.h"
-#include "inventory.h"
-#include "lab.h"
 #include "log.h"
 #include "mclock.h"
 #include "metrics.h"
 #include "reply.h"
-#include "route.h"
-#include "strategy.h"
 #include "web.h"
 
-#define CT_JSON "application/json; charset=utf-8"
-#define CT_TEXT "text/plain; charset=utf-8"
-#define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
-#define CT_CSV "text/csv; charset=utf-8"
+#define CT_JSON HTTP_CT_JSON
+#define CT_TEXT HTTP_CT_TEXT
 
 /* The page loads nothing from elsewhere, and nothing inline. */
 #define LAB_CSP "default-src 'self'"
-
-#define NESTED_MAX 16
-#define HISTORY_LIMIT_MAX 5000
 
 /* Requests this large get the service's own JSON 414/431. They must fit in
  * libmicrohttpd's per-connection memory (its default, 32 KB, kept for the
@@ -76,9 +68,8 @@ struct http_server {
     pthread_t reaper;
     int reaper_running, reaper_stop;
     const struct config *cfg;
-    struct inventory *inv;
-    struct lab *lab;           /* NULL: lab.enabled=false */
-    const struct strategy *default_strategy;
+    http_handler handler;      /* answers each request that gets past refuse() */
+    void *handler_cls;
     int listen_fd;
     int quiesced;
     atomic_int inflight;
@@ -138,8 +129,7 @@ static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body,
     return answer_with(conn, code, body, type, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
-/* Queues one of the page's embedded files, with the page's security headers. */
-static enum MHD_Result answer_asset(struct MHD_Connection *conn, const struct web_asset *a) {
+int http_answer_asset(const struct http_request *rq, const struct web_asset *a) {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
     if (!resp) return MHD_NO;
@@ -148,15 +138,29 @@ static enum MHD_Result answer_asset(struct MHD_Connection *conn, const struct we
     MHD_add_response_header(resp, "Content-Security-Policy", LAB_CSP);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    enum MHD_Result ret = MHD_queue_response(rq->conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
     metrics_http(200);
-    return ret;
+    return ret == MHD_YES;
 }
 
 static enum MHD_Result answer_error(struct MHD_Connection *conn, int code, const char *word,
                                     const char *sentence, int text) {
     return answer(conn, code, reply_error(word, sentence, text), text ? CT_TEXT : CT_JSON, NULL);
+}
+
+int http_answer(const struct http_request *rq, int code, char *body, const char *type,
+                const char *allow) {
+    return answer(rq->conn, code, body, type, allow) == MHD_YES;
+}
+
+int http_answer_error(const struct http_request *rq, int code, const char *word,
+                      const char *sentence, int text) {
+    return answer_error(rq->conn, code, word, sentence, text) == MHD_YES;
+}
+
+const char *http_query(const struct http_request *rq, const char *name) {
+    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* ---- the admin token ----------------------------------------------------------
@@ -175,15 +179,11 @@ static int token_equal(const char *given, size_t n, const char *want) {
     return diff == 0;
 }
 
-/* Whether the request may do what needs the admin token: always when
- * admin.token is empty. Otherwise 0, with a sentence naming the header in
- * why, when its Authorization header is missing, not Bearer, or another
- * token. what names the refused thing ("a reset"). */
-static int admin_allowed(const struct http_server *s, struct MHD_Connection *conn,
-                         const char *what, char *why, size_t whylen) {
-    const char *want = s->cfg->admin_token;
+int http_admin_allowed(const struct http_request *rq, const char *what, char *why,
+                       size_t whylen) {
+    const char *want = rq->server->cfg->admin_token;
     if (!want[0]) return 1;
-    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+    const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
                                                 MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h) {
         snprintf(why, whylen, "%s needs the admin token: send the header "
@@ -208,11 +208,10 @@ static int admin_allowed(const struct http_server *s, struct MHD_Connection *con
     return 1;
 }
 
-/* The 401 for a request without the admin token. */
-static enum MHD_Result answer_unauthorized(struct MHD_Connection *conn, const char *why,
-                                           int text) {
-    return answer_with(conn, 401, reply_error("unauthorized", why, text), text ? CT_TEXT : CT_JSON,
-                       MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"inventoryd\"");
+int http_answer_unauthorized(const struct http_request *rq, const char *why, int text) {
+    return answer_with(rq->conn, 401, reply_error("unauthorized", why, text),
+                       text ? CT_TEXT : CT_JSON, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                       "Bearer realm=\"inventoryd\"") == MHD_YES;
 }
 
 /* The demo's one-line text is asked for with ?format=text or an Accept header
@@ -226,390 +225,10 @@ static int wants_text(struct MHD_Connection *conn) {
     return t && (!j || t < j);
 }
 
-/* Reads query argument name as an int in [min, max] into *out. Returns 0 when
- * absent, 1 when read, -1 (with a sentence in why) when malformed. */
-static int query_int(struct MHD_Connection *conn, const char *name, long min, long max,
-                     int *out, char *why, size_t whylen) {
-    const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, name);
-    if (!v) return 0;
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno || n < min || n > max) {
-        snprintf(why, whylen, "%s must be a whole number from %ld to %ld, not '%.32s'",
-                 name, min, max, v);
-        return -1;
-    }
-    *out = (int)n;
-    return 1;
-}
-
-/* The ?item= of a request: NULL when absent (the configured item). Returns
- * -1 with a sentence in why when it cannot name a stock key. */
-static int query_item(const struct http_server *s, struct MHD_Connection *conn, const char **item,
-                      char *why, size_t whylen) {
-    *item = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "item");
-    return *item ? item_check(*item, s->cfg->lock_name, why, whylen) : 0;
-}
-
-/* Reads the fault parameters of a request into f. Returns 0, or the HTTP
- * status to refuse it with (400 malformed, 403 faults off, 401 without the
- * admin token: any fault parameter given needs it) and a sentence. */
-static int read_faults(struct http_server *s, struct MHD_Connection *conn, struct sale_faults *f,
-                       char *why, size_t whylen) {
-    memset(f, 0, sizeof(*f));
-    int maxhold = s->cfg->faults_max_hold_ms, given = 0, rc;
-    if ((rc = query_int(conn, "hold_ms", 0, maxhold, &f->hold_ms, why, whylen)) < 0) return 400;
-    given |= rc;
-    if ((rc = query_int(conn, "release_delay_ms", 0, maxhold, &f->release_delay_ms, why, whylen)) < 0)
-        return 400;
-    given |= rc;
-    if ((rc = query_int(conn, "nested", 0, NESTED_MAX, &f->nested, why, whylen)) < 0) return 400;
-    given |= rc;
-    if ((rc = query_int(conn, "crash", 0, 1, &f->crash, why, whylen)) < 0) return 400;
-    given |= rc;
-    if ((rc = query_int(conn, "commit_delay_ms", 0, maxhold, &f->commit_delay_ms, why, whylen)) < 0)
-        return 400;
-    given |= rc;
-    if ((rc = query_int(conn, "wait_ms", 0, maxhold, &f->wait_ms, why, whylen)) < 0) return 400;
-    f->wait_given = rc;
-    given |= rc;
-    if (given && !s->cfg->faults_enabled) {
-        snprintf(why, whylen, "fault injection is off: start the instance with faults.enabled=true "
-                 "to use hold_ms, crash, release_delay_ms, nested, commit_delay_ms or wait_ms");
-        return 403;
-    }
-    if (given && !admin_allowed(s, conn, "a fault parameter", why, whylen)) return 401;
-    return 0;
-}
-
-/* The answer for read_faults' refusal code. */
-static enum MHD_Result answer_faults_refused(struct MHD_Connection *conn, int code,
-                                             const char *why, int text) {
-    if (code == 401) return answer_unauthorized(conn, why, text);
-    return answer_error(conn, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
-}
-
-/* One request being answered, as the handlers see it. */
-struct call {
-    struct http_server *s;
-    struct MHD_Connection *conn;
-    const char *method;
-    const struct route *rt;
-    struct request *req;
-    const char *item;          /* ?item=, checked; NULL: the configured one */
-    int text;                  /* the demo's text instead of JSON */
-};
-
-typedef enum MHD_Result (*handler)(const struct call *k);
-
-static enum MHD_Result do_sale(const struct call *k) {
-    struct http_server *s = k->s;
-    struct MHD_Connection *conn = k->conn;
-    const struct route *rt = k->rt;
-    int text = k->text;
-    const struct strategy *t = rt->strategy[0] ? strategy_find(rt->strategy) : s->default_strategy;
-    if (!t) return answer(conn, 404, reply_unknown_strategy(rt->strategy, text),
-                          text ? CT_TEXT : CT_JSON, NULL);
-    if (strcmp(k->method, "HEAD") == 0)   /* a HEAD changes nothing; its body is dropped */
-        return answer_error(conn, 200, "not_sold", "HEAD never sells: GET or POST does", text);
-
-    struct sale_faults f;
-    char why[192];
-    int code = read_faults(s, conn, &f, why, sizeof(why));
-    if (code) return answer_faults_refused(conn, code, why, text);
-
-    struct sale_result r;
-    inventory_sell(s->inv, t, k->item, &f, &r);
-    metrics_sale(t, &r);
-    if (r.status == INV_BACKEND)
-        log_limited("backend", "a sale by %s answered 503 backend_unavailable: %s", t->name, r.errstr);
-    return answer(conn, reply_sale_http_status(r.status), reply_sale(&r, t->name, s->cfg->port, text),
-                  text ? CT_TEXT : CT_JSON, NULL);
-}
-
-/* GET /inventory/history?item=&since=&limit= */
-static enum MHD_Result do_history(const struct call *k) {
-    struct http_server *s = k->s;
-    struct MHD_Connection *conn = k->conn;
-    const char *item = k->item;
-    int text = k->text;
-    char why[192];
-    int limit = 100;
-    if (query_int(conn, "limit", 1, HISTORY_LIMIT_MAX, &limit, why, sizeof(why)) < 0)
-        return answer_error(conn, 400, "bad_request", why, text);
-    const char *since = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "since");
-    if (since && (strlen(since) > 40 || strspn(since, "0123456789-") != strlen(since)))
-        return answer_error(conn, 400, "bad_request",
-                            "since must be an event id such as 1700000000000-0, or 0", text);
-    struct history_event *ev = calloc((size_t)limit, sizeof(*ev));
-    if (!ev) return answer(conn, 500, NULL, CT_JSON, NULL);
-    int n = 0, rc = inventory_history(s->inv, item, since, limit, ev, &n, why, sizeof(why));
-    enum MHD_Result ret = rc ? answer_error(conn, 503, "backend_unavailable", why, text)
-                             : answer(conn, 200, reply_history(ev, n, text), text ? CT_TEXT : CT_JSON,
-                                      NULL);
-    free(ev);
-    return ret;
-}
-
-static enum MHD_Result do_reset(const struct call *k) {
-    struct http_server *s = k->s;
-    struct MHD_Connection *conn = k->conn;
-    struct request *req = k->req;
-    int text = k->text;
-    static const char usage[] = "send a JSON body such as {\"stock\": 200}";
-    char why[256];
-    cJSON *doc = req->len ? cJSON_ParseWithLength(req->body, req->len) : NULL;
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stock");
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(doc, "item");
-    double v = cJSON_IsNumber(st) ? st->valuedouble : NAN;
-    char item[INVENTORY_ITEM_MAX + 1] = "", item_why[192] = "\"item\" must be a string";
-    int item_bad = it && !(cJSON_IsString(it) && item_check(it->valuestring,
-                           s->cfg->lock_name, item_why, sizeof(item_why)) == 0);
-    if (it && !item_bad) snprintf(item, sizeof(item), "%s", it->valuestring);
-    cJSON_Delete(doc);
-    if (!req->len) {
-        snprintf(why, sizeof(why), "the reset has no body: %s", usage);
-    } else if (!doc) {
-        snprintf(why, sizeof(why), "the body is not JSON: %s", usage);
-    } else if (!st) {
-        snprintf(why, sizeof(why), "the body has no \"stock\": %s", usage);
-    } else if (isnan(v) || v != floor(v) || v < 0 || v > 1e9) {
-        snprintf(why, sizeof(why), "\"stock\" must be a whole number from 0 to 1000000000");
-    } else if (item_bad) {
-        snprintf(why, sizeof(why), "%s", item_why);
-    } else {
-        char err[192];
-        if (inventory_reset(s->inv, item[0] ? item : NULL, (long long)v, err, sizeof(err)) != 0)
-            return answer_error(conn, 503, "backend_unavailable", err, text);
-        metrics_reset();
-        return answer(conn, 200, reply_stock((long long)v, s->cfg->port, text),
-                      text ? CT_TEXT : CT_JSON, NULL);
-    }
-    return answer_error(conn, 400, "bad_request", why, text);
-}
-
-/* Maps a failed inventory read to its answer. */
-static enum MHD_Result answer_inventory_error(struct MHD_Connection *conn, int rc,
-                                              const char *err, int text) {
-    if (rc == INV_BAD_DATA) return answer_error(conn, 409, "bad_stock", err, text);
-    if (rc == INV_LOCK_TIMEOUT) return answer_error(conn, 503, "lock_timeout", err, text);
-    return answer_error(conn, 503, "backend_unavailable", err, text);
-}
-
-static enum MHD_Result do_inventory(const struct call *k) {
-    struct sale_faults f;
-    char err[192];
-    long long stock;
-    int code = read_faults(k->s, k->conn, &f, err, sizeof(err));
-    if (code) return answer_faults_refused(k->conn, code, err, k->text);
-    int rc = inventory_stock(k->s->inv, k->item, f.hold_ms, &stock, err, sizeof(err));
-    if (rc != 0) return answer_inventory_error(k->conn, rc, err, k->text);
-    return answer(k->conn, 200, reply_stock(stock, k->s->cfg->port, k->text),
-                  k->text ? CT_TEXT : CT_JSON, NULL);
-}
-
-static enum MHD_Result do_audit(const struct call *k) {
-    struct audit a;
-    char err[192];
-    int rc = inventory_audit(k->s->inv, k->item, &a, err, sizeof(err));
-    if (rc != 0) return answer_inventory_error(k->conn, rc, err, k->text);
-    return answer(k->conn, 200, reply_audit(&a, k->text), k->text ? CT_TEXT : CT_JSON, NULL);
-}
-
-static enum MHD_Result do_strategies(const struct call *k) {
-    return answer(k->conn, 200, reply_strategies(k->s->default_strategy->name, k->text),
-                  k->text ? CT_TEXT : CT_JSON, NULL);
-}
-
-static enum MHD_Result do_healthz(const struct call *k) {
-    char err[192];
-    if (inventory_ping(k->s->inv, err, sizeof(err)) != 0)
-        return answer_error(k->conn, 503, "backend_unavailable", err, k->text);
-    return answer_error(k->conn, 200, "ok", "ok: Redis answers", k->text);
-}
-
-/* GET /readyz: 200 once a sale can succeed with any strategy, 503 with the
- * reason until then (inventory_ready). /healthz stays a liveness check. */
-static enum MHD_Result do_readyz(const struct call *k) {
-    char why[512];
-    int ready = inventory_ready(k->s->inv, why, sizeof(why)) == 0;
-    return answer(k->conn, ready ? 200 : 503, reply_ready(ready ? NULL : why, k->s->cfg->port, k->text),
-                  k->text ? CT_TEXT : CT_JSON, NULL);
-}
-
-static enum MHD_Result do_metrics(const struct call *k) {
-    return answer(k->conn, 200, metrics_render(), CT_PROM, NULL);
-}
-
-/* ---- the lab ---------------------------------------------------------------- */
-
-/* GET /: the page; GET /lab/<asset>: its script, style and icon. */
-static enum MHD_Result do_lab_page(const struct call *k) {
-    const struct web_asset *a = web_asset_find(k->rt->id == ROUTE_LAB_PAGE ? "index.html" : k->rt->arg);
-    if (!a) return answer_error(k->conn, 404, "not_found", "this file is not part of the page", 0);
-    return answer_asset(k->conn, a);
-}
-
-/* Reads JSON member key of doc as a whole number in [min, max] into *out
- * (def when absent or null). 0, or -1 with a sentence in why. */
-static int json_whole(const cJSON *doc, const char *key, long long def, long long min,
-                      long long max, long long *out, char *why, size_t whylen) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
-    if (!v || cJSON_IsNull(v)) {
-        *out = def;
-        return 0;
-    }
-    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-    if (isnan(d) || d != floor(d) || d < (double)min || d > (double)max) {
-        snprintf(why, whylen, "\"%s\" must be a whole number from %lld to %lld", key, min, max);
-        return -1;
-    }
-    *out = (long long)d;
-    return 0;
-}
-
-/* Reads JSON member key of doc as a string of at most len-1 bytes into out
- * ("" when absent or null). 0, or -1 with a sentence in why. */
-static int json_name(const cJSON *doc, const char *key, char *out, size_t len, char *why,
-                     size_t whylen) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
-    out[0] = '\0';
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsString(v) || strlen(v->valuestring) >= len) {
-        snprintf(why, whylen, "\"%s\" must be a name of at most %zu characters", key, len - 1);
-        return -1;
-    }
-    snprintf(out, len, "%s", v->valuestring);
-    return 0;
-}
-
-/* POST /lab/runs {"strategy":..., "clients":..., "requests":..., "stock":..., "scenario":...} */
-static enum MHD_Result start_lab_run(const struct call *k) {
-    static const char usage[] = "send a JSON body such as {\"strategy\":\"owner-lua\", "
-                                "\"clients\":200, \"requests\":3000, \"stock\":200} or "
-                                "{\"strategy\":\"expiring\", \"scenario\":\"slow-holder\"}";
-    char why[512];
-    struct lab_request r;
-    memset(&r, 0, sizeof(r));
-    cJSON *doc = k->req->len ? cJSON_ParseWithLength(k->req->body, k->req->len) : NULL;
-    long long clients = 0, requests = 0, stock = 0;
-    int bad = 1;
-    if (!cJSON_IsObject(doc)) {
-        snprintf(why, sizeof(why), "the body is not a JSON object: %s", usage);
-    } else if (json_name(doc, "strategy", r.strategy, sizeof(r.strategy), why, sizeof(why)) < 0 ||
-               json_name(doc, "scenario", r.scenario, sizeof(r.scenario), why, sizeof(why)) < 0 ||
-               json_whole(doc, "clients", 200, 1, LAB_CLIENTS_MAX, &clients, why, sizeof(why)) < 0 ||
-               json_whole(doc, "requests", 3000, 1, LAB_REQUESTS_MAX, &requests, why, sizeof(why)) < 0 ||
-               json_whole(doc, "stock", 200, 0, LAB_STOCK_MAX, &stock, why, sizeof(why)) < 0) {
-        /* why says which */
-    } else if (!r.strategy[0]) {
-        snprintf(why, sizeof(why), "the body has no \"strategy\": %s", usage);
-    } else {
-        bad = 0;
-    }
-    cJSON_Delete(doc);
-    if (bad) return answer_error(k->conn, 400, "bad_request", why, 0);
-    r.clients = (int)clients;
-    r.requests = (int)requests;
-    r.stock = stock;
-    int id = 0, rc = lab_start(k->s->lab, &r, &id, why, sizeof(why));
-    if (rc == LAB_BAD) return answer_error(k->conn, 400, "bad_request", why, 0);
-    if (rc == LAB_BUSY) return answer_error(k->conn, 409, "run_in_progress", why, 0);
-    if (rc != LAB_OK) return answer_error(k->conn, 500, "internal_error", why, 0);
-    struct lab_run_view *v = malloc(sizeof(*v));
-    if (!v || lab_run(k->s->lab, id, v) != LAB_OK) {
-        free(v);
-        return answer(k->conn, 500, NULL, CT_JSON, NULL);
-    }
-    enum MHD_Result ret = answer(k->conn, 202, reply_lab_run(v), CT_JSON, NULL);
-    free(v);
-    return ret;
-}
-
-/* GET /lab/runs: the settings and the kept runs; POST: start one. */
-static enum MHD_Result do_lab_runs(const struct call *k) {
-    if (strcmp(k->method, "POST") == 0) return start_lab_run(k);
-    struct lab_info info;
-    lab_get_info(k->s->lab, &info);
-    struct lab_run_view *v = malloc(sizeof(*v) * LAB_RUNS_KEPT);
-    if (!v) return answer(k->conn, 500, NULL, CT_JSON, NULL);
-    int n = lab_runs(k->s->lab, v, LAB_RUNS_KEPT);
-    enum MHD_Result ret = answer(k->conn, 200, reply_lab_runs(v, n, info.running), CT_JSON, NULL);
-    free(v);
-    return ret;
-}
-
-/* GET /lab/runs/{id} */
-static enum MHD_Result do_lab_run(const struct call *k) {
-    int id = atoi(k->rt->arg);
-    struct lab_run_view *v = malloc(sizeof(*v));
-    if (!v) return answer(k->conn, 500, NULL, CT_JSON, NULL);
-    enum MHD_Result ret;
-    if (lab_run(k->s->lab, id, v) == LAB_OK) {
-        ret = answer(k->conn, 200, reply_lab_run(v), CT_JSON, NULL);
-    } else {
-        char why[192];
-        snprintf(why, sizeof(why), "no run %d on this instance (it keeps its last %d runs; "
-                 "behind nginx, /lab/ must reach one instance)", id, LAB_RUNS_KEPT);
-        ret = answer_error(k->conn, 404, "not_found", why, 0);
-    }
-    free(v);
-    return ret;
-}
-
-/* GET /lab: there whether runs are on or off, so the page can tell which
- * without a 404. */
-static enum MHD_Result do_lab_status(const struct call *k) {
-    struct lab_info info;
-    if (k->s->lab) lab_get_info(k->s->lab, &info);
-    return answer(k->conn, 200, reply_lab_status(k->s->lab ? &info : NULL), CT_JSON, NULL);
-}
-
-static enum MHD_Result do_lab_scenarios(const struct call *k) {
-    struct lab_info info;
-    lab_get_info(k->s->lab, &info);
-    return answer(k->conn, 200, reply_lab_scenarios(&info), CT_JSON, NULL);
-}
-
-/* GET /lab/results/<name>: demo.csv, matrix.csv, campaign.csv (CSV) and
- * campaign-counterexample.json (JSON) */
-static enum MHD_Result do_lab_result(const struct call *k) {
-    char *body, why[512];
-    size_t len;
-    int rc = lab_result_file(k->s->lab, k->rt->arg, &body, &len, why, sizeof(why));
-    if (rc == LAB_NOT_FOUND) return answer_error(k->conn, 404, "not_found", why, 0);
-    if (rc != LAB_OK) return answer_error(k->conn, 500, "internal_error", why, 0);
-    (void)len;
-    size_t n = strlen(k->rt->arg);
-    int is_json = n > 5 && strcmp(k->rt->arg + n - 5, ".json") == 0;
-    return answer(k->conn, 200, body, is_json ? CT_JSON : CT_CSV, NULL);
-}
-
-/* The handler of each route; the routes reading ?item= are marked, and so
- * are those whose POST needs the admin token (a sale's and GET /inventory's
- * fault parameters need it too: read_faults asks). */
-static const struct {
-    handler fn;
-    int reads_item;
-    const char *admin_post;    /* what a POST here is, for the 401; NULL: open */
-} handlers[] = {
-    [ROUTE_SALE] = {do_sale, 1, NULL},              [ROUTE_INVENTORY] = {do_inventory, 1, NULL},
-    [ROUTE_RESET] = {do_reset, 0, "a reset"},       [ROUTE_AUDIT] = {do_audit, 1, NULL},
-    [ROUTE_STRATEGIES] = {do_strategies, 0, NULL},  [ROUTE_HEALTHZ] = {do_healthz, 0, NULL},
-    [ROUTE_READYZ] = {do_readyz, 0, NULL},          [ROUTE_METRICS] = {do_metrics, 0, NULL},        [ROUTE_HISTORY] = {do_history, 1, NULL},
-    [ROUTE_LAB_PAGE] = {do_lab_page, 0, NULL},      [ROUTE_LAB_ASSET] = {do_lab_page, 0, NULL},
-    [ROUTE_LAB_STATUS] = {do_lab_status, 0, NULL},
-    [ROUTE_LAB_RUNS] = {do_lab_runs, 0, "a lab run"}, [ROUTE_LAB_RUN] = {do_lab_run, 0, NULL},
-    [ROUTE_LAB_SCENARIOS] = {do_lab_scenarios, 0, NULL},
-    [ROUTE_LAB_RESULT] = {do_lab_result, 0, NULL},
-};
-
-/* Answers what is refused before any route runs: oversized URL or headers,
- * no route, a method the route does not take, an oversized body. Returns 1
- * with *ret set when it answered. */
-static int refuse(struct http_server *s, struct MHD_Connection *conn, const char *url,
-                  const char *method, const struct request *req, const struct route *rt, int text,
+/* Answers what is refused before the request reaches its route: a NUL byte
+ * in the request line, an oversized URL or headers. Returns 1 with *ret set
+ * when it answered. */
+static int refuse(struct MHD_Connection *conn, const struct request *req, int text,
                   enum MHD_Result *ret) {
     char why[256];
     if (req->line_cut) {
@@ -621,41 +240,21 @@ static int refuse(struct http_server *s, struct MHD_Connection *conn, const char
         snprintf(why, sizeof(why), "the headers are %zu bytes; at most %d are accepted",
                  req->header_bytes, HEADERS_MAX);
         *ret = answer_error(conn, 431, "headers_too_large", why, text);
-    } else if (rt->id == ROUTE_NOT_FOUND) {
-        snprintf(why, sizeof(why), "no route for %.16s %.160s; GET /strategies lists the sale endpoints",
-                 method, url);
-        *ret = answer_error(conn, 404, "not_found", why, text);
-    } else if (!rt->method_allowed) {
-        snprintf(why, sizeof(why), "%.16s is not allowed here; use %s", method, rt->allow);
-        *ret = answer(conn, 405, reply_error("method_not_allowed", why, text),
-                      text ? CT_TEXT : CT_JSON, rt->allow);
-    } else if (req->too_large) {
-        snprintf(why, sizeof(why), "the body is larger than server.max-body-bytes (%d bytes)",
-                 s->cfg->max_body_bytes);
-        *ret = answer_error(conn, 413, "payload_too_large", why, text);
     } else {
         return 0;
     }
     return 1;
 }
 
+/* Refuses what the server refuses, then hands the request to the handler
+ * (api.c's, which answers the rest by routes.def). */
 static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn,
                                 const char *url, const char *method, struct request *req) {
     int text = wants_text(conn);
-    struct route rt;
-    route_match(method, url, s->cfg->context_path, &rt);
-    if (route_needs_lab(rt.id) && !s->lab)   /* lab.enabled=false: no such path */
-        route_match(method, "", s->cfg->context_path, &rt);
     enum MHD_Result ret;
-    if (refuse(s, conn, url, method, req, &rt, text, &ret)) return ret;
-    struct call k = {s, conn, method, &rt, req, NULL, text};
-    char err[192];
-    if (handlers[rt.id].admin_post && strcmp(method, "POST") == 0 &&
-        !admin_allowed(s, conn, handlers[rt.id].admin_post, err, sizeof(err)))
-        return answer_unauthorized(conn, err, text);
-    if (handlers[rt.id].reads_item && query_item(s, conn, &k.item, err, sizeof(err)) < 0)
-        return answer_error(conn, 400, "bad_request", err, text);
-    return handlers[rt.id].fn(&k);
+    if (refuse(conn, req, text, &ret)) return ret;
+    struct http_request rq = {s, conn, url, method, req->body, req->len, req->too_large, text};
+    return s->handler(s->handler_cls, &rq) ? MHD_YES : MHD_NO;
 }
 
 /* Moves conn's watch to phase, from now. */
@@ -840,22 +439,16 @@ static int listen_on(const char *bind_addr, int port, char *errstr, size_t errle
     return fd;
 }
 
-struct http_server *http_start(const struct config *cfg, struct inventory *inv,
-                               struct lab *lab, char *errstr, size_t errlen) {
-    const struct strategy *def = strategy_find(cfg->strategy);
-    if (!def) {
-        snprintf(errstr, errlen, "lock.strategy: unknown strategy '%s'", cfg->strategy);
-        return NULL;
-    }
+struct http_server *http_start(const struct config *cfg, http_handler handler, void *cls,
+                               char *errstr, size_t errlen) {
     struct http_server *s = calloc(1, sizeof(*s));
     if (!s) {
         snprintf(errstr, errlen, "out of memory");
         return NULL;
     }
     s->cfg = cfg;
-    s->inv = inv;
-    s->lab = lab;
-    s->default_strategy = def;
+    s->handler = handler;
+    s->handler_cls = cls;
     s->listen_fd = listen_on(cfg->bind, cfg->port, errstr, errlen);
     if (s->listen_fd < 0) {
         free(s);

@@ -1,28 +1,48 @@
-/* http.h -- the HTTP front of the service, on libmicrohttpd.
+/* http.h -- the HTTP server of the service, on libmicrohttpd.
  *
  * DESIGN
  * One thread per connection (MHD_USE_THREAD_PER_CONNECTION): a sale that
  * waits for a lock blocks only its own connection, never other requests.
- * Handlers run in the connection's thread and call the inventory service
- * or the lab (lab.h); this file turns routes into calls and results into
- * answers, and knows nothing of Redis commands. The lab's page is served
- * from the embedded files of web.h. */
+ * The server reads requests, refuses what no route may take (a NUL byte in
+ * the request line, an oversized URL or headers), checks the admin token
+ * when asked, and queues answers. What a path does is the handler's, given
+ * to http_start (api.c's api_answer, which reads routes.def): the handler
+ * runs in the connection's thread and answers through the functions below.
+ * This layer knows nothing of routes, the inventory or Redis. */
 #ifndef INVENTORYD_HTTP_H
 #define INVENTORYD_HTTP_H
 
 #include <stddef.h>
 
-struct config;
-struct inventory;
-struct lab;
-struct http_server;
+#define HTTP_CT_JSON "application/json; charset=utf-8"
+#define HTTP_CT_TEXT "text/plain; charset=utf-8"
 
-/* Starts listening on cfg->bind:cfg->port. cfg, inv and lab must outlive
- * the server; lab is NULL when lab.enabled=false, and the lab's run
- * endpoints are then 404 like any unknown path (the page at / is served
- * either way). NULL on failure, with errstr set (e.g. the port is in use). */
-struct http_server *http_start(const struct config *cfg, struct inventory *inv,
-                               struct lab *lab, char *errstr, size_t errlen);
+struct config;
+struct http_server;
+struct web_asset;
+struct MHD_Connection;
+
+/* One request, as the server hands it to its handler. Valid during the
+ * handler's call only. */
+struct http_request {
+    struct http_server *server;
+    struct MHD_Connection *conn;
+    const char *url;           /* the path, percent-decoded, without the query */
+    const char *method;
+    const char *body;          /* NUL-terminated; NULL when there is none */
+    size_t len;
+    int too_large;             /* the body passed server.max-body-bytes and was dropped */
+    int text;                  /* the demo's text is asked for (?format=text, Accept) */
+};
+
+/* Answers rq with one of the functions below. Returns what they return. */
+typedef int (*http_handler)(void *cls, const struct http_request *rq);
+
+/* Starts listening on cfg->bind:cfg->port; every request that the server
+ * does not refuse goes to handler(cls, ...). cfg and cls must outlive the
+ * server. NULL on failure, with errstr set (e.g. the port is in use). */
+struct http_server *http_start(const struct config *cfg, http_handler handler, void *cls,
+                               char *errstr, size_t errlen);
 
 /* Stops accepting new connections; requests in flight go on. */
 void http_quiesce(struct http_server *s);
@@ -30,5 +50,37 @@ void http_quiesce(struct http_server *s);
 /* Waits for requests in flight to finish, closes every connection and frees
  * the server. Accepts NULL. */
 void http_stop(struct http_server *s);
+
+/* The answers. Each queues one answer for rq with Cache-Control: no-store
+ * and returns 1, or 0 when the connection is to be closed instead; a
+ * handler returns that. */
+
+/* body (taken over and freed; NULL is an out of memory, answered with a
+ * fixed 500) as type, and when allow is not NULL that Allow header. */
+int http_answer(const struct http_request *rq, int code, char *body, const char *type,
+                const char *allow);
+
+/* The JSON error {"status":word,"error":sentence}, or its text when text. */
+int http_answer_error(const struct http_request *rq, int code, const char *word,
+                      const char *sentence, int text);
+
+/* The 401 for a request without the admin token, with WWW-Authenticate and
+ * the sentence why (from http_admin_allowed). */
+int http_answer_unauthorized(const struct http_request *rq, const char *why, int text);
+
+/* One of the page's embedded files, with the page's security headers
+ * (Content-Security-Policy and the like) and Cache-Control: no-cache. */
+int http_answer_asset(const struct http_request *rq, const struct web_asset *a);
+
+/* The query argument name of rq, or NULL when absent. */
+const char *http_query(const struct http_request *rq, const char *name);
+
+/* Whether rq may do what needs the admin token: always when admin.token is
+ * empty. Otherwise 0, with a sentence naming the header in why, when its
+ * Authorization header is missing, not Bearer, or another token; what names
+ * the refused thing ("a reset"). The token is compared in constant time and
+ * never written anywhere. */
+int http_admin_allowed(const struct http_request *rq, const char *what, char *why,
+                       size_t whylen);
 
 #endif

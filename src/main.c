@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "api.h"
 #include "config.h"
 #include "http.h"
 #include "inventory.h"
@@ -18,6 +19,7 @@
 #include "lock.h"
 #include "log.h"
 #include "metrics.h"
+#include "route.h"
 #include "service.h"
 #include "strategy.h"
 
@@ -29,10 +31,11 @@ extern char **environ;
 static void usage(FILE *out) {
     fprintf(out,
             "usage: inventoryd [--config FILE] [--set key=value]... [--list-strategies]\n"
-            "                  [--check-config] [--help]\n"
+            "                  [--list-routes] [--check-config] [--help]\n"
             "  --config FILE      properties file (default: config/inventoryd.properties if present)\n"
             "  --set key=value    override one setting; repeatable; applied after the file and env\n"
             "  --list-strategies  print every strategy name and exit\n"
+            "  --list-routes      print every route (methods, path, flags, what it does) and exit\n"
             "  --check-config     print the effective settings and exit\n"
             "Any key can also be set as INVENTORYD_<KEY> (server.port -> INVENTORYD_SERVER_PORT).\n");
 }
@@ -44,7 +47,7 @@ static void print_warnings(const char *w) {
 /* The command line's options, but the --set assignments. */
 struct options {
     const char *config_path;
-    int list, check, help;
+    int list, list_routes, check, help;
 };
 
 /* Reads the options. Returns 0, or EXIT_CONFIG naming the bad one. */
@@ -57,6 +60,8 @@ static int parse_options(int argc, char **argv, struct options *o) {
             i++;   /* applied after the file and the environment */
         } else if (strcmp(argv[i], "--list-strategies") == 0) {
             o->list = 1;
+        } else if (strcmp(argv[i], "--list-routes") == 0) {
+            o->list_routes = 1;
         } else if (strcmp(argv[i], "--check-config") == 0) {
             o->check = 1;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -113,6 +118,13 @@ int main(int argc, char **argv) {
         for (int i = 0; strategies[i].name; i++) printf("%s\n", strategies[i].name);
         return 0;
     }
+    if (o.list_routes) {   /* routes.def, one row a line, tab-separated */
+        char flags[64];
+        for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++)
+            printf("%s\t%s\t%s\t%s\n", route_table[id].methods, route_table[id].pattern,
+                   route_flags_text(route_table[id].flags, flags, sizeof(flags)), route_table[id].doc);
+        return 0;
+    }
     static struct config cfg;
     char err[512];
     if (load_config(&cfg, o.config_path, argc, argv) != 0) return EXIT_CONFIG;
@@ -158,9 +170,11 @@ int main(int argc, char **argv) {
             return EXIT_CONFIG;
         }
     }
-    struct http_server *srv = http_start(&cfg, svc.inv, lab, err, sizeof(err));
+    struct api *api = api_create(&cfg, svc.inv, lab, err, sizeof(err));
+    struct http_server *srv = api ? http_start(&cfg, api_answer, api, err, sizeof(err)) : NULL;
     if (!srv) {
         fprintf(stderr, "inventoryd: %s\n", err);
+        api_free(api);
         lab_free(lab);
         service_close(&svc);
         return EXIT_LISTEN;
@@ -200,6 +214,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "inventoryd: %s: finishing requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     lab_stop(lab);      /* a lab run sends nothing more */
     http_stop(srv);
+    api_free(api);      /* no request can reach a handler now */
     lab_free(lab);      /* no request can reach the lab now: join its threads */
     service_close(&svc);
     fprintf(stderr, "inventoryd: stopped\n");

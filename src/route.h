@@ -1,49 +1,57 @@
-/* route.h -- maps a method and URL to one of the service's routes. Pure: no
- * I/O, no allocation, so it is unit-tested and fuzzed on its own. */
+/* route.h -- maps a method and URL to one of the service's routes, the rows
+ * of routes.def. Pure: no I/O, no allocation, so it is unit-tested and
+ * fuzzed on its own. */
 #ifndef INVENTORYD_ROUTE_H
 #define INVENTORYD_ROUTE_H
 
+#include <stddef.h>
+
 enum route_id {
     ROUTE_NOT_FOUND = 0,
-    ROUTE_SALE,          /* /inventory/sale[/{strategy}], demo paths */
-    ROUTE_INVENTORY,     /* GET /inventory */
-    ROUTE_RESET,         /* POST /inventory/reset */
-    ROUTE_AUDIT,         /* GET /inventory/audit */
-    ROUTE_STRATEGIES,    /* GET /strategies */
-    ROUTE_HEALTHZ,       /* GET /healthz */
-    ROUTE_READYZ,        /* GET /readyz */
-    ROUTE_METRICS,       /* GET /metrics */
-    ROUTE_HISTORY,       /* GET /inventory/history */
-    ROUTE_LAB_PAGE,      /* GET / : the lab's page */
-    ROUTE_LAB_STATUS,    /* GET /lab : whether runs are on, and the lab's settings */
-    ROUTE_LAB_ASSET,     /* GET /lab/app.js, /lab/app.css, /lab/icon.svg; arg = the file */
-    ROUTE_LAB_RUNS,      /* GET /lab/runs (the kept runs), POST /lab/runs (start one) */
-    ROUTE_LAB_RUN,       /* GET /lab/runs/{id}; arg = the id */
-    ROUTE_LAB_SCENARIOS, /* GET /lab/scenarios */
-    ROUTE_LAB_RESULT,    /* GET /lab/results/{demo,matrix,campaign}.csv,
-                            campaign-counterexample.json; arg = the file */
+#define ROUTE(id, methods, pattern, handler, flags, doc) ROUTE_##id,
+#include "routes.def"
+#undef ROUTE
+    ROUTE_COUNT
 };
 
-/* Whether a route exists only with lab.enabled=true (else it is a 404). */
-int route_needs_lab(enum route_id id);
+/* struct route_row.flags (see routes.def) */
+#define ROUTE_F_ITEM 1         /* reads ?item= */
+#define ROUTE_F_ADMIN_POST 2   /* a POST needs the admin token */
+#define ROUTE_F_LAB 4          /* exists only with lab.enabled=true */
+#define ROUTE_F_FAULTS 8       /* takes the fault parameters */
+
+/* One row of routes.def, without its handler. */
+struct route_row {
+    const char *methods;       /* the Allow header, e.g. "GET, POST" */
+    const char *pattern;       /* e.g. "/inventory/sale/{strategy}" */
+    int flags;                 /* ROUTE_F_* */
+    const char *doc;
+};
+
+/* The table, indexed by route id; route_table[ROUTE_NOT_FOUND] has empty
+ * methods and pattern. */
+extern const struct route_row route_table[ROUTE_COUNT];
 
 struct route {
     enum route_id id;
-    char strategy[33];       /* strategy named by the path; "" = default */
-    char arg[33];            /* the lab's path argument: a run id ([0-9], 1 to 9
-                                digits) or a file name; "" elsewhere */
-    int method_allowed;      /* 0: the path exists but not for this method */
-    const char *allow;       /* the Allow header for this path, e.g. "GET, POST" */
+    char arg[33];              /* the value of the pattern's parameter: a strategy, a run
+                                  id, a file name; "" for a pattern without one */
+    int method_allowed;        /* 0: the path exists but not for this method */
+    const char *allow;         /* the Allow header for this path, e.g. "GET, POST" */
 };
 
 /* Matches method and url (path only, without the query string) against the
- * routes; context_path is server.context-path (e.g. /redis/distributed/lock),
+ * table; context_path is server.context-path (e.g. /redis/distributed/lock),
  * under which the demo's original sale path lives. A trailing '/' is
- * ignored. A strategy segment longer than 32 bytes or with characters other
- * than [a-z0-9-] is a ROUTE_NOT_FOUND, and so is a run id that is not 1 to
- * 9 digits, and a file name of /lab/ or /lab/results/ not listed here.
- * Always fills out; returns out->id. */
-enum route_id route_match(const char *method, const char *url,
-                          const char *context_path, struct route *out);
+ * ignored. A parameter that breaks its rule (routes.def) is a
+ * ROUTE_NOT_FOUND: a strategy longer than 32 bytes or with characters other
+ * than [a-z0-9-], a run id that is not 1 to 9 digits, a file name not listed
+ * in route.c. Always fills out; returns out->id. */
+enum route_id route_match(const char *method, const char *url, const char *context_path,
+                          struct route *out);
+
+/* The flags as words, comma-separated ("item,faults"; "-" for none), into
+ * buf. Returns buf. */
+char *route_flags_text(int flags, char *buf, size_t len);
 
 #endif

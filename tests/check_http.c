@@ -14,6 +14,7 @@
 #include "strategy.h"
 #include "lock.h"
 #include "mclock.h"
+#include "route.h"
 
 static pid_t redis_pid, inst_pid;
 static int redis_port, inst_port;
@@ -333,6 +334,22 @@ START_TEST(test_a_bad_config_value_stops_start_up_naming_the_key_and_line) {
     ck_assert_ptr_nonnull(strstr(out, "server.port"));
     ck_assert_int_eq(run_binary("--set lock.strategy=zookeeper", out, sizeof(out)), 2);
     ck_assert_ptr_nonnull(strstr(out, "lock.strategy"));
+}
+END_TEST
+
+START_TEST(test_list_routes_prints_each_row_of_the_route_table_and_starts_nothing) {
+    char out[8192], want[512], flags[64];
+    ck_assert_int_eq(run_binary("--list-routes --set server.port=70000", out, sizeof(out)), 0);
+    int lines = 0;
+    for (const char *p = out; (p = strchr(p, '\n')) != NULL; p++) lines++;
+    ck_assert_int_eq(lines, ROUTE_COUNT - 1);
+    for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++) {
+        const struct route_row *row = &route_table[id];
+        snprintf(want, sizeof(want), "%s\t%s\t%s\t%s\n", row->methods, row->pattern,
+                 route_flags_text(row->flags, flags, sizeof(flags)), row->doc);
+        ck_assert_msg(strstr(out, want) != NULL, "no line '%s' in: %s", want, out);
+    }
+    ck_assert_ptr_nonnull(strstr(out, "GET, POST\t/lab/runs\tadmin-post,lab\t"));
 }
 END_TEST
 
@@ -1304,6 +1321,7 @@ Suite *http_suite(void) {
     tcase_add_test(errors, test_fault_parameters_are_checked_and_refused_while_faults_are_off);
     tcase_add_test(errors, test_a_bad_config_value_stops_start_up_naming_the_key_and_line);
     tcase_add_test(errors, test_a_port_in_use_is_a_clear_error);
+    tcase_add_test(errors, test_list_routes_prints_each_row_of_the_route_table_and_starts_nothing);
     tcase_add_test(errors, test_redis_password_and_database_are_used_and_the_password_never_logged);
     suite_add_tcase(s, errors);
     TCase *outage = tcase_create("Outage");

@@ -1,5 +1,7 @@
 /* check_route.c -- route_match(): every path of the HTTP contract, the
- * methods each one allows, and the limits of the strategy segment. Pure
+ * methods each one allows, and the limits of the strategy segment; every
+ * row of routes.def found by its own pattern; and docs/api.md's endpoint
+ * list held to the table (the Docs case, which reads that file). Pure
  * function: no server, no allocation, nothing to set up. */
 #include <check.h>
 #include <stdio.h>
@@ -7,6 +9,7 @@
 #include <string.h>
 
 #include "check_main.h"
+#include "config.h"
 #include "route.h"
 
 #define CONTEXT "/redis/distributed/lock"
@@ -22,7 +25,6 @@ static enum route_id match(const char *method, const char *url) {
 static void assert_not_found(const char *method, const char *url, const char *context) {
     ck_assert_int_eq(route_match(method, url, context, &r), ROUTE_NOT_FOUND);
     ck_assert_int_eq(r.id, ROUTE_NOT_FOUND);
-    ck_assert_str_eq(r.strategy, "");
     ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(r.method_allowed, 0);
     ck_assert_ptr_nonnull(r.allow);
@@ -36,7 +38,7 @@ START_TEST(test_get_and_post_inventory_sale_sell_with_the_default_strategy) {
     for (size_t i = 0; i < 2; i++) {
         ck_assert_int_eq(match(methods[i], "/inventory/sale"), ROUTE_SALE);
         ck_assert_int_eq(r.id, ROUTE_SALE);
-        ck_assert_str_eq(r.strategy, "");
+        ck_assert_str_eq(r.arg, "");
         ck_assert_int_eq(r.method_allowed, 1);
         ck_assert_str_eq(r.allow, "GET, POST");
     }
@@ -50,12 +52,12 @@ START_TEST(test_a_strategy_segment_names_the_strategy) {
     char url[128];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(url, sizeof url, "/inventory/sale/%s", names[i]);
-        ck_assert_int_eq(match("GET", url), ROUTE_SALE);
-        ck_assert_str_eq(r.strategy, names[i]);
+        ck_assert_int_eq(match("GET", url), ROUTE_SALE_NAMED);
+        ck_assert_str_eq(r.arg, names[i]);
         ck_assert_int_eq(r.method_allowed, 1);
         ck_assert_str_eq(r.allow, "GET, POST");
-        ck_assert_int_eq(match("POST", url), ROUTE_SALE);
-        ck_assert_str_eq(r.strategy, names[i]);
+        ck_assert_int_eq(match("POST", url), ROUTE_SALE_NAMED);
+        ck_assert_str_eq(r.arg, names[i]);
         ck_assert_int_eq(r.method_allowed, 1);
     }
 }
@@ -63,23 +65,23 @@ END_TEST
 
 START_TEST(test_a_strategy_unknown_to_the_registry_still_routes_to_sale) {
     /* Whether the strategy exists is the handler's 404, not the router's. */
-    ck_assert_int_eq(match("GET", "/inventory/sale/no-such-lock"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "no-such-lock");
+    ck_assert_int_eq(match("GET", "/inventory/sale/no-such-lock"), ROUTE_SALE_NAMED);
+    ck_assert_str_eq(r.arg, "no-such-lock");
 }
 END_TEST
 
 START_TEST(test_the_demo_path_under_the_context_path_sells_with_the_default_strategy) {
-    ck_assert_int_eq(match("GET", CONTEXT "/inventory/sale"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(match("GET", CONTEXT "/inventory/sale"), ROUTE_SALE_DEMO);
+    ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(r.method_allowed, 1);
-    ck_assert_int_eq(match("HEAD", CONTEXT "/inventory/sale"), ROUTE_SALE);
+    ck_assert_int_eq(match("HEAD", CONTEXT "/inventory/sale"), ROUTE_SALE_DEMO);
     ck_assert_int_eq(r.method_allowed, 1);
 }
 END_TEST
 
 START_TEST(test_the_demo_path_follows_a_configured_context_path) {
-    ck_assert_int_eq(route_match("GET", "/shop/inventory/sale", "/shop", &r), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(route_match("GET", "/shop/inventory/sale", "/shop", &r), ROUTE_SALE_DEMO);
+    ck_assert_str_eq(r.arg, "");
     /* ...and the default one is then no longer a route. */
     assert_not_found("GET", CONTEXT "/inventory/sale", "/shop");
 }
@@ -87,8 +89,8 @@ END_TEST
 
 START_TEST(test_a_context_path_with_a_trailing_slash_still_gives_the_demo_path) {
     ck_assert_int_eq(route_match("GET", CONTEXT "/inventory/sale", CONTEXT "/", &r),
-                     ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "");
+                     ROUTE_SALE_DEMO);
+    ck_assert_str_eq(r.arg, "");
 }
 END_TEST
 
@@ -101,16 +103,18 @@ START_TEST(test_only_the_demo_sale_lives_under_the_context_path) {
 }
 END_TEST
 
-START_TEST(test_sale_by_redisson_is_the_redisson_strategy) {
-    ck_assert_int_eq(match("GET", "/inventory/saleByRedisson"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "redisson");
+START_TEST(test_sale_by_redisson_is_its_own_route_without_an_argument) {
+    /* Its handler names the strategy (check_http's Core shows redisson). */
+    ck_assert_int_eq(match("GET", "/inventory/saleByRedisson"), ROUTE_SALE_BY_REDISSON);
+    ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(r.method_allowed, 1);
+    ck_assert_str_eq(r.allow, "GET, POST");
 }
 END_TEST
 
-START_TEST(test_sale_by_redlock_is_the_redlock_strategy) {
-    ck_assert_int_eq(match("GET", "/inventory/saleByRedlock"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "redlock");
+START_TEST(test_sale_by_redlock_is_its_own_route_without_an_argument) {
+    ck_assert_int_eq(match("GET", "/inventory/saleByRedlock"), ROUTE_SALE_BY_REDLOCK);
+    ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(r.method_allowed, 1);
 }
 END_TEST
@@ -124,7 +128,7 @@ END_TEST
 
 START_TEST(test_get_inventory_is_the_stock) {
     ck_assert_int_eq(match("GET", "/inventory"), ROUTE_INVENTORY);
-    ck_assert_str_eq(r.strategy, "");
+    ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(r.method_allowed, 1);
     ck_assert_str_eq(r.allow, "GET");
 }
@@ -194,10 +198,10 @@ START_TEST(test_put_and_delete_on_a_sale_are_not_allowed) {
     ck_assert_int_eq(match("PUT", "/inventory/sale"), ROUTE_SALE);
     ck_assert_int_eq(r.method_allowed, 0);
     ck_assert_str_eq(r.allow, "GET, POST");
-    ck_assert_int_eq(match("DELETE", "/inventory/sale/redisson"), ROUTE_SALE);
+    ck_assert_int_eq(match("DELETE", "/inventory/sale/redisson"), ROUTE_SALE_NAMED);
     ck_assert_int_eq(r.method_allowed, 0);
     ck_assert_str_eq(r.allow, "GET, POST");
-    ck_assert_str_eq(r.strategy, "redisson");
+    ck_assert_str_eq(r.arg, "redisson");
 }
 END_TEST
 
@@ -231,22 +235,22 @@ END_TEST
 START_TEST(test_a_trailing_slash_is_ignored) {
     ck_assert_int_eq(match("GET", "/inventory/"), ROUTE_INVENTORY);
     ck_assert_int_eq(match("GET", "/inventory/sale/"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "");
-    ck_assert_int_eq(match("GET", "/inventory/sale/redlock/"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "redlock");
-    ck_assert_int_eq(match("GET", "/inventory/saleByRedisson/"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "redisson");
+    ck_assert_str_eq(r.arg, "");
+    ck_assert_int_eq(match("GET", "/inventory/sale/redlock/"), ROUTE_SALE_NAMED);
+    ck_assert_str_eq(r.arg, "redlock");
+    ck_assert_int_eq(match("GET", "/inventory/saleByRedisson/"), ROUTE_SALE_BY_REDISSON);
+    ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(match("POST", "/inventory/reset/"), ROUTE_RESET);
     ck_assert_int_eq(match("GET", "/healthz/"), ROUTE_HEALTHZ);
-    ck_assert_int_eq(match("GET", CONTEXT "/inventory/sale/"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(match("GET", CONTEXT "/inventory/sale/"), ROUTE_SALE_DEMO);
+    ck_assert_str_eq(r.arg, "");
 }
 END_TEST
 
 START_TEST(test_several_trailing_slashes_are_ignored_too) {
     ck_assert_int_eq(match("GET", "/metrics///"), ROUTE_METRICS);
-    ck_assert_int_eq(match("GET", "/inventory/sale/fenced//"), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "fenced");
+    ck_assert_int_eq(match("GET", "/inventory/sale/fenced//"), ROUTE_SALE_NAMED);
+    ck_assert_str_eq(r.arg, "fenced");
 }
 END_TEST
 
@@ -254,7 +258,6 @@ START_TEST(test_get_root_is_the_lab_page) {
     ck_assert_int_eq(match("GET", "/"), ROUTE_LAB_PAGE);
     ck_assert_int_eq(r.method_allowed, 1);
     ck_assert_str_eq(r.allow, "GET");
-    ck_assert_str_eq(r.strategy, "");
     ck_assert_str_eq(r.arg, "");
 }
 END_TEST
@@ -264,7 +267,7 @@ START_TEST(test_get_lab_is_the_labs_status_whether_or_not_runs_are_on) {
     ck_assert_int_eq(r.method_allowed, 1);
     ck_assert_str_eq(r.allow, "GET");
     ck_assert_int_eq(match("GET", "/lab/"), ROUTE_LAB_STATUS);
-    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_STATUS), 0);
+    ck_assert_int_eq(route_table[ROUTE_LAB_STATUS].flags & ROUTE_F_LAB, 0);
 }
 END_TEST
 
@@ -291,7 +294,6 @@ START_TEST(test_lab_runs_takes_get_and_post_and_a_run_is_get_by_its_id) {
     ck_assert_int_eq(r.method_allowed, 0);
     ck_assert_int_eq(match("GET", "/lab/runs/42"), ROUTE_LAB_RUN);
     ck_assert_str_eq(r.arg, "42");
-    ck_assert_str_eq(r.strategy, "");
     ck_assert_int_eq(r.method_allowed, 1);
     ck_assert_str_eq(r.allow, "GET");
 }
@@ -314,21 +316,23 @@ START_TEST(test_lab_scenarios_and_the_two_result_files_are_their_routes) {
 END_TEST
 
 START_TEST(test_only_the_run_endpoints_need_lab_enabled) {
-    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_RUNS), 1);
-    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_RUN), 1);
-    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_SCENARIOS), 1);
-    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_RESULT), 1);
-    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_PAGE), 0);
-    ck_assert_int_eq(route_needs_lab(ROUTE_LAB_ASSET), 0);
-    ck_assert_int_eq(route_needs_lab(ROUTE_SALE), 0);
-    ck_assert_int_eq(route_needs_lab(ROUTE_NOT_FOUND), 0);
+    enum route_id lab[] = {ROUTE_LAB_RUNS, ROUTE_LAB_RUN, ROUTE_LAB_SCENARIOS, ROUTE_LAB_RESULT};
+    size_t nlab = sizeof(lab) / sizeof(lab[0]), seen = 0;
+    for (int id = 0; id < ROUTE_COUNT; id++) {
+        int want = 0;
+        for (size_t i = 0; i < nlab; i++) want |= lab[i] == (enum route_id)id;
+        ck_assert_msg(!!(route_table[id].flags & ROUTE_F_LAB) == want, "route %s",
+                      route_table[id].pattern);
+        seen += want;
+    }
+    ck_assert_uint_eq(seen, nlab);
 }
 END_TEST
 
 START_TEST(test_a_match_overwrites_what_a_previous_match_left) {
-    ck_assert_int_eq(match("GET", "/inventory/sale/watchdog"), ROUTE_SALE);
+    ck_assert_int_eq(match("GET", "/inventory/sale/watchdog"), ROUTE_SALE_NAMED);
     ck_assert_int_eq(match("DELETE", "/inventory"), ROUTE_INVENTORY);
-    ck_assert_str_eq(r.strategy, "");
+    ck_assert_str_eq(r.arg, "");
     ck_assert_int_eq(r.method_allowed, 0);
     ck_assert_int_eq(match("GET", "/lab/runs/9"), ROUTE_LAB_RUN);
     ck_assert_int_eq(match("GET", "/inventory"), ROUTE_INVENTORY);
@@ -344,12 +348,12 @@ START_TEST(test_a_strategy_of_32_characters_is_accepted) {
     const char *s32 = "abcdefghijklmnopqrstuvwxyz-01234";
     ck_assert_int_eq((int)strlen(s32), 32);
     snprintf(url, sizeof url, "/inventory/sale/%s", s32);
-    ck_assert_int_eq(match("GET", url), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, s32);
+    ck_assert_int_eq(match("GET", url), ROUTE_SALE_NAMED);
+    ck_assert_str_eq(r.arg, s32);
     /* and with a trailing slash, which is not part of it */
     snprintf(url, sizeof url, "/inventory/sale/%s/", s32);
-    ck_assert_int_eq(match("GET", url), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, s32);
+    ck_assert_int_eq(match("GET", url), ROUTE_SALE_NAMED);
+    ck_assert_str_eq(r.arg, s32);
 }
 END_TEST
 
@@ -439,12 +443,12 @@ START_TEST(test_with_context_path_root_the_demo_path_is_the_plain_sale) {
     /* With context path "/" the demo path is /inventory/sale itself; no
      * second prefix is matched, and nothing under "//" appears. */
     ck_assert_int_eq(route_match("GET", "/inventory/sale", "/", &r), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "");
+    ck_assert_str_eq(r.arg, "");
     ck_assert_str_eq(r.allow, "GET, POST");
     assert_not_found("GET", "//inventory/sale", "/");
     assert_not_found("GET", CONTEXT "/inventory/sale", "/");
-    ck_assert_int_eq(route_match("GET", "/inventory/sale/redlock", "/", &r), ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "redlock");
+    ck_assert_int_eq(route_match("GET", "/inventory/sale/redlock", "/", &r), ROUTE_SALE_NAMED);
+    ck_assert_str_eq(r.arg, "redlock");
 }
 END_TEST
 
@@ -522,8 +526,153 @@ END_TEST
 START_TEST(test_a_context_path_under_the_sale_path_still_finds_the_demo_path) {
     struct route r;
     route_match("GET", "/inventory/sale/x/inventory/sale", "/inventory/sale/x", &r);
-    ck_assert_int_eq(r.id, ROUTE_SALE);
-    ck_assert_str_eq(r.strategy, "");
+    ck_assert_int_eq(r.id, ROUTE_SALE_DEMO);
+    ck_assert_str_eq(r.arg, "");
+}
+END_TEST
+
+/* A path of pattern: {context-path} as CONTEXT, the parameter as a valid
+ * value of it, into buf. */
+static void instance(const char *pattern, char *buf, size_t len) {
+    static const struct {
+        const char *param, *value;
+    } values[] = {{"{context-path}", CONTEXT}, {"{strategy}", "redlock"}, {"{id}", "7"},
+                  {"{asset}", "app.js"},         {"{file}", "demo.csv"}};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const char *p = pattern; *p;) {
+        size_t i = 0, nv = sizeof(values) / sizeof(values[0]);
+        while (i < nv && strncmp(p, values[i].param, strlen(values[i].param)) != 0) i++;
+        if (i < nv) {
+            used += (size_t)snprintf(buf + used, len - used, "%s", values[i].value);
+            p += strlen(values[i].param);
+        } else {
+            ck_assert_msg(*p != '{', "pattern %s: unknown parameter", pattern);
+            used += (size_t)snprintf(buf + used, len - used, "%c", *p++);
+        }
+        ck_assert_uint_lt(used, len);
+    }
+}
+
+START_TEST(test_every_row_of_the_table_is_found_by_its_own_pattern_with_its_methods) {
+    char url[256];
+    for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++) {
+        const struct route_row *row = &route_table[id];
+        instance(row->pattern, url, sizeof(url));
+        ck_assert_msg(match("GET", url) == (enum route_id)id, "%s: %s is route %d, not %d",
+                      row->pattern, url, r.id, id);
+        ck_assert_str_eq(r.allow, row->methods);
+        ck_assert_ptr_nonnull(row->doc);
+        ck_assert_msg(row->doc[0] != '\0', "%s has no doc", row->pattern);
+        /* every method of its Allow is allowed, and HEAD wherever GET is */
+        char methods[32];
+        snprintf(methods, sizeof(methods), "%s", row->methods);
+        for (char *save, *m = strtok_r(methods, ", ", &save); m; m = strtok_r(NULL, ", ", &save)) {
+            match(m, url);
+            ck_assert_msg(r.method_allowed, "%s %s not allowed", m, url);
+        }
+        match("HEAD", url);
+        ck_assert_int_eq(r.method_allowed, strstr(row->methods, "GET") != NULL);
+        match("PATCH", url);
+        ck_assert_int_eq(r.method_allowed, 0);
+    }
+}
+END_TEST
+
+/* ---- docs/api.md ------------------------------------------------------------
+ * Its endpoint list is the table under "| method and path | what it does |":
+ * the first cell of each row lists endpoints separated by ", ", each
+ * `METHOD[/METHOD...] /path` (backticks anywhere; what follows the path, a
+ * body or a query, is ignored). The demo's path is written under the
+ * default server.context-path. */
+
+#define DOC_MAX 64
+
+struct doc_endpoint {
+    char methods[32];          /* as routes.def writes them: "GET, POST" */
+    char path[128];
+};
+
+/* Reads docs/api.md's endpoint list into out (at most DOC_MAX). */
+static int read_doc_endpoints(struct doc_endpoint *out) {
+    FILE *f = fopen(SOURCE_DIR "/docs/api.md", "r");
+    ck_assert_msg(f != NULL, "cannot open docs/api.md");
+    char line[4096];
+    int in_table = 0, n = 0, rows = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (!in_table) {
+            in_table = strncmp(line, "| method and path | what it does |", 34) == 0;
+            continue;
+        }
+        if (line[0] != '|') break;
+        if (strncmp(line, "|---", 4) == 0) continue;
+        rows++;
+        char cell[1024];
+        size_t c = 0;
+        for (const char *p = line + 1; *p && strncmp(p, " | ", 3) != 0 && c + 1 < sizeof(cell); p++)
+            if (*p != '`') cell[c++] = *p;
+        cell[c] = '\0';
+        char *save;
+        for (char *item = strtok_r(cell, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+            while (*item == ' ') item++;
+            ck_assert_int_lt(n, DOC_MAX);
+            struct doc_endpoint *e = &out[n++];
+            size_t ml = strspn(item, "ABCDEFGHIJKLMNOPQRSTUVWXYZ/");
+            ck_assert_msg(ml > 0 && item[ml] == ' ' && item[ml + 1] == '/',
+                          "docs/api.md: '%s' is not `METHOD /path`", item);
+            size_t used = 0;   /* "GET/POST" -> "GET, POST" */
+            for (size_t i = 0; i < ml && used + 3 < sizeof(e->methods); i++) {
+                if (item[i] == '/') e->methods[used++] = ',';
+                e->methods[used++] = item[i] == '/' ? ' ' : item[i];
+            }
+            e->methods[used] = '\0';
+            size_t pl = strcspn(item + ml + 1, " ?");
+            ck_assert_uint_lt(pl, sizeof(e->path));
+            memcpy(e->path, item + ml + 1, pl);
+            e->path[pl] = '\0';
+        }
+    }
+    fclose(f);
+    ck_assert_msg(rows > 0, "docs/api.md has no endpoint table");
+    return n;
+}
+
+/* A row's path as docs/api.md writes it. */
+static void doc_path(const struct route_row *row, char *buf, size_t len) {
+    static const char cp[] = "{context-path}";
+    static struct config cfg;
+    config_defaults(&cfg);
+    if (strncmp(row->pattern, cp, sizeof(cp) - 1) == 0)
+        snprintf(buf, len, "%s%s", cfg.context_path, row->pattern + sizeof(cp) - 1);
+    else
+        snprintf(buf, len, "%s", row->pattern);
+}
+
+START_TEST(test_docs_api_lists_every_route_with_its_methods_and_no_other_path) {
+    struct doc_endpoint doc[DOC_MAX];
+    int n = read_doc_endpoints(doc);
+    char path[256];
+    for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++) {
+        doc_path(&route_table[id], path, sizeof(path));
+        int found = 0;
+        for (int i = 0; i < n; i++)
+            if (strcmp(doc[i].path, path) == 0) {
+                ck_assert_msg(strcmp(doc[i].methods, route_table[id].methods) == 0,
+                              "docs/api.md lists %s %s; routes.def says %s", doc[i].methods, path,
+                              route_table[id].methods);
+                found++;
+            }
+        ck_assert_msg(found == 1, "docs/api.md lists %s %d times, not once", path, found);
+    }
+    for (int i = 0; i < n; i++) {
+        int known = 0;
+        for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT && !known; id++) {
+            doc_path(&route_table[id], path, sizeof(path));
+            known = strcmp(doc[i].path, path) == 0;
+        }
+        ck_assert_msg(known, "docs/api.md lists %s %s, which routes.def does not have",
+                      doc[i].methods, doc[i].path);
+    }
 }
 END_TEST
 
@@ -539,8 +688,8 @@ Suite *route_suite(void) {
     tcase_add_test(core, test_the_demo_path_follows_a_configured_context_path);
     tcase_add_test(core, test_a_context_path_with_a_trailing_slash_still_gives_the_demo_path);
     tcase_add_test(core, test_only_the_demo_sale_lives_under_the_context_path);
-    tcase_add_test(core, test_sale_by_redisson_is_the_redisson_strategy);
-    tcase_add_test(core, test_sale_by_redlock_is_the_redlock_strategy);
+    tcase_add_test(core, test_sale_by_redisson_is_its_own_route_without_an_argument);
+    tcase_add_test(core, test_sale_by_redlock_is_its_own_route_without_an_argument);
     tcase_add_test(core, test_the_demo_endpoints_are_matched_case_sensitively);
     tcase_add_test(core, test_get_inventory_is_the_stock);
     tcase_add_test(core, test_post_inventory_reset_is_the_reset);
@@ -561,7 +710,12 @@ Suite *route_suite(void) {
     tcase_add_test(core, test_lab_scenarios_and_the_two_result_files_are_their_routes);
     tcase_add_test(core, test_only_the_run_endpoints_need_lab_enabled);
     tcase_add_test(core, test_a_match_overwrites_what_a_previous_match_left);
+    tcase_add_test(core, test_every_row_of_the_table_is_found_by_its_own_pattern_with_its_methods);
     suite_add_tcase(s, core);
+
+    TCase *docs = tcase_create("Docs");
+    tcase_add_test(docs, test_docs_api_lists_every_route_with_its_methods_and_no_other_path);
+    suite_add_tcase(s, docs);
 
     /* Short, fixed timeout: a hang in route_match fails fast rather than
      * waiting for CK_DEFAULT_TIMEOUT. */

@@ -9,13 +9,14 @@
  * included, up to a NUL). Missing fields are empty strings. Each field is a
  * heap string of its exact size, so ASan sees any read past its end.
  *
- * route_match is compared with a model written from route.h, and checked
- * for its own invariants: strategy is a NUL-terminated string of [a-z0-9-]
- * of at most 32 bytes, arg one of at most 32 bytes (digits for a run id)
- * set exactly for the lab's routes with an argument, id is a route_id,
- * allow is never NULL, a miss says nothing (id 0, strategy "", arg "",
- * method_allowed 0, allow ""), a trailing '/'
- * changes nothing, and method_allowed means the method is one of the Allow
+ * route_match is compared with a model written from route.h and the rules
+ * of routes.def, which reads the table's patterns with a matcher of its own
+ * and fails when a path matches two rows. It is also checked for its own
+ * invariants: arg is a NUL-terminated string of at most 32 bytes ([a-z0-9-]
+ * for a strategy, digits for a run id), set exactly for the rows whose
+ * pattern ends in a parameter, id is a route_id, allow is never NULL, a
+ * miss says nothing (id 0, arg "", method_allowed 0, allow ""), a trailing
+ * '/' changes nothing, and method_allowed means the method is one of the Allow
  * header's (HEAD counting as GET). The last check is made only for methods
  * that are HTTP tokens without spaces or commas, the only kind a server
  * hands over (see the report for "GET, POST").
@@ -61,13 +62,13 @@ static int strategy_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
 }
 
-/* The model: route.h's contract, written independently of route.c. */
+/* The model: route.h's contract and routes.def's rules, written
+ * independently of route.c. It reads the table's patterns, and counts the
+ * rows a path matches: never more than one. */
 struct expect {
     enum route_id id;
     const char *allow;
-    const char *strategy; /* with slen bytes */
-    size_t slen;
-    const char *arg;      /* with alen bytes: a run id or a lab file */
+    const char *arg;      /* with alen bytes: the pattern's parameter */
     size_t alen;
 };
 
@@ -81,95 +82,69 @@ static int is(const char *u, size_t n, const char *path) {
     return strlen(path) == n && memcmp(u, path, n) == 0;
 }
 
+/* routes.def's rule for the parameter param (its name, braces included). */
+static int param_valid(const char *param, const char *v, size_t n) {
+    if (strcmp(param, "{strategy}") == 0) {
+        if (n < 1 || n > 32) return 0;
+        for (size_t i = 0; i < n; i++)
+            if (!strategy_char(v[i])) return 0;
+        return 1;
+    }
+    if (strcmp(param, "{id}") == 0) {
+        if (n < 1 || n > 9) return 0;
+        for (size_t i = 0; i < n; i++)
+            if (v[i] < '0' || v[i] > '9') return 0;
+        return 1;
+    }
+    if (strcmp(param, "{asset}") == 0)
+        return is(v, n, "app.js") || is(v, n, "app.css") || is(v, n, "icon.svg");
+    if (strcmp(param, "{file}") == 0)
+        return is(v, n, "demo.csv") || is(v, n, "matrix.csv") || is(v, n, "campaign.csv") ||
+               is(v, n, "campaign-counterexample.json");
+    CHECK(0, "routes.def names an unknown parameter %s", param);
+    return 0;
+}
+
+/* Whether the trimmed url (n bytes) is an instance of pattern, with the
+ * context path ctx (cl bytes, 0 for none); the parameter's value into e. */
+static int instance(const char *pattern, const char *url, size_t n, const char *ctx, size_t cl,
+                    struct expect *e) {
+    static const char cp[] = "{context-path}";
+    char lit[128];
+    size_t ul = 0;
+    const char *p = pattern;
+    if (strncmp(p, cp, sizeof cp - 1) == 0) {
+        if (cl == 0 || cl > sizeof lit - 64) return 0;
+        memcpy(lit, ctx, cl);
+        ul = cl;
+        p += sizeof cp - 1;
+    }
+    const char *param = strchr(p, '{');
+    size_t pl = param ? (size_t)(param - p) : strlen(p);
+    CHECK(ul + pl < sizeof lit, "pattern %s too long for the model", pattern);
+    memcpy(lit + ul, p, pl);
+    ul += pl;
+    if (!param) return n == ul && memcmp(url, lit, n) == 0;
+    CHECK(strchr(param + 1, '{') == NULL && param[strlen(param) - 1] == '}',
+          "pattern %s: the parameter is not its last segment", pattern);
+    if (n <= ul || memcmp(url, lit, ul) != 0 || !param_valid(param, url + ul, n - ul)) return 0;
+    e->arg = url + ul;
+    e->alen = n - ul;
+    return 1;
+}
+
 static struct expect model(const char *url, const char *context) {
-    static const struct {
-        const char *path;
-        enum route_id id;
-        const char *allow;
-        const char *strategy;
-    } fixed[] = {
-        {"/inventory/sale", ROUTE_SALE, "GET, POST", ""},
-        {"/inventory/saleByRedisson", ROUTE_SALE, "GET, POST", "redisson"},
-        {"/inventory/saleByRedlock", ROUTE_SALE, "GET, POST", "redlock"},
-        {"/inventory", ROUTE_INVENTORY, "GET", ""},
-        {"/inventory/reset", ROUTE_RESET, "POST", ""},
-        {"/inventory/audit", ROUTE_AUDIT, "GET", ""},
-        {"/strategies", ROUTE_STRATEGIES, "GET", ""},
-        {"/healthz", ROUTE_HEALTHZ, "GET", ""},
-        {"/metrics", ROUTE_METRICS, "GET", ""},
-        {"/inventory/history", ROUTE_HISTORY, "GET", ""},
-        {"/", ROUTE_LAB_PAGE, "GET", ""},
-        {"/lab", ROUTE_LAB_STATUS, "GET", ""},
-        {"/lab/runs", ROUTE_LAB_RUNS, "GET, POST", ""},
-        {"/lab/scenarios", ROUTE_LAB_SCENARIOS, "GET", ""},
-    };
-    struct expect e = {ROUTE_NOT_FOUND, "", "", 0, "", 0};
-    size_t n = trimmed(url);
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
-        if (is(url, n, fixed[i].path)) {
-            e.id = fixed[i].id;
-            e.allow = fixed[i].allow;
-            e.strategy = fixed[i].strategy;
-            e.slen = strlen(fixed[i].strategy);
-            return e;
-        }
-    }
-    static const char prefix[] = "/inventory/sale/";
-    const size_t pl = sizeof prefix - 1;
-    if (n > pl && memcmp(url, prefix, pl) == 0) {
-        /* route.c decides here: a bad strategy segment is a miss, even when
-         * the URL is also <context-path>/inventory/sale. */
-        size_t sl = n - pl;
-        if (sl > 32) return e;
-        for (size_t i = 0; i < sl; i++)
-            if (!strategy_char(url[pl + i])) return e;
-        e.id = ROUTE_SALE;
-        e.allow = "GET, POST";
-        e.strategy = url + pl;
-        e.slen = sl;
-        return e;
-    }
-    /* The lab: /lab/runs/<1 to 9 digits>, /lab/results/<demo|matrix>.csv,
-     * /lab/<app.js|app.css|icon.svg>; nothing else under /lab/. */
-    static const char runs[] = "/lab/runs/", results[] = "/lab/results/", lab[] = "/lab/";
-    const size_t rl = sizeof runs - 1, tl = sizeof results - 1, ll = sizeof lab - 1;
-    if (n > rl && memcmp(url, runs, rl) == 0) {
-        size_t k = n - rl;
-        if (k > 9) return e;
-        for (size_t i = 0; i < k; i++)
-            if (url[rl + i] < '0' || url[rl + i] > '9') return e;
-        e.id = ROUTE_LAB_RUN;
-        e.allow = "GET";
-        e.arg = url + rl;
-        e.alen = k;
-        return e;
-    }
-    if (n > tl && memcmp(url, results, tl) == 0) {
-        if (is(url + tl, n - tl, "demo.csv") || is(url + tl, n - tl, "matrix.csv")) {
-            e.id = ROUTE_LAB_RESULT;
-            e.allow = "GET";
-            e.arg = url + tl;
-            e.alen = n - tl;
-        }
-        return e;
-    }
-    if (n > ll && memcmp(url, lab, ll) == 0) {
-        if (is(url + ll, n - ll, "app.js") || is(url + ll, n - ll, "app.css") ||
-            is(url + ll, n - ll, "icon.svg")) {
-            e.id = ROUTE_LAB_ASSET;
-            e.allow = "GET";
-            e.arg = url + ll;
-            e.alen = n - ll;
-        }
-        return e;
-    }
-    size_t cl = trimmed(context);
+    struct expect e = {ROUTE_NOT_FOUND, "", "", 0}, hit;
+    size_t n = trimmed(url), cl = trimmed(context);
     if (cl == 1 && context[0] == '/') cl = 0; /* "/" adds nothing to /inventory/sale */
-    static const char sale[] = "/inventory/sale";
-    if (cl > 0 && n == cl + sizeof sale - 1 && memcmp(url, context, cl) == 0 &&
-        memcmp(url + cl, sale, sizeof sale - 1) == 0) {
-        e.id = ROUTE_SALE;
-        e.allow = "GET, POST";
+    int hits = 0;
+    for (int id = 1; id < ROUTE_COUNT; id++) {
+        hit = (struct expect){(enum route_id)id, route_table[id].methods, "", 0};
+        if (!instance(route_table[id].pattern, url, n, context, cl, &hit)) continue;
+        CHECK(hits == 0, "url '%.200s' context '%.200s' matches rows %d and %d", url, context,
+              e.id, id);
+        hits++;
+        e = hit;
     }
     return e;
 }
@@ -197,27 +172,26 @@ static void check_route(const char *method, const char *url, const char *context
     enum route_id id = route_match(method, url, context, &r);
 
     CHECK(id == r.id, "returned %d, out->id %d", id, r.id);
-    CHECK(r.id >= ROUTE_NOT_FOUND && r.id <= ROUTE_LAB_RESULT, "id %d out of range", r.id);
+    CHECK(r.id >= ROUTE_NOT_FOUND && r.id < ROUTE_COUNT, "id %d out of range", r.id);
     CHECK(r.allow != NULL, "allow is NULL");
-    CHECK(memchr(r.strategy, '\0', sizeof r.strategy) != NULL, "strategy not terminated");
     CHECK(memchr(r.arg, '\0', sizeof r.arg) != NULL, "arg not terminated");
     size_t al = strlen(r.arg);
     CHECK(al <= 32, "arg of %zu bytes", al);
     if (r.id == ROUTE_LAB_RUN)
         for (size_t i = 0; i < al; i++)
             CHECK(r.arg[i] >= '0' && r.arg[i] <= '9', "run id byte 0x%02x", (unsigned char)r.arg[i]);
-    CHECK((al > 0) == (r.id == ROUTE_LAB_RUN || r.id == ROUTE_LAB_ASSET || r.id == ROUTE_LAB_RESULT),
+    if (r.id == ROUTE_SALE_NAMED)
+        for (size_t i = 0; i < al; i++)
+            CHECK(strategy_char(r.arg[i]), "strategy byte 0x%02x", (unsigned char)r.arg[i]);
+    CHECK((al > 0) == (strchr(route_table[r.id].pattern, '{') != NULL &&
+                       strncmp(route_table[r.id].pattern, "{context-path}", 14) != 0),
           "route %d with arg '%s'", r.id, r.arg);
-    size_t sl = strlen(r.strategy);
-    CHECK(sl <= 32, "strategy of %zu bytes", sl);
-    for (size_t i = 0; i < sl; i++)
-        CHECK(strategy_char(r.strategy[i]), "strategy byte 0x%02x", (unsigned char)r.strategy[i]);
     CHECK(r.method_allowed == 0 || r.method_allowed == 1, "method_allowed %d", r.method_allowed);
 
     if (r.id == ROUTE_NOT_FOUND) {
-        CHECK(sl == 0 && al == 0 && r.method_allowed == 0 && strcmp(r.allow, "") == 0,
-              "a miss says strategy '%s', arg '%s', method_allowed %d, allow '%s'", r.strategy,
-              r.arg, r.method_allowed, r.allow);
+        CHECK(al == 0 && r.method_allowed == 0 && strcmp(r.allow, "") == 0,
+              "a miss says arg '%s', method_allowed %d, allow '%s'", r.arg, r.method_allowed,
+              r.allow);
     } else {
         CHECK(r.allow[0] != '\0', "route %d without an Allow header", r.id);
     }
@@ -226,8 +200,6 @@ static void check_route(const char *method, const char *url, const char *context
     CHECK(r.id == e.id, "url '%.200s' context '%.200s': id %d, model says %d", url, context,
           r.id, e.id);
     CHECK(strcmp(r.allow, e.allow) == 0, "allow '%s', model says '%s'", r.allow, e.allow);
-    CHECK(sl == e.slen && memcmp(r.strategy, e.strategy, sl) == 0,
-          "strategy '%s', model says '%.*s'", r.strategy, (int)e.slen, e.strategy);
     CHECK(al == e.alen && memcmp(r.arg, e.arg, al) == 0, "arg '%s', model says '%.*s'", r.arg,
           (int)e.alen, e.arg);
 
@@ -242,8 +214,7 @@ static void check_route(const char *method, const char *url, const char *context
     memset(&again, 0x5A, sizeof again);
     route_match(method, url, context, &again);
     CHECK(again.id == r.id && again.method_allowed == r.method_allowed &&
-          again.allow == r.allow && strcmp(again.strategy, r.strategy) == 0 &&
-          strcmp(again.arg, r.arg) == 0,
+          again.allow == r.allow && strcmp(again.arg, r.arg) == 0,
           "route_match is not deterministic");
     if (url[0] != '\0') {
         size_t ul = strlen(url);
@@ -254,8 +225,7 @@ static void check_route(const char *method, const char *url, const char *context
         slash[ul + 1] = '\0';
         route_match(method, slash, context, &again);
         CHECK(again.id == r.id && again.method_allowed == r.method_allowed &&
-              strcmp(again.allow, r.allow) == 0 && strcmp(again.strategy, r.strategy) == 0 &&
-              strcmp(again.arg, r.arg) == 0,
+              strcmp(again.allow, r.allow) == 0 && strcmp(again.arg, r.arg) == 0,
               "a trailing '/' changes the route of '%.200s'", url);
         free(slash);
     }

@@ -1,0 +1,498 @@
+/* api.c -- the service's handlers: one per row of routes.def (see api.h).
+ *
+ * DESIGN
+ * http.c hands each request to api_answer, which reads the table: it
+ * matches the path (route_match), answers 404 for no row (and for a lab row
+ * while lab.enabled=false), 405 with Allow for a method the row does not
+ * take, 413 for an oversized body, 401 for a POST of an admin row without
+ * the admin token, 400 for a bad ?item= of a row that reads it, in that
+ * order, and then calls the row's handler. Handlers run in the connection's
+ * thread and call the inventory service or the lab (lab.h); they turn
+ * results into answers (reply.h) and know nothing of Redis commands, nor of
+ * libmicrohttpd: they answer through http.h. struct api is fixed after
+ * api_create, so any number of connection threads read it at once. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api.h"
+#include "config.h"
+#include "http.h"
+#include "item.h"
+#include "inventory.h"
+#include "lab.h"
+#include "log.h"
+#include "metrics.h"
+#include "reply.h"
+#include "route.h"
+#include "strategy.h"
+#include "web.h"
+
+#define CT_JSON HTTP_CT_JSON
+#define CT_TEXT HTTP_CT_TEXT
+#define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
+#define CT_CSV "text/csv; charset=utf-8"
+
+#define NESTED_MAX 16
+#define HISTORY_LIMIT_MAX 5000
+
+struct api {
+    const struct config *cfg;
+    struct inventory *inv;
+    struct lab *lab;           /* NULL: lab.enabled=false */
+    const struct strategy *default_strategy;
+};
+
+struct api *api_create(const struct config *cfg, struct inventory *inv, struct lab *lab,
+                       char *errstr, size_t errlen) {
+    const struct strategy *def = strategy_find(cfg->strategy);
+    if (!def) {
+        snprintf(errstr, errlen, "lock.strategy: unknown strategy '%s'", cfg->strategy);
+        return NULL;
+    }
+    struct api *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(errstr, errlen, "out of memory");
+        return NULL;
+    }
+    a->cfg = cfg;
+    a->inv = inv;
+    a->lab = lab;
+    a->default_strategy = def;
+    return a;
+}
+
+void api_free(struct api *a) {
+    free(a);
+}
+
+/* Reads query argument name as an int in [min, max] into *out. Returns 0 when
+ * absent, 1 when read, -1 (with a sentence in why) when malformed. */
+static int query_int(const struct http_request *rq, const char *name, long min, long max,
+                     int *out, char *why, size_t whylen) {
+    const char *v = http_query(rq, name);
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno || n < min || n > max) {
+        snprintf(why, whylen, "%s must be a whole number from %ld to %ld, not '%.32s'",
+                 name, min, max, v);
+        return -1;
+    }
+    *out = (int)n;
+    return 1;
+}
+
+/* The ?item= of a request: NULL when absent (the configured item). Returns
+ * -1 with a sentence in why when it cannot name a stock key. */
+static int query_item(const struct api *s, const struct http_request *rq, const char **item,
+                      char *why, size_t whylen) {
+    *item = http_query(rq, "item");
+    return *item ? item_check(*item, s->cfg->lock_name, why, whylen) : 0;
+}
+
+/* One request being answered, as the handlers see it. */
+struct call {
+    struct api *s;           /* the service's parts; one per server */
+    const struct http_request *rq;
+    const char *method;
+    const struct route *rt;
+    const char *item;          /* ?item=, checked; NULL: the configured one */
+    int text;                  /* the demo's text instead of JSON */
+};
+
+/* Reads the fault parameters of a request into f. Returns 0, or the HTTP
+ * status to refuse it with (400 malformed, 403 faults off, 401 without the
+ * admin token: any fault parameter given needs it) and a sentence. */
+static int read_faults(const struct call *k, struct sale_faults *f, char *why, size_t whylen) {
+    struct api *s = k->s;
+    const struct http_request *rq = k->rq;
+    memset(f, 0, sizeof(*f));
+    if (!(route_table[k->rt->id].flags & ROUTE_F_FAULTS)) return 0;   /* none taken here */
+    int maxhold = s->cfg->faults_max_hold_ms, given = 0, rc;
+    if ((rc = query_int(rq, "hold_ms", 0, maxhold, &f->hold_ms, why, whylen)) < 0) return 400;
+    given |= rc;
+    if ((rc = query_int(rq, "release_delay_ms", 0, maxhold, &f->release_delay_ms, why, whylen)) < 0)
+        return 400;
+    given |= rc;
+    if ((rc = query_int(rq, "nested", 0, NESTED_MAX, &f->nested, why, whylen)) < 0) return 400;
+    given |= rc;
+    if ((rc = query_int(rq, "crash", 0, 1, &f->crash, why, whylen)) < 0) return 400;
+    given |= rc;
+    if ((rc = query_int(rq, "commit_delay_ms", 0, maxhold, &f->commit_delay_ms, why, whylen)) < 0)
+        return 400;
+    given |= rc;
+    if ((rc = query_int(rq, "wait_ms", 0, maxhold, &f->wait_ms, why, whylen)) < 0) return 400;
+    f->wait_given = rc;
+    given |= rc;
+    if (given && !s->cfg->faults_enabled) {
+        snprintf(why, whylen, "fault injection is off: start the instance with faults.enabled=true "
+                 "to use hold_ms, crash, release_delay_ms, nested, commit_delay_ms or wait_ms");
+        return 403;
+    }
+    if (given && !http_admin_allowed(rq, "a fault parameter", why, whylen)) return 401;
+    return 0;
+}
+
+/* The answer for read_faults' refusal code. */
+static int answer_faults_refused(const struct http_request *rq, int code, const char *why,
+                                 int text) {
+    if (code == 401) return http_answer_unauthorized(rq, why, text);
+    return http_answer_error(rq, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
+}
+
+/* Sells one unit with strategy t (NULL: unknown, named by the path). */
+static int sell(const struct call *k, const struct strategy *t) {
+    struct api *s = k->s;
+    const struct http_request *rq = k->rq;
+    int text = k->text;
+    if (!t) return http_answer(rq, 404, reply_unknown_strategy(k->rt->arg, text),
+                               text ? CT_TEXT : CT_JSON, NULL);
+    if (strcmp(k->method, "HEAD") == 0)   /* a HEAD changes nothing; its body is dropped */
+        return http_answer_error(rq, 200, "not_sold", "HEAD never sells: GET or POST does", text);
+
+    struct sale_faults f;
+    char why[192];
+    int code = read_faults(k, &f, why, sizeof(why));
+    if (code) return answer_faults_refused(rq, code, why, text);
+
+    struct sale_result r;
+    inventory_sell(s->inv, t, k->item, &f, &r);
+    metrics_sale(t, &r);
+    if (r.status == INV_BACKEND)
+        log_limited("backend", "a sale by %s answered 503 backend_unavailable: %s", t->name, r.errstr);
+    return http_answer(rq, reply_sale_http_status(r.status), reply_sale(&r, t->name, s->cfg->port, text),
+                       text ? CT_TEXT : CT_JSON, NULL);
+}
+
+/* A sale with the strategy the path names, or the default one. */
+static int api_sale(const struct call *k) {
+    return sell(k, k->rt->arg[0] ? strategy_find(k->rt->arg) : k->s->default_strategy);
+}
+
+/* The demo's later endpoints, each tied to its strategy. */
+static int api_sale_by_redisson(const struct call *k) {
+    return sell(k, strategy_find("redisson"));
+}
+
+static int api_sale_by_redlock(const struct call *k) {
+    return sell(k, strategy_find("redlock"));
+}
+
+/* GET /inventory/history?item=&since=&limit= */
+static int api_history(const struct call *k) {
+    struct api *s = k->s;
+    const struct http_request *rq = k->rq;
+    const char *item = k->item;
+    int text = k->text;
+    char why[192];
+    int limit = 100;
+    if (query_int(rq, "limit", 1, HISTORY_LIMIT_MAX, &limit, why, sizeof(why)) < 0)
+        return http_answer_error(rq, 400, "bad_request", why, text);
+    const char *since = http_query(rq, "since");
+    if (since && (strlen(since) > 40 || strspn(since, "0123456789-") != strlen(since)))
+        return http_answer_error(rq, 400, "bad_request",
+                                 "since must be an event id such as 1700000000000-0, or 0", text);
+    struct history_event *ev = calloc((size_t)limit, sizeof(*ev));
+    if (!ev) return http_answer(rq, 500, NULL, CT_JSON, NULL);
+    int n = 0, rc = inventory_history(s->inv, item, since, limit, ev, &n, why, sizeof(why));
+    int ret = rc ? http_answer_error(rq, 503, "backend_unavailable", why, text)
+                             : http_answer(rq, 200, reply_history(ev, n, text), text ? CT_TEXT : CT_JSON,
+                                           NULL);
+    free(ev);
+    return ret;
+}
+
+static int api_reset(const struct call *k) {
+    struct api *s = k->s;
+    const struct http_request *rq = k->rq;
+    const struct http_request *req = k->rq;
+    int text = k->text;
+    static const char usage[] = "send a JSON body such as {\"stock\": 200}";
+    char why[256];
+    cJSON *doc = req->len ? cJSON_ParseWithLength(req->body, req->len) : NULL;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stock");
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(doc, "item");
+    double v = cJSON_IsNumber(st) ? st->valuedouble : NAN;
+    char item[INVENTORY_ITEM_MAX + 1] = "", item_why[192] = "\"item\" must be a string";
+    int item_bad = it && !(cJSON_IsString(it) && item_check(it->valuestring,
+                           s->cfg->lock_name, item_why, sizeof(item_why)) == 0);
+    if (it && !item_bad) snprintf(item, sizeof(item), "%s", it->valuestring);
+    cJSON_Delete(doc);
+    if (!req->len) {
+        snprintf(why, sizeof(why), "the reset has no body: %s", usage);
+    } else if (!doc) {
+        snprintf(why, sizeof(why), "the body is not JSON: %s", usage);
+    } else if (!st) {
+        snprintf(why, sizeof(why), "the body has no \"stock\": %s", usage);
+    } else if (isnan(v) || v != floor(v) || v < 0 || v > 1e9) {
+        snprintf(why, sizeof(why), "\"stock\" must be a whole number from 0 to 1000000000");
+    } else if (item_bad) {
+        snprintf(why, sizeof(why), "%s", item_why);
+    } else {
+        char err[192];
+        if (inventory_reset(s->inv, item[0] ? item : NULL, (long long)v, err, sizeof(err)) != 0)
+            return http_answer_error(rq, 503, "backend_unavailable", err, text);
+        metrics_reset();
+        return http_answer(rq, 200, reply_stock((long long)v, s->cfg->port, text),
+                           text ? CT_TEXT : CT_JSON, NULL);
+    }
+    return http_answer_error(rq, 400, "bad_request", why, text);
+}
+
+/* Maps a failed inventory read to its answer. */
+static int answer_inventory_error(const struct http_request *rq, int rc, const char *err,
+                                  int text) {
+    if (rc == INV_BAD_DATA) return http_answer_error(rq, 409, "bad_stock", err, text);
+    if (rc == INV_LOCK_TIMEOUT) return http_answer_error(rq, 503, "lock_timeout", err, text);
+    return http_answer_error(rq, 503, "backend_unavailable", err, text);
+}
+
+static int api_inventory(const struct call *k) {
+    struct sale_faults f;
+    char err[192];
+    long long stock;
+    int code = read_faults(k, &f, err, sizeof(err));
+    if (code) return answer_faults_refused(k->rq, code, err, k->text);
+    int rc = inventory_stock(k->s->inv, k->item, f.hold_ms, &stock, err, sizeof(err));
+    if (rc != 0) return answer_inventory_error(k->rq, rc, err, k->text);
+    return http_answer(k->rq, 200, reply_stock(stock, k->s->cfg->port, k->text),
+                       k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static int api_audit(const struct call *k) {
+    struct audit a;
+    char err[192];
+    int rc = inventory_audit(k->s->inv, k->item, &a, err, sizeof(err));
+    if (rc != 0) return answer_inventory_error(k->rq, rc, err, k->text);
+    return http_answer(k->rq, 200, reply_audit(&a, k->text), k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static int api_strategies(const struct call *k) {
+    return http_answer(k->rq, 200, reply_strategies(k->s->default_strategy->name, k->text),
+                       k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static int api_healthz(const struct call *k) {
+    char err[192];
+    if (inventory_ping(k->s->inv, err, sizeof(err)) != 0)
+        return http_answer_error(k->rq, 503, "backend_unavailable", err, k->text);
+    return http_answer_error(k->rq, 200, "ok", "ok: Redis answers", k->text);
+}
+
+/* GET /readyz: 200 once a sale can succeed with any strategy, 503 with the
+ * reason until then (inventory_ready). /healthz stays a liveness check. */
+static int api_readyz(const struct call *k) {
+    char why[512];
+    int ready = inventory_ready(k->s->inv, why, sizeof(why)) == 0;
+    return http_answer(k->rq, ready ? 200 : 503, reply_ready(ready ? NULL : why, k->s->cfg->port, k->text),
+                       k->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+static int api_metrics(const struct call *k) {
+    return http_answer(k->rq, 200, metrics_render(), CT_PROM, NULL);
+}
+
+/* ---- the lab ---------------------------------------------------------------- */
+
+/* GET /: the page; GET /lab/<asset>: its script, style and icon. */
+static int api_lab_page(const struct call *k) {
+    const struct web_asset *a = web_asset_find(k->rt->id == ROUTE_LAB_PAGE ? "index.html" : k->rt->arg);
+    if (!a) return http_answer_error(k->rq, 404, "not_found", "this file is not part of the page", 0);
+    return http_answer_asset(k->rq, a);
+}
+
+/* Reads JSON member key of doc as a whole number in [min, max] into *out
+ * (def when absent or null). 0, or -1 with a sentence in why. */
+static int json_whole(const cJSON *doc, const char *key, long long def, long long min,
+                      long long max, long long *out, char *why, size_t whylen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return 0;
+    }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (isnan(d) || d != floor(d) || d < (double)min || d > (double)max) {
+        snprintf(why, whylen, "\"%s\" must be a whole number from %lld to %lld", key, min, max);
+        return -1;
+    }
+    *out = (long long)d;
+    return 0;
+}
+
+/* Reads JSON member key of doc as a string of at most len-1 bytes into out
+ * ("" when absent or null). 0, or -1 with a sentence in why. */
+static int json_name(const cJSON *doc, const char *key, char *out, size_t len, char *why,
+                     size_t whylen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    out[0] = '\0';
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= len) {
+        snprintf(why, whylen, "\"%s\" must be a name of at most %zu characters", key, len - 1);
+        return -1;
+    }
+    snprintf(out, len, "%s", v->valuestring);
+    return 0;
+}
+
+/* POST /lab/runs {"strategy":..., "clients":..., "requests":..., "stock":..., "scenario":...} */
+static int start_lab_run(const struct call *k) {
+    static const char usage[] = "send a JSON body such as {\"strategy\":\"owner-lua\", "
+                                "\"clients\":200, \"requests\":3000, \"stock\":200} or "
+                                "{\"strategy\":\"expiring\", \"scenario\":\"slow-holder\"}";
+    char why[512];
+    struct lab_request r;
+    memset(&r, 0, sizeof(r));
+    cJSON *doc = k->rq->len ? cJSON_ParseWithLength(k->rq->body, k->rq->len) : NULL;
+    long long clients = 0, requests = 0, stock = 0;
+    int bad = 1;
+    if (!cJSON_IsObject(doc)) {
+        snprintf(why, sizeof(why), "the body is not a JSON object: %s", usage);
+    } else if (json_name(doc, "strategy", r.strategy, sizeof(r.strategy), why, sizeof(why)) < 0 ||
+               json_name(doc, "scenario", r.scenario, sizeof(r.scenario), why, sizeof(why)) < 0 ||
+               json_whole(doc, "clients", 200, 1, LAB_CLIENTS_MAX, &clients, why, sizeof(why)) < 0 ||
+               json_whole(doc, "requests", 3000, 1, LAB_REQUESTS_MAX, &requests, why, sizeof(why)) < 0 ||
+               json_whole(doc, "stock", 200, 0, LAB_STOCK_MAX, &stock, why, sizeof(why)) < 0) {
+        /* why says which */
+    } else if (!r.strategy[0]) {
+        snprintf(why, sizeof(why), "the body has no \"strategy\": %s", usage);
+    } else {
+        bad = 0;
+    }
+    cJSON_Delete(doc);
+    if (bad) return http_answer_error(k->rq, 400, "bad_request", why, 0);
+    r.clients = (int)clients;
+    r.requests = (int)requests;
+    r.stock = stock;
+    int id = 0, rc = lab_start(k->s->lab, &r, &id, why, sizeof(why));
+    if (rc == LAB_BAD) return http_answer_error(k->rq, 400, "bad_request", why, 0);
+    if (rc == LAB_BUSY) return http_answer_error(k->rq, 409, "run_in_progress", why, 0);
+    if (rc != LAB_OK) return http_answer_error(k->rq, 500, "internal_error", why, 0);
+    struct lab_run_view *v = malloc(sizeof(*v));
+    if (!v || lab_run(k->s->lab, id, v) != LAB_OK) {
+        free(v);
+        return http_answer(k->rq, 500, NULL, CT_JSON, NULL);
+    }
+    int ret = http_answer(k->rq, 202, reply_lab_run(v), CT_JSON, NULL);
+    free(v);
+    return ret;
+}
+
+/* GET /lab/runs: the settings and the kept runs; POST: start one. */
+static int api_lab_runs(const struct call *k) {
+    if (strcmp(k->method, "POST") == 0) return start_lab_run(k);
+    struct lab_info info;
+    lab_get_info(k->s->lab, &info);
+    struct lab_run_view *v = malloc(sizeof(*v) * LAB_RUNS_KEPT);
+    if (!v) return http_answer(k->rq, 500, NULL, CT_JSON, NULL);
+    int n = lab_runs(k->s->lab, v, LAB_RUNS_KEPT);
+    int ret = http_answer(k->rq, 200, reply_lab_runs(v, n, info.running), CT_JSON, NULL);
+    free(v);
+    return ret;
+}
+
+/* GET /lab/runs/{id} */
+static int api_lab_run(const struct call *k) {
+    int id = atoi(k->rt->arg);
+    struct lab_run_view *v = malloc(sizeof(*v));
+    if (!v) return http_answer(k->rq, 500, NULL, CT_JSON, NULL);
+    int ret;
+    if (lab_run(k->s->lab, id, v) == LAB_OK) {
+        ret = http_answer(k->rq, 200, reply_lab_run(v), CT_JSON, NULL);
+    } else {
+        char why[192];
+        snprintf(why, sizeof(why), "no run %d on this instance (it keeps its last %d runs; "
+                 "behind nginx, /lab/ must reach one instance)", id, LAB_RUNS_KEPT);
+        ret = http_answer_error(k->rq, 404, "not_found", why, 0);
+    }
+    free(v);
+    return ret;
+}
+
+/* GET /lab: there whether runs are on or off, so the page can tell which
+ * without a 404. */
+static int api_lab_status(const struct call *k) {
+    struct lab_info info;
+    if (k->s->lab) lab_get_info(k->s->lab, &info);
+    return http_answer(k->rq, 200, reply_lab_status(k->s->lab ? &info : NULL), CT_JSON, NULL);
+}
+
+static int api_lab_scenarios(const struct call *k) {
+    struct lab_info info;
+    lab_get_info(k->s->lab, &info);
+    return http_answer(k->rq, 200, reply_lab_scenarios(&info), CT_JSON, NULL);
+}
+
+/* GET /lab/results/<name>: demo.csv, matrix.csv, campaign.csv (CSV) and
+ * campaign-counterexample.json (JSON) */
+static int api_lab_result(const struct call *k) {
+    char *body, why[512];
+    size_t len;
+    int rc = lab_result_file(k->s->lab, k->rt->arg, &body, &len, why, sizeof(why));
+    if (rc == LAB_NOT_FOUND) return http_answer_error(k->rq, 404, "not_found", why, 0);
+    if (rc != LAB_OK) return http_answer_error(k->rq, 500, "internal_error", why, 0);
+    (void)len;
+    size_t n = strlen(k->rt->arg);
+    int is_json = n > 5 && strcmp(k->rt->arg + n - 5, ".json") == 0;
+    return http_answer(k->rq, 200, body, is_json ? CT_JSON : CT_CSV, NULL);
+}
+typedef int (*handler)(const struct call *k);
+
+/* The handler of each route (routes.def). */
+static const handler handlers[ROUTE_COUNT] = {
+#define ROUTE(id, methods, pattern, fn, flags, doc) [ROUTE_##id] = fn,
+#include "routes.def"
+#undef ROUTE
+};
+
+/* What a POST to a ROUTE_F_ADMIN_POST row is, for the 401's sentence. */
+static const char *admin_what(enum route_id id) {
+    return id == ROUTE_RESET ? "a reset" : "a lab run";
+}
+
+/* Answers what the table refuses: no route, a method the route does not
+ * take, an oversized body. Returns 1 with *ret set when it answered. */
+static int refuse(const struct api *s, const struct http_request *rq, const struct route *rt,
+                  int *ret) {
+    char why[256];
+    int text = rq->text;
+    if (rt->id == ROUTE_NOT_FOUND) {
+        snprintf(why, sizeof(why), "no route for %.16s %.160s; GET /strategies lists the sale endpoints",
+                 rq->method, rq->url);
+        *ret = http_answer_error(rq, 404, "not_found", why, text);
+    } else if (!rt->method_allowed) {
+        snprintf(why, sizeof(why), "%.16s is not allowed here; use %s", rq->method, rt->allow);
+        *ret = http_answer(rq, 405, reply_error("method_not_allowed", why, text),
+                           text ? CT_TEXT : CT_JSON, rt->allow);
+    } else if (rq->too_large) {
+        snprintf(why, sizeof(why), "the body is larger than server.max-body-bytes (%d bytes)",
+                 s->cfg->max_body_bytes);
+        *ret = http_answer_error(rq, 413, "payload_too_large", why, text);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+int api_answer(void *cls, const struct http_request *rq) {
+    struct api *s = cls;
+    int text = rq->text;
+    struct route rt;
+    route_match(rq->method, rq->url, s->cfg->context_path, &rt);
+    if ((route_table[rt.id].flags & ROUTE_F_LAB) && !s->lab)   /* lab.enabled=false: no such path */
+        route_match(rq->method, "", s->cfg->context_path, &rt);
+    int ret;
+    if (refuse(s, rq, &rt, &ret)) return ret;
+    const struct route_row *row = &route_table[rt.id];
+    struct call k = {s, rq, rq->method, &rt, NULL, text};
+    char err[192];
+    if ((row->flags & ROUTE_F_ADMIN_POST) && strcmp(rq->method, "POST") == 0 &&
+        !http_admin_allowed(rq, admin_what(rt.id), err, sizeof(err)))
+        return http_answer_unauthorized(rq, err, text);
+    if ((row->flags & ROUTE_F_ITEM) && query_item(s, rq, &k.item, err, sizeof(err)) < 0)
+        return http_answer_error(rq, 400, "bad_request", err, text);
+    return handlers[rt.id](&k);
+}

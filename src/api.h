@@ -1,0 +1,31 @@
+/* api.h -- the service's HTTP API: the handler of each row of routes.def,
+ * and the dispatch that reads the table (404, 405 with Allow, 413, the
+ * admin token of admin rows, ?item=). Above http.h: the server calls
+ * api_answer through the function pointer it was started with, and never
+ * includes this header. */
+#ifndef INVENTORYD_API_H
+#define INVENTORYD_API_H
+
+#include <stddef.h>
+
+struct config;
+struct http_request;
+struct inventory;
+struct lab;
+struct api;
+
+/* The handlers' state: cfg, inv and lab must outlive it; lab is NULL when
+ * lab.enabled=false, and the lab's run endpoints are then 404 like any
+ * unknown path (the page at / is served either way). NULL on failure, with
+ * errstr set (lock.strategy names no strategy, out of memory). */
+struct api *api_create(const struct config *cfg, struct inventory *inv, struct lab *lab,
+                       char *errstr, size_t errlen);
+
+/* Accepts NULL. Only once the server that called api_answer has stopped. */
+void api_free(struct api *a);
+
+/* An http_handler (http.h): answers rq, cls being a struct api. Called in
+ * the connection's thread; thread safe. */
+int api_answer(void *cls, const struct http_request *rq);
+
+#endif

@@ -41,7 +41,7 @@
 struct api {
     const struct config *cfg;
     struct inventory *inv;
-    struct lab *lab;           /* NULL: lab.enabled=false */
+    struct lab *lab; /* NULL: lab.enabled=false */
     const struct strategy *default_strategy;
 };
 
@@ -64,22 +64,20 @@ struct api *api_create(const struct config *cfg, struct inventory *inv, struct l
     return a;
 }
 
-void api_free(struct api *a) {
-    free(a);
-}
+void api_free(struct api *a) { free(a); }
 
 /* Reads query argument name as an int in [min, max] into *out. Returns 0 when
  * absent, 1 when read, -1 (with a sentence in why) when malformed. */
-static int query_int(const struct http_request *rq, const char *name, long min, long max,
-                     int *out, char *why, size_t whylen) {
+static int query_int(const struct http_request *rq, const char *name, long min, long max, int *out,
+                     char *why, size_t whylen) {
     const char *v = http_query(rq, name);
     if (!v) return 0;
     char *end;
     errno = 0;
     long n = strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || errno || n < min || n > max) {
-        snprintf(why, whylen, "%s must be a whole number from %ld to %ld, not '%.32s'",
-                 name, min, max, v);
+        snprintf(why, whylen, "%s must be a whole number from %ld to %ld, not '%.32s'", name, min,
+                 max, v);
         return -1;
     }
     *out = (int)n;
@@ -96,12 +94,12 @@ static int query_item(const struct api *s, const struct http_request *rq, const 
 
 /* One request being answered, as the handlers see it. */
 struct call {
-    struct api *s;           /* the service's parts; one per server */
+    struct api *s; /* the service's parts; one per server */
     const struct http_request *rq;
     const char *method;
     const struct route *rt;
-    const char *item;          /* ?item=, checked; NULL: the configured one */
-    int text;                  /* the demo's text instead of JSON */
+    const char *item; /* ?item=, checked; NULL: the configured one */
+    int text; /* the demo's text instead of JSON */
 };
 
 /* Reads the fault parameters of a request into f. Returns 0, or the HTTP
@@ -111,7 +109,7 @@ static int read_faults(const struct call *k, struct sale_faults *f, char *why, s
     struct api *s = k->s;
     const struct http_request *rq = k->rq;
     memset(f, 0, sizeof(*f));
-    if (!(route_table[k->rt->id].flags & ROUTE_F_FAULTS)) return 0;   /* none taken here */
+    if (!(route_table[k->rt->id].flags & ROUTE_F_FAULTS)) return 0; /* none taken here */
     int maxhold = s->cfg->faults_max_hold_ms, given = 0, rc;
     if ((rc = query_int(rq, "hold_ms", 0, maxhold, &f->hold_ms, why, whylen)) < 0) return 400;
     given |= rc;
@@ -129,7 +127,8 @@ static int read_faults(const struct call *k, struct sale_faults *f, char *why, s
     f->wait_given = rc;
     given |= rc;
     if (given && !s->cfg->faults_enabled) {
-        snprintf(why, whylen, "fault injection is off: start the instance with faults.enabled=true "
+        snprintf(why, whylen,
+                 "fault injection is off: start the instance with faults.enabled=true "
                  "to use hold_ms, crash, release_delay_ms, nested, commit_delay_ms or wait_ms");
         return 403;
     }
@@ -149,9 +148,10 @@ static int sell(const struct call *k, const struct strategy *t) {
     struct api *s = k->s;
     const struct http_request *rq = k->rq;
     int text = k->text;
-    if (!t) return http_answer(rq, 404, reply_unknown_strategy(k->rt->arg, text),
-                               text ? CT_TEXT : CT_JSON, NULL);
-    if (strcmp(k->method, "HEAD") == 0)   /* a HEAD changes nothing; its body is dropped */
+    if (!t)
+        return http_answer(rq, 404, reply_unknown_strategy(k->rt->arg, text),
+                           text ? CT_TEXT : CT_JSON, NULL);
+    if (strcmp(k->method, "HEAD") == 0) /* a HEAD changes nothing; its body is dropped */
         return http_answer_error(rq, 200, "not_sold", "HEAD never sells: GET or POST does", text);
 
     struct sale_faults f;
@@ -163,9 +163,10 @@ static int sell(const struct call *k, const struct strategy *t) {
     inventory_sell(s->inv, t, k->item, &f, &r);
     metrics_sale(t, &r);
     if (r.status == INV_BACKEND)
-        log_limited("backend", "a sale by %s answered 503 backend_unavailable: %s", t->name, r.errstr);
-    return http_answer(rq, reply_sale_http_status(r.status), reply_sale(&r, t->name, s->cfg->port, text),
-                       text ? CT_TEXT : CT_JSON, NULL);
+        log_limited("backend", "a sale by %s answered 503 backend_unavailable: %s", t->name,
+                    r.errstr);
+    return http_answer(rq, reply_sale_http_status(r.status),
+                       reply_sale(&r, t->name, s->cfg->port, text), text ? CT_TEXT : CT_JSON, NULL);
 }
 
 /* A sale with the strategy the path names, or the default one. */
@@ -174,13 +175,9 @@ static int api_sale(const struct call *k) {
 }
 
 /* The demo's later endpoints, each tied to its strategy. */
-static int api_sale_by_redisson(const struct call *k) {
-    return sell(k, strategy_find("redisson"));
-}
+static int api_sale_by_redisson(const struct call *k) { return sell(k, strategy_find("redisson")); }
 
-static int api_sale_by_redlock(const struct call *k) {
-    return sell(k, strategy_find("redlock"));
-}
+static int api_sale_by_redlock(const struct call *k) { return sell(k, strategy_find("redlock")); }
 
 /* GET /inventory/history?item=&since=&limit= */
 static int api_history(const struct call *k) {
@@ -200,8 +197,7 @@ static int api_history(const struct call *k) {
     if (!ev) return http_answer(rq, 500, NULL, CT_JSON, NULL);
     int n = 0, rc = inventory_history(s->inv, item, since, limit, ev, &n, why, sizeof(why));
     int ret = rc ? http_answer_error(rq, 503, "backend_unavailable", why, text)
-                             : http_answer(rq, 200, reply_history(ev, n, text), text ? CT_TEXT : CT_JSON,
-                                           NULL);
+                 : http_answer(rq, 200, reply_history(ev, n, text), text ? CT_TEXT : CT_JSON, NULL);
     free(ev);
     return ret;
 }
@@ -218,8 +214,8 @@ static int api_reset(const struct call *k) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(doc, "item");
     double v = cJSON_IsNumber(st) ? st->valuedouble : NAN;
     char item[INVENTORY_ITEM_MAX + 1] = "", item_why[192] = "\"item\" must be a string";
-    int item_bad = it && !(cJSON_IsString(it) && item_check(it->valuestring,
-                           s->cfg->lock_name, item_why, sizeof(item_why)) == 0);
+    int item_bad = it && !(cJSON_IsString(it) && item_check(it->valuestring, s->cfg->lock_name,
+                                                            item_why, sizeof(item_why)) == 0);
     if (it && !item_bad) snprintf(item, sizeof(item), "%s", it->valuestring);
     cJSON_Delete(doc);
     if (!req->len) {
@@ -288,7 +284,8 @@ static int api_healthz(const struct call *k) {
 static int api_readyz(const struct call *k) {
     char why[512];
     int ready = inventory_ready(k->s->inv, why, sizeof(why)) == 0;
-    return http_answer(k->rq, ready ? 200 : 503, reply_ready(ready ? NULL : why, k->s->cfg->port, k->text),
+    return http_answer(k->rq, ready ? 200 : 503,
+                       reply_ready(ready ? NULL : why, k->s->cfg->port, k->text),
                        k->text ? CT_TEXT : CT_JSON, NULL);
 }
 
@@ -300,8 +297,10 @@ static int api_metrics(const struct call *k) {
 
 /* GET /: the page; GET /lab/<asset>: its script, style and icon. */
 static int api_lab_page(const struct call *k) {
-    const struct web_asset *a = web_asset_find(k->rt->id == ROUTE_LAB_PAGE ? "index.html" : k->rt->arg);
-    if (!a) return http_answer_error(k->rq, 404, "not_found", "this file is not part of the page", 0);
+    const struct web_asset *a =
+        web_asset_find(k->rt->id == ROUTE_LAB_PAGE ? "index.html" : k->rt->arg);
+    if (!a)
+        return http_answer_error(k->rq, 404, "not_found", "this file is not part of the page", 0);
     return http_answer_asset(k->rq, a);
 }
 
@@ -353,8 +352,10 @@ static int start_lab_run(const struct call *k) {
         snprintf(why, sizeof(why), "the body is not a JSON object: %s", usage);
     } else if (json_name(doc, "strategy", r.strategy, sizeof(r.strategy), why, sizeof(why)) < 0 ||
                json_name(doc, "scenario", r.scenario, sizeof(r.scenario), why, sizeof(why)) < 0 ||
-               json_whole(doc, "clients", 200, 1, LAB_CLIENTS_MAX, &clients, why, sizeof(why)) < 0 ||
-               json_whole(doc, "requests", 3000, 1, LAB_REQUESTS_MAX, &requests, why, sizeof(why)) < 0 ||
+               json_whole(doc, "clients", 200, 1, LAB_CLIENTS_MAX, &clients, why, sizeof(why)) <
+                   0 ||
+               json_whole(doc, "requests", 3000, 1, LAB_REQUESTS_MAX, &requests, why, sizeof(why)) <
+                   0 ||
                json_whole(doc, "stock", 200, 0, LAB_STOCK_MAX, &stock, why, sizeof(why)) < 0) {
         /* why says which */
     } else if (!r.strategy[0]) {
@@ -404,8 +405,10 @@ static int api_lab_run(const struct call *k) {
         ret = http_answer(k->rq, 200, reply_lab_run(v), CT_JSON, NULL);
     } else {
         char why[192];
-        snprintf(why, sizeof(why), "no run %d on this instance (it keeps its last %d runs; "
-                 "behind nginx, /lab/ must reach one instance)", id, LAB_RUNS_KEPT);
+        snprintf(why, sizeof(why),
+                 "no run %d on this instance (it keeps its last %d runs; "
+                 "behind nginx, /lab/ must reach one instance)",
+                 id, LAB_RUNS_KEPT);
         ret = http_answer_error(k->rq, 404, "not_found", why, 0);
     }
     free(v);
@@ -460,8 +463,9 @@ static int refuse(const struct api *s, const struct http_request *rq, const stru
     char why[256];
     int text = rq->text;
     if (rt->id == ROUTE_NOT_FOUND) {
-        snprintf(why, sizeof(why), "no route for %.16s %.160s; GET /strategies lists the sale endpoints",
-                 rq->method, rq->url);
+        snprintf(why, sizeof(why),
+                 "no route for %.16s %.160s; GET /strategies lists the sale endpoints", rq->method,
+                 rq->url);
         *ret = http_answer_error(rq, 404, "not_found", why, text);
     } else if (!rt->method_allowed) {
         snprintf(why, sizeof(why), "%.16s is not allowed here; use %s", rq->method, rt->allow);
@@ -482,7 +486,7 @@ int api_answer(void *cls, const struct http_request *rq) {
     int text = rq->text;
     struct route rt;
     route_match(rq->method, rq->url, s->cfg->context_path, &rt);
-    if ((route_table[rt.id].flags & ROUTE_F_LAB) && !s->lab)   /* lab.enabled=false: no such path */
+    if ((route_table[rt.id].flags & ROUTE_F_LAB) && !s->lab) /* lab.enabled=false: no such path */
         route_match(rq->method, "", s->cfg->context_path, &rt);
     int ret;
     if (refuse(s, rq, &rt, &ret)) return ret;

@@ -53,9 +53,8 @@ static void lead(struct inventory *inv, const struct strategy *s, const struct i
     waitq_leave(inv->batches, me);
 }
 
-static void batched_sell(struct inventory *inv, const struct strategy *s,
-                         const struct item_keys *k, const struct sale_faults *f,
-                         struct sale_result *r) {
+static void batched_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                         const struct sale_faults *f, struct sale_result *r) {
     char key[sizeof(k->lock) + sizeof(k->stock) + 2];
     snprintf(key, sizeof(key), "%s|%s", k->lock, k->stock);
     struct batch_request req = {r, mclock_us()};
@@ -67,10 +66,12 @@ static void batched_sell(struct inventory *inv, const struct strategy *s,
         lead(inv, s, k, f, &me, &req);
         break;
     case WAITQ_DONE:
-        break;   /* a leader sold for it */
+        break; /* a leader sold for it */
     case WAITQ_TIMEOUT:
-        snprintf(r->errstr, sizeof(r->errstr), "lock %.80s still busy after waiting %d ms "
-                 "(queued in this process behind a batch)", k->lock, wait_ms);
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "lock %.80s still busy after waiting %d ms "
+                 "(queued in this process behind a batch)",
+                 k->lock, wait_ms);
         r->status = INV_LOCK_TIMEOUT;
         r->wait_ms = wait_ms;
         break;

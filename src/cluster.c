@@ -20,19 +20,19 @@
 
 struct cluster_node {
     struct addr addr;
-    struct rpool *pool;         /* NULL until first used */
+    struct rpool *pool; /* NULL until first used */
 };
 
 struct cluster {
     pthread_mutex_t lock;
-    uint8_t owner[CLUSTER_SLOTS];       /* index into nodes[], or NO_OWNER */
+    uint8_t owner[CLUSTER_SLOTS]; /* index into nodes[], or NO_OWNER */
     struct cluster_node nodes[CLUSTER_NODES_MAX];
     int nnodes;
     struct addr seeds[CLUSTER_SEEDS_MAX];
     int nseeds;
     int max_redirects;
-    int refreshing;                     /* a thread is reloading the map */
-    struct addr last_ok;                /* the node whose map was loaded last */
+    int refreshing; /* a thread is reloading the map */
+    struct addr last_ok; /* the node whose map was loaded last */
     struct rpool_options node_opt;
     char password[256];
     struct cluster_stats stats;
@@ -57,15 +57,13 @@ unsigned cluster_key_slot(const char *key, size_t len) {
     if (s < len) {
         for (e = s + 1; e < len && key[e] != '}'; e++)
             ;
-        if (e < len && e > s + 1)
-            return crc16(key + s + 1, e - s - 1) & (CLUSTER_SLOTS - 1);
+        if (e < len && e > s + 1) return crc16(key + s + 1, e - s - 1) & (CLUSTER_SLOTS - 1);
     }
     return crc16(key, len) & (CLUSTER_SLOTS - 1);
 }
 
 int cluster_redirect_parse(const redisReply *r, struct cluster_redirect *out) {
-    if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL)
-        return 0;
+    if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL) return 0;
     const char *s = r->str;
     int ask;
     if (strncmp(s, "MOVED ", 6) == 0) {
@@ -77,24 +75,20 @@ int cluster_redirect_parse(const redisReply *r, struct cluster_redirect *out) {
     } else {
         return 0;
     }
-    if (*s < '0' || *s > '9')
-        return 0;
+    if (*s < '0' || *s > '9') return 0;
     char *end;
     unsigned long slot = strtoul(s, &end, 10);
-    if (end == s || *end != ' ' || slot >= CLUSTER_SLOTS)
-        return 0;
+    if (end == s || *end != ' ' || slot >= CLUSTER_SLOTS) return 0;
     const char *a = end + 1;
     char why[64];
-    if (addr_parse(a, strlen(a), &out->to, why, sizeof(why)) != 0)
-        return 0;
+    if (addr_parse(a, strlen(a), &out->to, why, sizeof(why)) != 0) return 0;
     out->ask = ask;
     out->slot = (unsigned)slot;
     return 1;
 }
 
 int cluster_reply_kind(const redisReply *r, struct cluster_redirect *out) {
-    if (cluster_redirect_parse(r, out))
-        return out->ask ? CLUSTER_ASK : CLUSTER_MOVED;
+    if (cluster_redirect_parse(r, out)) return out->ask ? CLUSTER_ASK : CLUSTER_MOVED;
     if (r && r->type == REDIS_REPLY_ERROR && r->str && strncmp(r->str, "TRYAGAIN", 8) == 0)
         return CLUSTER_TRYAGAIN;
     return CLUSTER_ANSWER;
@@ -106,8 +100,7 @@ static int node_index_locked(struct cluster *cl, const struct addr *a) {
     for (int i = 0; i < cl->nnodes; i++)
         if (cl->nodes[i].addr.port == a->port && strcmp(cl->nodes[i].addr.host, a->host) == 0)
             return i;
-    if (cl->nnodes == CLUSTER_NODES_MAX)
-        return -1;
+    if (cl->nnodes == CLUSTER_NODES_MAX) return -1;
     cl->nodes[cl->nnodes].addr = *a;
     cl->nodes[cl->nnodes].pool = NULL;
     return cl->nnodes++;
@@ -158,25 +151,23 @@ int cluster_masters(struct cluster *cl, struct addr *out, int max) {
 /* One CLUSTER SLOTS entry: [start, end, [host, port, ...], replicas...].
  * An empty host means "the node you asked". Returns 0, 1 to skip the entry
  * (an unknown endpoint, "?"), or -1 when malformed. */
-static int parse_slots_entry(const redisReply *e, const struct addr *asked,
-                             long long *start, long long *end, struct addr *master) {
+static int parse_slots_entry(const redisReply *e, const struct addr *asked, long long *start,
+                             long long *end, struct addr *master) {
     if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
         e->element[0]->type != REDIS_REPLY_INTEGER || e->element[1]->type != REDIS_REPLY_INTEGER)
         return -1;
     const redisReply *m = e->element[2];
-    if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 || m->element[0]->type != REDIS_REPLY_STRING ||
-        m->element[1]->type != REDIS_REPLY_INTEGER)
+    if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+        m->element[0]->type != REDIS_REPLY_STRING || m->element[1]->type != REDIS_REPLY_INTEGER)
         return -1;
     *start = e->element[0]->integer;
     *end = e->element[1]->integer;
-    if (*start < 0 || *end >= CLUSTER_SLOTS || *start > *end)
-        return -1;
+    if (*start < 0 || *end >= CLUSTER_SLOTS || *start > *end) return -1;
     const char *host = m->element[0]->str;
-    if (strcmp(host, "?") == 0)
-        return 1;
-    if (host[0] == '\0')
-        host = asked->host;
-    if (strlen(host) >= ADDR_HOST_MAX || m->element[1]->integer < 1 || m->element[1]->integer > 65535)
+    if (strcmp(host, "?") == 0) return 1;
+    if (host[0] == '\0') host = asked->host;
+    if (strlen(host) >= ADDR_HOST_MAX || m->element[1]->integer < 1 ||
+        m->element[1]->integer > 65535)
         return -1;
     snprintf(master->host, sizeof(master->host), "%s", host);
     master->port = (int)m->element[1]->integer;
@@ -185,8 +176,8 @@ static int parse_slots_entry(const redisReply *e, const struct addr *asked,
 
 /* owner[] (CLUSTER_SLOTS entries) from a CLUSTER SLOTS reply r of the node
  * at a; every slot must have a master. */
-static int parse_slots(const redisReply *r, const struct addr *a, struct addr *owner,
-                       char *errstr, size_t errlen) {
+static int parse_slots(const redisReply *r, const struct addr *a, struct addr *owner, char *errstr,
+                       size_t errlen) {
     memset(owner, 0, sizeof(*owner) * CLUSTER_SLOTS);
     for (size_t i = 0; i < r->elements; i++) {
         long long start, end;
@@ -197,12 +188,12 @@ static int parse_slots(const redisReply *r, const struct addr *a, struct addr *o
                      a->port, i);
             return -1;
         }
-        for (long long s = start; got == 0 && s <= end; s++)
-            owner[s] = m;
+        for (long long s = start; got == 0 && s <= end; s++) owner[s] = m;
     }
     for (int s = 0; s < CLUSTER_SLOTS; s++)
         if (owner[s].port == 0) {
-            snprintf(errstr, errlen, "CLUSTER SLOTS at %.200s:%d: slot %d has no master (cluster not ready?)",
+            snprintf(errstr, errlen,
+                     "CLUSTER SLOTS at %.200s:%d: slot %d has no master (cluster not ready?)",
                      a->host, a->port, s);
             return -1;
         }
@@ -249,8 +240,7 @@ static int refresh_from(struct cluster *cl, const struct addr *a, char *errstr, 
     o.load_scripts = 0;
     o.on_connect = NULL;
     redisContext *c = rpool_connect(&o, errstr, errlen);
-    if (c == NULL)
-        return -1;
+    if (c == NULL) return -1;
     redisReply *r = redisCommand(c, "CLUSTER SLOTS");
     if (r == NULL) {
         snprintf(errstr, errlen, "CLUSTER SLOTS at %.200s:%d: %s", a->host, a->port, c->errstr);
@@ -282,8 +272,7 @@ static int addr_same(const struct addr *a, const struct addr *b) {
 /* Adds a to cand[] (n entries) unless it is there already. */
 static void cand_add(struct addr *cand, int *n, const struct addr *a) {
     for (int i = 0; i < *n; i++)
-        if (addr_same(&cand[i], a))
-            return;
+        if (addr_same(&cand[i], a)) return;
     cand[(*n)++] = *a;
 }
 
@@ -293,12 +282,9 @@ int cluster_refresh(struct cluster *cl, char *errstr, size_t errlen) {
     /* The node that answered last first (a dead one asked first would cost
      * every reload its timeout), then the masters known, then the seeds. */
     pthread_mutex_lock(&cl->lock);
-    if (cl->last_ok.port)
-        cand_add(cand, &n, &cl->last_ok);
-    for (int i = 0; i < cl->nnodes; i++)
-        cand_add(cand, &n, &cl->nodes[i].addr);
-    for (int i = 0; i < cl->nseeds; i++)
-        cand_add(cand, &n, &cl->seeds[i]);
+    if (cl->last_ok.port) cand_add(cand, &n, &cl->last_ok);
+    for (int i = 0; i < cl->nnodes; i++) cand_add(cand, &n, &cl->nodes[i].addr);
+    for (int i = 0; i < cl->nseeds; i++) cand_add(cand, &n, &cl->seeds[i]);
     pthread_mutex_unlock(&cl->lock);
     char why[512] = "no node to ask";
     for (int i = 0; i < n; i++)
@@ -318,8 +304,7 @@ static void refresh_after_moved(struct cluster *cl) {
     int busy = cl->refreshing;
     cl->refreshing = 1;
     pthread_mutex_unlock(&cl->lock);
-    if (busy)
-        return;
+    if (busy) return;
     char why[512];
     (void)cluster_refresh(cl, why, sizeof(why)); /* the redirect itself is followed anyway */
     pthread_mutex_lock(&cl->lock);
@@ -344,7 +329,8 @@ struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, 
     memset(cl->owner, NO_OWNER, sizeof(cl->owner));
     cl->max_redirects = opt->max_redirects;
     cl->node_opt = opt->node;
-    snprintf(cl->password, sizeof(cl->password), "%s", opt->node.password ? opt->node.password : "");
+    snprintf(cl->password, sizeof(cl->password), "%s",
+             opt->node.password ? opt->node.password : "");
     cl->node_opt.password = cl->password;
     cl->node_opt.sentinels = NULL;
     cl->node_opt.database = 0;
@@ -356,10 +342,8 @@ struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, 
 }
 
 void cluster_free(struct cluster *cl) {
-    if (cl == NULL)
-        return;
-    for (int i = 0; i < cl->nnodes; i++)
-        rpool_free(cl->nodes[i].pool);
+    if (cl == NULL) return;
+    for (int i = 0; i < cl->nnodes; i++) rpool_free(cl->nodes[i].pool);
     pthread_mutex_destroy(&cl->lock);
     free(cl);
 }
@@ -369,16 +353,14 @@ void cluster_free(struct cluster *cl) {
  * (most likely a MOVED) says what happened. */
 static redisReply *send_on(redisContext *c, int asking, int argc, const char **argv,
                            const size_t *argvlen) {
-    if (!asking)
-        return redisCommandArgv(c, argc, argv, argvlen);
+    if (!asking) return redisCommandArgv(c, argc, argv, argvlen);
     redisReply *ok = NULL, *r = NULL;
     if (redisAppendCommand(c, "ASKING") != REDIS_OK ||
         redisAppendCommandArgv(c, argc, argv, argvlen) != REDIS_OK ||
         redisGetReply(c, (void **)&ok) != REDIS_OK)
         return NULL;
     freeReplyObject(ok);
-    if (redisGetReply(c, (void **)&r) != REDIS_OK)
-        return NULL;
+    if (redisGetReply(c, (void **)&r) != REDIS_OK) return NULL;
     return r;
 }
 
@@ -391,15 +373,14 @@ void cluster_note(struct cluster *cl, int kind, const struct cluster_redirect *r
     } else if (kind == CLUSTER_MOVED) {
         cl->stats.moved++;
         int i = node_index_locked(cl, &rd->to);
-        if (i >= 0)
-            cl->owner[rd->slot] = (uint8_t)i;
+        if (i >= 0) cl->owner[rd->slot] = (uint8_t)i;
     }
     pthread_mutex_unlock(&cl->lock);
 }
 
-redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key,
-                                 int argc, const char **argv, const size_t *argvlen,
-                                 char *errstr, size_t errlen) {
+redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key, int argc,
+                                 const char **argv, const size_t *argvlen, char *errstr,
+                                 size_t errlen) {
     struct addr target;
     unsigned slot = cluster_key_slot(key, strlen(key));
     cluster_slot_master(cl, slot, &target);
@@ -412,12 +393,11 @@ redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *ke
         struct rpool *p = cluster_node_pool(cl, &target);
         redisContext *c;
         if (p == NULL) {
-            snprintf(errstr, errlen, "%.200s:%d: more than %d masters, or out of memory", target.host,
-                     target.port, CLUSTER_NODES_MAX);
+            snprintf(errstr, errlen, "%.200s:%d: more than %d masters, or out of memory",
+                     target.host, target.port, CLUSTER_NODES_MAX);
             return NULL;
         }
-        if (rpool_get(p, wait_ms, &c, errstr, errlen) != RPOOL_OK)
-            return NULL;
+        if (rpool_get(p, wait_ms, &c, errstr, errlen) != RPOOL_OK) return NULL;
         redisReply *r = send_on(c, asking, argc, argv, argvlen);
         if (r == NULL) {
             /* It may have run: never sent again. */
@@ -429,8 +409,7 @@ redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *ke
         rpool_put(p, c);
         struct cluster_redirect rd;
         int kind = cluster_reply_kind(r, &rd);
-        if (kind == CLUSTER_ANSWER)
-            return r;
+        if (kind == CLUSTER_ANSWER) return r;
         if (hops == cl->max_redirects) {
             snprintf(errstr, errlen, "too many redirects (%d), last %s", hops, r->str);
             freeReplyObject(r);
@@ -439,11 +418,10 @@ redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *ke
         freeReplyObject(r);
         cluster_note(cl, kind, &rd);
         if (kind == CLUSTER_TRYAGAIN) {
-            mclock_sleep_ms(CLUSTER_TRYAGAIN_MS);   /* same node, same ASKING */
+            mclock_sleep_ms(CLUSTER_TRYAGAIN_MS); /* same node, same ASKING */
             continue;
         }
-        if (kind == CLUSTER_MOVED)
-            refresh_after_moved(cl);
+        if (kind == CLUSTER_MOVED) refresh_after_moved(cl);
         asking = kind == CLUSTER_ASK;
         target = rd.to;
     }

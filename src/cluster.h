@@ -32,7 +32,7 @@
 #include "rpool.h"
 
 #define CLUSTER_SLOTS 16384
-#define CLUSTER_NODES_MAX 64     /* masters known at once */
+#define CLUSTER_NODES_MAX 64 /* masters known at once */
 
 /* The slot of a key: CRC16 (XMODEM) of the key, or of its hash tag (the
  * bytes between the first '{' and the first '}' after it, when there is at
@@ -41,7 +41,7 @@ unsigned cluster_key_slot(const char *key, size_t len);
 
 /* A parsed redirect. */
 struct cluster_redirect {
-    int ask;                    /* 1 for ASK, 0 for MOVED */
+    int ask; /* 1 for ASK, 0 for MOVED */
     unsigned slot;
     struct addr to;
 };
@@ -57,7 +57,7 @@ int cluster_redirect_parse(const redisReply *r, struct cluster_redirect *out);
  * on the target), each with *out filled; TRYAGAIN (a command on several keys
  * while a migration has split them between the two nodes: the same node is
  * asked again a little later, as hiredis-cluster and Redisson do). Pure. */
-#define CLUSTER_ANSWER 0        /* anything else: the command's own answer */
+#define CLUSTER_ANSWER 0 /* anything else: the command's own answer */
 #define CLUSTER_MOVED 1
 #define CLUSTER_ASK 2
 #define CLUSTER_TRYAGAIN 3
@@ -69,8 +69,8 @@ int cluster_reply_kind(const redisReply *r, struct cluster_redirect *out);
 struct cluster;
 
 struct cluster_options {
-    const char *nodes;          /* seed "host:port,..." (redis.cluster.nodes) */
-    int max_redirects;          /* MOVED/ASK hops per command (default 5) */
+    const char *nodes; /* seed "host:port,..." (redis.cluster.nodes) */
+    int max_redirects; /* MOVED/ASK hops per command (default 5) */
     /* What every node's pool connects with: password, timeout_ms, size,
      * load_scripts, on_connect. host, port, sentinels and database are
      * ignored (a cluster has database 0 only). */
@@ -108,9 +108,9 @@ struct rpool *cluster_node_pool(struct cluster *cl, const struct addr *a);
  * redirect is returned as it is), or NULL with errstr set: the node's I/O
  * error ("127.0.0.1:7001: Connection reset by peer"), "too many redirects
  * (5), last MOVED 3999 127.0.0.1:7002", or no connection within wait_ms. */
-redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key,
-                                 int argc, const char **argv, const size_t *argvlen,
-                                 char *errstr, size_t errlen);
+redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key, int argc,
+                                 const char **argv, const size_t *argvlen, char *errstr,
+                                 size_t errlen);
 
 /* Takes a refusal of kind (cluster_reply_kind) into account before it is
  * followed: counts it and, for MOVED, makes the node it names the slot's

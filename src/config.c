@@ -34,101 +34,100 @@
 #include <strings.h>
 
 enum key_type {
-    KEY_INT,    /* whole number within [min, max] */
-    KEY_BOOL,   /* true/false, yes/no, on/off, 1/0 */
+    KEY_INT, /* whole number within [min, max] */
+    KEY_BOOL, /* true/false, yes/no, on/off, 1/0 */
     KEY_AUTOBOOL, /* "auto" (stored as -1: the deployment mode decides) or a boolean */
     KEY_STRING, /* at most size-1 bytes; at least min bytes */
-    KEY_NAME,   /* a non-empty string of [a-z0-9-] */
-    KEY_PATH,   /* a URL path starting with '/', stored without trailing '/' */
+    KEY_NAME, /* a non-empty string of [a-z0-9-] */
+    KEY_PATH, /* a URL path starting with '/', stored without trailing '/' */
     KEY_CHOICE, /* one of the '|'-separated words in choices */
-    KEY_ADDRS,  /* host:port,... (addr.h), at most max entries; empty when min is 0 */
-    KEY_NAMES,  /* "all" or names [a-z0-9-] separated by commas */
-    KEY_TOKEN,  /* empty, or at least min visible ASCII characters; secret */
+    KEY_ADDRS, /* host:port,... (addr.h), at most max entries; empty when min is 0 */
+    KEY_NAMES, /* "all" or names [a-z0-9-] separated by commas */
+    KEY_TOKEN, /* empty, or at least min visible ASCII characters; secret */
 };
 
 struct config_key {
     const char *name;
     enum key_type type;
-    size_t offset;      /* into struct config */
-    size_t size;        /* of that field */
+    size_t offset; /* into struct config */
+    size_t size; /* of that field */
     long long min, max; /* KEY_INT: the range; KEY_STRING: min = min length */
-    int secret;         /* never echoed, masked in config_dump */
-    const char *def;    /* the default, as text */
+    int secret; /* never echoed, masked in config_dump */
+    const char *def; /* the default, as text */
     const char *choices; /* KEY_CHOICE: "global|item" */
 };
 
 #define FIELD_SIZE(f) sizeof(((struct config *)0)->f)
-#define K_INT(n, f, d, lo, hi) \
+#define K_INT(n, f, d, lo, hi)                                                                     \
     { n, KEY_INT, offsetof(struct config, f), FIELD_SIZE(f), lo, hi, 0, d, NULL }
-#define K_BOOL(n, f, d) \
+#define K_BOOL(n, f, d)                                                                            \
     { n, KEY_BOOL, offsetof(struct config, f), FIELD_SIZE(f), 0, 1, 0, d, NULL }
-#define K_AUTOBOOL(n, f) \
+#define K_AUTOBOOL(n, f)                                                                           \
     { n, KEY_AUTOBOOL, offsetof(struct config, f), FIELD_SIZE(f), 0, 1, 0, "auto", NULL }
-#define K_STR(n, f, d, minlen, secret) \
+#define K_STR(n, f, d, minlen, secret)                                                             \
     { n, KEY_STRING, offsetof(struct config, f), FIELD_SIZE(f), minlen, 0, secret, d, NULL }
-#define K_NAME(n, f, d) \
+#define K_NAME(n, f, d)                                                                            \
     { n, KEY_NAME, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
-#define K_PATH(n, f, d) \
+#define K_PATH(n, f, d)                                                                            \
     { n, KEY_PATH, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
-#define K_CHOICE(n, f, d, c) \
+#define K_CHOICE(n, f, d, c)                                                                       \
     { n, KEY_CHOICE, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, c }
-#define K_ADDRS(n, f, d, minn, maxn) \
+#define K_ADDRS(n, f, d, minn, maxn)                                                               \
     { n, KEY_ADDRS, offsetof(struct config, f), FIELD_SIZE(f), minn, maxn, 0, d, NULL }
-#define K_NAMES(n, f, d) \
+#define K_NAMES(n, f, d)                                                                           \
     { n, KEY_NAMES, offsetof(struct config, f), FIELD_SIZE(f), 1, 0, 0, d, NULL }
-#define K_TOKEN(n, f, minlen) \
+#define K_TOKEN(n, f, minlen)                                                                      \
     { n, KEY_TOKEN, offsetof(struct config, f), FIELD_SIZE(f), minlen, 0, 1, "", NULL }
 
 static const struct config_key keys[] = {
-    K_STR ("server.bind",                bind,                 "127.0.0.1", 1, 0),
-    K_INT ("server.port",                port,                 "3786", 1, 65535),
-    K_PATH("server.context-path",        context_path,         "/redis/distributed/lock"),
-    K_INT ("server.max-connections",     max_connections,      "4096", 1, 1000000),
-    K_INT ("server.connection-timeout-s", connection_timeout_s, "30", 0, 86400),
-    K_INT ("server.max-body-bytes",      max_body_bytes,       "4096", 1, 16777216),
+    K_STR("server.bind", bind, "127.0.0.1", 1, 0),
+    K_INT("server.port", port, "3786", 1, 65535),
+    K_PATH("server.context-path", context_path, "/redis/distributed/lock"),
+    K_INT("server.max-connections", max_connections, "4096", 1, 1000000),
+    K_INT("server.connection-timeout-s", connection_timeout_s, "30", 0, 86400),
+    K_INT("server.max-body-bytes", max_body_bytes, "4096", 1, 16777216),
 
-    K_STR ("redis.host",                 redis_host,           "127.0.0.1", 1, 0),
-    K_INT ("redis.port",                 redis_port,           "6379", 1, 65535),
-    K_STR ("redis.password",             redis_password,       "", 0, 1),
-    K_INT ("redis.database",             redis_database,       "0", 0, 1000000),
-    K_INT ("redis.timeout",              redis_timeout_ms,     "2000", 1, 600000),
-    K_INT ("redis.pool-size",            redis_pool_size,      "128", 1, 10000),
-    K_ADDRS("redis.sentinel.nodes",      sentinel_nodes,       "", 0, 16),
-    K_STR ("redis.sentinel.master",      sentinel_master,      "mymaster", 1, 0),
-    K_ADDRS("redis.cluster.nodes",       cluster_nodes,        "", 0, 16),
-    K_INT ("redis.cluster.max-redirects", cluster_max_redirects, "5", 0, 16),
+    K_STR("redis.host", redis_host, "127.0.0.1", 1, 0),
+    K_INT("redis.port", redis_port, "6379", 1, 65535),
+    K_STR("redis.password", redis_password, "", 0, 1),
+    K_INT("redis.database", redis_database, "0", 0, 1000000),
+    K_INT("redis.timeout", redis_timeout_ms, "2000", 1, 600000),
+    K_INT("redis.pool-size", redis_pool_size, "128", 1, 10000),
+    K_ADDRS("redis.sentinel.nodes", sentinel_nodes, "", 0, 16),
+    K_STR("redis.sentinel.master", sentinel_master, "mymaster", 1, 0),
+    K_ADDRS("redis.cluster.nodes", cluster_nodes, "", 0, 16),
+    K_INT("redis.cluster.max-redirects", cluster_max_redirects, "5", 0, 16),
 
-    K_STR ("inventory.key",              stock_key,            "inventory001", 1, 0),
-    K_INT ("inventory.initial-stock",    initial_stock,        "200", 0, 1000000000),
-    K_AUTOBOOL("inventory.probe",        probe),
+    K_STR("inventory.key", stock_key, "inventory001", 1, 0),
+    K_INT("inventory.initial-stock", initial_stock, "200", 0, 1000000000),
+    K_AUTOBOOL("inventory.probe", probe),
 
-    K_NAME("lock.strategy",              strategy,             "atomic"),
-    K_STR ("lock.name",                  lock_name,            "RedisDistributedLock", 1, 0),
-    K_INT ("lock.ttl-ms",                lock_ttl_ms,          "10000", 1, 86400000),
-    K_INT ("lock.wait-ms",               lock_wait_ms,         "5000", 0, 600000),
-    K_INT ("lock.spin-sleep-ms",         lock_spin_sleep_ms,   "20", 0, 60000),
-    K_INT ("lock.retry-max-depth",       lock_retry_depth,     "500", 1, 100000),
-    K_CHOICE("lock.scope",               lock_scope,           "auto", "auto|global|item"),
-    K_BOOL("lock.read-lock",             read_lock,            "false"),
-    K_NAMES("lock.allowed",              lock_allowed,         "all"),
-    K_INT ("lock.sync-replicas",         lock_sync_replicas,   "0", 0, 1000),
+    K_NAME("lock.strategy", strategy, "atomic"),
+    K_STR("lock.name", lock_name, "RedisDistributedLock", 1, 0),
+    K_INT("lock.ttl-ms", lock_ttl_ms, "10000", 1, 86400000),
+    K_INT("lock.wait-ms", lock_wait_ms, "5000", 0, 600000),
+    K_INT("lock.spin-sleep-ms", lock_spin_sleep_ms, "20", 0, 60000),
+    K_INT("lock.retry-max-depth", lock_retry_depth, "500", 1, 100000),
+    K_CHOICE("lock.scope", lock_scope, "auto", "auto|global|item"),
+    K_BOOL("lock.read-lock", read_lock, "false"),
+    K_NAMES("lock.allowed", lock_allowed, "all"),
+    K_INT("lock.sync-replicas", lock_sync_replicas, "0", 0, 1000),
 
-    K_ADDRS("redlock.nodes",             redlock_nodes,
-           "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 9),
-    K_INT ("redlock.node-timeout-ms",    redlock_node_timeout_ms, "50", 1, 60000),
+    K_ADDRS("redlock.nodes", redlock_nodes, "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 9),
+    K_INT("redlock.node-timeout-ms", redlock_node_timeout_ms, "50", 1, 60000),
 
-    K_BOOL("history.enabled",            history_enabled,      "true"),
-    K_INT ("history.max-events",         history_max_events,   "10000", 1, 10000000),
+    K_BOOL("history.enabled", history_enabled, "true"),
+    K_INT("history.max-events", history_max_events, "10000", 1, 10000000),
 
-    K_BOOL("lab.enabled",                lab_enabled,          "false"),
-    K_ADDRS("lab.target",                lab_target,           "", 0, 1),
-    K_ADDRS("lab.instances",             lab_instances,        "", 0, 2),
-    K_STR ("lab.results-dir",            lab_results_dir,      "results", 1, 0),
+    K_BOOL("lab.enabled", lab_enabled, "false"),
+    K_ADDRS("lab.target", lab_target, "", 0, 1),
+    K_ADDRS("lab.instances", lab_instances, "", 0, 2),
+    K_STR("lab.results-dir", lab_results_dir, "results", 1, 0),
 
-    K_BOOL("faults.enabled",             faults_enabled,       "false"),
-    K_INT ("faults.max-hold-ms",         faults_max_hold_ms,   "60000", 0, 3600000),
+    K_BOOL("faults.enabled", faults_enabled, "false"),
+    K_INT("faults.max-hold-ms", faults_max_hold_ms, "60000", 0, 3600000),
 
-    K_TOKEN("admin.token",               admin_token,          CONFIG_TOKEN_MIN),
+    K_TOKEN("admin.token", admin_token, CONFIG_TOKEN_MIN),
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -172,8 +171,7 @@ static const struct config_key *find_key(const char *name) {
 
 /* Stores origin for key k; an origin too long to keep keeps its tail, which
  * holds the file name and the line number. */
-static void set_origin(struct config *cfg, const struct config_key *k,
-                       const char *origin) {
+static void set_origin(struct config *cfg, const struct config_key *k, const char *origin) {
     char *dst = cfg->origins[k - keys];
     size_t n = strlen(origin);
     if (n < CONFIG_ORIGIN_MAX) {
@@ -202,8 +200,14 @@ static int parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"true", "yes", "on", "1"};
     static const char *const no[] = {"false", "no", "off", "0"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
-        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
-        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
     }
     return -1;
 }
@@ -215,18 +219,18 @@ static int parse_bool(const char *s, int *out) {
 typedef int (*key_check)(const struct config_key *k, const char *value, char *field,
                          const char *origin, char *errstr, size_t errlen);
 
-static int check_int(const struct config_key *k, const char *value, char *field,
-                     const char *origin, char *errstr, size_t errlen) {
+static int check_int(const struct config_key *k, const char *value, char *field, const char *origin,
+                     char *errstr, size_t errlen) {
     long long v;
     int rc = parse_int(value, &v);
     if (rc < 0) {
-        set_err(errstr, errlen, "%s: %s: '%.*s' is not a whole number",
-                origin, k->name, ECHO_MAX, value);
+        set_err(errstr, errlen, "%s: %s: '%.*s' is not a whole number", origin, k->name, ECHO_MAX,
+                value);
         return CONFIG_ERR;
     }
     if (rc > 0 || v < k->min || v > k->max) {
-        set_err(errstr, errlen, "%s: %s: %.*s is out of range (%lld..%lld)",
-                origin, k->name, ECHO_MAX, value, k->min, k->max);
+        set_err(errstr, errlen, "%s: %s: %.*s is out of range (%lld..%lld)", origin, k->name,
+                ECHO_MAX, value, k->min, k->max);
         return CONFIG_ERR;
     }
     *(int *)(void *)field = (int)v;
@@ -238,8 +242,8 @@ static int check_bool(const struct config_key *k, const char *value, char *field
     int b;
     if (parse_bool(value, &b) != 0) {
         set_err(errstr, errlen,
-                "%s: %s: '%.*s' is not a boolean (use true/false, yes/no, on/off or 1/0)",
-                origin, k->name, ECHO_MAX, value);
+                "%s: %s: '%.*s' is not a boolean (use true/false, yes/no, on/off or 1/0)", origin,
+                k->name, ECHO_MAX, value);
         return CONFIG_ERR;
     }
     *(int *)(void *)field = b;
@@ -254,8 +258,10 @@ static int check_autobool(const struct config_key *k, const char *value, char *f
     }
     int b;
     if (parse_bool(value, &b) != 0) {
-        set_err(errstr, errlen, "%s: %s: '%.*s' is neither auto nor a boolean (use auto, "
-                "true/false, yes/no, on/off or 1/0)", origin, k->name, ECHO_MAX, value);
+        set_err(errstr, errlen,
+                "%s: %s: '%.*s' is neither auto nor a boolean (use auto, "
+                "true/false, yes/no, on/off or 1/0)",
+                origin, k->name, ECHO_MAX, value);
         return CONFIG_ERR;
     }
     *(int *)(void *)field = b;
@@ -273,8 +279,8 @@ static int check_choice(const struct config_key *k, const char *value, char *fie
         c += n + (c[n] == '|');
     }
     if (!found) {
-        set_err(errstr, errlen, "%s: %s: '%.*s' is not one of %s",
-                origin, k->name, ECHO_MAX, value, k->choices);
+        set_err(errstr, errlen, "%s: %s: '%.*s' is not one of %s", origin, k->name, ECHO_MAX, value,
+                k->choices);
         return CONFIG_ERR;
     }
     memcpy(field, value, wl + 1);
@@ -290,8 +296,8 @@ static int store_string(const struct config_key *k, const char *value, size_t le
         return CONFIG_ERR;
     }
     if (len >= k->size) {
-        set_err(errstr, errlen, "%s: %s: value is too long (%zu characters, at most %zu)",
-                origin, k->name, len, k->size - 1);
+        set_err(errstr, errlen, "%s: %s: value is too long (%zu characters, at most %zu)", origin,
+                k->name, len, k->size - 1);
         return CONFIG_ERR;
     }
     memcpy(field, value, len);
@@ -307,15 +313,16 @@ static int check_string(const struct config_key *k, const char *value, char *fie
 /* A name: [a-z0-9-]. */
 static int name_valid(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) return 0;
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return 0;
     return 1;
 }
 
 static int check_name(const struct config_key *k, const char *value, char *field,
                       const char *origin, char *errstr, size_t errlen) {
     if (!name_valid(value, strlen(value))) {
-        set_err(errstr, errlen, "%s: %s: '%.*s' may contain only a-z, 0-9 and '-'",
-                origin, k->name, ECHO_MAX, value);
+        set_err(errstr, errlen, "%s: %s: '%.*s' may contain only a-z, 0-9 and '-'", origin, k->name,
+                ECHO_MAX, value);
         return CONFIG_ERR;
     }
     return check_string(k, value, field, origin, errstr, errlen);
@@ -330,8 +337,10 @@ static int check_names(const struct config_key *k, const char *value, char *fiel
         while (w < e && (*w == ' ' || *w == '\t')) w++;
         while (e > w && (e[-1] == ' ' || e[-1] == '\t')) e--;
         if (e == w || !name_valid(w, (size_t)(e - w))) {
-            set_err(errstr, errlen, "%s: %s: '%.*s' is not a list of names (a-z, 0-9, '-') "
-                    "separated by commas", origin, k->name, ECHO_MAX, value);
+            set_err(errstr, errlen,
+                    "%s: %s: '%.*s' is not a list of names (a-z, 0-9, '-') "
+                    "separated by commas",
+                    origin, k->name, ECHO_MAX, value);
             return CONFIG_ERR;
         }
         p += n + (p[n] == ',');
@@ -343,14 +352,14 @@ static int check_path(const struct config_key *k, const char *value, char *field
                       const char *origin, char *errstr, size_t errlen) {
     size_t len = strlen(value);
     if (len > 0 && value[0] != '/') {
-        set_err(errstr, errlen, "%s: %s: '%.*s' must start with '/'",
-                origin, k->name, ECHO_MAX, value);
+        set_err(errstr, errlen, "%s: %s: '%.*s' must start with '/'", origin, k->name, ECHO_MAX,
+                value);
         return CONFIG_ERR;
     }
     for (const char *p = value; *p; p++) {
         if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p) || *p == '?' || *p == '#') {
-            set_err(errstr, errlen, "%s: %s: '%.*s' may not contain spaces, '?' or '#'",
-                    origin, k->name, ECHO_MAX, value);
+            set_err(errstr, errlen, "%s: %s: '%.*s' may not contain spaces, '?' or '#'", origin,
+                    k->name, ECHO_MAX, value);
             return CONFIG_ERR;
         }
     }
@@ -379,20 +388,23 @@ static int check_addrs(const struct config_key *k, const char *value, char *fiel
 static int check_token(const struct config_key *k, const char *value, char *field,
                        const char *origin, char *errstr, size_t errlen) {
     size_t len = strlen(value);
-    if (len == 0) {   /* no token */
+    if (len == 0) { /* no token */
         field[0] = '\0';
         return CONFIG_OK;
     }
     if (len < (size_t)k->min) {
-        set_err(errstr, errlen, "%s: %s: the token is shorter than %lld characters; pick a "
+        set_err(errstr, errlen,
+                "%s: %s: the token is shorter than %lld characters; pick a "
                 "random one, e.g. the output of od -An -tx1 -N24 /dev/urandom | tr -d ' \\n'",
                 origin, k->name, k->min);
         return CONFIG_ERR;
     }
     for (const char *p = value; *p; p++) {
         if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) {
-            set_err(errstr, errlen, "%s: %s: the token may hold only visible ASCII characters "
-                    "(no spaces, no control characters)", origin, k->name);
+            set_err(errstr, errlen,
+                    "%s: %s: the token may hold only visible ASCII characters "
+                    "(no spaces, no control characters)",
+                    origin, k->name);
             return CONFIG_ERR;
         }
     }
@@ -400,17 +412,16 @@ static int check_token(const struct config_key *k, const char *value, char *fiel
 }
 
 static const key_check checks[] = {
-    [KEY_INT] = check_int,       [KEY_BOOL] = check_bool,   [KEY_STRING] = check_string,
-    [KEY_AUTOBOOL] = check_autobool,
-    [KEY_NAME] = check_name,     [KEY_PATH] = check_path,   [KEY_CHOICE] = check_choice,
-    [KEY_ADDRS] = check_addrs,   [KEY_NAMES] = check_names, [KEY_TOKEN] = check_token,
+    [KEY_INT] = check_int,           [KEY_BOOL] = check_bool,   [KEY_STRING] = check_string,
+    [KEY_AUTOBOOL] = check_autobool, [KEY_NAME] = check_name,   [KEY_PATH] = check_path,
+    [KEY_CHOICE] = check_choice,     [KEY_ADDRS] = check_addrs, [KEY_NAMES] = check_names,
+    [KEY_TOKEN] = check_token,
 };
 
 /* Checks value against k and stores it; on error leaves cfg untouched and
  * writes "ORIGIN: key: why". */
-static int apply_value(struct config *cfg, const struct config_key *k,
-                       const char *value, const char *origin,
-                       char *errstr, size_t errlen) {
+static int apply_value(struct config *cfg, const struct config_key *k, const char *value,
+                       const char *origin, char *errstr, size_t errlen) {
     char *field = (char *)cfg + k->offset;
     if (checks[k->type](k, value, field, origin, errstr, errlen) != CONFIG_OK) return CONFIG_ERR;
     set_origin(cfg, k, origin);
@@ -425,8 +436,8 @@ void config_defaults(struct config *cfg) {
     }
 }
 
-int config_apply(struct config *cfg, const char *key, const char *value,
-                 const char *origin, char *errstr, size_t errlen) {
+int config_apply(struct config *cfg, const char *key, const char *value, const char *origin,
+                 char *errstr, size_t errlen) {
     const struct config_key *k = find_key(key);
     if (k == NULL) {
         set_err(errstr, errlen, "%s: unknown key '%.*s'", origin, ECHO_MAX, key);
@@ -448,8 +459,7 @@ static char *trim(char *s) {
 /* Warnings are cleared first, so each call reports only its own. Keys before
  * a bad line have already been applied when CONFIG_ERR is returned; the
  * caller is expected to stop. */
-int config_load_file(struct config *cfg, const char *path,
-                     char *errstr, size_t errlen,
+int config_load_file(struct config *cfg, const char *path, char *errstr, size_t errlen,
                      char *warnings, size_t warnings_len) {
     FILE *fp;
     char *line = NULL;
@@ -494,8 +504,8 @@ int config_load_file(struct config *cfg, const char *path,
             break;
         }
         if (find_key(key) == NULL) {
-            add_warning(warnings, warnings_len, "%s: unknown key '%.*s' ignored\n",
-                        origin, ECHO_MAX, key);
+            add_warning(warnings, warnings_len, "%s: unknown key '%.*s' ignored\n", origin,
+                        ECHO_MAX, key);
             continue;
         }
         if (config_apply(cfg, key, value, origin, errstr, errlen) != CONFIG_OK) {
@@ -525,8 +535,7 @@ static void env_name(const char *key, char *buf, size_t len) {
 
 /* Warnings are cleared first, as for config_load_file. Values are taken as
  * they are, without trimming. */
-int config_load_env(struct config *cfg, char *const *envp,
-                    char *errstr, size_t errlen,
+int config_load_env(struct config *cfg, char *const *envp, char *errstr, size_t errlen,
                     char *warnings, size_t warnings_len) {
     if (warnings != NULL && warnings_len > 0) warnings[0] = '\0';
     if (envp == NULL) return CONFIG_OK;
@@ -545,27 +554,24 @@ int config_load_env(struct config *cfg, char *const *envp,
             env_name(keys[i].name, name, sizeof name);
             if (strlen(name) == namelen && memcmp(name, var, namelen) == 0) k = &keys[i];
         }
-        snprintf(origin, sizeof origin, "env %.*s",
-                 (int)(namelen < 200 ? namelen : 200), var);
+        snprintf(origin, sizeof origin, "env %.*s", (int)(namelen < 200 ? namelen : 200), var);
         if (k == NULL) {
             add_warning(warnings, warnings_len, "%s: unknown key ignored\n", origin);
             continue;
         }
-        if (apply_value(cfg, k, eq + 1, origin, errstr, errlen) != CONFIG_OK)
-            return CONFIG_ERR;
+        if (apply_value(cfg, k, eq + 1, origin, errstr, errlen) != CONFIG_OK) return CONFIG_ERR;
     }
     return CONFIG_OK;
 }
 
-int config_set(struct config *cfg, const char *assignment,
-               char *errstr, size_t errlen) {
+int config_set(struct config *cfg, const char *assignment, char *errstr, size_t errlen) {
     char buf[1024];
     char *eq, *key, *value;
     size_t len = strlen(assignment);
 
     if (len >= sizeof buf) {
-        set_err(errstr, errlen, "--set: assignment is too long (%zu characters, at most %zu)",
-                len, sizeof buf - 1);
+        set_err(errstr, errlen, "--set: assignment is too long (%zu characters, at most %zu)", len,
+                sizeof buf - 1);
         return CONFIG_ERR;
     }
     memcpy(buf, assignment, len + 1);
@@ -610,7 +616,9 @@ static int unknown_name(const char *w, size_t n, const void *arg) {
     return !(n == 3 && strncmp(w, "all", 3) == 0) && !name_known(w, n, arg);
 }
 
-struct match { const char *name; };
+struct match {
+    const char *name;
+};
 
 static int same_name(const char *w, size_t n, const void *arg) {
     const struct match *m = arg;
@@ -634,39 +642,47 @@ static void join_names(const char *const *names, char *buf, size_t len) {
     }
 }
 
-
 /* Cluster mode's rules: what cannot share a cluster, said with its reason. */
 static int cluster_check(const struct config *cfg, char *errstr, size_t errlen) {
     const char *at = config_origin(cfg, "redis.cluster.nodes");
     if (cfg->sentinel_nodes[0]) {
-        set_err(errstr, errlen, "%s: redis.cluster.nodes and redis.sentinel.nodes are both set: "
-                "a cluster fails over by itself, without Sentinel; set one", at);
+        set_err(errstr, errlen,
+                "%s: redis.cluster.nodes and redis.sentinel.nodes are both set: "
+                "a cluster fails over by itself, without Sentinel; set one",
+                at);
         return CONFIG_ERR;
     }
     if (strcmp(cfg->lock_scope, "global") == 0) {
-        set_err(errstr, errlen, "%s: redis.cluster.nodes needs lock.scope=item (or auto, which "
+        set_err(errstr, errlen,
+                "%s: redis.cluster.nodes needs lock.scope=item (or auto, which "
                 "picks it), and lock.scope is global (%s): one global lock key lives in one slot "
                 "and each item's keys in another, and a sale's scripts touch both, which a cluster "
-                "refuses", at, config_origin(cfg, "lock.scope"));
+                "refuses",
+                at, config_origin(cfg, "lock.scope"));
         return CONFIG_ERR;
     }
     if (strpbrk(cfg->lock_name, "{}") || strlen(cfg->lock_name) > 100) {
-        set_err(errstr, errlen, "%s: redis.cluster.nodes: lock.name '%.*s' must be at most 100 "
+        set_err(errstr, errlen,
+                "%s: redis.cluster.nodes: lock.name '%.*s' must be at most 100 "
                 "characters without '{' or '}': the lock key is lock.name:{item}, and a brace of "
-                "its own would put the lock in another slot than the item", at, ECHO_MAX,
-                cfg->lock_name);
+                "its own would put the lock in another slot than the item",
+                at, ECHO_MAX, cfg->lock_name);
         return CONFIG_ERR;
     }
     if (cfg->redis_database != 0) {
-        set_err(errstr, errlen, "%s: redis.cluster.nodes: a cluster has database 0 only, and "
-                "redis.database is %d", at, cfg->redis_database);
+        set_err(errstr, errlen,
+                "%s: redis.cluster.nodes: a cluster has database 0 only, and "
+                "redis.database is %d",
+                at, cfg->redis_database);
         return CONFIG_ERR;
     }
     if (cfg->probe == 1) {
-        set_err(errstr, errlen, "%s: redis.cluster.nodes needs inventory.probe=false (or auto, "
+        set_err(errstr, errlen,
+                "%s: redis.cluster.nodes needs inventory.probe=false (or auto, "
                 "which picks it), and inventory.probe is true (%s): the probe's dead-holder check "
                 "reads each process's alive key, which lives in another slot; the history and "
-                "inventory-check still judge overlaps", at, config_origin(cfg, "inventory.probe"));
+                "inventory-check still judge overlaps",
+                at, config_origin(cfg, "inventory.probe"));
         return CONFIG_ERR;
     }
     return CONFIG_OK;
@@ -684,11 +700,13 @@ static int bind_loopback(const char *bind) {
  * either needs admin.token, which then guards them (http.c). */
 static int admin_check(const struct config *cfg, char *errstr, size_t errlen) {
     const char *on = cfg->lab_enabled && cfg->faults_enabled ? "lab.enabled and faults.enabled are"
-                     : cfg->lab_enabled ? "lab.enabled is" : "faults.enabled is";
+                     : cfg->lab_enabled                      ? "lab.enabled is"
+                                                             : "faults.enabled is";
     if ((!cfg->lab_enabled && !cfg->faults_enabled) || cfg->admin_token[0] ||
         bind_loopback(cfg->bind))
         return CONFIG_OK;
-    set_err(errstr, errlen, "%s: server.bind: %.*s is not a loopback address (127.0.0.0/8) and %s "
+    set_err(errstr, errlen,
+            "%s: server.bind: %.*s is not a loopback address (127.0.0.0/8) and %s "
             "true, so anyone who reaches the port could reset the stock, start load runs or "
             "inject faults; set admin.token (at least %d characters, or INVENTORYD_ADMIN_TOKEN) "
             "to require 'Authorization: Bearer <admin.token>' for them, or bind 127.0.0.1",
@@ -696,13 +714,12 @@ static int admin_check(const struct config *cfg, char *errstr, size_t errlen) {
     return CONFIG_ERR;
 }
 
-int config_check(const struct config *cfg, const char *const *names,
-                 char *errstr, size_t errlen) {
+int config_check(const struct config *cfg, const char *const *names, char *errstr, size_t errlen) {
     char known[1024];
     char why[192];
     if (item_check(cfg->stock_key, cfg->lock_name, why, sizeof(why)) != 0) {
-        set_err(errstr, errlen, "%s: inventory.key: '%.*s': %s", config_origin(cfg, "inventory.key"),
-                ECHO_MAX, cfg->stock_key, why);
+        set_err(errstr, errlen, "%s: inventory.key: '%.*s': %s",
+                config_origin(cfg, "inventory.key"), ECHO_MAX, cfg->stock_key, why);
         return CONFIG_ERR;
     }
     join_names(names, known, sizeof known);
@@ -716,8 +733,7 @@ int config_check(const struct config *cfg, const char *const *names,
                 config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, known);
         return CONFIG_ERR;
     }
-    if (cfg->cluster_nodes[0] && cluster_check(cfg, errstr, errlen) != CONFIG_OK)
-        return CONFIG_ERR;
+    if (cfg->cluster_nodes[0] && cluster_check(cfg, errstr, errlen) != CONFIG_OK) return CONFIG_ERR;
     if (!config_allows(cfg, cfg->strategy)) {
         set_err(errstr, errlen, "%s: lock.allowed: '%.*s' does not allow lock.strategy '%s'",
                 config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, cfg->strategy);
@@ -762,15 +778,15 @@ size_t config_dump(const struct config *cfg, char *buf, size_t len) {
             break;
         case KEY_AUTOBOOL:
             value = *(const int *)(const void *)field < 0 ? "auto"
-                    : *(const int *)(const void *)field ? "true" : "false";
+                    : *(const int *)(const void *)field   ? "true"
+                                                          : "false";
             break;
         default:
             value = (k->secret && field[0] != '\0') ? "****" : field;
             break;
         }
         n = snprintf(buf != NULL && need < len ? buf + need : NULL,
-                     buf != NULL && need < len ? len - need : 0,
-                     "%s=%s\n", k->name, value);
+                     buf != NULL && need < len ? len - need : 0, "%s=%s\n", k->name, value);
         if (n > 0) need += (size_t)n;
     }
     return need;

@@ -27,82 +27,82 @@
 
 struct config {
     /* server.* */
-    char bind[64];              /* server.bind, default 127.0.0.1 */
-    int port;                   /* server.port, default 3786 */
-    char context_path[128];     /* server.context-path, default /redis/distributed/lock */
-    int max_connections;        /* server.max-connections, default 4096 */
-    int connection_timeout_s;   /* server.connection-timeout-s, default 30: to deliver a whole request */
-    int max_body_bytes;         /* server.max-body-bytes, default 4096 */
+    char bind[64]; /* server.bind, default 127.0.0.1 */
+    int port; /* server.port, default 3786 */
+    char context_path[128]; /* server.context-path, default /redis/distributed/lock */
+    int max_connections; /* server.max-connections, default 4096 */
+    int connection_timeout_s; /* server.connection-timeout-s, default 30: to deliver a whole request */
+    int max_body_bytes; /* server.max-body-bytes, default 4096 */
 
     /* redis.* */
-    char redis_host[256];       /* redis.host, default 127.0.0.1 */
-    int redis_port;             /* redis.port, default 6379 */
-    char redis_password[256];   /* redis.password, default empty (no AUTH) */
-    int redis_database;         /* redis.database, default 0 */
-    int redis_timeout_ms;       /* redis.timeout (ms), default 2000 */
-    int redis_pool_size;        /* redis.pool-size, default 128 */
-    char cluster_nodes[512];    /* redis.cluster.nodes: host:port,... seeds of a
+    char redis_host[256]; /* redis.host, default 127.0.0.1 */
+    int redis_port; /* redis.port, default 6379 */
+    char redis_password[256]; /* redis.password, default empty (no AUTH) */
+    int redis_database; /* redis.database, default 0 */
+    int redis_timeout_ms; /* redis.timeout (ms), default 2000 */
+    int redis_pool_size; /* redis.pool-size, default 128 */
+    char cluster_nodes[512]; /* redis.cluster.nodes: host:port,... seeds of a
                                    Redis Cluster, or "" (default: no cluster) */
-    int cluster_max_redirects;  /* redis.cluster.max-redirects: MOVED, ASK or
+    int cluster_max_redirects; /* redis.cluster.max-redirects: MOVED, ASK or
                                    TRYAGAIN refusals followed per command,
                                    default 5 */
-    char sentinel_nodes[512];   /* redis.sentinel.nodes: host:port,... of the
+    char sentinel_nodes[512]; /* redis.sentinel.nodes: host:port,... of the
                                    sentinels; default empty = no Sentinel, use
                                    redis.host and redis.port */
-    char sentinel_master[128];  /* redis.sentinel.master, default mymaster */
+    char sentinel_master[128]; /* redis.sentinel.master, default mymaster */
 
     /* inventory.* */
-    char stock_key[128];        /* inventory.key, default inventory001 */
-    int initial_stock;          /* inventory.initial-stock, default 200 */
-    int probe;                  /* inventory.probe: 1, 0, or -1 = auto (the default: on,
+    char stock_key[128]; /* inventory.key, default inventory001 */
+    int initial_stock; /* inventory.initial-stock, default 200 */
+    int probe; /* inventory.probe: 1, 0, or -1 = auto (the default: on,
                                    but off in cluster mode); read it with config_probe() */
 
     /* lock.* */
-    char strategy[32];          /* lock.strategy, default atomic */
-    char lock_name[128];        /* lock.name, default RedisDistributedLock */
-    int lock_ttl_ms;            /* lock.ttl-ms, default 10000 */
-    int lock_wait_ms;           /* lock.wait-ms, default 5000; 0 = fail fast */
-    int lock_spin_sleep_ms;     /* lock.spin-sleep-ms, default 20 */
-    int lock_retry_depth;       /* lock.retry-max-depth, default 500 */
-    char lock_scope[8];         /* lock.scope: global (one lock, the demo's), item
+    char strategy[32]; /* lock.strategy, default atomic */
+    char lock_name[128]; /* lock.name, default RedisDistributedLock */
+    int lock_ttl_ms; /* lock.ttl-ms, default 10000 */
+    int lock_wait_ms; /* lock.wait-ms, default 5000; 0 = fail fast */
+    int lock_spin_sleep_ms; /* lock.spin-sleep-ms, default 20 */
+    int lock_retry_depth; /* lock.retry-max-depth, default 500 */
+    char lock_scope[8]; /* lock.scope: global (one lock, the demo's), item
                                    (one lock per stock key) or auto (the default: item
                                    in cluster mode, else global); read it with
                                    config_lock_per_item() */
-    int read_lock;              /* lock.read-lock: GET /inventory takes the read
+    int read_lock; /* lock.read-lock: GET /inventory takes the read
                                    lock of a Redisson RReadWriteLock */
-    int lock_sync_replicas;     /* lock.sync-replicas: WAIT for this many
+    int lock_sync_replicas; /* lock.sync-replicas: WAIT for this many
                                    replicas after acquiring; default 0 = off */
-    char lock_allowed[512];     /* lock.allowed: the strategies that may sell,
+    char lock_allowed[512]; /* lock.allowed: the strategies that may sell,
                                    comma-separated, or "all" (the default) */
 
     /* history.* */
-    int history_enabled;        /* history.enabled, default true */
-    int history_max_events;     /* history.max-events, default 10000 */
+    int history_enabled; /* history.enabled, default true */
+    int history_max_events; /* history.max-events, default 10000 */
 
     /* redlock.* */
-    char redlock_nodes[512];    /* redlock.nodes, default 127.0.0.1:6381,... */
-    int redlock_node_timeout_ms;/* redlock.node-timeout-ms, default 50 */
+    char redlock_nodes[512]; /* redlock.nodes, default 127.0.0.1:6381,... */
+    int redlock_node_timeout_ms; /* redlock.node-timeout-ms, default 50 */
 
     /* lab.* */
-    int lab_enabled;            /* lab.enabled, default false: POST /lab/runs and
+    int lab_enabled; /* lab.enabled, default false: POST /lab/runs and
                                    the other lab endpoints exist only when true */
-    char lab_target[300];       /* lab.target: host:port a run's load goes to;
+    char lab_target[300]; /* lab.target: host:port a run's load goes to;
                                    default empty = this instance */
-    char lab_instances[600];    /* lab.instances: the instances behind lab.target,
+    char lab_instances[600]; /* lab.instances: the instances behind lab.target,
                                    host:port,host:port; a scenario's sale A goes to
                                    the first, B to the second; empty = lab.target */
-    char lab_results_dir[256];  /* lab.results-dir, default results: where
+    char lab_results_dir[256]; /* lab.results-dir, default results: where
                                    GET /lab/results/<name> reads demo.csv,
                                    matrix.csv, campaign.csv and
                                    campaign-counterexample.json (relative to the
                                    working directory) */
 
     /* faults.* */
-    int faults_enabled;         /* faults.enabled, default false */
-    int faults_max_hold_ms;     /* faults.max-hold-ms, default 60000 */
+    int faults_enabled; /* faults.enabled, default false */
+    int faults_max_hold_ms; /* faults.max-hold-ms, default 60000 */
 
     /* admin.* */
-    char admin_token[128];      /* admin.token: empty (the default: nothing
+    char admin_token[128]; /* admin.token: empty (the default: nothing
                                    needs a token), or CONFIG_TOKEN_MIN to 127
                                    visible ASCII characters, which a reset,
                                    a lab run and any fault parameter must then
@@ -123,33 +123,29 @@ void config_defaults(struct config *cfg);
  * On error CONFIG_ERR is returned and errstr holds "FILE:LINE: key: why".
  * Unknown keys are not errors: each gets a line in warnings (if not NULL),
  * "FILE:LINE: unknown key 'x' ignored\n", up to warnings_len bytes. */
-int config_load_file(struct config *cfg, const char *path,
-                     char *errstr, size_t errlen,
+int config_load_file(struct config *cfg, const char *path, char *errstr, size_t errlen,
                      char *warnings, size_t warnings_len);
 
 /* Applies INVENTORYD_* variables from envp (NULL-terminated, as environ).
  * Unknown INVENTORYD_* names are warnings, as for the file. */
-int config_load_env(struct config *cfg, char *const *envp,
-                    char *errstr, size_t errlen,
+int config_load_env(struct config *cfg, char *const *envp, char *errstr, size_t errlen,
                     char *warnings, size_t warnings_len);
 
 /* Applies one "key=value" (from --set). An unknown key is an error here:
  * a typo on the command line should not pass silently. */
-int config_set(struct config *cfg, const char *assignment,
-               char *errstr, size_t errlen);
+int config_set(struct config *cfg, const char *assignment, char *errstr, size_t errlen);
 
 /* Applies one key and value, recording origin (copied). Returns CONFIG_ERR
  * with "ORIGIN: key: why" in errstr for a bad value or an unknown key. */
-int config_apply(struct config *cfg, const char *key, const char *value,
-                 const char *origin, char *errstr, size_t errlen);
+int config_apply(struct config *cfg, const char *key, const char *value, const char *origin,
+                 char *errstr, size_t errlen);
 
 /* Checks what no single key can: that inventory.key can name a stock key,
  * that lock.strategy and every name in lock.allowed is one of names
  * (NULL-terminated), that lock.strategy is allowed, and that lab.enabled or
  * faults.enabled on a server.bind outside 127.0.0.0/8 come with an
  * admin.token. Returns CONFIG_OK, or CONFIG_ERR with "ORIGIN: key: why". */
-int config_check(const struct config *cfg, const char *const *names,
-                 char *errstr, size_t errlen);
+int config_check(const struct config *cfg, const char *const *names, char *errstr, size_t errlen);
 
 /* Whether strategy name may sell under lock.allowed. */
 int config_allows(const struct config *cfg, const char *name);

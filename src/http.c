@@ -56,7 +56,7 @@ struct watch {
     int fd;
     enum watch_phase phase;
     int64_t since_us;
-    int line_cut;              /* the current request line holds a NUL byte */
+    int line_cut; /* the current request line holds a NUL byte */
     struct watch *prev, *next;
 };
 
@@ -68,7 +68,7 @@ struct http_server {
     pthread_t reaper;
     int reaper_running, reaper_stop;
     const struct config *cfg;
-    http_handler handler;      /* answers each request that gets past refuse() */
+    http_handler handler; /* answers each request that gets past refuse() */
     void *handler_cls;
     int listen_fd;
     int quiesced;
@@ -76,12 +76,12 @@ struct http_server {
 };
 
 struct request {
-    int line_cut;              /* a NUL byte cut the request line short */
+    int line_cut; /* a NUL byte cut the request line short */
     char *body;
     size_t len;
     int too_large;
-    size_t url_len;            /* checked against URL_MAX */
-    size_t header_bytes;       /* names and values, against HEADERS_MAX */
+    size_t url_len; /* checked against URL_MAX */
+    size_t header_bytes; /* names and values, against HEADERS_MAX */
 };
 
 /* Adds one header (or one query argument, to the URL's length). */
@@ -89,8 +89,10 @@ static enum MHD_Result count_value(void *cls, enum MHD_ValueKind kind, const cha
                                    const char *value) {
     struct request *req = cls;
     size_t n = strlen(key) + (value ? strlen(value) : 0) + 2;
-    if (kind == MHD_GET_ARGUMENT_KIND) req->url_len += n;
-    else req->header_bytes += n + 2;
+    if (kind == MHD_GET_ARGUMENT_KIND)
+        req->url_len += n;
+    else
+        req->header_bytes += n + 2;
     return MHD_YES;
 }
 
@@ -102,7 +104,8 @@ static enum MHD_Result answer_with(struct MHD_Connection *conn, int code, char *
     struct MHD_Response *resp;
     int oom = !body;
     if (oom) {
-        static const char oom_body[] = "{\"status\":\"internal_error\",\"error\":\"out of memory\"}";
+        static const char oom_body[] =
+            "{\"status\":\"internal_error\",\"error\":\"out of memory\"}";
         code = 500;
         type = CT_JSON;
         resp = MHD_create_response_from_buffer(sizeof(oom_body) - 1, (void *)oom_body,
@@ -124,8 +127,8 @@ static enum MHD_Result answer_with(struct MHD_Connection *conn, int code, char *
 }
 
 /* answer_with and, when allow is not NULL, that Allow header. */
-static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body,
-                              const char *type, const char *allow) {
+static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body, const char *type,
+                              const char *allow) {
     return answer_with(conn, code, body, type, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
@@ -179,20 +182,23 @@ static int token_equal(const char *given, size_t n, const char *want) {
     return diff == 0;
 }
 
-int http_admin_allowed(const struct http_request *rq, const char *what, char *why,
-                       size_t whylen) {
+int http_admin_allowed(const struct http_request *rq, const char *what, char *why, size_t whylen) {
     const char *want = rq->server->cfg->admin_token;
     if (!want[0]) return 1;
-    const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND,
-                                                MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h =
+        MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h) {
-        snprintf(why, whylen, "%s needs the admin token: send the header "
-                 "'Authorization: Bearer <admin.token>'", what);
+        snprintf(why, whylen,
+                 "%s needs the admin token: send the header "
+                 "'Authorization: Bearer <admin.token>'",
+                 what);
         return 0;
     }
     if (strncasecmp(h, "Bearer ", 7) != 0) {
-        snprintf(why, whylen, "%s needs the admin token, and the Authorization header is not "
-                 "'Bearer <admin.token>'", what);
+        snprintf(why, whylen,
+                 "%s needs the admin token, and the Authorization header is not "
+                 "'Bearer <admin.token>'",
+                 what);
         return 0;
     }
     const char *tok = h + 7;
@@ -200,8 +206,10 @@ int http_admin_allowed(const struct http_request *rq, const char *what, char *wh
     size_t n = strlen(tok);
     while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) n--;
     if (!token_equal(tok, n, want)) {
-        snprintf(why, whylen, "%s needs the admin token, and the one in the Authorization "
-                 "header is not this instance's admin.token", what);
+        snprintf(why, whylen,
+                 "%s needs the admin token, and the one in the Authorization "
+                 "header is not this instance's admin.token",
+                 what);
         log_limited("auth", "refused %s: the Authorization header holds a wrong admin token", what);
         return 0;
     }
@@ -234,7 +242,8 @@ static int refuse(struct MHD_Connection *conn, const struct request *req, int te
     if (req->line_cut) {
         *ret = answer_error(conn, 400, "bad_request", "the request line holds a NUL byte", text);
     } else if (req->url_len > URL_MAX) {
-        snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len, URL_MAX);
+        snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len,
+                 URL_MAX);
         *ret = answer_error(conn, 414, "uri_too_long", why, text);
     } else if (req->header_bytes > HEADERS_MAX) {
         snprintf(why, sizeof(why), "the headers are %zu bytes; at most %d are accepted",
@@ -248,8 +257,8 @@ static int refuse(struct MHD_Connection *conn, const struct request *req, int te
 
 /* Refuses what the server refuses, then hands the request to the handler
  * (api.c's, which answers the rest by routes.def). */
-static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn,
-                                const char *url, const char *method, struct request *req) {
+static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn, const char *url,
+                                const char *method, struct request *req) {
     int text = wants_text(conn);
     enum MHD_Result ret;
     if (refuse(conn, req, text, &ret)) return ret;
@@ -258,8 +267,10 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
 }
 
 /* Moves conn's watch to phase, from now. */
-static void watch_phase(struct http_server *s, struct MHD_Connection *conn, enum watch_phase phase) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+static void watch_phase(struct http_server *s, struct MHD_Connection *conn,
+                        enum watch_phase phase) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     struct watch *w = ci ? ci->socket_context : NULL;
     if (!w) return;
     pthread_mutex_lock(&s->watch_mu);
@@ -272,9 +283,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode toe) {
     struct http_server *s = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         struct watch *w = ci ? calloc(1, sizeof(*w)) : NULL;
-        if (!w) return;   /* unwatched: the idle timeout still applies */
+        if (!w) return; /* unwatched: the idle timeout still applies */
         w->fd = ci->connect_fd;
         w->phase = WATCH_IDLE;
         w->since_us = mclock_us();
@@ -287,8 +299,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         struct watch *w = *socket_context;
         pthread_mutex_lock(&s->watch_mu);
-        if (w->prev) w->prev->next = w->next;
-        else s->watched = w->next;
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            s->watched = w->next;
         if (w->next) w->next->prev = w->prev;
         pthread_mutex_unlock(&s->watch_mu);
         free(w);
@@ -304,7 +318,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
  * own. The mark is read by the request's first callback. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
     (void)cls;
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     struct watch *w = ci ? ci->socket_context : NULL;
     if (w) w->line_cut = strncmp(uri + strlen(uri) + 1, "HTTP/", 5) != 0;
     return NULL;
@@ -322,7 +337,7 @@ static void *reaper_main(void *arg) {
         for (struct watch *w = s->watched; w; w = w->next) {
             if (w->phase != WATCH_HANDLING && now - w->since_us > limit_us) {
                 shutdown(w->fd, SHUT_RDWR);
-                w->since_us = INT64_MAX / 2;   /* once */
+                w->since_us = INT64_MAX / 2; /* once */
             }
         }
         mclock_cond_wait_until(&s->reaper_cond, &s->watch_mu, now + 250000);
@@ -332,9 +347,8 @@ static void *reaper_main(void *arg) {
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls) {
     (void)version;
     struct http_server *s = cls;
     struct request *req = *req_cls;
@@ -350,7 +364,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         MHD_get_connection_values(conn, MHD_HEADER_KIND, count_value, req);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_value, req);
         atomic_fetch_add(&s->inflight, 1);
-        watch_phase(s, conn, WATCH_BODY);   /* the headers are in; a body may follow */
+        watch_phase(s, conn, WATCH_BODY); /* the headers are in; a body may follow */
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -432,7 +446,8 @@ static int listen_on(const char *bind_addr, int port, char *errstr, size_t errle
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0) {
         snprintf(errstr, errlen, "cannot listen on %s:%d: %s%s", bind_addr, port, strerror(errno),
                  errno == EADDRINUSE ? " (another process has this port; pick another with "
-                                       "--set server.port=N)" : "");
+                                       "--set server.port=N)"
+                                     : "");
         close(fd);
         return -1;
     }
@@ -459,15 +474,11 @@ struct http_server *http_start(const struct config *cfg, http_handler handler, v
     s->d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ITC | MHD_USE_ERROR_LOG,
-        0, NULL, NULL, on_request, s,
-        MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+        0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->connection_timeout_s, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_END);
     if (!s->d) {
         snprintf(errstr, errlen, "libmicrohttpd could not start on %s:%d", cfg->bind, cfg->port);
@@ -503,7 +514,7 @@ void http_stop(struct http_server *s) {
         pthread_mutex_unlock(&s->watch_mu);
         pthread_join(s->reaper, NULL);
     }
-    MHD_stop_daemon(s->d);   /* frees every watch through on_connection */
+    MHD_stop_daemon(s->d); /* frees every watch through on_connection */
     pthread_cond_destroy(&s->reaper_cond);
     pthread_mutex_destroy(&s->watch_mu);
     free(s);

@@ -27,12 +27,12 @@ struct MHD_Connection;
 struct http_request {
     struct http_server *server;
     struct MHD_Connection *conn;
-    const char *url;           /* the path, percent-decoded, without the query */
+    const char *url; /* the path, percent-decoded, without the query */
     const char *method;
-    const char *body;          /* NUL-terminated; NULL when there is none */
+    const char *body; /* NUL-terminated; NULL when there is none */
     size_t len;
-    int too_large;             /* the body passed server.max-body-bytes and was dropped */
-    int text;                  /* the demo's text is asked for (?format=text, Accept) */
+    int too_large; /* the body passed server.max-body-bytes and was dropped */
+    int text; /* the demo's text is asked for (?format=text, Accept) */
 };
 
 /* Answers rq with one of the functions below. Returns what they return. */
@@ -80,7 +80,6 @@ const char *http_query(const struct http_request *rq, const char *name);
  * Authorization header is missing, not Bearer, or another token; what names
  * the refused thing ("a reset"). The token is compared in constant time and
  * never written anywhere. */
-int http_admin_allowed(const struct http_request *rq, const char *what, char *why,
-                       size_t whylen);
+int http_admin_allowed(const struct http_request *rq, const char *what, char *why, size_t whylen);
 
 #endif

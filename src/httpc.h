@@ -9,12 +9,12 @@
 #include <stddef.h>
 
 struct httpc_response {
-    int status;            /* e.g. 200; 0 when no answer came */
-    char *body;            /* NUL-terminated; owned by the struct httpc,
+    int status; /* e.g. 200; 0 when no answer came */
+    char *body; /* NUL-terminated; owned by the struct httpc,
                               valid until its next request */
     size_t body_len;
     char content_type[64];
-    char allow[64];        /* the Allow header, if any */
+    char allow[64]; /* the Allow header, if any */
     char www_authenticate[64]; /* the WWW-Authenticate header of a 401, if any */
 };
 
@@ -34,9 +34,8 @@ void httpc_free(struct httpc *h);
  * is sent at most once: if the connection dies before the answer, it is not
  * retried (a sale must never be sent twice), except when a reused keep-alive
  * connection turns out closed before any byte was written. */
-int httpc_request(struct httpc *h, const char *method, const char *path,
-                  const char *extra_headers, const char *body,
-                  struct httpc_response *resp);
+int httpc_request(struct httpc *h, const char *method, const char *path, const char *extra_headers,
+                  const char *body, struct httpc_response *resp);
 
 const char *httpc_errstr(const struct httpc *h);
 

@@ -85,8 +85,10 @@ void inventory_keys(const struct inventory *inv, const char *item, struct item_k
     snprintf(k->violations, sizeof(k->violations), "%s:violations", tagged);
     snprintf(k->families, sizeof(k->families), "%s:families", tagged);
     snprintf(k->history, sizeof(k->history), "%s:history", tagged);
-    if (inv->lock_per_item) snprintf(k->lock, sizeof(k->lock), "%s:%s", inv->lock_name, tagged);
-    else snprintf(k->lock, sizeof(k->lock), "%s", inv->lock_name);
+    if (inv->lock_per_item)
+        snprintf(k->lock, sizeof(k->lock), "%s:%s", inv->lock_name, tagged);
+    else
+        snprintf(k->lock, sizeof(k->lock), "%s", inv->lock_name);
 }
 
 /* Reads n pipelined replies into rep[]. On an I/O error every reply read so
@@ -129,8 +131,10 @@ int inventory_sell(struct inventory *inv, const struct strategy *s, const char *
     snprintf(r->order, sizeof(r->order), "%s-%" PRIu64, inv->instance,
              (uint64_t)atomic_fetch_add(&order_seq, 1) + 1);
     if (!config_allows(inv->cfg, s->name)) {
-        snprintf(r->errstr, sizeof(r->errstr), "strategy %s is not allowed here: lock.allowed is "
-                 "'%.150s'", s->name, inv->cfg->lock_allowed);
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "strategy %s is not allowed here: lock.allowed is "
+                 "'%.150s'",
+                 s->name, inv->cfg->lock_allowed);
         return r->status = INV_NOT_ALLOWED;
     }
     struct item_keys k;
@@ -140,8 +144,8 @@ int inventory_sell(struct inventory *inv, const struct strategy *s, const char *
 }
 
 /* GET stock on c, parsed. */
-static int read_stock(const struct item_keys *k, redisContext *c, long long *stock,
-                      char *errstr, size_t errlen) {
+static int read_stock(const struct item_keys *k, redisContext *c, long long *stock, char *errstr,
+                      size_t errlen) {
     redisReply *r = redisCommand(c, "GET %s", k->stock);
     int rc = INV_SOLD;
     if (!r) {
@@ -155,8 +159,8 @@ static int read_stock(const struct item_keys *k, redisContext *c, long long *sto
         snprintf(errstr, errlen, "GET stock: %.120s", r->str);
         rc = INV_BACKEND;
     } else if (inv_parse_ll(r, stock) < 0) {
-        snprintf(errstr, errlen, "stock key %.60s holds '%.40s', not a whole number",
-                 k->stock, r->str);
+        snprintf(errstr, errlen, "stock key %.60s holds '%.40s', not a whole number", k->stock,
+                 r->str);
         rc = INV_BAD_DATA;
     }
     freeReplyObject(r);
@@ -167,8 +171,8 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
                     char *errstr, size_t errlen) {
     struct item_keys k;
     inventory_keys(inv, item, &k);
-    struct lock *l = lock_new(inv->core, inv->read_lock ? &lock_type_rw_read : &lock_type_none,
-                              k.lock);
+    struct lock *l =
+        lock_new(inv->core, inv->read_lock ? &lock_type_rw_read : &lock_type_none, k.lock);
     if (!l) {
         snprintf(errstr, errlen, "out of memory");
         return INV_BACKEND;
@@ -179,8 +183,8 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
         rc = read_stock(&k, c, stock, errstr, errlen);
         mclock_sleep_ms(hold_ms);
     } else if (rc == LOCK_BUSY) {
-        snprintf(errstr, errlen, "read lock %.80s still busy after waiting %d ms",
-                 k.lock, inv->cfg->lock_wait_ms);
+        snprintf(errstr, errlen, "read lock %.80s still busy after waiting %d ms", k.lock,
+                 inv->cfg->lock_wait_ms);
         rc = INV_LOCK_TIMEOUT;
     } else {
         snprintf(errstr, errlen, "%s: %.120s", rc == LOCK_OK ? "connection" : "read lock",
@@ -214,16 +218,16 @@ static int run_pipeline(struct inventory *inv, struct rpool *pool, redisContext 
 
 /* A connection to the server of key (in cluster mode, the master of its
  * slot), and in *pool the pool it goes back to. */
-static redisContext *conn(struct inventory *inv, const char *key, struct rpool **pool,
-                          char *errstr, size_t errlen) {
+static redisContext *conn(struct inventory *inv, const char *key, struct rpool **pool, char *errstr,
+                          size_t errlen) {
     redisContext *c = NULL;
     *pool = rpool_route(inv->pool, key);
     rpool_get(*pool, inv->pool_wait_ms, &c, errstr, errlen);
     return c;
 }
 
-int inventory_reset(struct inventory *inv, const char *item, long long stock,
-                    char *errstr, size_t errlen) {
+int inventory_reset(struct inventory *inv, const char *item, long long stock, char *errstr,
+                    size_t errlen) {
     struct item_keys k;
     inventory_keys(inv, item, &k);
     struct rpool *pool;
@@ -238,8 +242,8 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
     redisAppendCommand(c, "MULTI");
     redisAppendCommand(c, "SET %s %lld", k.stock, stock);
     redisAppendCommand(c, "SET %s %lld", k.initial, stock);
-    redisAppendCommand(c, "DEL %s %s %s %s %s %s", k.ledger, k.holders, k.violations,
-                       k.families, k.history, own_lock ? k.lock : k.ledger);
+    redisAppendCommand(c, "DEL %s %s %s %s %s %s", k.ledger, k.holders, k.violations, k.families,
+                       k.history, own_lock ? k.lock : k.ledger);
     redisAppendCommand(c, "EXEC");
     redisReply *rep[5];
     int rc = run_pipeline(inv, pool, c, rep, 5, "reset", errstr, errlen);
@@ -252,8 +256,8 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock,
     return rc;
 }
 
-int inventory_seed(struct inventory *inv, long long stock, int *seeded,
-                   char *errstr, size_t errlen) {
+int inventory_seed(struct inventory *inv, long long stock, int *seeded, char *errstr,
+                   size_t errlen) {
     struct item_keys k;
     inventory_keys(inv, NULL, &k);
     *seeded = 0;
@@ -296,8 +300,8 @@ static int count_ledger(const redisReply *ledger, struct audit *a, char *errstr,
     return 0;
 }
 
-int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
-                    char *errstr, size_t errlen) {
+int inventory_audit(struct inventory *inv, const char *item, struct audit *a, char *errstr,
+                    size_t errlen) {
     struct item_keys k;
     inventory_keys(inv, item, &k);
     memset(a, 0, sizeof(*a));
@@ -313,8 +317,10 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
     int rc = run_pipeline(inv, pool, c, rep, 5, "audit", errstr, errlen);
     if (rc) return rc;
     if (inv_parse_ll(rep[0], &a->stock) < 0 || inv_parse_ll(rep[1], &a->initial) < 0) {
-        snprintf(errstr, errlen, "stock key %s or %s is missing or not a whole number; "
-                 "POST /inventory/reset first", k.stock, k.initial);
+        snprintf(errstr, errlen,
+                 "stock key %s or %s is missing or not a whole number; "
+                 "POST /inventory/reset first",
+                 k.stock, k.initial);
         rc = INV_BAD_DATA;
     }
     if (rc == 0) {
@@ -332,21 +338,36 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
 static void history_parse(const redisReply *fields, struct history_event *e) {
     for (size_t j = 0; j + 1 < fields->elements; j += 2) {
         const char *f = fields->element[j]->str, *v = fields->element[j + 1]->str;
-        if (strcmp(f, "instance") == 0) snprintf(e->instance, sizeof(e->instance), "%s", v);
-        else if (strcmp(f, "port") == 0) e->port = atoi(v);
-        else if (strcmp(f, "owner") == 0) snprintf(e->owner, sizeof(e->owner), "%s", v);
-        else if (strcmp(f, "strategy") == 0) snprintf(e->strategy, sizeof(e->strategy), "%s", v);
-        else if (strcmp(f, "outcome") == 0) snprintf(e->outcome, sizeof(e->outcome), "%s", v);
-        else if (strcmp(f, "order") == 0) snprintf(e->order, sizeof(e->order), "%s", v);
-        else if (strcmp(f, "granted_us") == 0) e->granted_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "released_us") == 0) e->released_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "lease_us") == 0) e->lease_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "unit") == 0) e->unit = strtoll(v, NULL, 10);
-        else if (strcmp(f, "stock_read") == 0) e->stock_read = strtoll(v, NULL, 10);
-        else if (strcmp(f, "token") == 0) e->token = strtoll(v, NULL, 10);
-        else if (strcmp(f, "late") == 0) e->late = atoi(v);
-        else if (strcmp(f, "written_us") == 0) e->written_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "owned") == 0) e->owned = atoi(v);
+        if (strcmp(f, "instance") == 0)
+            snprintf(e->instance, sizeof(e->instance), "%s", v);
+        else if (strcmp(f, "port") == 0)
+            e->port = atoi(v);
+        else if (strcmp(f, "owner") == 0)
+            snprintf(e->owner, sizeof(e->owner), "%s", v);
+        else if (strcmp(f, "strategy") == 0)
+            snprintf(e->strategy, sizeof(e->strategy), "%s", v);
+        else if (strcmp(f, "outcome") == 0)
+            snprintf(e->outcome, sizeof(e->outcome), "%s", v);
+        else if (strcmp(f, "order") == 0)
+            snprintf(e->order, sizeof(e->order), "%s", v);
+        else if (strcmp(f, "granted_us") == 0)
+            e->granted_us = strtoll(v, NULL, 10);
+        else if (strcmp(f, "released_us") == 0)
+            e->released_us = strtoll(v, NULL, 10);
+        else if (strcmp(f, "lease_us") == 0)
+            e->lease_us = strtoll(v, NULL, 10);
+        else if (strcmp(f, "unit") == 0)
+            e->unit = strtoll(v, NULL, 10);
+        else if (strcmp(f, "stock_read") == 0)
+            e->stock_read = strtoll(v, NULL, 10);
+        else if (strcmp(f, "token") == 0)
+            e->token = strtoll(v, NULL, 10);
+        else if (strcmp(f, "late") == 0)
+            e->late = atoi(v);
+        else if (strcmp(f, "written_us") == 0)
+            e->written_us = strtoll(v, NULL, 10);
+        else if (strcmp(f, "owned") == 0)
+            e->owned = atoi(v);
     }
 }
 
@@ -359,8 +380,10 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
     redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     char start[40];
-    if (!since || !since[0] || strcmp(since, "0") == 0) snprintf(start, sizeof(start), "-");
-    else snprintf(start, sizeof(start), "(%.32s", since);
+    if (!since || !since[0] || strcmp(since, "0") == 0)
+        snprintf(start, sizeof(start), "-");
+    else
+        snprintf(start, sizeof(start), "(%.32s", since);
     redisAppendCommand(c, "XRANGE %s %s + COUNT %d", k.history, start, max);
     redisReply *rep[1];
     int rc = run_pipeline(inv, pool, c, rep, 1, "history", errstr, errlen);
@@ -384,7 +407,7 @@ int inventory_history(struct inventory *inv, const char *item, const char *since
 }
 
 int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
-    struct rpool *pool;   /* in cluster mode, the master of inventory.key */
+    struct rpool *pool; /* in cluster mode, the master of inventory.key */
     redisContext *c = conn(inv, inv->stock_key, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "PING");
@@ -406,12 +429,15 @@ int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
     int seeded = 0;
     if (!atomic_load(&inv->seed_done)) {
         if (inventory_seed(inv, inv->cfg->initial_stock, &seeded, why, sizeof(why)) != 0) {
-            snprintf(errstr, errlen, "the stock %.120s is not seeded yet (%.200s)", inv->stock_key, why);
+            snprintf(errstr, errlen, "the stock %.120s is not seeded yet (%.200s)", inv->stock_key,
+                     why);
             return INV_BACKEND;
         }
         if (seeded)
-            log_limited("seed", "%s did not exist: seeded with inventory.initial-stock=%d "
-                        "(the start-up seed had failed)", inv->stock_key, inv->cfg->initial_stock);
+            log_limited("seed",
+                        "%s did not exist: seeded with inventory.initial-stock=%d "
+                        "(the start-up seed had failed)",
+                        inv->stock_key, inv->cfg->initial_stock);
     }
     int n = rpool_masters(inv->pool, m, READY_MASTERS_MAX, why, sizeof(why));
     if (n < 0) {
@@ -425,7 +451,8 @@ int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
             return INV_BACKEND;
         }
         char where[80];
-        snprintf(where, sizeof(where), "Redis %.60s:%d", c->tcp.host ? c->tcp.host : "?", c->tcp.port);
+        snprintf(where, sizeof(where), "Redis %.60s:%d", c->tcp.host ? c->tcp.host : "?",
+                 c->tcp.port);
         redisAppendCommand(c, "PING");
         if (inv->cluster) redisAppendCommand(c, "CLUSTER INFO");
         redisReply *rep[2];
@@ -433,7 +460,8 @@ int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
             return INV_BACKEND;
         /* A node answers CLUSTERDOWN until it sees every slot served. */
         const char *state = inv->cluster && rep[1]->type == REDIS_REPLY_STRING
-                                ? strstr(rep[1]->str, "cluster_state:") : NULL;
+                                ? strstr(rep[1]->str, "cluster_state:")
+                                : NULL;
         int ok = !inv->cluster || (state && strncmp(state + 14, "ok", 2) == 0);
         if (!ok) {
             size_t len = state ? strcspn(state, "\r\n") : 0;

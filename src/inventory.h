@@ -28,42 +28,42 @@ struct rpool;
 struct strategy;
 struct inventory;
 
-#define INVENTORY_ITEM_MAX 64    /* longest stock key, in bytes (ITEM_MAX, item.h) */
+#define INVENTORY_ITEM_MAX 64 /* longest stock key, in bytes (ITEM_MAX, item.h) */
 
 /* Results of inventory calls. */
 #define INV_SOLD 0
 #define INV_SOLD_OUT 1
-#define INV_LOCK_TIMEOUT 2   /* the lock stayed busy past lock.wait-ms */
-#define INV_BACKEND 3        /* Redis unreachable or failing */
-#define INV_STALE_TOKEN 4    /* fenced: a newer holder wrote first */
-#define INV_BAD_DATA 5       /* the stock in Redis is missing or not a number */
-#define INV_LOCK_LOST 6      /* the lock was lost before the write: refused */
-#define INV_NOT_ALLOWED 7    /* lock.allowed does not name the strategy */
+#define INV_LOCK_TIMEOUT 2 /* the lock stayed busy past lock.wait-ms */
+#define INV_BACKEND 3 /* Redis unreachable or failing */
+#define INV_STALE_TOKEN 4 /* fenced: a newer holder wrote first */
+#define INV_BAD_DATA 5 /* the stock in Redis is missing or not a number */
+#define INV_LOCK_LOST 6 /* the lock was lost before the write: refused */
+#define INV_NOT_ALLOWED 7 /* lock.allowed does not name the strategy */
 #define INV_STATUS_COUNT 8
 
 /* Faults injected into one sale (all 0 = none). */
 struct sale_faults {
-    int hold_ms;                 /* sleep inside the critical section */
-    int crash;                   /* _exit(86) while holding the lock */
-    int release_delay_ms;        /* pause between check and delete on release */
-    int nested;                  /* re-acquire this many times inside */
-    int commit_delay_ms;         /* pause between the last lease check and the write's send */
-    int wait_given;              /* wait_ms replaces lock.wait-ms for this sale */
+    int hold_ms; /* sleep inside the critical section */
+    int crash; /* _exit(86) while holding the lock */
+    int release_delay_ms; /* pause between check and delete on release */
+    int nested; /* re-acquire this many times inside */
+    int commit_delay_ms; /* pause between the last lease check and the write's send */
+    int wait_given; /* wait_ms replaces lock.wait-ms for this sale */
     int wait_ms;
 };
 
 struct sale_result {
-    int status;                  /* INV_* */
-    long long remaining;         /* stock after the sale */
-    long long unit;              /* the unit sold (the stock value read) */
+    int status; /* INV_* */
+    long long remaining; /* stock after the sale */
+    long long unit; /* the unit sold (the stock value read) */
     char order[48];
-    struct lock_report lock;     /* what the lock did (lock.h) */
-    int64_t wait_ms;             /* waiting in the batch queue and for the lock */
+    struct lock_report lock; /* what the lock did (lock.h) */
+    int64_t wait_ms; /* waiting in the batch queue and for the lock */
     int64_t hold_ms;
-    int batch;                   /* sales served by that one hold */
-    int violation;               /* the probe saw another holder inside */
-    int lost;                    /* the release found the lock no longer ours */
-    int late;                    /* the lease deadline had passed at commit */
+    int batch; /* sales served by that one hold */
+    int violation; /* the probe saw another holder inside */
+    int lost; /* the release found the lock no longer ours */
+    int late; /* the lease deadline had passed at commit */
     char errstr[384];
 };
 
@@ -72,34 +72,34 @@ struct sale_result {
 struct audit {
     long long stock;
     long long initial;
-    long long sold;              /* entries in the ledger */
-    long long sold_twice;        /* entries whose unit was already sold */
-    long long oversold_units;    /* sold - (initial - stock), at least 0 */
-    int oversold;                /* any unit sold twice, or more sold than stock given */
-    long long violations;        /* overlapping holders seen by the probe */
-    int nfamilies;               /* lock families the stock was sold under since its reset */
+    long long sold; /* entries in the ledger */
+    long long sold_twice; /* entries whose unit was already sold */
+    long long oversold_units; /* sold - (initial - stock), at least 0 */
+    int oversold; /* any unit sold twice, or more sold than stock given */
+    long long violations; /* overlapping holders seen by the probe */
+    int nfamilies; /* lock families the stock was sold under since its reset */
     char families[AUDIT_FAMILIES][16];
 };
 
 /* One recorded hold (GET /inventory/history). Times are wall-clock µs of
  * the instance that recorded them: across hosts they carry clock skew. */
 struct history_event {
-    char id[32];                 /* the stream entry id */
-    char instance[16];           /* 8 hex digits naming the process */
+    char id[32]; /* the stream entry id */
+    char instance[16]; /* 8 hex digits naming the process */
     int port;
     char owner[64];
     char strategy[32];
-    char outcome[24];            /* sold, sold_out, lock_lost, stale_token, bad_stock */
+    char outcome[24]; /* sold, sold_out, lock_lost, stale_token, bad_stock */
     char order[48];
-    int64_t granted_us;          /* the outermost acquire returned */
-    int64_t released_us;         /* the write (or this event) and the release were sent */
-    int64_t lease_us;            /* the lease deadline as the holder knew it then; 0: no lease */
-    int64_t written_us;          /* Redis's clock when the write (or event) applied; 0: unknown */
-    int owned;                   /* as it applied the lock was the holder's (1), not (0); -1: not seen */
-    long long unit;              /* 0 when nothing was sold */
+    int64_t granted_us; /* the outermost acquire returned */
+    int64_t released_us; /* the write (or this event) and the release were sent */
+    int64_t lease_us; /* the lease deadline as the holder knew it then; 0: no lease */
+    int64_t written_us; /* Redis's clock when the write (or event) applied; 0: unknown */
+    int owned; /* as it applied the lock was the holder's (1), not (0); -1: not seen */
+    long long unit; /* 0 when nothing was sold */
     long long stock_read;
     long long token;
-    int late;                    /* the holder's own view: its lease had passed at the send */
+    int late; /* the holder's own view: its lease had passed at the send */
 };
 
 /* Makes the service from cfg over pool and core (both the caller's, and
@@ -131,19 +131,19 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
  * item's reset leaves the lock its sales share alone). The fencing counter
  * is never touched: it only grows. Returns 0, or INV_BACKEND with errstr
  * set. */
-int inventory_reset(struct inventory *inv, const char *item, long long stock,
-                    char *errstr, size_t errlen);
+int inventory_reset(struct inventory *inv, const char *item, long long stock, char *errstr,
+                    size_t errlen);
 
 /* Sets the configured item's stock and initial stock to stock only where
  * they do not exist yet (SET NX): a fresh Redis starts with the demo's 200,
  * an existing stock is never touched. *seeded says whether it was set.
  * Returns 0, or INV_BACKEND with errstr set. */
-int inventory_seed(struct inventory *inv, long long stock, int *seeded,
-                   char *errstr, size_t errlen);
+int inventory_seed(struct inventory *inv, long long stock, int *seeded, char *errstr,
+                   size_t errlen);
 
 /* Reads the stock, the ledger, the probe's count and the lock families. */
-int inventory_audit(struct inventory *inv, const char *item, struct audit *a,
-                    char *errstr, size_t errlen);
+int inventory_audit(struct inventory *inv, const char *item, struct audit *a, char *errstr,
+                    size_t errlen);
 
 /* Reads at most max events of item's history recorded after the event id
  * since ("0" or NULL: from the oldest kept), oldest first, into out[];

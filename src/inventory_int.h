@@ -15,18 +15,18 @@ struct inventory {
     const struct config *cfg;
     struct rpool *pool;
     struct lock_core *core;
-    struct probe *probe;         /* NULL with inventory.probe=false */
-    struct waitq *batches;       /* the batched strategy's queues */
-    int port;                    /* this instance's port, written to the ledger */
-    int pool_wait_ms;            /* longest wait for a free connection */
-    int lock_per_item;           /* lock.scope=item */
-    int cluster;                 /* redis.cluster.nodes set: keys carry the item's hash tag */
-    int read_lock;               /* lock.read-lock: reads take the read lock */
-    int history_max;             /* history.max-events, 0 when history.enabled=false */
-    char stock_key[INVENTORY_ITEM_MAX + 1];   /* the default item */
+    struct probe *probe; /* NULL with inventory.probe=false */
+    struct waitq *batches; /* the batched strategy's queues */
+    int port; /* this instance's port, written to the ledger */
+    int pool_wait_ms; /* longest wait for a free connection */
+    int lock_per_item; /* lock.scope=item */
+    int cluster; /* redis.cluster.nodes set: keys carry the item's hash tag */
+    int read_lock; /* lock.read-lock: reads take the read lock */
+    int history_max; /* history.max-events, 0 when history.enabled=false */
+    char stock_key[INVENTORY_ITEM_MAX + 1]; /* the default item */
     char lock_name[128];
-    char instance[16];           /* 8 hex digits naming this process */
-    atomic_int seed_done;        /* the start-up seed ran (the stock was set, or was there);
+    char instance[16]; /* 8 hex digits naming this process */
+    atomic_int seed_done; /* the start-up seed ran (the stock was set, or was there);
                                     until then /readyz tries it again (inventory_ready) */
 };
 

@@ -41,9 +41,10 @@
 #include "strategy.h"
 
 #define CLIENT_STACK (256 * 1024)
-#define HISTORY_PAGE 500         /* events per GET /inventory/history */
-#define HISTORY_PAGES 20         /* at most this many pages after a scenario */
-#define MATCH_EDGE_US 50000      /* a hold matched by time may start this far
+#define HISTORY_PAGE 500 /* events per GET /inventory/history */
+#define HISTORY_PAGES 20 /* at most this many pages after a scenario */
+#define MATCH_EDGE_US                                                                              \
+    50000 /* a hold matched by time may start this far
                                     outside its sale's send and answer */
 
 enum run_state { RUN_RUNNING, RUN_DONE, RUN_FAILED, RUN_STOPPED };
@@ -51,30 +52,30 @@ enum run_phase { PHASE_RESET, PHASE_SALES, PHASE_AUDIT, PHASE_FINISHED };
 
 static const char *const state_words[] = {"running", "done", "failed", "stopped"};
 static const char *const phase_words[] = {"reset", "sales", "audit", "finished"};
-static const char *const outcome_words[] = {"sold", "sold_out", "lock_timeout",
-                                            "backend_unavailable", "other", "errors"};
+static const char *const outcome_words[] = {
+    "sold", "sold_out", "lock_timeout", "backend_unavailable", "other", "errors"};
 
 struct run {
     int id;
     struct lab_request req;
-    const struct scenario *sc;   /* NULL: a load */
+    const struct scenario *sc; /* NULL: a load */
     enum run_state state;
     enum run_phase phase;
     char error[256];
     int64_t started_us, finished_us;
     double elapsed_s, p50_ms, p99_ms, max_ms;
     atomic_long counts[LAB_OUTCOMES];
-    atomic_long next;            /* the next request number of a load */
-    double *lat_ms;              /* one slot per request; < 0: not sent */
+    atomic_long next; /* the next request number of a load */
+    double *lat_ms; /* one slot per request; < 0: not sent */
     size_t nlat;
     char first_error[200], first_other[200];
     int faults_refused;
-    int go;                      /* the start gate is open */
+    int go; /* the start gate is open */
     monotime_us t0_us, deadline_us;
     struct lab_step steps[SCENARIO_STEPS_MAX];
     int nsteps;
     char audit[LAB_AUDIT_MAX];
-    int history_read, others;    /* a scenario's evidence (read_history) */
+    int history_read, others; /* a scenario's evidence (read_history) */
     int audit_read;
     long long violations, sold_twice;
     struct scenario_verdict verdict;
@@ -82,19 +83,19 @@ struct run {
 
 struct lab {
     char results_dir[256];
-    char auth[200];              /* "Authorization: Bearer <admin.token>\r\n", or "" */
+    char auth[200]; /* "Authorization: Bearer <admin.token>\r\n", or "" */
     int ttl_ms, wait_ms, io_timeout_ms;
-    struct scenario_settings set;   /* what scenario timelines are sized for */
+    struct scenario_settings set; /* what scenario timelines are sized for */
     struct addr target;
-    struct addr role[2];         /* where scenario sales A and B go */
+    struct addr role[2]; /* where scenario sales A and B go */
     struct addr inst[2];
     int ninst;
 
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    struct run *runs[LAB_RUNS_KEPT];   /* oldest first */
+    struct run *runs[LAB_RUNS_KEPT]; /* oldest first */
     int nruns;
-    struct run *current;               /* the run under way, or NULL */
+    struct run *current; /* the run under way, or NULL */
     pthread_t coordinator;
     int joinable;
     int next_id;
@@ -105,7 +106,7 @@ struct lab {
 struct client {
     struct lab *lab;
     struct run *run;
-    int step;                    /* a scenario's sale, or -1 */
+    int step; /* a scenario's sale, or -1 */
     pthread_t tid;
 };
 
@@ -205,8 +206,10 @@ static void step_query(const struct scenario_step *st, int ttl_ms, int wait_ms, 
     size_t off = 0;
     buf[0] = '\0';
     if (hold > 0) off += (size_t)snprintf(buf + off, len - off, "hold_ms=%d&", hold);
-    if (delay > 0 && off < len) off += (size_t)snprintf(buf + off, len - off, "release_delay_ms=%d&", delay);
-    if (st->nested > 0 && off < len) off += (size_t)snprintf(buf + off, len - off, "nested=%d&", st->nested);
+    if (delay > 0 && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "release_delay_ms=%d&", delay);
+    if (st->nested > 0 && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "nested=%d&", st->nested);
     if (off < len) snprintf(buf + off, len - off, "wait_ms=%d", wait_ms);
 }
 
@@ -245,7 +248,7 @@ static void *scenario_sale(void *arg) {
     struct lab *lab = c->lab;
     struct run *r = c->run;
     const struct scenario_step *st = &r->sc->steps[c->step];
-    struct lab_step *out = &r->steps[c->step];   /* its planned fields are fixed */
+    struct lab_step *out = &r->steps[c->step]; /* its planned fields are fixed */
     const struct addr *to = &lab->role[st->role];
     int timeout = scenario_length_ms(r->sc, &lab->set) + 10000;
 
@@ -260,8 +263,10 @@ static void *scenario_sale(void *arg) {
     int rc = h ? httpc_request(h, "GET", path, lab->auth, NULL, &resp) : -1;
     double took = (double)(mclock_us() - t0) / 1000.0;
     r->lat_ms[c->step] = took;
-    if (h) count_answer(lab, r, h, rc, &resp, word, sizeof(word));
-    else atomic_fetch_add(&r->counts[LAB_ERRORS], 1);
+    if (h)
+        count_answer(lab, r, h, rc, &resp, word, sizeof(word));
+    else
+        atomic_fetch_add(&r->counts[LAB_ERRORS], 1);
     struct lab_step got = {.unit = -1, .waited_ms = -1, .hold_ms = -1};
     if (rc == 0) read_answer(resp.body, &got);
 
@@ -320,8 +325,11 @@ static int reset_stock(struct lab *lab, struct run *r) {
     struct httpc *h = httpc_create(lab->target.host, lab->target.port, lab->io_timeout_ms);
     struct httpc_response resp;
     int rc = h ? httpc_request(h, "POST", "/inventory/reset", lab->auth, body, &resp) : -1;
-    if (rc != 0) set_error(lab, r, "the reset at %s failed: %s", where, h ? httpc_errstr(h) : "out of memory");
-    else if (resp.status != 200) set_error(lab, r, "the reset at %s answered %d: %.160s", where, resp.status, resp.body);
+    if (rc != 0)
+        set_error(lab, r, "the reset at %s failed: %s", where,
+                  h ? httpc_errstr(h) : "out of memory");
+    else if (resp.status != 200)
+        set_error(lab, r, "the reset at %s answered %d: %.160s", where, resp.status, resp.body);
     httpc_free(h);
     return rc == 0 && resp.status == 200 ? 0 : -1;
 }
@@ -348,9 +356,7 @@ static void read_audit(struct lab *lab, struct run *r) {
     httpc_free(h);
 }
 
-static int64_t json_us(const cJSON *o, const char *key) {
-    return (int64_t)json_num(o, key, 0);
-}
+static int64_t json_us(const cJSON *o, const char *key) { return (int64_t)json_num(o, key, 0); }
 
 /* The step of r that history event e is the hold of, or -1: the one whose
  * answer named its order; else, for an answer without one (a refused
@@ -402,7 +408,8 @@ static void read_history(struct lab *lab, struct run *r) {
         struct httpc_response resp;
         snprintf(path, sizeof(path), "/inventory/history?limit=%d&since=%s", HISTORY_PAGE, since);
         cJSON *j = httpc_request(h, "GET", path, NULL, NULL, &resp) == 0 && resp.status == 200
-                       ? cJSON_Parse(resp.body) : NULL;
+                       ? cJSON_Parse(resp.body)
+                       : NULL;
         const cJSON *events = cJSON_GetObjectItemCaseSensitive(j, "events");
         const cJSON *next = cJSON_GetObjectItemCaseSensitive(j, "next");
         if (!cJSON_IsArray(events)) {
@@ -414,8 +421,10 @@ static void read_history(struct lab *lab, struct run *r) {
         pthread_mutex_lock(&lab->mu);
         cJSON_ArrayForEach(e, events) {
             int i = match_step(r, e);
-            if (i >= 0) hold_of(e, &r->steps[i]);
-            else r->others++;
+            if (i >= 0)
+                hold_of(e, &r->steps[i]);
+            else
+                r->others++;
         }
         pthread_mutex_unlock(&lab->mu);
         int more = cJSON_GetArraySize(events) == HISTORY_PAGE && cJSON_IsString(next);
@@ -423,8 +432,9 @@ static void read_history(struct lab *lab, struct run *r) {
         cJSON_Delete(j);
         if (!more) break;
     }
-    if (!ok) set_error(lab, r, "the history at the target could not be read: %s",
-                       h ? httpc_errstr(h) : "out of memory");
+    if (!ok)
+        set_error(lab, r, "the history at the target could not be read: %s",
+                  h ? httpc_errstr(h) : "out of memory");
     pthread_mutex_lock(&lab->mu);
     r->history_read = ok;
     pthread_mutex_unlock(&lab->mu);
@@ -433,10 +443,14 @@ static void read_history(struct lab *lab, struct run *r) {
 
 /* Judges a scenario run from its evidence into r->verdict. mu held. */
 static void judge_run(const struct lab *lab, struct run *r) {
-    struct scenario_evidence ev = {.strategy = r->req.strategy, .ttl_ms = lab->ttl_ms,
-                                   .nsales = r->nsteps, .history = r->history_read,
-                                   .others = r->others, .audit = r->audit_read,
-                                   .violations = r->violations, .sold_twice = r->sold_twice};
+    struct scenario_evidence ev = {.strategy = r->req.strategy,
+                                   .ttl_ms = lab->ttl_ms,
+                                   .nsales = r->nsteps,
+                                   .history = r->history_read,
+                                   .others = r->others,
+                                   .audit = r->audit_read,
+                                   .violations = r->violations,
+                                   .sold_twice = r->sold_twice};
     for (int i = 0; i < r->nsteps; i++) {
         const struct lab_step *st = &r->steps[i];
         struct scenario_sale *s = &ev.sale[i];
@@ -502,8 +516,7 @@ static void run_sales(struct lab *lab, struct run *r) {
     r->deadline_us = r->t0_us + (monotime_us)LAB_SECONDS_MAX * 1000000;
     pthread_mutex_unlock(&lab->mu);
     int started = start_clients(lab, r, cl, n, r->sc ? scenario_sale : load_client);
-    if (started < n)
-        set_error(lab, r, "only %d of %d clients could start (threads)", started, n);
+    if (started < n) set_error(lab, r, "only %d of %d clients could start (threads)", started, n);
     pthread_mutex_lock(&lab->mu);
     r->go = 1;
     pthread_cond_broadcast(&lab->cond);
@@ -536,7 +549,7 @@ static void *run_main(void *arg) {
     if (ok && !atomic_load(&lab->stop)) {
         set_phase(lab, r, PHASE_SALES);
         run_sales(lab, r);
-        if (!atomic_load(&lab->stop)) {   /* at shutdown the target may be gone */
+        if (!atomic_load(&lab->stop)) { /* at shutdown the target may be gone */
             set_phase(lab, r, PHASE_AUDIT);
             if (r->sc) read_history(lab, r);
             read_audit(lab, r);
@@ -573,7 +586,8 @@ struct lab *lab_create(const struct lab_options *o, char *errstr, size_t errlen)
     } else {
         /* This instance: through loopback when it listens on every address. */
         const char *host = o->self_host && o->self_host[0] && strcmp(o->self_host, "0.0.0.0") != 0
-                               ? o->self_host : "127.0.0.1";
+                               ? o->self_host
+                               : "127.0.0.1";
         snprintf(lab->target.host, sizeof(lab->target.host), "%s", host);
         lab->target.port = o->self_port;
     }
@@ -591,11 +605,12 @@ struct lab *lab_create(const struct lab_options *o, char *errstr, size_t errlen)
              o->results_dir && o->results_dir[0] ? o->results_dir : "results");
     lab->ttl_ms = o->ttl_ms > 0 ? o->ttl_ms : 10000;
     lab->wait_ms = o->wait_ms >= 0 ? o->wait_ms : 5000;
-    lab->set = (struct scenario_settings){.ttl_ms = lab->ttl_ms,
-                                          .spin_sleep_ms = o->spin_sleep_ms > 0 ? o->spin_sleep_ms : 0,
-                                          .max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : 0,
-                                          .seconds_max = LAB_SECONDS_MAX,
-                                          .history = o->history};
+    lab->set =
+        (struct scenario_settings){.ttl_ms = lab->ttl_ms,
+                                   .spin_sleep_ms = o->spin_sleep_ms > 0 ? o->spin_sleep_ms : 0,
+                                   .max_hold_ms = o->max_hold_ms > 0 ? o->max_hold_ms : 0,
+                                   .seconds_max = LAB_SECONDS_MAX,
+                                   .history = o->history};
     lab->io_timeout_ms = o->io_timeout_ms > 0 ? o->io_timeout_ms : 30000;
     if (o->admin_token && o->admin_token[0] &&
         (size_t)snprintf(lab->auth, sizeof(lab->auth), "Authorization: Bearer %s\r\n",
@@ -665,11 +680,13 @@ static int check_request(const struct lab *lab, const struct lab_request *r,
         return scenario_check(*sc, &lab->set, errstr, errlen);
     }
     if (r->clients < 1 || r->clients > LAB_CLIENTS_MAX) {
-        snprintf(errstr, errlen, "\"clients\" must be a whole number from 1 to %d", LAB_CLIENTS_MAX);
+        snprintf(errstr, errlen, "\"clients\" must be a whole number from 1 to %d",
+                 LAB_CLIENTS_MAX);
         return -1;
     }
     if (r->requests < 1 || r->requests > LAB_REQUESTS_MAX) {
-        snprintf(errstr, errlen, "\"requests\" must be a whole number from 1 to %d", LAB_REQUESTS_MAX);
+        snprintf(errstr, errlen, "\"requests\" must be a whole number from 1 to %d",
+                 LAB_REQUESTS_MAX);
         return -1;
     }
     return 0;
@@ -709,8 +726,7 @@ static struct run *run_new(const struct lab *lab, const struct lab_request *r,
     return run;
 }
 
-int lab_start(struct lab *lab, const struct lab_request *r, int *id, char *errstr,
-              size_t errlen) {
+int lab_start(struct lab *lab, const struct lab_request *r, int *id, char *errstr, size_t errlen) {
     const struct scenario *sc;
     if (check_request(lab, r, &sc, errstr, errlen) < 0) return LAB_BAD;
     struct run *run = run_new(lab, r, sc);
@@ -728,8 +744,10 @@ int lab_start(struct lab *lab, const struct lab_request *r, int *id, char *errst
             snprintf(errstr, errlen, "the lab is shutting down");
             return LAB_ERR;
         }
-        snprintf(errstr, errlen, "run %d is still going; one run at a time: wait for it "
-                 "(GET /lab/runs/%d)", busy, busy);
+        snprintf(errstr, errlen,
+                 "run %d is still going; one run at a time: wait for it "
+                 "(GET /lab/runs/%d)",
+                 busy, busy);
         return LAB_BUSY;
     }
     /* The previous coordinator has finished (current is NULL): join it. */
@@ -740,12 +758,14 @@ int lab_start(struct lab *lab, const struct lab_request *r, int *id, char *errst
     if (joinable) pthread_join(prev, NULL);
 
     pthread_mutex_lock(&lab->mu);
-    if (lab->current) {   /* another lab_start got in while we joined */
+    if (lab->current) { /* another lab_start got in while we joined */
         int busy = lab->current->id;
         pthread_mutex_unlock(&lab->mu);
         run_free(run);
-        snprintf(errstr, errlen, "run %d is still going; one run at a time: wait for it "
-                 "(GET /lab/runs/%d)", busy, busy);
+        snprintf(errstr, errlen,
+                 "run %d is still going; one run at a time: wait for it "
+                 "(GET /lab/runs/%d)",
+                 busy, busy);
         return LAB_BUSY;
     }
     run->id = lab->next_id++;
@@ -789,7 +809,8 @@ static void view_of(const struct lab *lab, const struct run *r, struct lab_run_v
         v->done += v->counts[o];
     }
     v->elapsed_s = r->state == RUN_RUNNING && r->phase == PHASE_SALES
-                       ? (double)(mclock_us() - r->t0_us) / 1e6 : r->elapsed_s;
+                       ? (double)(mclock_us() - r->t0_us) / 1e6
+                       : r->elapsed_s;
     v->sales_per_s = v->elapsed_s > 0 ? (double)v->counts[LAB_SOLD] / v->elapsed_s : 0;
     v->p50_ms = r->p50_ms;
     v->p99_ms = r->p99_ms;
@@ -861,15 +882,16 @@ static const struct {
     {"campaign-counterexample.json", "campaign"},
 };
 
-int lab_result_file(struct lab *lab, const char *name, char **body, size_t *len,
-                    char *errstr, size_t errlen) {
+int lab_result_file(struct lab *lab, const char *name, char **body, size_t *len, char *errstr,
+                    size_t errlen) {
     *body = NULL;
     *len = 0;
     const char *script = NULL;
     for (size_t i = 0; i < sizeof(result_files) / sizeof(result_files[0]); i++)
         if (strcmp(name, result_files[i].name) == 0) script = result_files[i].script;
     if (!script) {
-        snprintf(errstr, errlen, "only demo.csv, matrix.csv, campaign.csv and "
+        snprintf(errstr, errlen,
+                 "only demo.csv, matrix.csv, campaign.csv and "
                  "campaign-counterexample.json are served here");
         return LAB_NOT_FOUND;
     }

@@ -35,9 +35,9 @@ struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr
     core->retry_depth = o->retry_depth;
     core->sync_replicas = o->sync_replicas;
     if (o->redlock_nodes && o->redlock_nodes[0]) {
-        core->redlock = redlock_create(o->redlock_nodes, o->redlock_password,
-                                       o->redlock_node_timeout_ms, o->ttl_ms,
-                                       o->redlock_pool_size, errstr, errlen);
+        core->redlock =
+            redlock_create(o->redlock_nodes, o->redlock_password, o->redlock_node_timeout_ms,
+                           o->ttl_ms, o->redlock_pool_size, errstr, errlen);
         if (!core->redlock) {
             free(core);
             return NULL;
@@ -72,9 +72,7 @@ int lock_type_ready(struct lock_core *core, const struct lock_type *t, char *why
     return redlock_ready(core->redlock, why, whylen);
 }
 
-const struct redlock *lock_core_redlock(const struct lock_core *core) {
-    return core->redlock;
-}
+const struct redlock *lock_core_redlock(const struct lock_core *core) { return core->redlock; }
 
 int lock_core_lanes(struct lock_core *core, struct lock_lane_stats *out, int max) {
     return watchdog_stats(core->watchdog, out, max);
@@ -95,9 +93,7 @@ const char *lock_type_family(const struct lock_type *t) { return t->family; }
 
 int lock_lease_ms(const struct lock *l) { return l->core->ttl_ms; }
 
-int64_t lock_margin_us(int ttl_ms) {
-    return ((int64_t)ttl_ms / 100 + 2) * 1000;
-}
+int64_t lock_margin_us(int ttl_ms) { return ((int64_t)ttl_ms / 100 + 2) * 1000; }
 
 /* ---- handles ---------------------------------------------------------------- */
 
@@ -184,14 +180,15 @@ static void conn_drop(struct lock *l) {
     if (!l->c) return;
     rpool_drop(l->pool, l->c);
     l->c = NULL;
-    l->npending = 0;   /* their replies are lost with it */
+    l->npending = 0; /* their replies are lost with it */
 }
 
 int lock_try_conn(struct lock *l) {
     if (l->c && !l->c->err) return LOCK_OK;
     conn_drop(l);
     int64_t left_ms = (l->deadline_us - mclock_us()) / 1000;
-    int wait = left_ms < l->core->pool_wait_ms ? (int)(left_ms > 0 ? left_ms : 0) : l->core->pool_wait_ms;
+    int wait =
+        left_ms < l->core->pool_wait_ms ? (int)(left_ms > 0 ? left_ms : 0) : l->core->pool_wait_ms;
     int rc = rpool_get(l->pool, wait, &l->c, l->errstr, sizeof(l->errstr));
     return rc == RPOOL_OK ? LOCK_OK : rc == RPOOL_BUSY ? LOCK_BUSY : LOCK_ERR;
 }
@@ -215,16 +212,16 @@ int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvl
     return 0;
 }
 
-int lock_append_script(struct lock *l, const char *name, int numkeys, int argc,
-                       const char **argv, const size_t *argvlen) {
+int lock_append_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
+                       const size_t *argvlen) {
     if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
     if (script_append(l->c, name, numkeys, argc, argv, argvlen) != REDIS_OK) return -1;
     l->npending++;
     return 0;
 }
 
-int lock_append_release(struct lock *l, const char *name, int numkeys, int argc,
-                        const char **argv, const size_t *argvlen) {
+int lock_append_release(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
+                        const size_t *argvlen) {
     enum { ARGS = 300 };
     if (l->holds == 0 || l->releasing || !l->type->handover || argc > ARGS ||
         l->npending + l->nreplies + l->ncleanup + 1 > LOCK_PIPE_MAX || !lock_conn(l))
@@ -242,7 +239,8 @@ int lock_append_release(struct lock *l, const char *name, int numkeys, int argc,
      * the next holder may already be inside. They stay registered until
      * the script's answer is read, for a compensation to send again. */
     for (int i = 0; i < l->ncleanup; i++) {
-        if (redisAppendFormattedCommand(l->c, l->cleanup[i], l->cleanup_len[i]) != REDIS_OK) return -1;
+        if (redisAppendFormattedCommand(l->c, l->cleanup[i], l->cleanup_len[i]) != REDIS_OK)
+            return -1;
         l->npending++;
     }
     if (script_append(l->c, name, numkeys, argc + extra, all, lens) != REDIS_OK) return -1;
@@ -304,9 +302,7 @@ static int pipeline_flush(struct lock *l, int with_cleanups) {
     return 0;
 }
 
-int lock_flush(struct lock *l) {
-    return pipeline_flush(l, l->holds == 0);
-}
+int lock_flush(struct lock *l) { return pipeline_flush(l, l->holds == 0); }
 
 /* ---- commands for the types ---------------------------------------------------- */
 
@@ -314,8 +310,7 @@ int lock_fail(struct lock *l, const redisReply *reply, const char *what) {
     if (reply && reply->type == REDIS_REPLY_ERROR) {
         snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, reply->str);
         rpool_note_error(l->core->pool, reply->str);
-    }
-    else if (l->c && l->c->err)
+    } else if (l->c && l->c->err)
         snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.80s", what, l->c->errstr);
     else if (!l->errstr[0])
         snprintf(l->errstr, sizeof(l->errstr), "%s: unexpected reply", what);
@@ -338,9 +333,7 @@ static redisReply *command_finish(struct lock *l, int ncleanup, const char *what
 }
 
 /* Cleanups ride with the command that ends the last hold. */
-static int cleanups_due(const struct lock *l) {
-    return l->holds == 0 && l->ncleanup > 0;
-}
+static int cleanups_due(const struct lock *l) { return l->holds == 0 && l->ncleanup > 0; }
 
 /* Sends one formatted command, the cleanups due ahead of it, and reads its
  * reply (after the holder's pipelined ones). In cluster mode a refusal
@@ -413,8 +406,8 @@ redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
     return r;
 }
 
-redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name,
-                             int numkeys, int argc, const char **argv) {
+redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name, int numkeys,
+                             int argc, const char **argv) {
     return script_run(c, name, numkeys, argc, argv, NULL, k->errstr, sizeof(k->errstr));
 }
 
@@ -437,9 +430,7 @@ int lock_poll(struct lock *l, int (*try_once)(struct lock *)) {
     }
 }
 
-void lock_release_pause(struct lock *l) {
-    mclock_sleep_ms(l->release_delay_ms);
-}
+void lock_release_pause(struct lock *l) { mclock_sleep_ms(l->release_delay_ms); }
 
 int lock_set_nx(struct lock *l, int ttl_ms) {
     int rc = lock_try_conn(l);
@@ -447,8 +438,10 @@ int lock_set_nx(struct lock *l, int ttl_ms) {
     l->attempts++;
     redisReply *r = ttl_ms > 0 ? lock_command(l, "SET %s %s NX PX %d", l->key, l->owner, ttl_ms)
                                : lock_command(l, "SET %s %s NX", l->key, l->owner);
-    if (!r || r->type == REDIS_REPLY_ERROR) rc = lock_fail(l, r, "SET NX");
-    else rc = r->type == REDIS_REPLY_STATUS ? LOCK_OK : LOCK_BUSY;
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        rc = lock_fail(l, r, "SET NX");
+    else
+        rc = r->type == REDIS_REPLY_STATUS ? LOCK_OK : LOCK_BUSY;
     freeReplyObject(r);
     return rc;
 }
@@ -456,8 +449,10 @@ int lock_set_nx(struct lock *l, int ttl_ms) {
 int lock_del(struct lock *l) {
     redisReply *r = lock_command(l, "DEL %s", l->key);
     int rc;
-    if (!r || r->type != REDIS_REPLY_INTEGER) rc = lock_fail(l, r, "DEL");
-    else rc = r->integer == 1 ? LOCK_OK : LOCK_LOST;
+    if (!r || r->type != REDIS_REPLY_INTEGER)
+        rc = lock_fail(l, r, "DEL");
+    else
+        rc = r->integer == 1 ? LOCK_OK : LOCK_LOST;
     freeReplyObject(r);
     return rc;
 }
@@ -466,13 +461,14 @@ int lock_del_owned(struct lock *l) {
     const char *argv[] = {l->key, l->owner};
     redisReply *r = lock_script(l, "unlock-owner", 1, 2, argv);
     int rc = !r || r->type != REDIS_REPLY_INTEGER ? lock_fail(l, r, "unlock-owner")
-             : r->integer == 1 ? LOCK_OK : LOCK_LOST;
+             : r->integer == 1                    ? LOCK_OK
+                                                  : LOCK_LOST;
     freeReplyObject(r);
     return rc;
 }
 
 int lock_string_abandon(struct lock *l, struct lock_link *k) {
-    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
     redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     const char *argv[] = {l->key, l->owner};
@@ -488,7 +484,7 @@ int lock_string_abandon(struct lock *l, struct lock_link *k) {
 
 int lock_compensate(struct lock *l, struct lock_link *k) {
     if (l->ncleanup > 0) {
-        struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+        struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
         redisContext *c = k->get(k, pool);
         if (!c) return LOCK_ERR;
         int n = cleanups_append(l, c), ok = 1;
@@ -555,8 +551,9 @@ static void give_up(struct lock *l) {
     } else {
         struct lock_link k = {.get = fresh_get, .put = fresh_put, .ctx = l};
         rc = lock_compensate(l, &k);
-        if (rc != LOCK_OK) snprintf(l->errstr + strlen(l->errstr),
-                                    sizeof(l->errstr) - strlen(l->errstr), "; then %.60s", k.errstr);
+        if (rc != LOCK_OK)
+            snprintf(l->errstr + strlen(l->errstr), sizeof(l->errstr) - strlen(l->errstr),
+                     "; then %.60s", k.errstr);
         l->holds = 0;
     }
     l->orphaned = rc != LOCK_OK;
@@ -571,7 +568,7 @@ static void wait_replicas(struct lock *l) {
     struct lock_core *core = l->core;
     if (core->sync_replicas <= 0 || !l->c || l->c->err || !(l->type->flags & LOCK_T_REDIS)) return;
     int timeout_ms = rpool_options(core->pool)->timeout_ms;
-    if (timeout_ms < 1) timeout_ms = 1;   /* WAIT n 0 would block for ever */
+    if (timeout_ms < 1) timeout_ms = 1; /* WAIT n 0 would block for ever */
     l->replicas_wanted = core->sync_replicas;
     l->replicas_acked = 0;
     /* The socket must outlast WAIT's own timeout, or its read would time out
@@ -596,7 +593,7 @@ static int gate_enter(struct lock *l) {
         l->gated = 1;
         return LOCK_OK;
     }
-    if (st == WAITQ_NOMEM) return LOCK_OK;   /* out of memory: through, ungated */
+    if (st == WAITQ_NOMEM) return LOCK_OK; /* out of memory: through, ungated */
     snprintf(l->errstr, sizeof(l->errstr), "queued in this process");
     return LOCK_BUSY;
 }
@@ -611,7 +608,7 @@ int lock_acquire(struct lock *l) {
     int rc = outer && (l->type->flags & LOCK_T_GATED) ? gate_enter(l) : LOCK_OK;
     if (rc == LOCK_OK) rc = l->type->acquire(l);
     if (rc != LOCK_OK && l->unknown) {
-        give_up(l);   /* it may have been granted: give it up, checked */
+        give_up(l); /* it may have been granted: give it up, checked */
     } else if (rc != LOCK_OK && outer) {
         gate_leave(l);
         lock_park(l);
@@ -662,7 +659,7 @@ int lock_release(struct lock *l) {
     l->errstr[0] = '\0';
     if (l->holds == 0) return lock_flush(l) == 0 ? LOCK_OK : LOCK_ERR;
     if (l->c && l->c->err) {
-        give_up(l);   /* the holder's connection died: what it sent is unknown */
+        give_up(l); /* the holder's connection died: what it sent is unknown */
         return LOCK_ERR;
     }
     if (l->releasing) {
@@ -732,10 +729,10 @@ void lock_free(struct lock *l) {
     if (!l) return;
     while (l->holds > 0) lock_release(l);
     if (pipeline_flush(l, 1) < 0) give_up(l);
-    if (l->c) rpool_put(l->pool, l->c);   /* dropped if it failed */
+    if (l->c) rpool_put(l->pool, l->c); /* dropped if it failed */
     l->c = NULL;
     if (l->orphaned) {
-        watchdog_adopt(l->core->watchdog, l);   /* frees it when done */
+        watchdog_adopt(l->core->watchdog, l); /* frees it when done */
         return;
     }
     lock_destroy(l);

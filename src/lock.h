@@ -70,42 +70,42 @@ struct lock_type;
 /* Results. Busy is not broken: HTTP answers the first with 503
  * lock_timeout and the last with 503 backend_unavailable. */
 #define LOCK_OK 0
-#define LOCK_BUSY 1     /* still held by someone else when the wait ran out */
-#define LOCK_LOST 2     /* the lock is no longer ours (expired, taken, renewal failed) */
-#define LOCK_ERR -1     /* Redis failed or answered nonsense; see lock_errstr() */
+#define LOCK_BUSY 1 /* still held by someone else when the wait ran out */
+#define LOCK_LOST 2 /* the lock is no longer ours (expired, taken, renewal failed) */
+#define LOCK_ERR -1 /* Redis failed or answered nonsense; see lock_errstr() */
 
 #define LOCK_MAX_NODES 9
 
 /* A master's answer in the last acquire round (Redlock). */
-#define LOCK_VOTE_YES 1        /* granted (or re-entered) */
-#define LOCK_VOTE_BUSY 0       /* held by another owner */
-#define LOCK_VOTE_ERROR -1     /* unreachable, timed out or failed */
+#define LOCK_VOTE_YES 1 /* granted (or re-entered) */
+#define LOCK_VOTE_BUSY 0 /* held by another owner */
+#define LOCK_VOTE_ERROR -1 /* unreachable, timed out or failed */
 #define LOCK_VOTE_RESTARTED -2 /* restarted within the TTL: no vote yet */
 
 /* "yes", "busy", "error", "restarted"; "?" for anything else. */
 const char *lock_vote_word(int outcome);
 
 /* How a hold of a type that hands on was granted (lock_report.granted_by). */
-#define LOCK_GRANT_FREE 1      /* its own acquire found it free (or re-entered it) */
-#define LOCK_GRANT_HANDED 2    /* handed over by the holder before it */
-#define LOCK_GRANT_CHECKED 3   /* found by its own re-check: a lease ran out, a grant was missed */
+#define LOCK_GRANT_FREE 1 /* its own acquire found it free (or re-entered it) */
+#define LOCK_GRANT_HANDED 2 /* handed over by the holder before it */
+#define LOCK_GRANT_CHECKED 3 /* found by its own re-check: a lease ran out, a grant was missed */
 #define LOCK_GRANTS 4
 
 /* "free", "handed", "checked"; "" for 0. */
 const char *lock_grant_word(int granted_by);
 
 struct lock_core_options {
-    struct rpool *pool;          /* where single-master locks live; borrowed */
-    int pool_wait_ms;            /* longest wait for a pooled connection (redis.timeout) */
-    const char *redlock_nodes;   /* "host:port,..." of the Redlock masters; NULL or "": none */
+    struct rpool *pool; /* where single-master locks live; borrowed */
+    int pool_wait_ms; /* longest wait for a pooled connection (redis.timeout) */
+    const char *redlock_nodes; /* "host:port,..." of the Redlock masters; NULL or "": none */
     const char *redlock_password;
     int redlock_node_timeout_ms;
     int redlock_pool_size;
-    int ttl_ms;                  /* lock.ttl-ms: the lease */
-    int wait_ms;                 /* lock.wait-ms: longest acquire wait; 0 = one try */
-    int spin_sleep_ms;           /* lock.spin-sleep-ms: sleep between polls */
-    int retry_depth;             /* lock.retry-max-depth: setnx-retry's recursion cap */
-    int sync_replicas;           /* lock.sync-replicas: WAIT after a single-master acquire */
+    int ttl_ms; /* lock.ttl-ms: the lease */
+    int wait_ms; /* lock.wait-ms: longest acquire wait; 0 = one try */
+    int spin_sleep_ms; /* lock.spin-sleep-ms: sleep between polls */
+    int retry_depth; /* lock.retry-max-depth: setnx-retry's recursion cap */
+    int sync_replicas; /* lock.sync-replicas: WAIT after a single-master acquire */
 };
 
 /* Makes the core: connects to nothing yet, starts the watchdog thread.
@@ -134,33 +134,33 @@ const struct redlock *lock_core_redlock(const struct lock_core *core);
  * server the core's watched locks live on, and one for the Redlock
  * masters. */
 struct lock_lane_stats {
-    char name[64];              /* "host:port" of its server, the Sentinel master's name, or "redlock" */
-    long long renewed;          /* renewals that found the lock and reset its lease */
-    long long lost;             /* renewals that found it gone, or came after its lease */
-    long long unreached;        /* renewals that could not reach the server (tried again) */
-    long long retries;          /* compensations tried for holds that could not be given up */
-    int64_t longest_us;         /* the longest renewal seen, from its send to its outcome */
+    char name[64]; /* "host:port" of its server, the Sentinel master's name, or "redlock" */
+    long long renewed; /* renewals that found the lock and reset its lease */
+    long long lost; /* renewals that found it gone, or came after its lease */
+    long long unreached; /* renewals that could not reach the server (tried again) */
+    long long retries; /* compensations tried for holds that could not be given up */
+    int64_t longest_us; /* the longest renewal seen, from its send to its outcome */
 };
 
 /* Fills out[] with up to max lanes' figures; returns how many. */
 int lock_core_lanes(struct lock_core *core, struct lock_lane_stats *out, int max);
 
 /* The lock types. */
-extern const struct lock_type lock_type_none;        /* no lock at all */
-extern const struct lock_type lock_type_local;       /* a pthread mutex in this process */
+extern const struct lock_type lock_type_none; /* no lock at all */
+extern const struct lock_type lock_type_local; /* a pthread mutex in this process */
 extern const struct lock_type lock_type_setnx_retry; /* SETNX, retried by recursion */
-extern const struct lock_type lock_type_setnx_spin;  /* SETNX in a loop */
-extern const struct lock_type lock_type_expiring;    /* SET NX PX, released by DEL */
+extern const struct lock_type lock_type_setnx_spin; /* SETNX in a loop */
+extern const struct lock_type lock_type_expiring; /* SET NX PX, released by DEL */
 extern const struct lock_type lock_type_owner_check; /* released by GET, then DEL */
-extern const struct lock_type lock_type_owner_lua;   /* released by compare-and-delete */
-extern const struct lock_type lock_type_reentrant;   /* Redisson's hash lock, not renewed */
-extern const struct lock_type lock_type_watchdog;    /* the hash lock, renewed while held */
-extern const struct lock_type lock_type_redisson;    /* renewed, waiters woken by pub/sub */
-extern const struct lock_type lock_type_redlock;     /* the hash lock on a quorum of masters */
-extern const struct lock_type lock_type_fenced;      /* SET NX PX and a fencing token */
-extern const struct lock_type lock_type_handoff;     /* a FIFO queue in Redis, handed on by grant */
-extern const struct lock_type lock_type_rw_read;     /* Redisson's RReadWriteLock, read half */
-extern const struct lock_type lock_type_rw_write;    /* and write half, renewed while held */
+extern const struct lock_type lock_type_owner_lua; /* released by compare-and-delete */
+extern const struct lock_type lock_type_reentrant; /* Redisson's hash lock, not renewed */
+extern const struct lock_type lock_type_watchdog; /* the hash lock, renewed while held */
+extern const struct lock_type lock_type_redisson; /* renewed, waiters woken by pub/sub */
+extern const struct lock_type lock_type_redlock; /* the hash lock on a quorum of masters */
+extern const struct lock_type lock_type_fenced; /* SET NX PX and a fencing token */
+extern const struct lock_type lock_type_handoff; /* a FIFO queue in Redis, handed on by grant */
+extern const struct lock_type lock_type_rw_read; /* Redisson's RReadWriteLock, read half */
+extern const struct lock_type lock_type_rw_write; /* and write half, renewed while held */
 
 /* The type's name ("redisson") and family: types of one family exclude each
  * other on one key; two families on one stock do not ("string", "hash",
@@ -213,12 +213,12 @@ int lock_commit_check(struct lock *l);
  * holder stalled between its last check and its write cannot write once
  * its lock has gone. */
 struct lock_guard {
-    const char *kind;      /* "string": the key's value is the owner; "hash": the owner is
+    const char *kind; /* "string": the key's value is the owner; "hash": the owner is
                               a field of the hash; "": no script beside the stock can tell
                               (the lock lives on other servers, or nowhere) */
-    const char *key;       /* the lock's key */
-    char field[96];        /* the value or field that names the owner */
-    int enforce;           /* refuse the write when the lock is not the holder's: the types
+    const char *key; /* the lock's key */
+    char field[96]; /* the value or field that names the owner */
+    int enforce; /* refuse the write when the lock is not the holder's: the types
                               that enforce their lease do, the ladder's flawed steps only
                               record it */
 };
@@ -244,8 +244,8 @@ redisContext *lock_conn(struct lock *l);
 int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen);
 
 /* As lock_append, for an embedded script run by EVALSHA. */
-int lock_append_script(struct lock *l, const char *name, int numkeys, int argc,
-                       const char **argv, const size_t *argvlen);
+int lock_append_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
+                       const size_t *argvlen);
 
 /* Registers an idempotent command that must reach the core's Redis before
  * the lock is given up (the probe's exit): sent ahead of the release, and
@@ -282,8 +282,8 @@ int lock_carried(const struct lock *l, const char **value);
  * followed by the waiter's process part (its owner id up to the ':'), or
  * deletes the lock when nobody waits. See src/lua/handoff-lock.lua. */
 struct lock_handover {
-    const char *key;            /* the lock */
-    char queue[224];            /* the waiters' list */
+    const char *key; /* the lock */
+    char queue[224]; /* the waiters' list */
     char channel_prefix[240];
     char owner[64];
     char lease_ms[16];
@@ -299,8 +299,8 @@ int lock_handover(const struct lock *l, struct lock_handover *h);
  * no release of its own (if it answered NOSCRIPT, it did not run, and the
  * usual release follows). Returns the script's reply index (lock_reply),
  * or -1 (not held, no connection, out of room). */
-int lock_append_release(struct lock *l, const char *name, int numkeys, int argc,
-                        const char **argv, const size_t *argvlen);
+int lock_append_release(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
+                        const size_t *argvlen);
 
 /* Fault injection: sleep ms between the release's ownership check and its
  * delete (or before a one-step release). */
@@ -316,25 +316,25 @@ const char *lock_errstr(const struct lock *l);
 /* What a handle did, for the sale's answer, the metrics and the history. */
 struct lock_report {
     char owner[64];
-    int holds;                 /* acquires not yet released */
-    int attempts;              /* tries sent to Redis (or mutex tries) */
-    int64_t wait_us;           /* total time spent acquiring */
-    int64_t hold_us;           /* since the outermost acquire (0 if never held) */
-    int64_t granted_wall_us;   /* wall clock when the outermost acquire returned */
-    int64_t lease_wall_us;     /* wall clock of the lease deadline; 0: no lease */
-    int renewals;              /* successful renewals */
-    int depth;                 /* setnx-retry: deepest recursion reached */
-    long long token;           /* fencing token, 0 if none */
-    int granted_by;            /* LOCK_GRANT_*: how the outermost hold was granted, for the
+    int holds; /* acquires not yet released */
+    int attempts; /* tries sent to Redis (or mutex tries) */
+    int64_t wait_us; /* total time spent acquiring */
+    int64_t hold_us; /* since the outermost acquire (0 if never held) */
+    int64_t granted_wall_us; /* wall clock when the outermost acquire returned */
+    int64_t lease_wall_us; /* wall clock of the lease deadline; 0: no lease */
+    int renewals; /* successful renewals */
+    int depth; /* setnx-retry: deepest recursion reached */
+    long long token; /* fencing token, 0 if none */
+    int granted_by; /* LOCK_GRANT_*: how the outermost hold was granted, for the
                                   types that hand on (0 for the others) */
-    int replicas_wanted;       /* lock.sync-replicas, when WAIT was sent */
+    int replicas_wanted; /* lock.sync-replicas, when WAIT was sent */
     int replicas_acked;
-    int quorum;                /* Redlock: votes needed; 0 otherwise */
+    int quorum; /* Redlock: votes needed; 0 otherwise */
     int nvotes;
     struct {
         char node[64];
-        int outcome;           /* LOCK_VOTE_* */
-        int us;                /* round trip seen for it */
+        int outcome; /* LOCK_VOTE_* */
+        int us; /* round trip seen for it */
     } votes[LOCK_MAX_NODES];
 };
 

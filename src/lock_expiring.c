@@ -4,13 +4,9 @@
  * Its lease is recorded but not enforced: that is the flaw it shows. */
 #include "lock_int.h"
 
-static int expiring_once(struct lock *l) {
-    return lock_set_nx(l, lock_lease_ms(l));
-}
+static int expiring_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
 
-static int expiring_acquire(struct lock *l) {
-    return lock_poll(l, expiring_once);
-}
+static int expiring_acquire(struct lock *l) { return lock_poll(l, expiring_once); }
 
 static int expiring_release(struct lock *l) {
     lock_release_pause(l);

@@ -35,9 +35,7 @@ static int fenced_once(struct lock *l) {
     return rc;
 }
 
-static int fenced_acquire(struct lock *l) {
-    return lock_poll(l, fenced_once);
-}
+static int fenced_acquire(struct lock *l) { return lock_poll(l, fenced_once); }
 
 static int fenced_release(struct lock *l) {
     lock_release_pause(l);

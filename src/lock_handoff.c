@@ -87,10 +87,10 @@ enum ride_state { RIDE_WAITING, RIDE_TAKEN, RIDE_QUEUED, RIDE_OWN, RIDE_UNKNOWN 
 struct rider {
     struct lock *l;
     struct pubsub_waiter *w;
-    int state;                       /* enum ride_state, under stations_mu */
-    char wait[24];                   /* its wait left, in ms, as its carrier sends it */
-    int64_t queued_sent_us;          /* RIDE_QUEUED: the commit's send, this host's clock */
-    int64_t queued_redis_us;         /* and its run, Redis's */
+    int state; /* enum ride_state, under stations_mu */
+    char wait[24]; /* its wait left, in ms, as its carrier sends it */
+    int64_t queued_sent_us; /* RIDE_QUEUED: the commit's send, this host's clock */
+    int64_t queued_redis_us; /* and its run, Redis's */
     struct rider *next;
 };
 
@@ -98,9 +98,9 @@ struct rider {
 struct station {
     struct rpool *pool;
     char key[192];
-    char carrier[64];                /* owner id of the holder riders go with; "": none */
-    struct rider *waiting;           /* boarded, oldest first */
-    struct rider *last;              /* the newest boarded */
+    char carrier[64]; /* owner id of the holder riders go with; "": none */
+    struct rider *waiting; /* boarded, oldest first */
+    struct rider *last; /* the newest boarded */
     int refs;
     struct station *next;
 };
@@ -109,10 +109,10 @@ static pthread_mutex_t stations_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct station *stations;
 
 struct handoff_state {
-    int granted_by;                  /* LOCK_GRANT_* of the outermost hold */
-    struct station *st;              /* referred to while acquiring or carrying */
+    int granted_by; /* LOCK_GRANT_* of the outermost hold */
+    struct station *st; /* referred to while acquiring or carrying */
     int carrying;
-    struct rider *taken;             /* the riders its commit carries, until told */
+    struct rider *taken; /* the riders its commit carries, until told */
     char nriders[16];
 };
 
@@ -208,8 +208,8 @@ static void station_leave(struct lock *l, int fate, int64_t sent_us, int64_t red
 /* What one run of handoff-lock.lua answered. */
 struct handoff_answer {
     int granted;
-    int64_t pttl_ms;     /* the holder's remaining lease; -1: none */
-    int64_t redis_us;    /* waiting: Redis's clock as the script ran */
+    int64_t pttl_ms; /* the holder's remaining lease; -1: none */
+    int64_t redis_us; /* waiting: Redis's clock as the script ran */
 };
 
 static void queue_key(const struct lock *l, char *buf, size_t len) {
@@ -217,8 +217,9 @@ static void queue_key(const struct lock *l, char *buf, size_t len) {
 }
 
 static void channel_prefix(const struct lock *l, char *buf, size_t len) {
-    snprintf(buf, len, strchr(l->key, '{') ? "handoff_lock__channel:%s:" : "handoff_lock__channel:{%s}:",
-             l->key);
+    snprintf(
+        buf, len,
+        strchr(l->key, '{') ? "handoff_lock__channel:%s:" : "handoff_lock__channel:{%s}:", l->key);
 }
 
 /* This handle's channel: the prefix and its process part. */
@@ -268,7 +269,8 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
     redisReply *r = carries ? lock_script(l, "handoff-lock", 3, 8, argv)
                             : lock_script(l, "handoff-lock", 2, 7, argv2);
     if (!r) return LOCK_ERR;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element[0]->type != REDIS_REPLY_INTEGER) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER) {
         rc = lock_fail(l, r, "handoff-lock");
         freeReplyObject(r);
         return rc;
@@ -281,7 +283,8 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
         if (v->type == REDIS_REPLY_STRING) {
             char buf[sizeof(l->carried_value) + 1];
             int n = snprintf(buf, sizeof(buf), "=%.*s", (int)v->len, v->str);
-            carry_set(l, (size_t)n < sizeof(buf) && v->len + 1 < sizeof(buf) ? buf : NULL, (size_t)n);
+            carry_set(l, (size_t)n < sizeof(buf) && v->len + 1 < sizeof(buf) ? buf : NULL,
+                      (size_t)n);
         } else {
             carry_set(l, carries ? "-" : NULL, 1);
         }
@@ -331,8 +334,10 @@ static int handoff_reenter(struct lock *l) {
     l->attempts++;
     redisReply *r = lock_script(l, "handoff-lock", 2, 6, argv);
     if (!r) return LOCK_ERR;
-    if (r->type != REDIS_REPLY_INTEGER) rc = lock_fail(l, r, "handoff-lock");
-    else if (r->integer == 1) rc = LOCK_OK;
+    if (r->type != REDIS_REPLY_INTEGER)
+        rc = lock_fail(l, r, "handoff-lock");
+    else if (r->integer == 1)
+        rc = LOCK_OK;
     else {
         snprintf(l->errstr, sizeof(l->errstr), "the lock is no longer this holder's");
         rc = LOCK_BUSY;
@@ -351,8 +356,10 @@ static int board(struct lock *l, struct rider *r) {
     if (riding) {
         r->state = RIDE_WAITING;
         r->next = NULL;
-        if (hs->st->last) hs->st->last->next = r;
-        else hs->st->waiting = r;
+        if (hs->st->last)
+            hs->st->last->next = r;
+        else
+            hs->st->waiting = r;
         hs->st->last = r;
     }
     pthread_mutex_unlock(&stations_mu);
@@ -373,7 +380,7 @@ static int handoff_acquire(struct lock *l) {
     struct rider me = {.l = l, .w = &w};
     int riding = subscribed && board(l, &me);
     int64_t leave_at = mclock_us() + RIDE_MAX_US;
-    const char *mode = riding ? NULL : "acquire";   /* the script to send next */
+    const char *mode = riding ? NULL : "acquire"; /* the script to send next */
     struct handoff_answer a = {.pttl_ms = lock_lease_ms(l)};
     int rc = LOCK_OK, queued = 0, slept = 0;
     int64_t queued_sent_us = 0, queued_redis_us = 0;
@@ -402,18 +409,18 @@ static int handoff_acquire(struct lock *l) {
             if (state == RIDE_QUEUED) {
                 riding = 0;
                 queued = 1;
-                l->attempts++;   /* its carrier's commit queued it */
+                l->attempts++; /* its carrier's commit queued it */
             } else if (state == RIDE_OWN || state == RIDE_UNKNOWN) {
                 riding = 0;
                 if (now >= l->deadline_us && state == RIDE_OWN) {
-                    rc = LOCK_BUSY;   /* never queued */
+                    rc = LOCK_BUSY; /* never queued */
                     break;
                 }
                 mode = state == RIDE_OWN ? "acquire" : "ensure";
             }
         }
         if (mode) {
-            while ((rc = handoff_run(l, mode, &a)) == LOCK_BUSY)   /* the pool was busy */
+            while ((rc = handoff_run(l, mode, &a)) == LOCK_BUSY) /* the pool was busy */
                 if (lock_backoff(l) < 0) break;
             mode = NULL;
             if (rc != LOCK_OK || a.granted) break;
@@ -427,8 +434,10 @@ static int handoff_acquire(struct lock *l) {
             if (whole && take_message(l, text, whole, queued_sent_us, queued_redis_us)) break;
             if (now >= l->deadline_us) {
                 rc = handoff_run(l, "cancel", &a);
-                if (rc == LOCK_OK) rc = a.granted ? LOCK_OK : LOCK_BUSY;
-                else rc = LOCK_ERR;   /* not known to have left the queue */
+                if (rc == LOCK_OK)
+                    rc = a.granted ? LOCK_OK : LOCK_BUSY;
+                else
+                    rc = LOCK_ERR; /* not known to have left the queue */
                 break;
             }
             if (slept) {
@@ -437,17 +446,21 @@ static int handoff_acquire(struct lock *l) {
                  * missed). One script says, and grants the first waiter
                  * if the lock has gone without a grant. */
                 rc = handoff_run(l, "check", &a);
-                if (rc == LOCK_BUSY) rc = LOCK_OK;   /* no connection now: wait on */
-                else if (rc != LOCK_OK || a.granted) break;
+                if (rc == LOCK_BUSY)
+                    rc = LOCK_OK; /* no connection now: wait on */
+                else if (rc != LOCK_OK || a.granted)
+                    break;
             }
         }
         lock_park(l);
         int64_t until;
         if (riding)
             until = state == RIDE_WAITING ? (leave_at < l->deadline_us ? leave_at : l->deadline_us)
-                                          : now + 100000;   /* taken: its commit answers soon */
+                                          : now + 100000; /* taken: its commit answers soon */
         else
-            until = now + (a.pttl_ms > 0 && a.pttl_ms + 2 < RECHECK_MS ? a.pttl_ms + 2 : RECHECK_MS) * 1000;
+            until =
+                now +
+                (a.pttl_ms > 0 && a.pttl_ms + 2 < RECHECK_MS ? a.pttl_ms + 2 : RECHECK_MS) * 1000;
         if (until > l->deadline_us) until = l->deadline_us;
         if (subscribed) {
             pubsub_wait(&w, until);
@@ -461,13 +474,15 @@ static int handoff_acquire(struct lock *l) {
     /* Still queued in Redis, or not known: the core gives it up there,
      * checked against the owner (abandon), on a fresh connection. */
     if (rc == LOCK_ERR) l->unknown = 1;
-    if (rc == LOCK_OK) station_carry(l);
-    else station_leave(l, RIDE_OWN, 0, 0, NULL, 0);
+    if (rc == LOCK_OK)
+        station_carry(l);
+    else
+        station_leave(l, RIDE_OWN, 0, 0, NULL, 0);
     return rc;
 }
 
 static int handoff_release(struct lock *l) {
-    if (l->holds > 0) return LOCK_OK;   /* an inner hold: the lock stays */
+    if (l->holds > 0) return LOCK_OK; /* an inner hold: the lock stays */
     /* No commit carried the riders: they queue themselves. */
     station_leave(l, RIDE_OWN, 0, 0, NULL, 0);
     char queue[224], prefix[240], lease[16];
@@ -479,14 +494,15 @@ static int handoff_release(struct lock *l) {
     redisReply *r = lock_script(l, "handoff-lock", 2, 6, argv);
     if (!r) return LOCK_ERR;
     int rc = r->type != REDIS_REPLY_INTEGER ? lock_fail(l, r, "handoff-lock")
-             : r->integer == 1 ? LOCK_OK : LOCK_LOST;
+             : r->integer == 1              ? LOCK_OK
+                                            : LOCK_LOST;
     freeReplyObject(r);
     return rc;
 }
 
 /* renew and abandon, on a link. */
 static int handoff_link(struct lock *l, struct lock_link *k, const char *mode) {
-    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
     redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     char queue[224], prefix[240], lease[16];
@@ -495,7 +511,9 @@ static int handoff_link(struct lock *l, struct lock_link *k, const char *mode) {
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, queue, mode, l->owner, lease, prefix};
     redisReply *r = lock_link_script(k, c, "handoff-lock", 2, 6, argv);
-    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR : r->integer == 1 ? LOCK_OK : LOCK_LOST;
+    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR
+             : r->integer == 1                    ? LOCK_OK
+                                                  : LOCK_LOST;
     if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
     k->put(k, pool, c);
@@ -508,7 +526,7 @@ static int handoff_renew(struct lock *l, struct lock_link *k) {
 
 static int handoff_abandon(struct lock *l, struct lock_link *k) {
     int rc = handoff_link(l, k, "abandon");
-    return rc == LOCK_LOST ? LOCK_OK : rc;   /* nothing was ours: done */
+    return rc == LOCK_LOST ? LOCK_OK : rc; /* nothing was ours: done */
 }
 
 static void handoff_report(const struct lock *l, struct lock_report *r) {
@@ -533,7 +551,7 @@ static int handoff_release_args(struct lock *l, const char **argv, int max) {
         while (*p && n < RIDERS_MAX && 3 * (n + 1) + 1 <= max) {
             struct rider *r = *p;
             int64_t left_ms = (r->l->deadline_us - now) / 1000;
-            if (left_ms <= 0) {   /* its own deadline: it leaves by itself */
+            if (left_ms <= 0) { /* its own deadline: it leaves by itself */
                 p = &r->next;
                 continue;
             }
@@ -548,7 +566,7 @@ static int handoff_release_args(struct lock *l, const char **argv, int max) {
             argv[3 * n + 2] = r->l->carry_key;
             n++;
         }
-        hs->st->last = NULL;   /* what is left: riders past their deadline, few */
+        hs->st->last = NULL; /* what is left: riders past their deadline, few */
         for (struct rider *r = hs->st->waiting; r; r = r->next) hs->st->last = r;
         pthread_mutex_unlock(&stations_mu);
     }
@@ -565,7 +583,7 @@ static int handoff_release_args(struct lock *l, const char **argv, int max) {
  * they stand; the grant is handed over here, as the subscriber would
  * have. */
 static void handoff_handed(struct lock *l, const redisReply *answer) {
-    if (!answer) {   /* given up: its riders may or may not have been queued */
+    if (!answer) { /* given up: its riders may or may not have been queued */
         station_leave(l, RIDE_UNKNOWN, 0, 0, NULL, 0);
         return;
     }
@@ -580,7 +598,7 @@ static void handoff_handed(struct lock *l, const redisReply *answer) {
     station_leave(l, RIDE_QUEUED, l->sent_us, redis_us, grant, grant ? strcspn(grant, " ") : 0);
     if (grant) {
         char channel[320];
-        channel_of(l, channel, sizeof(channel));   /* this process's: the grantee's too */
+        channel_of(l, channel, sizeof(channel)); /* this process's: the grantee's too */
         pubsub_deliver(l->core->pubsub, l->pool, channel, grant, len);
     }
 }

@@ -33,13 +33,9 @@ int lock_hash_try(struct lock *l, int64_t *pttl_ms) {
     return lock_hash_script_try(l, "hash-lock", 1, 3, argv, pttl_ms);
 }
 
-static int hash_once(struct lock *l) {
-    return lock_hash_try(l, NULL);
-}
+static int hash_once(struct lock *l) { return lock_hash_try(l, NULL); }
 
-int lock_hash_poll(struct lock *l) {
-    return lock_poll(l, hash_once);
-}
+int lock_hash_poll(struct lock *l) { return lock_poll(l, hash_once); }
 
 void lock_redisson_prefixed(const char *prefix, const char *key, char *buf, size_t len) {
     snprintf(buf, len, strchr(key, '{') ? "%s:%s" : "%s:{%s}", prefix, key);
@@ -61,28 +57,31 @@ int lock_hash_unlock(struct lock *l) {
     lock_release_pause(l);
     redisReply *r = lock_script(l, "hash-unlock", 2, 5, argv);
     if (!r) return LOCK_ERR;
-    int rc = r->type == REDIS_REPLY_NIL ? LOCK_LOST
-             : r->type == REDIS_REPLY_INTEGER ? LOCK_OK : lock_fail(l, r, "hash-unlock");
+    int rc = r->type == REDIS_REPLY_NIL       ? LOCK_LOST
+             : r->type == REDIS_REPLY_INTEGER ? LOCK_OK
+                                              : lock_fail(l, r, "hash-unlock");
     freeReplyObject(r);
     return rc;
 }
 
 int lock_hash_renew(struct lock *l, struct lock_link *k) {
-    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
     redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, lease, l->owner};
     redisReply *r = lock_link_script(k, c, "hash-renew", 1, 3, argv);
-    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR : r->integer == 1 ? LOCK_OK : LOCK_LOST;
+    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR
+             : r->integer == 1                    ? LOCK_OK
+                                                  : LOCK_LOST;
     freeReplyObject(r);
     k->put(k, pool, c);
     return rc;
 }
 
 int lock_hash_abandon(struct lock *l, struct lock_link *k) {
-    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
     redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     char channel[256];
@@ -96,16 +95,16 @@ int lock_hash_abandon(struct lock *l, struct lock_link *k) {
     return rc;
 }
 
-int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
-                   const char *channel, int max_sleep_ms) {
+int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *), const char *channel,
+                   int max_sleep_ms) {
     int64_t pttl = -1;
     int rc = try_once(l, &pttl);
     if (rc != LOCK_BUSY || mclock_us() >= l->deadline_us) return rc;
     char err[128];
     struct pubsub_waiter w;
     lock_park(l);
-    int subscribed = pubsub_wait_begin(l->core->pubsub, &w, l->pool, channel,
-                                       l->deadline_us, err, sizeof(err)) == 0;
+    int subscribed = pubsub_wait_begin(l->core->pubsub, &w, l->pool, channel, l->deadline_us, err,
+                                       sizeof(err)) == 0;
     /* Subscribed first, then tried again: an unlock between the first try
      * and the subscription is not missed. */
     while ((rc = try_once(l, &pttl)) == LOCK_BUSY) {

@@ -38,8 +38,8 @@ int lock_hash_abandon(struct lock *l, struct lock_link *k);
  * (PTTL, at most max_sleep_ms when that is above 0), whichever comes first,
  * and repeat until l->deadline_us. Falls back on lock.spin-sleep-ms polling
  * if the subscription cannot be made. */
-int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *),
-                   const char *channel, int max_sleep_ms);
+int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *), const char *channel,
+                   int max_sleep_ms);
 
 /* Redisson's names of objects beside a lock (RedissonObject.prefixName and
  * suffixName): "prefix:{key}" and "{key}:suffix", or, when key already holds

@@ -22,13 +22,14 @@ struct watchdog;
 struct wd_lane;
 
 /* struct lock_type.flags */
-#define LOCK_T_REDIS 1     /* the lock lives on the core's Redis, on the handle's connection */
-#define LOCK_T_GATED 2     /* threads of one process queue FIFO in front of it (the gate) */
-#define LOCK_T_WATCHED 4   /* renewed by the watchdog while held (needs renew) */
-#define LOCK_T_LEASED 8    /* it expires: the lease is dated from the granting send */
-#define LOCK_T_CHECKED 16  /* the holder may not commit past its lease deadline, and its
+#define LOCK_T_REDIS 1 /* the lock lives on the core's Redis, on the handle's connection */
+#define LOCK_T_GATED 2 /* threads of one process queue FIFO in front of it (the gate) */
+#define LOCK_T_WATCHED 4 /* renewed by the watchdog while held (needs renew) */
+#define LOCK_T_LEASED 8 /* it expires: the lease is dated from the granting send */
+#define LOCK_T_CHECKED                                                                             \
+    16 /* the holder may not commit past its lease deadline, and its
                               write is refused in Redis when the lock is no longer its own */
-#define LOCK_T_QUORUM 32   /* it lives on the Redlock masters, not on the core's Redis */
+#define LOCK_T_QUORUM 32 /* it lives on the Redlock masters, not on the core's Redis */
 
 /* The connections a background operation (renew, abandon) may use: on the
  * watchdog thread its own, on a handle's thread fresh pooled ones. */
@@ -43,9 +44,9 @@ struct lock_link {
 
 struct lock_type {
     const char *name;
-    const char *family;        /* see lock_type_family() */
-    int flags;                 /* LOCK_T_* */
-    size_t priv_size;          /* bytes of per-handle state, zeroed, at l->priv */
+    const char *family; /* see lock_type_family() */
+    int flags; /* LOCK_T_* */
+    size_t priv_size; /* bytes of per-handle state, zeroed, at l->priv */
     /* Takes the lock for l->owner, trying until l->deadline_us (monotonic).
      * Counts every try in l->attempts. Returns LOCK_OK (first hold or
      * re-entry), LOCK_BUSY, or LOCK_ERR (l->errstr; l->unknown set when
@@ -99,55 +100,55 @@ struct lock_core {
 struct lock {
     const struct lock_type *type;
     struct lock_core *core;
-    void *priv;                  /* type->priv_size bytes */
+    void *priv; /* type->priv_size bytes */
     char key[192];
     char owner[64];
-    redisContext *c;             /* the handle's connection, or NULL */
-    int64_t deadline_us;         /* of the acquire in progress */
-    int wait_ms;                 /* the longest acquire wait: lock.wait-ms, or lock_set_wait's */
-    int release_delay_ms;        /* fault: see lock_set_release_delay */
+    redisContext *c; /* the handle's connection, or NULL */
+    int64_t deadline_us; /* of the acquire in progress */
+    int wait_ms; /* the longest acquire wait: lock.wait-ms, or lock_set_wait's */
+    int release_delay_ms; /* fault: see lock_set_release_delay */
     int holds;
-    int unknown;                 /* the last command's reply was lost */
-    int orphaned;                /* its holds could not be given up: the watchdog retries */
-    int64_t sent_us;             /* when the last command was sent */
+    int unknown; /* the last command's reply was lost */
+    int orphaned; /* its holds could not be given up: the watchdog retries */
+    int64_t sent_us; /* when the last command was sent */
 
-    struct waitq_node gate;      /* its place in the gate */
-    int gated;                   /* it holds the gate */
+    struct waitq_node gate; /* its place in the gate */
+    int gated; /* it holds the gate */
 
-    int64_t acquired_us;         /* when the outermost acquire returned */
+    int64_t acquired_us; /* when the outermost acquire returned */
     int64_t granted_wall_us;
     atomic_llong lease_until_us; /* 0: no lease; written by the watchdog too */
-    atomic_int lost;             /* a renewal found the lock gone */
+    atomic_int lost; /* a renewal found the lock gone */
     atomic_int renewals;
 
-    int watching;                /* handed to the watchdog, not taken back yet */
+    int watching; /* handed to the watchdog, not taken back yet */
 
     /* The watchdog's, under its mutex. */
-    struct wd_lane *wd_lane;     /* the lane renewing or retrying it */
+    struct wd_lane *wd_lane; /* the lane renewing or retrying it */
     struct lock *wd_next;
     int64_t wd_due_us;
-    int wd_busy;                 /* a renewal of it is in flight */
-    int64_t wd_giveup_us;        /* orphaned: stop retrying after this */
+    int wd_busy; /* a renewal of it is in flight */
+    int64_t wd_giveup_us; /* orphaned: stop retrying after this */
 
     /* The carried key (lock_carry) and the value the grant handed over. */
     char carry_key[128];
-    int carried;                 /* 0: none; 1: carried_value; 2: the key did not exist */
+    int carried; /* 0: none; 1: carried_value; 2: the key did not exist */
     char carried_value[64];
 
     /* The holder's pipeline (lock_append) and cleanups (lock_cleanup). */
-    int releasing;               /* 1 + the reply index of an appended script that
+    int releasing; /* 1 + the reply index of an appended script that
                                     ends the hold (lock_append_release); 0: none */
-    int npending;                /* appended, reply not read yet */
+    int npending; /* appended, reply not read yet */
     int nreplies;
     redisReply *replies[LOCK_PIPE_MAX];
     int ncleanup;
-    char *cleanup[LOCK_CLEANUP_MAX];      /* formatted commands */
+    char *cleanup[LOCK_CLEANUP_MAX]; /* formatted commands */
     size_t cleanup_len[LOCK_CLEANUP_MAX];
 
     int attempts;
     int64_t wait_us;
     int replicas_wanted, replicas_acked;
-    char errstr[256];             /* room for a pool error naming every sentinel */
+    char errstr[256]; /* room for a pool error naming every sentinel */
     /* The pool of the key's server: the core's, or in cluster mode that of
      * the master owning the key's slot when the handle was made, or the one
      * a refusal sent it to since (written by the handle's thread, read by
@@ -168,8 +169,7 @@ int lock_try_conn(struct lock *l);
 redisReply *lock_command(struct lock *l, const char *fmt, ...);
 
 /* Runs an embedded script on l->c the same way. */
-redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
-                        const char **argv);
+redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv);
 
 /* Sets l->errstr from reply (an error reply) or l->c; returns LOCK_ERR.
  * Either may be NULL. */
@@ -210,8 +210,8 @@ void lock_string_guard(const struct lock *l, struct lock_guard *g);
 void lock_hash_guard(const struct lock *l, struct lock_guard *g);
 
 /* Runs an embedded script on c (any thread); NULL with errstr set. */
-redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name,
-                             int numkeys, int argc, const char **argv);
+redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name, int numkeys,
+                             int argc, const char **argv);
 
 /* The lease in ms, and its safety margin: TTL/100 + 2 ms. */
 int lock_lease_ms(const struct lock *l);

@@ -5,13 +5,9 @@
 #include <string.h>
 #include "lock_int.h"
 
-static int owner_check_once(struct lock *l) {
-    return lock_set_nx(l, lock_lease_ms(l));
-}
+static int owner_check_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
 
-static int owner_check_acquire(struct lock *l) {
-    return lock_poll(l, owner_check_once);
-}
+static int owner_check_acquire(struct lock *l) { return lock_poll(l, owner_check_once); }
 
 static int owner_check_release(struct lock *l) {
     redisReply *r = lock_command(l, "GET %s", l->key);
@@ -23,7 +19,7 @@ static int owner_check_release(struct lock *l) {
     int mine = r->type == REDIS_REPLY_STRING && strcmp(r->str, l->owner) == 0;
     freeReplyObject(r);
     if (!mine) return LOCK_LOST;
-    lock_release_pause(l);   /* the race window */
+    lock_release_pause(l); /* the race window */
     return lock_del(l);
 }
 

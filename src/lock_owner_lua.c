@@ -4,13 +4,9 @@
  * the key taken and waits for itself until lock.wait-ms runs out. */
 #include "lock_int.h"
 
-static int owner_lua_once(struct lock *l) {
-    return lock_set_nx(l, lock_lease_ms(l));
-}
+static int owner_lua_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
 
-static int owner_lua_acquire(struct lock *l) {
-    return lock_poll(l, owner_lua_once);
-}
+static int owner_lua_acquire(struct lock *l) { return lock_poll(l, owner_lua_once); }
 
 static int owner_lua_release(struct lock *l) {
     lock_release_pause(l);

@@ -36,18 +36,18 @@
 struct redlock_state {
     int nvotes;
     struct {
-        int outcome;            /* LOCK_VOTE_* */
+        int outcome; /* LOCK_VOTE_* */
         int us;
     } votes[LOCK_MAX_NODES];
-    int dirty;                  /* a failed round could not give up every master */
-    int count[LOCK_MAX_NODES];  /* holds each master is known to have granted this handle */
+    int dirty; /* a failed round could not give up every master */
+    int count[LOCK_MAX_NODES]; /* holds each master is known to have granted this handle */
 };
 
 /* Outcome of one acquire round, beyond its votes. */
 struct round_result {
-    int64_t pttl_ms;            /* the longest lease seen on a master that refused */
-    int split;                  /* some masters voted yes */
-    int can_vote;               /* masters neither down nor withheld */
+    int64_t pttl_ms; /* the longest lease seen on a master that refused */
+    int split; /* some masters voted yes */
+    int can_vote; /* masters neither down nor withheld */
 };
 
 /* Gives up on the masters flagged in which[]: the owner's field deleted
@@ -73,8 +73,10 @@ static int give_back(struct lock *l, const int *which, int *unanswered, struct l
     for (int i = 0; i < redlock_nodes(rl); i++) {
         const redisReply *r = legs[i].reply;
         if (!which[i]) continue;
-        if (!r) *unanswered += !legs[i].down;   /* a master down lost it anyway */
-        else if (r->type == REDIS_REPLY_INTEGER) ours += l->holds == 0 ? r->integer == 1 : 1;
+        if (!r)
+            *unanswered += !legs[i].down; /* a master down lost it anyway */
+        else if (r->type == REDIS_REPLY_INTEGER)
+            ours += l->holds == 0 ? r->integer == 1 : 1;
     }
     redlock_legs_close(rl, legs, k);
     return ours;
@@ -106,7 +108,7 @@ static int tally(struct lock *l, struct redlock_leg *legs, const int *want, int6
             if (r->integer > res->pttl_ms) res->pttl_ms = r->integer;
         } else {
             v = LOCK_VOTE_ERROR;
-            unknown[i] = g->sent;   /* sent, answer lost: it may hold our lock */
+            unknown[i] = g->sent; /* sent, answer lost: it may hold our lock */
         }
         res->can_vote += want[i] && !g->down;
         st->votes[i].outcome = v;
@@ -140,10 +142,11 @@ static int acquire_round(struct lock *l, struct round_result *res) {
     int yes = tally(l, legs, want, t1 - t0, granted, unknown, res);
     redlock_legs_close(rl, legs, NULL);
 
-    int64_t validity_ms = lock_lease_ms(l) - (mclock_us() - t0) / 1000 - lock_margin_us(lock_lease_ms(l)) / 1000;
+    int64_t validity_ms =
+        lock_lease_ms(l) - (mclock_us() - t0) / 1000 - lock_margin_us(lock_lease_ms(l)) / 1000;
     res->split = yes > 0;
     if (yes >= q && validity_ms > 0) {
-        l->sent_us = t0;   /* the lease runs from the round's send */
+        l->sent_us = t0; /* the lease runs from the round's send */
         st->dirty = 0;
         for (int i = 0; i < n; i++) st->count[i] = (l->holds ? st->count[i] : 0) + granted[i];
         return LOCK_OK;
@@ -230,15 +233,15 @@ static int redlock_acquire(struct lock *l) {
         lock_hash_channel(l->key, channel, sizeof(channel));
         struct pubsub_waiter w;
         int node = listening_node(l);
-        int subscribed = node >= 0 &&
-            pubsub_wait_begin(l->core->pubsub, &w, redlock_pool(rl, node), channel,
-                              l->deadline_us, err, sizeof(err)) == 0;
+        int subscribed =
+            node >= 0 && pubsub_wait_begin(l->core->pubsub, &w, redlock_pool(rl, node), channel,
+                                           l->deadline_us, err, sizeof(err)) == 0;
         /* Subscribed first, then tried again, as in the redisson type. */
         while ((rc = acquire_round(l, &res)) == LOCK_BUSY) {
             int64_t now = mclock_us();
             if (now >= l->deadline_us) break;
             if (!subscribed) {
-                jitter(l);   /* nobody can tell us of an unlock: back off a random while */
+                jitter(l); /* nobody can tell us of an unlock: back off a random while */
                 continue;
             }
             /* A lease expiring this very millisecond (PTTL 0), as at the
@@ -253,8 +256,10 @@ static int redlock_acquire(struct lock *l) {
         }
         if (subscribed) pubsub_wait_end(&w);
     }
-    if (rc == LOCK_OK) l->errstr[0] = '\0';
-    else if (st->dirty) l->unknown = 1;   /* a master may still hold it: the core gives it up */
+    if (rc == LOCK_OK)
+        l->errstr[0] = '\0';
+    else if (st->dirty)
+        l->unknown = 1; /* a master may still hold it: the core gives it up */
     return rc;
 }
 
@@ -288,7 +293,7 @@ static int redlock_renew(struct lock *l, struct lock_link *k) {
     struct redlock_leg legs[LOCK_MAX_NODES];
     redlock_legs_open(rl, legs, all, k);
     int64_t now = mclock_us();
-    for (int i = 0; i < n; i++) legs[i].skip = !redlock_may_vote(rl, i, now);  /* would not count */
+    for (int i = 0; i < n; i++) legs[i].skip = !redlock_may_vote(rl, i, now); /* would not count */
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, lease, l->owner};
@@ -311,7 +316,7 @@ static int redlock_abandon(struct lock *l, struct lock_link *k) {
     int all[LOCK_MAX_NODES], unanswered;
     for (int i = 0; i < redlock_nodes(rl); i++) all[i] = 1;
     int holds = l->holds;
-    l->holds = 0;   /* every count of the owner's, on every master */
+    l->holds = 0; /* every count of the owner's, on every master */
     give_back(l, all, &unanswered, k);
     l->holds = holds;
     if (unanswered == 0) return LOCK_OK;

@@ -47,8 +47,9 @@ static int read_acquire(struct lock *l) {
 /* nil: not ours; 0 or 1: released. */
 static int rw_release_reply(struct lock *l, redisReply *r, const char *script) {
     if (!r) return LOCK_ERR;
-    int rc = r->type == REDIS_REPLY_NIL ? LOCK_LOST
-             : r->type == REDIS_REPLY_INTEGER ? LOCK_OK : lock_fail(l, r, script);
+    int rc = r->type == REDIS_REPLY_NIL       ? LOCK_LOST
+             : r->type == REDIS_REPLY_INTEGER ? LOCK_OK
+                                              : lock_fail(l, r, script);
     freeReplyObject(r);
     return rc;
 }
@@ -66,7 +67,7 @@ static int read_release(struct lock *l) {
 /* Runs an abandon script on a link. */
 static int rw_abandon(struct lock *l, struct lock_link *k, const char *script, int numkeys,
                       int argc, const char **argv) {
-    struct rpool *pool = l->pool;   /* once: the holder may follow a refusal */
+    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
     redisContext *c = k->get(k, pool);
     if (!c) return LOCK_ERR;
     redisReply *r = lock_link_script(k, c, script, numkeys, argc, argv);

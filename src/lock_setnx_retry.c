@@ -16,8 +16,8 @@
 #define STACK_RESERVE (64 * 1024)
 
 struct retry_state {
-    int depth;                 /* deepest level reached */
-    uintptr_t stack_low;       /* lowest usable address of this thread's stack */
+    int depth; /* deepest level reached */
+    uintptr_t stack_low; /* lowest usable address of this thread's stack */
 };
 
 /* The lowest address this thread's stack may grow to, or 0 if unknown. */
@@ -37,7 +37,8 @@ static int retry_at(struct lock *l, int depth) {
     int rc = lock_set_nx(l, 0);
     if (rc != LOCK_BUSY) return rc;
     if (depth >= l->core->retry_depth) {
-        snprintf(l->errstr, sizeof(l->errstr), "recursion depth cap %d reached", l->core->retry_depth);
+        snprintf(l->errstr, sizeof(l->errstr), "recursion depth cap %d reached",
+                 l->core->retry_depth);
         return LOCK_BUSY;
     }
     char here;

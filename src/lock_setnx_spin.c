@@ -3,13 +3,9 @@
  * so a holder that dies leaves the lock held forever. */
 #include "lock_int.h"
 
-static int setnx_once(struct lock *l) {
-    return lock_set_nx(l, 0);
-}
+static int setnx_once(struct lock *l) { return lock_set_nx(l, 0); }
 
-static int setnx_spin_acquire(struct lock *l) {
-    return lock_poll(l, setnx_once);
-}
+static int setnx_spin_acquire(struct lock *l) { return lock_poll(l, setnx_once); }
 
 const struct lock_type lock_type_setnx_spin = {
     .name = "setnx-spin",

@@ -53,7 +53,8 @@ void log_limited(const char *kind, const char *fmt, ...) {
     /* Written outside the mutex: a stderr that blocks (a full pipe) stalls
      * only the thread that logs, never every other one. */
     if (dropped)
-        fprintf(stderr, "inventoryd: %s (and %lld more like it since the last line)\n", line, dropped);
+        fprintf(stderr, "inventoryd: %s (and %lld more like it since the last line)\n", line,
+                dropped);
     else
         fprintf(stderr, "inventoryd: %s\n", line);
 }

@@ -29,15 +29,16 @@
 extern char **environ;
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: inventoryd [--config FILE] [--set key=value]... [--list-strategies]\n"
-            "                  [--list-routes] [--check-config] [--help]\n"
-            "  --config FILE      properties file (default: config/inventoryd.properties if present)\n"
-            "  --set key=value    override one setting; repeatable; applied after the file and env\n"
-            "  --list-strategies  print every strategy name and exit\n"
-            "  --list-routes      print every route (methods, path, flags, what it does) and exit\n"
-            "  --check-config     print the effective settings and exit\n"
-            "Any key can also be set as INVENTORYD_<KEY> (server.port -> INVENTORYD_SERVER_PORT).\n");
+    fprintf(
+        out,
+        "usage: inventoryd [--config FILE] [--set key=value]... [--list-strategies]\n"
+        "                  [--list-routes] [--check-config] [--help]\n"
+        "  --config FILE      properties file (default: config/inventoryd.properties if present)\n"
+        "  --set key=value    override one setting; repeatable; applied after the file and env\n"
+        "  --list-strategies  print every strategy name and exit\n"
+        "  --list-routes      print every route (methods, path, flags, what it does) and exit\n"
+        "  --check-config     print the effective settings and exit\n"
+        "Any key can also be set as INVENTORYD_<KEY> (server.port -> INVENTORYD_SERVER_PORT).\n");
 }
 
 static void print_warnings(const char *w) {
@@ -57,7 +58,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
             o->config_path = argv[++i];
         } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-            i++;   /* applied after the file and the environment */
+            i++; /* applied after the file and the environment */
         } else if (strcmp(argv[i], "--list-strategies") == 0) {
             o->list = 1;
         } else if (strcmp(argv[i], "--list-routes") == 0) {
@@ -92,8 +93,10 @@ static int load_config(struct config *cfg, const char *path, int argc, char **ar
         print_warnings(warnings);
     }
     for (int i = 1; i < argc && rc == CONFIG_OK; i++) {
-        if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) rc = config_set(cfg, argv[++i], err, sizeof(err));
-        else if (strcmp(argv[i], "--config") == 0) i++;
+        if (strcmp(argv[i], "--set") == 0 && i + 1 < argc)
+            rc = config_set(cfg, argv[++i], err, sizeof(err));
+        else if (strcmp(argv[i], "--config") == 0)
+            i++;
     }
     if (rc == CONFIG_OK) {
         const char *names[64];
@@ -118,11 +121,12 @@ int main(int argc, char **argv) {
         for (int i = 0; strategies[i].name; i++) printf("%s\n", strategies[i].name);
         return 0;
     }
-    if (o.list_routes) {   /* routes.def, one row a line, tab-separated */
+    if (o.list_routes) { /* routes.def, one row a line, tab-separated */
         char flags[64];
         for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++)
             printf("%s\t%s\t%s\t%s\n", route_table[id].methods, route_table[id].pattern,
-                   route_flags_text(route_table[id].flags, flags, sizeof(flags)), route_table[id].doc);
+                   route_flags_text(route_table[id].flags, flags, sizeof(flags)),
+                   route_table[id].doc);
         return 0;
     }
     static struct config cfg;
@@ -156,10 +160,15 @@ int main(int argc, char **argv) {
     struct lab *lab = NULL;
     if (cfg.lab_enabled) {
         struct lab_options lo = {
-            .target = cfg.lab_target, .self_host = cfg.bind, .self_port = cfg.port,
-            .instances = cfg.lab_instances, .results_dir = cfg.lab_results_dir,
-            .ttl_ms = cfg.lock_ttl_ms, .wait_ms = cfg.lock_wait_ms,
-            .spin_sleep_ms = cfg.lock_spin_sleep_ms, .max_hold_ms = cfg.faults_max_hold_ms,
+            .target = cfg.lab_target,
+            .self_host = cfg.bind,
+            .self_port = cfg.port,
+            .instances = cfg.lab_instances,
+            .results_dir = cfg.lab_results_dir,
+            .ttl_ms = cfg.lock_ttl_ms,
+            .wait_ms = cfg.lock_wait_ms,
+            .spin_sleep_ms = cfg.lock_spin_sleep_ms,
+            .max_hold_ms = cfg.faults_max_hold_ms,
             .history = cfg.history_enabled,
             .io_timeout_ms = cfg.lock_wait_ms + cfg.redis_timeout_ms * 3 + 5000,
             .admin_token = cfg.admin_token,
@@ -180,14 +189,18 @@ int main(int argc, char **argv) {
         return EXIT_LISTEN;
     }
     if (cfg.sentinel_nodes[0])
-        fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis master "
-                "%s via sentinels %s)\n", cfg.bind, cfg.port, cfg.strategy, cfg.sentinel_master,
-                cfg.sentinel_nodes);
+        fprintf(stderr,
+                "inventoryd: listening on http://%s:%d (default strategy %s, redis master "
+                "%s via sentinels %s)\n",
+                cfg.bind, cfg.port, cfg.strategy, cfg.sentinel_master, cfg.sentinel_nodes);
     else if (cfg.cluster_nodes[0])
-        fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis cluster "
-                "via %s)\n", cfg.bind, cfg.port, cfg.strategy, cfg.cluster_nodes);
+        fprintf(stderr,
+                "inventoryd: listening on http://%s:%d (default strategy %s, redis cluster "
+                "via %s)\n",
+                cfg.bind, cfg.port, cfg.strategy, cfg.cluster_nodes);
     else
-        fprintf(stderr, "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
+        fprintf(stderr,
+                "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
                 cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);
     if (lab) {
         struct lab_info li;
@@ -195,11 +208,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs on: they go to %s)\n",
                 cfg.bind, cfg.port, li.target);
     } else {
-        fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs off: lab.enabled=false)\n",
+        fprintf(stderr,
+                "inventoryd: the lock lab is at http://%s:%d/ (runs off: lab.enabled=false)\n",
                 cfg.bind, cfg.port);
     }
     if (cfg.admin_token[0])
-        fprintf(stderr, "inventoryd: admin.token is set: a reset, a lab run and any fault parameter "
+        fprintf(stderr,
+                "inventoryd: admin.token is set: a reset, a lab run and any fault parameter "
                 "need 'Authorization: Bearer <admin.token>'\n");
     int seeded = 0;
     if (inventory_ping(svc.inv, err, sizeof(err)) != 0 ||
@@ -211,11 +226,12 @@ int main(int argc, char **argv) {
 
     int sig = 0;
     sigwait(&stop, &sig);
-    fprintf(stderr, "inventoryd: %s: finishing requests in flight\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    lab_stop(lab);      /* a lab run sends nothing more */
+    fprintf(stderr, "inventoryd: %s: finishing requests in flight\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    lab_stop(lab); /* a lab run sends nothing more */
     http_stop(srv);
-    api_free(api);      /* no request can reach a handler now */
-    lab_free(lab);      /* no request can reach the lab now: join its threads */
+    api_free(api); /* no request can reach a handler now */
+    lab_free(lab); /* no request can reach the lab now: join its threads */
     service_close(&svc);
     fprintf(stderr, "inventoryd: stopped\n");
     return 0;

@@ -29,13 +29,13 @@ struct histogram {
 };
 
 struct strategy_row {
-    atomic_llong by_status[INV_STATUS_COUNT];  /* indexed by INV_* */
+    atomic_llong by_status[INV_STATUS_COUNT]; /* indexed by INV_* */
     atomic_llong attempts;
     atomic_llong renewals;
-    atomic_llong released_lost;     /* releases that found the lock not ours */
-    atomic_llong violations;        /* sales whose probe saw another holder */
-    atomic_llong replica_shortfalls;/* acquires WAIT saw short of lock.sync-replicas */
-    atomic_llong grants[LOCK_GRANTS];  /* holds of the types that hand on, by how granted */
+    atomic_llong released_lost; /* releases that found the lock not ours */
+    atomic_llong violations; /* sales whose probe saw another holder */
+    atomic_llong replica_shortfalls; /* acquires WAIT saw short of lock.sync-replicas */
+    atomic_llong grants[LOCK_GRANTS]; /* holds of the types that hand on, by how granted */
     struct histogram wait;
     struct histogram hold;
 };
@@ -44,20 +44,14 @@ static struct strategy_row rows[METRICS_MAX];
 static const struct redlock *redlock_nodes_seen;
 static struct lock_core *core_seen;
 
-void metrics_set_core(struct lock_core *core) {
-    core_seen = core;
-}
+void metrics_set_core(struct lock_core *core) { core_seen = core; }
 
-void metrics_set_redlock(const struct redlock *rl) {
-    redlock_nodes_seen = rl;
-}
+void metrics_set_redlock(const struct redlock *rl) { redlock_nodes_seen = rl; }
 static struct rpool *cluster_root;
 
-void metrics_set_cluster(struct rpool *root) {
-    cluster_root = root;
-}
+void metrics_set_cluster(struct rpool *root) { cluster_root = root; }
 
-static atomic_llong http_by_class[6];   /* 1xx..5xx, index = status/100 */
+static atomic_llong http_by_class[6]; /* 1xx..5xx, index = status/100 */
 
 static void observe(struct histogram *h, long long ms) {
     int i = 0;
@@ -100,8 +94,7 @@ void metrics_reset(void) {
     atomic_llong *c = (atomic_llong *)(void *)rows;
     size_t n = sizeof(rows);
     n /= sizeof(atomic_llong);
-    for (size_t i = 0; i < n; i++)
-        atomic_store_explicit(&c[i], 0, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++) atomic_store_explicit(&c[i], 0, memory_order_relaxed);
 }
 
 /* A growing output buffer; out of memory is remembered and reported once. */
@@ -119,10 +112,19 @@ static void put(struct out *o, const char *fmt, ...) {
         va_start(ap, fmt);
         int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
         va_end(ap);
-        if (n < 0) { o->oom = 1; return; }
-        if ((size_t)n < o->cap - o->len) { o->len += (size_t)n; return; }
+        if (n < 0) {
+            o->oom = 1;
+            return;
+        }
+        if ((size_t)n < o->cap - o->len) {
+            o->len += (size_t)n;
+            return;
+        }
         char *b = realloc(o->buf, o->cap * 2 + (size_t)n);
-        if (!b) { o->oom = 1; return; }
+        if (!b) {
+            o->oom = 1;
+            return;
+        }
         o->buf = b;
         o->cap = o->cap * 2 + (size_t)n;
     }
@@ -133,7 +135,8 @@ static long long load(atomic_llong *v) { return atomic_load_explicit(v, memory_o
 static void put_histogram(struct out *o, const char *name, const char *help) {
     put(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     for (int i = 0; strategies[i].name && i < METRICS_MAX; i++) {
-        struct histogram *h = strcmp(name, "inventoryd_lock_wait_ms") == 0 ? &rows[i].wait : &rows[i].hold;
+        struct histogram *h =
+            strcmp(name, "inventoryd_lock_wait_ms") == 0 ? &rows[i].wait : &rows[i].hold;
         const char *s = strategies[i].name;
         long long cum = 0;
         for (int b = 0; b < NBUCKETS; b++) {
@@ -150,23 +153,34 @@ static void put_histogram(struct out *o, const char *name, const char *help) {
 char *metrics_render(void) {
     struct out o = {malloc(8192), 0, 8192, 0};
     if (!o.buf) return NULL;
-    static const struct { int status; const char *name, *help; } counters[] = {
+    static const struct {
+        int status;
+        const char *name, *help;
+    } counters[] = {
         {INV_SOLD, "inventoryd_sales_total", "Units sold."},
         {INV_SOLD_OUT, "inventoryd_sold_out_total", "Sales answered sold_out."},
-        {INV_LOCK_TIMEOUT, "inventoryd_lock_timeouts_total", "Sales whose lock stayed busy past lock.wait-ms."},
+        {INV_LOCK_TIMEOUT, "inventoryd_lock_timeouts_total",
+         "Sales whose lock stayed busy past lock.wait-ms."},
         {INV_BACKEND, "inventoryd_backend_errors_total", "Sales that failed on Redis."},
-        {INV_STALE_TOKEN, "inventoryd_stale_tokens_total", "Writes refused for a stale fencing token."},
+        {INV_STALE_TOKEN, "inventoryd_stale_tokens_total",
+         "Writes refused for a stale fencing token."},
         {INV_LOCK_LOST, "inventoryd_lost_locks_total", "Sales refused because the lock was lost."},
-        {INV_BAD_DATA, "inventoryd_bad_stock_total", "Sales refused because the stock in Redis is not a number."},
-        {INV_NOT_ALLOWED, "inventoryd_not_allowed_total", "Sales refused because lock.allowed does not name the strategy."},
+        {INV_BAD_DATA, "inventoryd_bad_stock_total",
+         "Sales refused because the stock in Redis is not a number."},
+        {INV_NOT_ALLOWED, "inventoryd_not_allowed_total",
+         "Sales refused because lock.allowed does not name the strategy."},
     };
     for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
-        put(&o, "# HELP %s %s\n# TYPE %s counter\n", counters[c].name, counters[c].help, counters[c].name);
+        put(&o, "# HELP %s %s\n# TYPE %s counter\n", counters[c].name, counters[c].help,
+            counters[c].name);
         for (int i = 0; strategies[i].name && i < METRICS_MAX; i++)
             put(&o, "%s{strategy=\"%s\"} %lld\n", counters[c].name, strategies[i].name,
                 load(&rows[i].by_status[counters[c].status]));
     }
-    static const struct { size_t offset; const char *name, *help; } sums[] = {
+    static const struct {
+        size_t offset;
+        const char *name, *help;
+    } sums[] = {
         {offsetof(struct strategy_row, attempts), "inventoryd_lock_attempts_total",
          "Lock acquire attempts sent."},
         {offsetof(struct strategy_row, renewals), "inventoryd_lock_renewals_total",
@@ -175,8 +189,10 @@ char *metrics_render(void) {
          "Releases that found the lock already gone or another owner's."},
         {offsetof(struct strategy_row, violations), "inventoryd_exclusion_violations_total",
          "Sales whose probe saw another holder inside the critical section."},
-        {offsetof(struct strategy_row, replica_shortfalls), "inventoryd_lock_replica_shortfalls_total",
-         "Lock acquires that fewer replicas than lock.sync-replicas acknowledged within redis.timeout."},
+        {offsetof(struct strategy_row, replica_shortfalls),
+         "inventoryd_lock_replica_shortfalls_total",
+         "Lock acquires that fewer replicas than lock.sync-replicas acknowledged within "
+         "redis.timeout."},
     };
     for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++) {
         put(&o, "# HELP %s %s\n# TYPE %s counter\n", sums[k].name, sums[k].help, sums[k].name);
@@ -217,9 +233,10 @@ char *metrics_render(void) {
                 "of each server, by outcome.\n"
                 "# TYPE inventoryd_watchdog_renewals_total counter\n");
         for (int i = 0; i < n; i++)
-            put(&o, "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"renewed\"} %lld\n"
-                    "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"lost\"} %lld\n"
-                    "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"unreached\"} %lld\n",
+            put(&o,
+                "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"renewed\"} %lld\n"
+                "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"lost\"} %lld\n"
+                "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"unreached\"} %lld\n",
                 lanes[i].name, lanes[i].renewed, lanes[i].name, lanes[i].lost, lanes[i].name,
                 lanes[i].unreached);
         put(&o, "# HELP inventoryd_watchdog_longest_renewal_ms The longest renewal of each lane, "
@@ -232,15 +249,16 @@ char *metrics_render(void) {
     if (cluster_root) {
         struct cluster_stats st;
         rpool_cluster_stats(cluster_root, &st);
-        put(&o, "# HELP inventoryd_cluster_refusals_followed_total Commands refused by a cluster "
-                "node (they did not run) and sent again where the refusal said.\n"
-                "# TYPE inventoryd_cluster_refusals_followed_total counter\n"
-                "inventoryd_cluster_refusals_followed_total{kind=\"moved\"} %lld\n"
-                "inventoryd_cluster_refusals_followed_total{kind=\"ask\"} %lld\n"
-                "inventoryd_cluster_refusals_followed_total{kind=\"tryagain\"} %lld\n"
-                "# HELP inventoryd_cluster_map_loads_total Slot map loads (CLUSTER SLOTS).\n"
-                "# TYPE inventoryd_cluster_map_loads_total counter\n"
-                "inventoryd_cluster_map_loads_total %lld\n",
+        put(&o,
+            "# HELP inventoryd_cluster_refusals_followed_total Commands refused by a cluster "
+            "node (they did not run) and sent again where the refusal said.\n"
+            "# TYPE inventoryd_cluster_refusals_followed_total counter\n"
+            "inventoryd_cluster_refusals_followed_total{kind=\"moved\"} %lld\n"
+            "inventoryd_cluster_refusals_followed_total{kind=\"ask\"} %lld\n"
+            "inventoryd_cluster_refusals_followed_total{kind=\"tryagain\"} %lld\n"
+            "# HELP inventoryd_cluster_map_loads_total Slot map loads (CLUSTER SLOTS).\n"
+            "# TYPE inventoryd_cluster_map_loads_total counter\n"
+            "inventoryd_cluster_map_loads_total %lld\n",
             st.moved, st.ask, st.tryagain, st.refreshes);
     }
     put(&o, "# HELP inventoryd_http_requests_total HTTP requests answered, by status class.\n"

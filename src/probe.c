@@ -19,7 +19,7 @@
 
 struct probe {
     char alive_key[INVENTORY_ITEM_MAX + 32];
-    struct rpool_options opts;   /* the heartbeat's own connection */
+    struct rpool_options opts; /* the heartbeat's own connection */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cond;
@@ -47,7 +47,7 @@ static void *heartbeat_main(void *arg) {
     }
     pthread_mutex_unlock(&p->mu);
     if (c) {
-        freeReplyObject(redisCommand(c, "DEL %s", p->alive_key));   /* gone: no holder left */
+        freeReplyObject(redisCommand(c, "DEL %s", p->alive_key)); /* gone: no holder left */
         redisFree(c);
     }
     return NULL;

@@ -43,26 +43,26 @@ struct pubsub_hub;
 struct pubsub_channel {
     struct pubsub_hub *hub;
     char *name;
-    int sent;                         /* SUBSCRIBE written on this connection */
-    int confirmed;                    /* and acknowledged */
-    int leaving;                      /* UNSUBSCRIBE written, not yet acknowledged */
-    unsigned long epoch;              /* SUBSCRIBE confirmations so far */
-    int64_t idle_since_us;            /* when its last waiter left */
-    struct pubsub_waiter *waiters;    /* oldest first */
-    struct pubsub_waiter *last;       /* the newest, where a waiter joins */
+    int sent; /* SUBSCRIBE written on this connection */
+    int confirmed; /* and acknowledged */
+    int leaving; /* UNSUBSCRIBE written, not yet acknowledged */
+    unsigned long epoch; /* SUBSCRIBE confirmations so far */
+    int64_t idle_since_us; /* when its last waiter left */
+    struct pubsub_waiter *waiters; /* oldest first */
+    struct pubsub_waiter *last; /* the newest, where a waiter joins */
     struct pubsub_channel *next;
 };
 
 struct pubsub_hub {
     struct pubsub *ps;
-    const struct rpool *pool;         /* the pool this hub stands for */
-    struct rpool_options opts;        /* its strings are the pool's own */
+    const struct rpool *pool; /* the pool this hub stands for */
+    struct rpool_options opts; /* its strings are the pool's own */
     pthread_cond_t confirmed_cond;
     struct pubsub_channel *channels;
     int nchannels;
     int wake_pipe[2];
     pthread_t thread;
-    int up;                           /* its connection is up (or not tried yet) */
+    int up; /* its connection is up (or not tried yet) */
     struct pubsub_hub *next;
 };
 
@@ -80,7 +80,8 @@ struct pubsub *pubsub_create(void) {
 
 static void poke(struct pubsub_hub *h) {
     char b = 1;
-    if (write(h->wake_pipe[1], &b, 1) < 0 && errno != EAGAIN) { /* the thread polls anyway */ }
+    if (write(h->wake_pipe[1], &b, 1) < 0 && errno != EAGAIN) { /* the thread polls anyway */
+    }
 }
 
 static struct pubsub_channel *find_channel(struct pubsub_hub *h, const char *name, size_t len) {
@@ -127,7 +128,7 @@ static void wake_waiters(struct pubsub_channel *ch, int all) {
  * alone is woken; nobody when no waiter has that tag (it left). 1 when one
  * took it. Called with mu held. */
 static int deliver(struct pubsub_channel *ch, const char *tag, size_t taglen, const char *text,
-                    size_t len) {
+                   size_t len) {
     for (struct pubsub_waiter *w = ch->waiters; w; w = w->next) {
         if (w->taglen != taglen || memcmp(w->tag, tag, taglen) != 0) continue;
         size_t n = len < sizeof(w->text) - 1 ? len : sizeof(w->text) - 1;
@@ -148,8 +149,10 @@ static void reset_channels(struct pubsub_hub *h) {
     while (ch) {
         struct pubsub_channel *next = ch->next;
         ch->sent = ch->confirmed = ch->leaving = 0;
-        if (!ch->waiters) channel_free(h, ch);
-        else wake_waiters(ch, 1);
+        if (!ch->waiters)
+            channel_free(h, ch);
+        else
+            wake_waiters(ch, 1);
         ch = next;
     }
     pthread_cond_broadcast(&h->confirmed_cond);
@@ -170,7 +173,7 @@ static void handle(struct pubsub_hub *h, redisReply *r) {
         pthread_cond_broadcast(&h->confirmed_cond);
     } else if (strcmp(kind, "unsubscribe") == 0) {
         ch->leaving = ch->sent = ch->confirmed = 0;
-        if (!ch->waiters) channel_free(h, ch);   /* else subscribed again for them */
+        if (!ch->waiters) channel_free(h, ch); /* else subscribed again for them */
     } else if (strcmp(kind, "message") == 0) {
         const redisReply *m = r->element[2];
         const char *sp = m->type == REDIS_REPLY_STRING ? memchr(m->str, ' ', m->len) : NULL;
@@ -255,7 +258,8 @@ static void *subscriber_main(void *arg) {
 
         /* The socket is this thread's alone: written and read unlocked. */
         int failed = flush(sub) < 0;
-        struct pollfd p[2] = {{.fd = sub->fd, .events = POLLIN}, {.fd = h->wake_pipe[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = sub->fd, .events = POLLIN},
+                              {.fd = h->wake_pipe[0], .events = POLLIN}};
         if (!failed) poll(p, 2, 500);
         char drain[64];
         if (p[1].revents & POLLIN)
@@ -291,7 +295,7 @@ static struct pubsub_hub *hub_for(struct pubsub *ps, struct rpool *pool, char *e
     h->ps = ps;
     h->pool = pool;
     h->opts = *rpool_options(pool);
-    h->opts.on_connect = NULL;     /* the subscriber is not a pooled connection */
+    h->opts.on_connect = NULL; /* the subscriber is not a pooled connection */
     h->opts.load_scripts = 0;
     if (pipe2(h->wake_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
         snprintf(errstr, errlen, "pipe: %s", strerror(errno));
@@ -299,7 +303,7 @@ static struct pubsub_hub *hub_for(struct pubsub *ps, struct rpool *pool, char *e
         return NULL;
     }
     mclock_cond_init(&h->confirmed_cond);
-    h->up = 1;   /* until its first connect says otherwise */
+    h->up = 1; /* until its first connect says otherwise */
     if (pthread_create(&h->thread, NULL, subscriber_main, h) != 0) {
         snprintf(errstr, errlen, "cannot start a subscriber thread");
         close(h->wake_pipe[0]);
@@ -370,15 +374,19 @@ int pubsub_wait_begin_tagged(struct pubsub *ps, struct pubsub_waiter *w, struct 
     struct pubsub_hub *h = ps->stopping ? NULL : hub_for(ps, pool, errstr, errlen);
     struct pubsub_channel *ch = h ? channel_get(h, channel) : NULL;
     if (!ch) {
-        if (ps->stopping) snprintf(errstr, errlen, "shutting down");
-        else if (h) snprintf(errstr, errlen, "out of memory");
+        if (ps->stopping)
+            snprintf(errstr, errlen, "shutting down");
+        else if (h)
+            snprintf(errstr, errlen, "out of memory");
         pthread_mutex_unlock(&ps->mu);
         return -1;
     }
     mclock_cond_init(&w->cond);
     w->ch = ch;
-    if (ch->last) ch->last->next = w;
-    else ch->waiters = w;
+    if (ch->last)
+        ch->last->next = w;
+    else
+        ch->waiters = w;
     ch->last = w;
     if (!ch->sent || ch->leaving) poke(h);
     /* A failed connect broadcasts with h->up cleared: no confirmation can
@@ -389,8 +397,10 @@ int pubsub_wait_begin_tagged(struct pubsub *ps, struct pubsub_waiter *w, struct 
         unlink_waiter(w);
         pthread_mutex_unlock(&ps->mu);
         pthread_cond_destroy(&w->cond);
-        snprintf(errstr, errlen, h->up ? "SUBSCRIBE %.100s not confirmed in time"
-                                       : "SUBSCRIBE %.100s: the subscriber cannot connect", channel);
+        snprintf(errstr, errlen,
+                 h->up ? "SUBSCRIBE %.100s not confirmed in time"
+                       : "SUBSCRIBE %.100s: the subscriber cannot connect",
+                 channel);
         return -1;
     }
     /* A wake-up already set (an unlock just after the confirmation) only
@@ -415,7 +425,8 @@ int pubsub_wait(struct pubsub_waiter *w, int64_t until_us) {
          * miss an unlock, so wait for it, then have the caller re-try. */
         if (!w->ch->sent) poke(h);
         int64_t until = until_us;
-        if (!h->up && mclock_us() + DOWN_RETRY_MS * 1000 < until) until = mclock_us() + DOWN_RETRY_MS * 1000;
+        if (!h->up && mclock_us() + DOWN_RETRY_MS * 1000 < until)
+            until = mclock_us() + DOWN_RETRY_MS * 1000;
         while (!w->ch->confirmed && !ps->stopping)
             if (mclock_cond_wait_until(&h->confirmed_cond, &ps->mu, until) == ETIMEDOUT) break;
         retry = w->ch->confirmed || until < until_us;
@@ -423,9 +434,9 @@ int pubsub_wait(struct pubsub_waiter *w, int64_t until_us) {
         while (!w->signalled)
             if (mclock_cond_wait_until(&w->cond, &ps->mu, until_us) == ETIMEDOUT) break;
         retry = w->signalled > 0;
-        if (retry) w->signalled--;   /* one wake-up, one re-try */
+        if (retry) w->signalled--; /* one wake-up, one re-try */
     }
-    w->epoch = w->ch->epoch;   /* the caller's next try starts after these */
+    w->epoch = w->ch->epoch; /* the caller's next try starts after these */
     pthread_mutex_unlock(&ps->mu);
     return retry;
 }

@@ -41,12 +41,12 @@ struct pubsub_waiter {
     struct pubsub *ps;
     struct pubsub_channel *ch;
     pthread_cond_t cond;
-    int signalled;             /* wake-ups not yet used */
-    char tag[72];              /* "": woken by unaddressed messages; else by "<tag> ..." only */
+    int signalled; /* wake-ups not yet used */
+    char tag[72]; /* "": woken by unaddressed messages; else by "<tag> ..." only */
     size_t taglen;
-    char text[PUBSUB_TEXT_MAX];/* an addressed message's text (after "<tag> ") */
-    int has_text;              /* 1: text is whole; 2: it was cut to fit */
-    unsigned long epoch;       /* the channel's confirmations seen before the
+    char text[PUBSUB_TEXT_MAX]; /* an addressed message's text (after "<tag> ") */
+    int has_text; /* 1: text is whole; 2: it was cut to fit */
+    unsigned long epoch; /* the channel's confirmations seen before the
                                   caller's last try */
     struct pubsub_waiter *next;
 };

@@ -36,8 +36,8 @@ struct redlock_node {
     char name[64];
     struct addr addr;
     struct rpool *pool;
-    pthread_mutex_t mu;            /* guards voting_from_us */
-    int64_t voting_from_us;        /* no vote before this (restart rule) */
+    pthread_mutex_t mu; /* guards voting_from_us */
+    int64_t voting_from_us; /* no vote before this (restart rule) */
     atomic_llong yes, busy, error, restarted;
 };
 
@@ -54,7 +54,7 @@ static void on_node_connect(redisContext *c, void *arg) {
     redisReply *r = redisCommand(c, "INFO server");
     if (!r || r->type != REDIS_REPLY_STRING) {
         freeReplyObject(r);
-        return;   /* c->err tells the pool if the connection failed */
+        return; /* c->err tells the pool if the connection failed */
     }
     long long uptime_s = -1;
     const char *p = strstr(r->str, "uptime_in_seconds:");
@@ -96,9 +96,14 @@ struct redlock *redlock_create(const char *spec, const char *password, int node_
         memcpy(node->name, name, sizeof(name));
         pthread_mutex_init(&node->mu, NULL);
         struct rpool_options o = {
-            .host = node->addr.host, .port = node->addr.port, .password = password,
-            .timeout_ms = node_timeout_ms, .size = pool_size, .load_scripts = 1,
-            .on_connect = on_node_connect, .on_connect_arg = node,
+            .host = node->addr.host,
+            .port = node->addr.port,
+            .password = password,
+            .timeout_ms = node_timeout_ms,
+            .size = pool_size,
+            .load_scripts = 1,
+            .on_connect = on_node_connect,
+            .on_connect_arg = node,
         };
         node->pool = rpool_create(&o);
         rl->n++;
@@ -133,7 +138,9 @@ void redlock_node_counts(const struct redlock *rl, int i, long long *yes, long l
     *restarted = atomic_load(&n->restarted);
 }
 
-struct rpool *redlock_pool(struct redlock *rl, int i) { return rl->nodes[i].pool; }
+struct rpool *redlock_pool(struct redlock *rl, int i) {
+    return rl->nodes[i].pool;
+}
 
 int redlock_may_vote(struct redlock *rl, int i, int64_t now) {
     struct redlock_node *node = &rl->nodes[i];
@@ -146,10 +153,18 @@ int redlock_may_vote(struct redlock *rl, int i, int64_t now) {
 void redlock_count(struct redlock *rl, int i, int outcome) {
     struct redlock_node *node = &rl->nodes[i];
     switch (outcome) {
-    case LOCK_VOTE_YES: atomic_fetch_add(&node->yes, 1); break;
-    case LOCK_VOTE_BUSY: atomic_fetch_add(&node->busy, 1); break;
-    case LOCK_VOTE_ERROR: atomic_fetch_add(&node->error, 1); break;
-    default: atomic_fetch_add(&node->restarted, 1); break;
+    case LOCK_VOTE_YES:
+        atomic_fetch_add(&node->yes, 1);
+        break;
+    case LOCK_VOTE_BUSY:
+        atomic_fetch_add(&node->busy, 1);
+        break;
+    case LOCK_VOTE_ERROR:
+        atomic_fetch_add(&node->error, 1);
+        break;
+    default:
+        atomic_fetch_add(&node->restarted, 1);
+        break;
     }
 }
 
@@ -167,7 +182,7 @@ int redlock_ready(struct redlock *rl, char *why, size_t whylen) {
             up = r && r->type == REDIS_REPLY_STATUS;
             if (!up) snprintf(err, sizeof(err), "%s", r ? "PING not answered PONG" : c->errstr);
             freeReplyObject(r);
-            rpool_put(node->pool, c);   /* dropped when it failed */
+            rpool_put(node->pool, c); /* dropped when it failed */
         }
         int64_t now = mclock_us();
         pthread_mutex_lock(&node->mu);
@@ -181,8 +196,10 @@ int redlock_ready(struct redlock *rl, char *why, size_t whylen) {
         if (!up)
             w = snprintf(notes + off, sizeof(notes) - off, "; %s: %s", node->name, err);
         else
-            w = snprintf(notes + off, sizeof(notes) - off, "; %s votes in %.1f s (up for less "
-                         "than the lease)", node->name, (double)(from - now) / 1e6);
+            w = snprintf(notes + off, sizeof(notes) - off,
+                         "; %s votes in %.1f s (up for less "
+                         "than the lease)",
+                         node->name, (double)(from - now) / 1e6);
         if (w > 0) off += (size_t)w < sizeof(notes) - off ? (size_t)w : sizeof(notes) - off - 1;
     }
     if (can >= redlock_quorum(rl)) return 0;
@@ -210,7 +227,8 @@ void redlock_legs_open(struct redlock *rl, struct redlock_leg *legs, const int *
         if (k) {
             legs[i].c = k->get(k, pool);
             legs[i].down = !legs[i].c && gone(NULL, k->errstr);
-        } else if (rpool_get(pool, rl->node_timeout_ms, &legs[i].c, err, sizeof(err)) == RPOOL_ERR) {
+        } else if (rpool_get(pool, rl->node_timeout_ms, &legs[i].c, err, sizeof(err)) ==
+                   RPOOL_ERR) {
             legs[i].down = gone(NULL, err);
         }
     }
@@ -221,14 +239,16 @@ void redlock_legs_close(struct redlock *rl, struct redlock_leg *legs, struct loc
         freeReplyObject(legs[i].reply);
         legs[i].reply = NULL;
         if (!legs[i].c) continue;
-        if (k) k->put(k, rl->nodes[i].pool, legs[i].c);
-        else rpool_put(rl->nodes[i].pool, legs[i].c);   /* drops a failed one */
+        if (k)
+            k->put(k, rl->nodes[i].pool, legs[i].c);
+        else
+            rpool_put(rl->nodes[i].pool, legs[i].c); /* drops a failed one */
         legs[i].c = NULL;
     }
 }
 
-void redlock_round(struct redlock *rl, struct redlock_leg *legs, const char *script,
-                   int numkeys, int argc, const char **argv) {
+void redlock_round(struct redlock *rl, struct redlock_leg *legs, const char *script, int numkeys,
+                   int argc, const char **argv) {
     for (int i = 0; i < rl->n; i++) {
         struct redlock_leg *g = &legs[i];
         if (!g->c || g->c->err || g->skip) continue;

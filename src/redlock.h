@@ -54,10 +54,10 @@ struct lock_link;
 /* A round's state for one master. */
 struct redlock_leg {
     redisContext *c;
-    int skip;                  /* open, but not part of this round */
-    int sent;                  /* the command was written */
-    int down;                  /* refused or closed: the master is down, not slow */
-    redisReply *reply;         /* NULL when none came */
+    int skip; /* open, but not part of this round */
+    int sent; /* the command was written */
+    int down; /* refused or closed: the master is down, not slow */
+    redisReply *reply; /* NULL when none came */
     int64_t sent_us, got_us;
 };
 
@@ -71,8 +71,8 @@ void redlock_legs_open(struct redlock *rl, struct redlock_leg *legs, const int *
  * on every connection, every one flushed, then every reply read, so a round
  * costs one round trip, not N. A NOSCRIPT answer is run again by EVAL on
  * that master (it did not run there). */
-void redlock_round(struct redlock *rl, struct redlock_leg *legs, const char *script,
-                   int numkeys, int argc, const char **argv);
+void redlock_round(struct redlock *rl, struct redlock_leg *legs, const char *script, int numkeys,
+                   int argc, const char **argv);
 
 /* Frees the replies and gives every connection back (a failed one is
  * dropped). */

@@ -14,25 +14,38 @@
 int reply_sale_http_status(int s) {
     switch (s) {
     case INV_SOLD:
-    case INV_SOLD_OUT: return 200;
+    case INV_SOLD_OUT:
+        return 200;
     case INV_STALE_TOKEN:
-    case INV_LOCK_LOST: return 409;
-    case INV_BAD_DATA: return 409;
-    case INV_NOT_ALLOWED: return 403;
-    default: return 503;
+    case INV_LOCK_LOST:
+        return 409;
+    case INV_BAD_DATA:
+        return 409;
+    case INV_NOT_ALLOWED:
+        return 403;
+    default:
+        return 503;
     }
 }
 
 const char *reply_sale_status_word(int s) {
     switch (s) {
-    case INV_SOLD: return "sold";
-    case INV_SOLD_OUT: return "sold_out";
-    case INV_LOCK_TIMEOUT: return "lock_timeout";
-    case INV_STALE_TOKEN: return "stale_token";
-    case INV_LOCK_LOST: return "lock_lost";
-    case INV_BAD_DATA: return "bad_stock";
-    case INV_NOT_ALLOWED: return "strategy_not_allowed";
-    default: return "backend_unavailable";
+    case INV_SOLD:
+        return "sold";
+    case INV_SOLD_OUT:
+        return "sold_out";
+    case INV_LOCK_TIMEOUT:
+        return "lock_timeout";
+    case INV_STALE_TOKEN:
+        return "stale_token";
+    case INV_LOCK_LOST:
+        return "lock_lost";
+    case INV_BAD_DATA:
+        return "bad_stock";
+    case INV_NOT_ALLOWED:
+        return "strategy_not_allowed";
+    default:
+        return "backend_unavailable";
     }
 }
 
@@ -150,12 +163,15 @@ char *reply_stock(long long stock, int port, int text) {
 static void audit_warning(const struct audit *a, char *buf, size_t len) {
     buf[0] = '\0';
     if (a->nfamilies < 2) return;
-    size_t off = (size_t)snprintf(buf, len, "this stock was sold under %d lock families since its "
-                                  "reset (", a->nfamilies);
+    size_t off = (size_t)snprintf(buf, len,
+                                  "this stock was sold under %d lock families since its "
+                                  "reset (",
+                                  a->nfamilies);
     for (int i = 0; i < a->nfamilies && off < len; i++)
         off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", a->families[i]);
     if (off < len)
-        snprintf(buf + off, len - off, "): they do not exclude each other, so the audit cannot "
+        snprintf(buf + off, len - off,
+                 "): they do not exclude each other, so the audit cannot "
                  "vouch for any of them; set lock.allowed to rule mixing out");
 }
 
@@ -177,7 +193,8 @@ char *reply_audit(const struct audit *a, int text) {
     cJSON_AddBoolToObject(o, "oversold", a->oversold);
     cJSON_AddNumberToObject(o, "violations", (double)a->violations);
     cJSON *fam = cJSON_AddArrayToObject(o, "families");
-    for (int i = 0; i < a->nfamilies; i++) cJSON_AddItemToArray(fam, cJSON_CreateString(a->families[i]));
+    for (int i = 0; i < a->nfamilies; i++)
+        cJSON_AddItemToArray(fam, cJSON_CreateString(a->families[i]));
     cJSON *w = cJSON_AddArrayToObject(o, "warnings");
     if (warning[0]) cJSON_AddItemToArray(w, cJSON_CreateString(warning));
     return render(o);
@@ -191,9 +208,10 @@ char *reply_history(const struct history_event *ev, int n, int text) {
         s[0] = '\0';
         for (int i = 0; i < n && off < cap; i++) {
             const struct history_event *e = &ev[i];
-            off += (size_t)snprintf(s + off, cap - off, "%s %s:%d %s %s unit=%lld granted_us=%lld "
-                                    "released_us=%lld written_us=%lld owned=%d late=%d\n", e->id,
-                                    e->instance, e->port, e->strategy, e->outcome, e->unit,
+            off += (size_t)snprintf(s + off, cap - off,
+                                    "%s %s:%d %s %s unit=%lld granted_us=%lld "
+                                    "released_us=%lld written_us=%lld owned=%d late=%d\n",
+                                    e->id, e->instance, e->port, e->strategy, e->outcome, e->unit,
                                     (long long)e->granted_us, (long long)e->released_us,
                                     (long long)e->written_us, e->owned, e->late);
         }
@@ -280,8 +298,10 @@ static cJSON *lab_run_object(const struct lab_run_view *v) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", v->id);
     cJSON_AddStringToObject(o, "strategy", v->req.strategy);
-    if (v->req.scenario[0]) cJSON_AddStringToObject(o, "scenario", v->req.scenario);
-    else cJSON_AddNullToObject(o, "scenario");
+    if (v->req.scenario[0])
+        cJSON_AddStringToObject(o, "scenario", v->req.scenario);
+    else
+        cJSON_AddNullToObject(o, "scenario");
     cJSON_AddNumberToObject(o, "clients", v->req.clients);
     cJSON_AddNumberToObject(o, "requests", v->req.requests);
     cJSON_AddNumberToObject(o, "stock", (double)v->req.stock);
@@ -332,8 +352,10 @@ static cJSON *lab_run_object(const struct lab_run_view *v) {
         }
         cJSON_AddItemToArray(steps, x);
     }
-    if (v->audit[0]) cJSON_AddItemToObject(o, "audit", json_or_string(v->audit));
-    else cJSON_AddNullToObject(o, "audit");
+    if (v->audit[0])
+        cJSON_AddItemToObject(o, "audit", json_or_string(v->audit));
+    else
+        cJSON_AddNullToObject(o, "audit");
     const struct scenario *sc = v->req.scenario[0] ? scenario_find(v->req.scenario) : NULL;
     if (sc && v->verdict.result != SCENARIO_UNJUDGED) {
         cJSON *y = cJSON_AddObjectToObject(o, "verdict");
@@ -348,15 +370,14 @@ static cJSON *lab_run_object(const struct lab_run_view *v) {
     return o;
 }
 
-char *reply_lab_run(const struct lab_run_view *v) {
-    return render(lab_run_object(v));
-}
+char *reply_lab_run(const struct lab_run_view *v) { return render(lab_run_object(v)); }
 
 char *reply_lab_status(const struct lab_info *info) {
     cJSON *o = cJSON_CreateObject();
     if (!info) {
         cJSON_AddBoolToObject(o, "enabled", 0);
-        cJSON_AddStringToObject(o, "error", "lab runs are off on this instance: start it with "
+        cJSON_AddStringToObject(o, "error",
+                                "lab runs are off on this instance: start it with "
                                 "lab.enabled=true (--set lab.enabled=true) to run loads and "
                                 "scenarios from the page");
         return render(o);
@@ -369,8 +390,10 @@ char *reply_lab_status(const struct lab_info *info) {
     cJSON_AddNumberToObject(o, "ttl_ms", info->ttl_ms);
     cJSON_AddNumberToObject(o, "wait_ms", info->wait_ms);
     cJSON_AddBoolToObject(o, "token_required", info->token_required);
-    if (info->running) cJSON_AddNumberToObject(o, "running", info->running);
-    else cJSON_AddNullToObject(o, "running");
+    if (info->running)
+        cJSON_AddNumberToObject(o, "running", info->running);
+    else
+        cJSON_AddNullToObject(o, "running");
     cJSON *b = cJSON_AddObjectToObject(o, "bounds");
     cJSON_AddNumberToObject(b, "clients", LAB_CLIENTS_MAX);
     cJSON_AddNumberToObject(b, "requests", LAB_REQUESTS_MAX);
@@ -385,8 +408,10 @@ char *reply_lab_status(const struct lab_info *info) {
 
 char *reply_lab_runs(const struct lab_run_view *v, int n, int running) {
     cJSON *o = cJSON_CreateObject();
-    if (running) cJSON_AddNumberToObject(o, "running", running);
-    else cJSON_AddNullToObject(o, "running");
+    if (running)
+        cJSON_AddNumberToObject(o, "running", running);
+    else
+        cJSON_AddNullToObject(o, "running");
     cJSON *runs = cJSON_AddArrayToObject(o, "runs");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(runs, lab_run_object(&v[i]));
     return render(o);
@@ -418,8 +443,10 @@ char *reply_lab_scenarios(const struct lab_info *info) {
         cJSON_AddStringToObject(x, "fix", sc->fix);
         cJSON_AddNumberToObject(x, "length_ms", scenario_length_ms(sc, set));
         char why[512];
-        if (scenario_check(sc, set, why, sizeof(why)) < 0) cJSON_AddStringToObject(x, "refused", why);
-        else cJSON_AddNullToObject(x, "refused");
+        if (scenario_check(sc, set, why, sizeof(why)) < 0)
+            cJSON_AddStringToObject(x, "refused", why);
+        else
+            cJSON_AddNullToObject(x, "refused");
         cJSON *steps = cJSON_AddArrayToObject(x, "steps");
         for (int k = 0; k < sc->nsteps; k++) {
             const struct scenario_step *st = &sc->steps[k];

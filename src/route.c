@@ -12,7 +12,8 @@
 
 const struct route_row route_table[ROUTE_COUNT] = {
     [ROUTE_NOT_FOUND] = {"", "", 0, "no such route"},
-#define ROUTE(id, methods, pattern, handler, flags, doc) [ROUTE_##id] = {methods, pattern, flags, doc},
+#define ROUTE(id, methods, pattern, handler, flags, doc)                                           \
+    [ROUTE_##id] = {methods, pattern, flags, doc},
 #include "routes.def"
 #undef ROUTE
 };
@@ -27,7 +28,7 @@ static const char *const lab_results[] = {"demo.csv", "matrix.csv", "campaign.cs
 
 static int method_in(const char *method, const char *allow) {
     size_t n = strlen(method);
-    if (n == 0 || strpbrk(method, ", ")) return 0;   /* one token, never a list */
+    if (n == 0 || strpbrk(method, ", ")) return 0; /* one token, never a list */
     for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
         if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return 1;
     return 0;
@@ -85,7 +86,8 @@ static int row_match(const char *p, const char *url, size_t n, const char *conte
     const char *brace = strchr(p, '{');
     size_t lit = brace ? (size_t)(brace - p) : strlen(p);
     if (!brace) return n == lit && strncmp(url, p, n) == 0;
-    if (n <= lit || strncmp(url, p, lit) != 0 || !param_ok(brace, strlen(brace), url + lit, n - lit))
+    if (n <= lit || strncmp(url, p, lit) != 0 ||
+        !param_ok(brace, strlen(brace), url + lit, n - lit))
         return 0;
     *arg = url + lit;
     *alen = n - lit;
@@ -98,7 +100,7 @@ enum route_id route_match(const char *method, const char *url, const char *conte
     out->allow = "";
     size_t n = trimmed_len(url);
     size_t clen = trimmed_len(context_path);
-    if (clen == 1 && context_path[0] == '/') clen = 0;   /* "/" adds nothing */
+    if (clen == 1 && context_path[0] == '/') clen = 0; /* "/" adds nothing */
     for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++) {
         const struct route_row *row = &route_table[id];
         const char *arg = "";
@@ -127,7 +129,8 @@ char *route_flags_text(int flags, char *buf, size_t len) {
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if ((flags & words[i].flag) && used < len)
-            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", words[i].word);
+            used +=
+                (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", words[i].word);
     if (!buf[0]) snprintf(buf, len, "-");
     return buf;
 }

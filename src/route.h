@@ -15,16 +15,16 @@ enum route_id {
 };
 
 /* struct route_row.flags (see routes.def) */
-#define ROUTE_F_ITEM 1         /* reads ?item= */
-#define ROUTE_F_ADMIN_POST 2   /* a POST needs the admin token */
-#define ROUTE_F_LAB 4          /* exists only with lab.enabled=true */
-#define ROUTE_F_FAULTS 8       /* takes the fault parameters */
+#define ROUTE_F_ITEM 1 /* reads ?item= */
+#define ROUTE_F_ADMIN_POST 2 /* a POST needs the admin token */
+#define ROUTE_F_LAB 4 /* exists only with lab.enabled=true */
+#define ROUTE_F_FAULTS 8 /* takes the fault parameters */
 
 /* One row of routes.def, without its handler. */
 struct route_row {
-    const char *methods;       /* the Allow header, e.g. "GET, POST" */
-    const char *pattern;       /* e.g. "/inventory/sale/{strategy}" */
-    int flags;                 /* ROUTE_F_* */
+    const char *methods; /* the Allow header, e.g. "GET, POST" */
+    const char *pattern; /* e.g. "/inventory/sale/{strategy}" */
+    int flags; /* ROUTE_F_* */
     const char *doc;
 };
 
@@ -34,10 +34,10 @@ extern const struct route_row route_table[ROUTE_COUNT];
 
 struct route {
     enum route_id id;
-    char arg[33];              /* the value of the pattern's parameter: a strategy, a run
+    char arg[33]; /* the value of the pattern's parameter: a strategy, a run
                                   id, a file name; "" for a pattern without one */
-    int method_allowed;        /* 0: the path exists but not for this method */
-    const char *allow;         /* the Allow header for this path, e.g. "GET, POST" */
+    int method_allowed; /* 0: the path exists but not for this method */
+    const char *allow; /* the Allow header for this path, e.g. "GET, POST" */
 };
 
 /* Matches method and url (path only, without the query string) against the

@@ -32,24 +32,24 @@ struct rpool {
     char sentinels[512];
     char master_name[128];
     pthread_mutex_t lock;
-    pthread_cond_t freed;       /* a slot or an idle context became available */
+    pthread_cond_t freed; /* a slot or an idle context became available */
     redisContext **idle;
     int nidle;
     int live;
-    char master_host[256];      /* sentinels only: where the master is now */
+    char master_host[256]; /* sentinels only: where the master is now */
     int master_port;
-    int64_t resolved_ms;        /* when master_host was last learnt (monotonic) */
-    int refreshing;             /* a thread is asking the sentinels */
-    char cluster_nodes[512];    /* cluster mode: the seeds */
-    struct cluster *cluster;    /* its router, once a map was loaded */
-    int64_t cluster_ms;         /* when the map was last (re)loaded, or tried */
-    int cluster_loading;        /* a thread is loading it */
-    int cluster_stale;          /* a MOVED said the map is wrong */
-    pthread_cond_t cluster_done;/* a load ended */
-    pthread_t cluster_thread;   /* reloads the map every second */
+    int64_t resolved_ms; /* when master_host was last learnt (monotonic) */
+    int refreshing; /* a thread is asking the sentinels */
+    char cluster_nodes[512]; /* cluster mode: the seeds */
+    struct cluster *cluster; /* its router, once a map was loaded */
+    int64_t cluster_ms; /* when the map was last (re)loaded, or tried */
+    int cluster_loading; /* a thread is loading it */
+    int cluster_stale; /* a MOVED said the map is wrong */
+    pthread_cond_t cluster_done; /* a load ended */
+    pthread_t cluster_thread; /* reloads the map every second */
     int cluster_thread_up;
     int cluster_stop;
-    pthread_cond_t cluster_wake;/* cluster_stop was set */
+    pthread_cond_t cluster_wake; /* cluster_stop was set */
 };
 
 /* How old the sentinels' last answer may grow before rpool_get() asks again. */
@@ -75,7 +75,8 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
         /* The pool itself stands for the first seed. */
         struct addr first[1];
         char why[128];
-        if (addr_parse(p->cluster_nodes, strcspn(p->cluster_nodes, ","), first, why, sizeof(why)) == 0) {
+        if (addr_parse(p->cluster_nodes, strcspn(p->cluster_nodes, ","), first, why, sizeof(why)) ==
+            0) {
             snprintf(p->host, sizeof(p->host), "%s", first[0].host);
             p->opt.port = first[0].port;
         }
@@ -93,9 +94,7 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
     return p;
 }
 
-const struct rpool_options *rpool_options(const struct rpool *p) {
-    return &p->opt;
-}
+const struct rpool_options *rpool_options(const struct rpool *p) { return &p->opt; }
 
 void rpool_free(struct rpool *p) {
     if (!p) return;
@@ -202,8 +201,8 @@ static redisContext *rpool_dial(const struct rpool_options *opt, const char *hos
 /* The master through the sentinels: ask them in order; dial the first
  * answer; on failure go on only with sentinels whose answer differs from
  * every address dialed already. */
-static redisContext *rpool_dial_sentinels(const struct rpool_options *opt,
-                                          char *errstr, size_t errlen) {
+static redisContext *rpool_dial_sentinels(const struct rpool_options *opt, char *errstr,
+                                          size_t errlen) {
     struct addr s[SENTINEL_MAX];
     char why[160] = "", tried[512] = "";
     const char *master = opt->master_name && opt->master_name[0] ? opt->master_name : "mymaster";
@@ -212,17 +211,20 @@ static redisContext *rpool_dial_sentinels(const struct rpool_options *opt,
         snprintf(errstr, errlen, "redis.sentinel.nodes: %s", why);
         return NULL;
     }
-    struct { char host[256]; int port; } dialed[SENTINEL_MAX];
+    struct {
+        char host[256];
+        int port;
+    } dialed[SENTINEL_MAX];
     int ndialed = 0, answered = 0;
     size_t off = 0;
     for (int i = 0; i < n; i++) {
-        int w = snprintf(tried + off, sizeof(tried) - off, "%s%s:%d", i ? "," : "",
-                         s[i].host, s[i].port);
+        int w = snprintf(tried + off, sizeof(tried) - off, "%s%s:%d", i ? "," : "", s[i].host,
+                         s[i].port);
         if (w > 0 && (size_t)w < sizeof(tried) - off) off += (size_t)w;
         char host[256], err[128];
         int port;
-        if (sentinel_ask(&s[i], master, opt->timeout_ms, host, sizeof(host), &port,
-                         err, sizeof(err)) < 0) {
+        if (sentinel_ask(&s[i], master, opt->timeout_ms, host, sizeof(host), &port, err,
+                         sizeof(err)) < 0) {
             if (!answered) snprintf(why, sizeof(why), "no sentinel answered: %.120s", err);
             continue;
         }
@@ -291,12 +293,14 @@ static void rpool_refresh(struct rpool *p) {
     int port = 0, found = 0;
     int n = addr_list_parse(p->sentinels, s, SENTINEL_MAX, err, sizeof(err));
     for (int i = 0; i < n && !found; i++)
-        found = sentinel_ask(&s[i], p->master_name, p->opt.timeout_ms, host, sizeof(host),
-                             &port, err, sizeof(err)) == 0;
+        found = sentinel_ask(&s[i], p->master_name, p->opt.timeout_ms, host, sizeof(host), &port,
+                             err, sizeof(err)) == 0;
     pthread_mutex_lock(&p->lock);
     p->refreshing = 0;
-    if (found) rpool_move(p, host, port);
-    else p->resolved_ms = mclock_ms();   /* no answer: dials will tell */
+    if (found)
+        rpool_move(p, host, port);
+    else
+        p->resolved_ms = mclock_ms(); /* no answer: dials will tell */
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -324,15 +328,15 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
             redisFree(c);
         }
         if (p->live < p->opt.size) break;
-        if (mclock_cond_wait_until(&p->freed, &p->lock, deadline) == ETIMEDOUT &&
-            p->nidle == 0 && p->live >= p->opt.size) {
+        if (mclock_cond_wait_until(&p->freed, &p->lock, deadline) == ETIMEDOUT && p->nidle == 0 &&
+            p->live >= p->opt.size) {
             pthread_mutex_unlock(&p->lock);
-            snprintf(errstr, errlen, "all %d Redis connections busy for %d ms",
-                     p->opt.size, wait_ms);
+            snprintf(errstr, errlen, "all %d Redis connections busy for %d ms", p->opt.size,
+                     wait_ms);
             return RPOOL_BUSY;
         }
     }
-    p->live++;   /* reserve the slot, then connect without the lock */
+    p->live++; /* reserve the slot, then connect without the lock */
     pthread_mutex_unlock(&p->lock);
 
     redisContext *c = rpool_connect(&p->opt, errstr, errlen);
@@ -363,15 +367,16 @@ static void rpool_cluster_load(struct rpool *p) {
     if (cl) {
         ok = cluster_refresh(cl, why, sizeof(why)) == 0; /* the old map stays on failure */
     } else {
-        struct cluster_options o = {.nodes = p->cluster_nodes, .max_redirects = p->opt.cluster_max_redirects,
-                                  .node = p->opt};
+        struct cluster_options o = {.nodes = p->cluster_nodes,
+                                    .max_redirects = p->opt.cluster_max_redirects,
+                                    .node = p->opt};
         o.node.cluster_nodes = NULL;
         o.node.sentinels = NULL;
         cl = cluster_create(&o, why, sizeof(why));
     }
     pthread_mutex_lock(&p->lock);
     if (p->cluster == NULL) p->cluster = cl;
-    if (!ok && stale) p->cluster_stale = 1;   /* still known wrong: retried in 50 ms */
+    if (!ok && stale) p->cluster_stale = 1; /* still known wrong: retried in 50 ms */
     p->cluster_ms = mclock_ms();
     p->cluster_loading = 0;
     pthread_cond_broadcast(&p->cluster_done);
@@ -452,8 +457,10 @@ int rpool_masters(struct rpool *p, struct rpool **out, int max, char *errstr, si
     rpool_cluster_refresh(p);
     struct cluster *cl = rpool_cluster(p);
     if (!cl) {
-        snprintf(errstr, errlen, "no slot map yet: no node of redis.cluster.nodes (%.200s) answered "
-                 "CLUSTER SLOTS with every slot served", p->cluster_nodes);
+        snprintf(errstr, errlen,
+                 "no slot map yet: no node of redis.cluster.nodes (%.200s) answered "
+                 "CLUSTER SLOTS with every slot served",
+                 p->cluster_nodes);
         return -1;
     }
     struct addr a[CLUSTER_NODES_MAX];
@@ -472,7 +479,7 @@ int rpool_follow(struct rpool *root, const redisReply *r, int *hops, struct rpoo
     struct cluster *cl = kind == CLUSTER_ANSWER ? NULL : rpool_cluster(root);
     if (!cl || *hops >= root->opt.cluster_max_redirects) return 0;
     struct rpool *next = kind == CLUSTER_TRYAGAIN ? *pool : cluster_node_pool(cl, &rd.to);
-    if (!next) return 0;   /* more masters than CLUSTER_NODES_MAX: r stands */
+    if (!next) return 0; /* more masters than CLUSTER_NODES_MAX: r stands */
     cluster_note(cl, kind, &rd);
     if (kind == CLUSTER_MOVED) rpool_note_error(root, r->str);
     (*hops)++;

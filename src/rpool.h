@@ -36,7 +36,7 @@
 struct rpool;
 
 struct rpool_options {
-    const char *host;       /* ignored when sentinels is set */
+    const char *host; /* ignored when sentinels is set */
     int port;
     /* "host:port,host:port,..." of Redis Sentinels, or NULL or "" for none.
      * They are asked without AUTH: password is the master's. */
@@ -49,11 +49,11 @@ struct rpool_options {
     /* Cluster mode: most MOVED, ASK or TRYAGAIN refusals followed for one
      * command (redis.cluster.max-redirects); 0 follows none. */
     int cluster_max_redirects;
-    const char *password;   /* NULL or "" for no AUTH */
-    int database;           /* SELECT when not 0 */
-    int timeout_ms;         /* connect and command timeout */
-    int size;               /* most contexts alive at once */
-    int load_scripts;       /* SCRIPT LOAD every embedded script on connect */
+    const char *password; /* NULL or "" for no AUTH */
+    int database; /* SELECT when not 0 */
+    int timeout_ms; /* connect and command timeout */
+    int size; /* most contexts alive at once */
+    int load_scripts; /* SCRIPT LOAD every embedded script on connect */
     /* Called on every new connection after AUTH and SELECT, in the thread
      * that made it (e.g. to read INFO server); may be NULL. Must not keep c. */
     void (*on_connect)(redisContext *c, void *arg);
@@ -72,8 +72,8 @@ void rpool_free(struct rpool *p);
 /* What rpool_get returns. Busy is not broken: a caller waiting for a lock
  * may wait on, one facing an outage should give up. */
 #define RPOOL_OK 0
-#define RPOOL_BUSY 1    /* all `size` contexts stayed in use for wait_ms */
-#define RPOOL_ERR -1    /* no context could be made: the server is unreachable */
+#define RPOOL_BUSY 1 /* all `size` contexts stayed in use for wait_ms */
+#define RPOOL_ERR -1 /* no context could be made: the server is unreachable */
 
 /* Hands out a connected context in *out, waiting at most wait_ms for one to
  * be free when all `size` are in use. Returns RPOOL_OK, or RPOOL_BUSY or

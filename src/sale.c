@@ -60,12 +60,12 @@ struct sale_section {
     struct lock *l;
     struct sale_result **rs;
     int n;
-    long long stock;              /* the stock read */
-    long long sold;               /* units written */
-    char (*entries)[128];         /* ledger entries "unit|order|port" */
-    int commit_reply;             /* index of the write's reply in the pipeline, or -1 */
-    int late;                     /* the lease had passed at the send */
-    struct lock_guard guard;      /* how the write's script looks at the lock */
+    long long stock; /* the stock read */
+    long long sold; /* units written */
+    char (*entries)[128]; /* ledger entries "unit|order|port" */
+    int commit_reply; /* index of the write's reply in the pipeline, or -1 */
+    int late; /* the lease had passed at the send */
+    struct lock_guard guard; /* how the write's script looks at the lock */
     /* The history fields shared by the section's events. */
     const char *hist[HISTORY_ARGS];
     int nhist;
@@ -91,7 +91,7 @@ int sale_fail_all(struct sale_result **rs, int n, int status, const char *errstr
 /* Fills sec->hist with the fields its events share. */
 static void history_fields(struct sale_section *sec) {
     sec->nhist = 0;
-    if (sec->inv->history_max <= 0) return;   /* no history: nothing to send */
+    if (sec->inv->history_max <= 0) return; /* no history: nothing to send */
     struct lock_report rep;
     lock_report(sec->l, &rep);
     struct sale_result *r = sec->rs[0];
@@ -105,10 +105,10 @@ static void history_fields(struct sale_section *sec) {
     snprintf(sec->bufs[6], sizeof(sec->bufs[6]), "%d", sec->late);
     snprintf(r->lock.owner, sizeof(r->lock.owner), "%s", rep.owner);
     const char *h[HISTORY_ARGS] = {
-        "instance", sec->inv->instance, "port", sec->bufs[0], "owner", r->lock.owner,
-        "strategy", sec->s->name, "granted_us", sec->bufs[1], "released_us", sec->bufs[2],
-        "lease_us", sec->bufs[3], "stock_read", sec->bufs[4], "token", sec->bufs[5],
-        "late", sec->bufs[6],
+        "instance", sec->inv->instance, "port",       sec->bufs[0], "owner",       r->lock.owner,
+        "strategy", sec->s->name,       "granted_us", sec->bufs[1], "released_us", sec->bufs[2],
+        "lease_us", sec->bufs[3],       "stock_read", sec->bufs[4], "token",       sec->bufs[5],
+        "late",     sec->bufs[6],
     };
     memcpy(sec->hist, h, sizeof(h));
     sec->nhist = HISTORY_ARGS;
@@ -120,8 +120,7 @@ static void history_nothing(struct sale_section *sec, const char *outcome) {
     char cap[16];
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct lock_guard *g = &sec->guard;
-    const char *argv[6 + HISTORY_ARGS] = {sec->k->history, g->key, cap, g->kind, g->field,
-                                          outcome};
+    const char *argv[6 + HISTORY_ARGS] = {sec->k->history, g->key, cap, g->kind, g->field, outcome};
     memcpy(argv + 6, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
     lock_append_script(sec->l, "history-event", 2, 6 + sec->nhist, argv, NULL);
 }
@@ -138,9 +137,18 @@ int sale_commit_plain(struct sale_section *sec) {
     snprintf(count, sizeof(count), "%d", n);
     const struct item_keys *k = sec->k;
     const struct lock_guard *g = &sec->guard;
-    const char *head[] = {k->stock, k->ledger, k->families, k->history, g->key, stock,
-                          lock_type_family(lock_type_of(sec->l)), cap, g->kind, g->field,
-                          g->enforce ? "1" : "0", count};
+    const char *head[] = {k->stock,
+                          k->ledger,
+                          k->families,
+                          k->history,
+                          g->key,
+                          stock,
+                          lock_type_family(lock_type_of(sec->l)),
+                          cap,
+                          g->kind,
+                          g->field,
+                          g->enforce ? "1" : "0",
+                          count};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) argv[argc++] = head[i];
     for (int i = 0; i < n; i++) argv[argc++] = sec->entries[i];
     for (int i = 0; i < sec->nhist; i++) argv[argc++] = sec->hist[i];
@@ -158,9 +166,17 @@ static int commit_fenced(struct sale_section *sec) {
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct item_keys *k = sec->k;
-    const char *argv[12 + HISTORY_ARGS] = {k->stock, k->ledger, fence, k->families, k->history,
-                                           sec->guard.key, token, stock, sec->entries[0],
-                                           lock_type_family(lock_type_of(sec->l)), cap,
+    const char *argv[12 + HISTORY_ARGS] = {k->stock,
+                                           k->ledger,
+                                           fence,
+                                           k->families,
+                                           k->history,
+                                           sec->guard.key,
+                                           token,
+                                           stock,
+                                           sec->entries[0],
+                                           lock_type_family(lock_type_of(sec->l)),
+                                           cap,
                                            sec->guard.field};
     memcpy(argv + 12, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
     return lock_append_script(sec->l, "fenced-sale", 6, 12 + sec->nhist, argv, NULL);
@@ -176,9 +192,18 @@ static int commit_handoff(struct sale_section *sec) {
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct item_keys *k = sec->k;
-    const char *argv[13 + HISTORY_ARGS] = {k->stock, k->ledger, k->families, k->history, h.key,
-                                           h.queue, stock, lock_type_family(lock_type_of(sec->l)),
-                                           cap, h.owner, h.lease_ms, h.channel_prefix,
+    const char *argv[13 + HISTORY_ARGS] = {k->stock,
+                                           k->ledger,
+                                           k->families,
+                                           k->history,
+                                           h.key,
+                                           h.queue,
+                                           stock,
+                                           lock_type_family(lock_type_of(sec->l)),
+                                           cap,
+                                           h.owner,
+                                           h.lease_ms,
+                                           h.channel_prefix,
                                            sec->entries[0]};
     memcpy(argv + 13, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
     return lock_append_release(sec->l, "handoff-sale", 6, 13 + sec->nhist, argv, NULL);
@@ -254,8 +279,9 @@ static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
         sec->commit_reply = commit(sec);
         return sec->commit_reply < 0 ? sale_backend(r, "write", "cannot build the write") : rc;
     }
-    history_nothing(sec, rc == INV_LOCK_LOST ? "lock_lost" : rc == INV_BAD_DATA ? "bad_stock"
-                                                                                : "sold_out");
+    history_nothing(sec, rc == INV_LOCK_LOST  ? "lock_lost"
+                         : rc == INV_BAD_DATA ? "bad_stock"
+                                              : "sold_out");
     return rc;
 }
 
@@ -281,19 +307,21 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
     mclock_sleep_ms(f->hold_ms);
     if (rc == INV_BACKEND) {
         sale_fail_all(sec->rs, sec->n, rc, r->errstr);
-        return;   /* the connection failed: the release gives the lock up */
+        return; /* the connection failed: the release gives the lock up */
     }
     sec->sold = rc || sec->stock <= 0 ? 0 : (sec->stock < sec->n ? sec->stock : sec->n);
     /* The commit point: no renewal from here on, and the last check of the
      * lease right before the write goes out with the release. */
     if (lock_commit_check(sec->l) != LOCK_OK && sec->sold > 0) {
-        snprintf(r->errstr, sizeof(r->errstr), "the lock %.100s was lost before the write (%.80s); "
-                 "nothing was sold", sec->k->lock, lock_errstr(sec->l)[0] ? lock_errstr(sec->l)
-                 : "a renewal found it gone");
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "the lock %.100s was lost before the write (%.80s); "
+                 "nothing was sold",
+                 sec->k->lock,
+                 lock_errstr(sec->l)[0] ? lock_errstr(sec->l) : "a renewal found it gone");
         rc = r->status = INV_LOCK_LOST;
         sec->sold = 0;
     }
-    mclock_sleep_ms(f->commit_delay_ms);   /* fault: a stall after the last check */
+    mclock_sleep_ms(f->commit_delay_ms); /* fault: a stall after the last check */
     sec->late = lock_lease_passed(sec->l);
     lock_guard(sec->l, &sec->guard);
     history_fields(sec);
@@ -305,7 +333,7 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
 static void section_finish(struct sale_section *sec) {
     struct sale_result *r = sec->rs[0];
     if (sec->commit_reply < 0) {
-        for (int i = 0; i < sec->n; i++) {   /* nothing to sell: stock <= 0 */
+        for (int i = 0; i < sec->n; i++) { /* nothing to sell: stock <= 0 */
             sec->rs[i]->status = INV_SOLD_OUT;
             sec->rs[i]->remaining = sec->stock;
         }
@@ -314,7 +342,8 @@ static void section_finish(struct sale_section *sec) {
     const redisReply *w = lock_reply(sec->l, sec->commit_reply);
     int rc = INV_SOLD;
     if (!w) {
-        rc = sale_backend(r, "write", "its reply was lost; it may have been applied, and is "
+        rc = sale_backend(r, "write",
+                          "its reply was lost; it may have been applied, and is "
                           "never sent twice");
     } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "STALE", 5) == 0) {
         snprintf(r->errstr, sizeof(r->errstr),
@@ -365,18 +394,19 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
     lock_carry(l, k->stock);
     int rc = lock_acquire(l);
     for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(l);
-    struct sale_section sec = {.inv = inv, .s = s, .k = k, .l = l, .rs = rs, .n = n,
-                               .commit_reply = -1};
+    struct sale_section sec = {
+        .inv = inv, .s = s, .k = k, .l = l, .rs = rs, .n = n, .commit_reply = -1};
     if (rc == LOCK_OK) {
-        if (f->crash) _exit(86);   /* fault: die holding the lock */
+        if (f->crash) _exit(86); /* fault: die holding the lock */
         for (int i = 0; i < n; i++) rs[i]->status = INV_SOLD;
         section_run(&sec, f, commit);
     } else if (rc == LOCK_BUSY) {
         struct lock_report rep;
         lock_report(l, &rep);
-        snprintf(r->errstr, sizeof(r->errstr), "lock %.80s still busy after waiting %d ms "
-                 "(%d attempts%s%.120s)", k->lock, f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms,
-                 rep.attempts,
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "lock %.80s still busy after waiting %d ms "
+                 "(%d attempts%s%.120s)",
+                 k->lock, f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms, rep.attempts,
                  lock_errstr(l)[0] ? "; " : "", lock_errstr(l));
         sale_fail_all(rs, n, INV_LOCK_TIMEOUT, r->errstr);
     } else {
@@ -433,18 +463,19 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
         return;
     }
     snprintf(port, sizeof(port), "%d", inv->port);
-    const char *argv[] = {k->stock, k->ledger, k->families, r->order, port,
-                          lock_type_family(s->lock)};
+    const char *argv[] = {k->stock, k->ledger, k->families,
+                          r->order, port,      lock_type_family(s->lock)};
     redisReply *rep;
     int hops = 0, again;
-    do {   /* a refusal in cluster mode (it did not run) is followed */
+    do { /* a refusal in cluster mode (it did not run) is followed */
         rep = script_run(c, "atomic-sale", 3, 6, argv, NULL, err, sizeof(err));
         again = rep ? rpool_follow(inv->pool, rep, &hops, &pool, &c, inv->pool_wait_ms, err,
-                                   sizeof(err)) : 0;
+                                   sizeof(err))
+                    : 0;
         if (again != 0) freeReplyObject(rep);
         if (again < 0) rep = NULL;
     } while (again > 0);
-    rpool_put(pool, c);   /* dropped if it failed */
+    rpool_put(pool, c); /* dropped if it failed */
     if (!rep) {
         sale_backend(r, "atomic-sale", err);
     } else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BADSTOCK", 8) == 0) {
@@ -460,7 +491,8 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
         if (r->status == INV_SOLD) r->unit = rep->element[2]->integer;
     } else {
         if (rep->type == REDIS_REPLY_ERROR) rpool_note_error(inv->pool, rep->str);
-        sale_backend(r, "atomic-sale", rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        sale_backend(r, "atomic-sale",
+                     rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
     }
     freeReplyObject(rep);
 }

@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define T(p) {p, 0}          /* p thousandths of the TTL */
-#define MS(m) {0, m}         /* m milliseconds */
-#define TMS(p, m) {p, m}     /* p thousandths of the TTL plus m milliseconds */
-#define NONE {0, 0}
+#define T(p)                                                                                       \
+    { p, 0 } /* p thousandths of the TTL */
+#define MS(m)                                                                                      \
+    { 0, m } /* m milliseconds */
+#define TMS(p, m)                                                                                  \
+    { p, m } /* p thousandths of the TTL plus m milliseconds */
+#define NONE                                                                                       \
+    { 0, 0 }
 
 /* The least time a hold must overlap, or follow, another to count: the
  * history's wall-clock µs and an answer's whole ms differ by up to 1 ms. */
@@ -34,7 +38,8 @@ static int64_t inside_until(const struct scenario_sale *s) {
 /* Whether the holds of a and b overlap: the later one was granted more
  * than the clocks' edge before the earlier one left. *lead_us: how long
  * before the earlier one left. */
-static int together(const struct scenario_sale *a, const struct scenario_sale *b, int64_t *lead_us) {
+static int together(const struct scenario_sale *a, const struct scenario_sale *b,
+                    int64_t *lead_us) {
     if (!a->has_hold || !b->has_hold) return 0;
     const struct scenario_sale *first = a->hold.granted_us <= b->hold.granted_us ? a : b;
     const struct scenario_sale *later = first == a ? b : a;
@@ -49,26 +54,32 @@ static int after(const struct scenario_sale *b, const struct scenario_sale *a) {
 
 /* A duration in words: "250 ms", "7.6 s". */
 static const char *dur(char *buf, size_t len, double ms) {
-    if (ms < 1000) snprintf(buf, len, "%.0f ms", ms < 0 ? 0 : ms);
-    else snprintf(buf, len, "%.1f s", ms / 1000);
+    if (ms < 1000)
+        snprintf(buf, len, "%.0f ms", ms < 0 ? 0 : ms);
+    else
+        snprintf(buf, len, "%.1f s", ms / 1000);
     return buf;
 }
 
 /* What sale s was answered, in words: "503 lock_timeout after 5.0 s". */
 static const char *answered(const struct scenario_sale *s, char *buf, size_t len) {
     char d[24];
-    if (!s->sent) snprintf(buf, len, "was never sent (the run stopped)");
-    else if (!s->status) snprintf(buf, len, "got no answer");
+    if (!s->sent)
+        snprintf(buf, len, "was never sent (the run stopped)");
+    else if (!s->status)
+        snprintf(buf, len, "got no answer");
     else if (strcmp(s->word, "lock_timeout") == 0)
         snprintf(buf, len, "gave up after %s (503 lock_timeout)", dur(d, sizeof(d), s->took_ms));
-    else snprintf(buf, len, "answered %d %s", s->status, s->word);
+    else
+        snprintf(buf, len, "answered %d %s", s->status, s->word);
     return buf;
 }
 
-static void say(struct scenario_verdict *v, enum scenario_result r, int window, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static void say(struct scenario_verdict *v, enum scenario_result r, int window, const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
 
-static void say(struct scenario_verdict *v, enum scenario_result r, int window, const char *fmt, ...) {
+static void say(struct scenario_verdict *v, enum scenario_result r, int window, const char *fmt,
+                ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(v->evidence, sizeof(v->evidence), fmt, ap);
@@ -78,7 +89,8 @@ static void say(struct scenario_verdict *v, enum scenario_result r, int window, 
 }
 
 /* Appends to v's evidence. */
-static void add(struct scenario_verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct scenario_verdict *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static void add(struct scenario_verdict *v, const char *fmt, ...) {
     size_t n = strlen(v->evidence);
@@ -97,15 +109,18 @@ static void add_twice(struct scenario_verdict *v, const struct scenario_sale *a,
 
 static void add_audit(struct scenario_verdict *v, const struct scenario_evidence *ev) {
     if (ev->audit && ev->violations > 0)
-        add(v, " (the audit counts %lld violation%s)", ev->violations, ev->violations == 1 ? "" : "s");
+        add(v, " (the audit counts %lld violation%s)", ev->violations,
+            ev->violations == 1 ? "" : "s");
 }
 
 /* Inconclusive: sale s (the first) recorded no hold. */
 static void no_hold(struct scenario_verdict *v, const struct scenario_sale *s, const char *so) {
     char w[64];
     if (sold(s))
-        say(v, SCENARIO_INCONCLUSIVE, 0, "%c sold unit %lld without a hold of a lock in the "
-            "history: %s", s->label, s->unit, so);
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "%c sold unit %lld without a hold of a lock in the "
+            "history: %s",
+            s->label, s->unit, so);
     else
         say(v, SCENARIO_INCONCLUSIVE, 0, "%c never held the lock (it %s): %s", s->label,
             answered(s, w, sizeof(w)), so);
@@ -125,8 +140,10 @@ static void judge_meet(const struct scenario_evidence *ev, struct scenario_verdi
         say(v, SCENARIO_INCONCLUSIVE, 0, "B %s after A had left: they never met",
             b->sent ? "was sent" : "was never sent, not even");
     } else if (together(a, b, &us)) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "A and B were inside together: B got in %s before A "
-            "left", dur(d, sizeof(d), (double)us / 1000));
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A and B were inside together: B got in %s before A "
+            "left",
+            dur(d, sizeof(d), (double)us / 1000));
         add_twice(v, a, b);
         add_audit(v, ev);
     } else if (after(b, a) && sold(b)) {
@@ -135,8 +152,10 @@ static void judge_meet(const struct scenario_evidence *ev, struct scenario_verdi
     } else if (!b->has_hold) {
         say(v, SCENARIO_INCONCLUSIVE, 1, "B %s while A was inside", answered(b, w, sizeof(w)));
     } else {
-        say(v, SCENARIO_INCONCLUSIVE, 1, "B got the lock within 1 ms of A's release, then %s: "
-            "too close to tell", answered(b, w, sizeof(w)));
+        say(v, SCENARIO_INCONCLUSIVE, 1,
+            "B got the lock within 1 ms of A's release, then %s: "
+            "too close to tell",
+            answered(b, w, sizeof(w)));
     }
 }
 
@@ -151,13 +170,19 @@ static void judge_long_hold(const struct scenario_evidence *ev, struct scenario_
         say(v, SCENARIO_INCONCLUSIVE, 0, "B %s after A had left: it never had to wait",
             b->sent ? "was sent" : "was never sent, not even");
     } else if (b->depth > 1) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "B's recursion depth grew to %d, one nested call per "
-            "retry, while it waited %s for A", b->depth, dur(d, sizeof(d), b->waited_ms));
-        if (sold(b)) add(v, "; then it sold unit %lld", b->unit);
-        else add(v, "; then it %s", answered(b, w, sizeof(w)));
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "B's recursion depth grew to %d, one nested call per "
+            "retry, while it waited %s for A",
+            b->depth, dur(d, sizeof(d), b->waited_ms));
+        if (sold(b))
+            add(v, "; then it sold unit %lld", b->unit);
+        else
+            add(v, "; then it %s", answered(b, w, sizeof(w)));
     } else if (after(b, a) && sold(b)) {
-        say(v, SCENARIO_FIXED, 1, "B waited %s for A without recursing (depth %d) and sold unit "
-            "%lld", dur(d, sizeof(d), b->waited_ms), b->depth, b->unit);
+        say(v, SCENARIO_FIXED, 1,
+            "B waited %s for A without recursing (depth %d) and sold unit "
+            "%lld",
+            dur(d, sizeof(d), b->waited_ms), b->depth, b->unit);
     } else {
         say(v, SCENARIO_INCONCLUSIVE, 1, "B %s while A held the lock, without recursing",
             answered(b, w, sizeof(w)));
@@ -174,21 +199,27 @@ static void judge_slow_holder(const struct scenario_evidence *ev, struct scenari
     if (!a->has_hold) {
         no_hold(v, a, "there was no lease to run out");
     } else if (!lease) {
-        say(v, SCENARIO_INCONCLUSIVE, 0, "A's lock has no lease (%s sets no TTL on it): it "
-            "cannot expire while A is inside", ev->strategy);
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A's lock has no lease (%s sets no TTL on it): it "
+            "cannot expire while A is inside",
+            ev->strategy);
     } else if (a_end <= lease) {
-        say(v, SCENARIO_INCONCLUSIVE, 0, "A left %s before its lease ran out: the lease never "
-            "expired while A was inside", dur(d1, sizeof(d1), (double)(lease - a_end) / 1000));
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A left %s before its lease ran out: the lease never "
+            "expired while A was inside",
+            dur(d1, sizeof(d1), (double)(lease - a_end) / 1000));
     } else if (!b->has_hold && b->status && b->sent_us + (int64_t)(b->took_ms * 1000) < lease) {
         say(v, SCENARIO_INCONCLUSIVE, 0, "B gave up after %s, before A's lease expired",
             dur(d1, sizeof(d1), b->took_ms));
     } else if (!b->has_hold) {
         say(v, SCENARIO_INCONCLUSIVE, 0, "B never got the lock: it %s", answered(b, w, sizeof(w)));
     } else if (b->hold.granted_us + EDGE_US >= a_end) {
-        say(v, SCENARIO_INCONCLUSIVE, 0, "A's lease expired while A was inside, but B got the "
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A's lease expired while A was inside, but B got the "
             "lock only after A had left");
     } else if (together(b, c, &us)) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "A's lease ran out %s into its hold while A was inside, "
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A's lease ran out %s into its hold while A was inside, "
             "and B got the lock; then C got in %s before B left: B and C were inside together",
             dur(d1, sizeof(d1), (double)(lease - a->hold.granted_us) / 1000),
             dur(d2, sizeof(d2), (double)us / 1000));
@@ -196,20 +227,26 @@ static void judge_slow_holder(const struct scenario_evidence *ev, struct scenari
         if (b->hold.owned == 0) add(v, "; B's lock was gone when B wrote");
         add_audit(v, ev);
     } else if (!c->sent || c->sent_us >= inside_until(b)) {
-        say(v, SCENARIO_INCONCLUSIVE, 1, "A's lease expired while A was inside and B got the "
+        say(v, SCENARIO_INCONCLUSIVE, 1,
+            "A's lease expired while A was inside and B got the "
             "lock, but C %s after B had left: nothing showed whether A's release freed B's lock",
             c->sent ? "was sent" : "was never sent, not even");
     } else if (after(c, b) && sold(c) && sold(b)) {
-        say(v, SCENARIO_FIXED, 1, "A's lease ran out while A was inside, and B (after waiting "
+        say(v, SCENARIO_FIXED, 1,
+            "A's lease ran out while A was inside, and B (after waiting "
             "%s) got the lock and sold unit %lld; A's late release left B's lock alone: C waited "
-            "%s for B and sold unit %lld; no overlap", dur(d1, sizeof(d1), b->waited_ms), b->unit,
-            dur(d2, sizeof(d2), c->waited_ms), c->unit);
+            "%s for B and sold unit %lld; no overlap",
+            dur(d1, sizeof(d1), b->waited_ms), b->unit, dur(d2, sizeof(d2), c->waited_ms), c->unit);
     } else if (!c->has_hold) {
-        say(v, SCENARIO_INCONCLUSIVE, 1, "A's lease expired while A was inside and B got the "
-            "lock, but C %s while B was inside", answered(c, w, sizeof(w)));
+        say(v, SCENARIO_INCONCLUSIVE, 1,
+            "A's lease expired while A was inside and B got the "
+            "lock, but C %s while B was inside",
+            answered(c, w, sizeof(w)));
     } else {
-        say(v, SCENARIO_INCONCLUSIVE, 1, "C got the lock within 1 ms of B's release, then %s: "
-            "too close to tell", answered(c, w, sizeof(w)));
+        say(v, SCENARIO_INCONCLUSIVE, 1,
+            "C got the lock within 1 ms of B's release, then %s: "
+            "too close to tell",
+            answered(c, w, sizeof(w)));
     }
 }
 
@@ -222,24 +259,33 @@ static void judge_nested(const struct scenario_evidence *ev, struct scenario_ver
     int acquires = 1 + a->nested;
     int limit = a->wait_ms < ev->ttl_ms ? a->wait_ms : ev->ttl_ms;
     if (a->attempts < acquires) {
-        say(v, SCENARIO_INCONCLUSIVE, 0, "A made %d lock attempt%s, fewer than its %d acquires: "
-            "the %s strategy takes no lock it could acquire again", a->attempts,
-            a->attempts == 1 ? "" : "s", acquires, ev->strategy);
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A made %d lock attempt%s, fewer than its %d acquires: "
+            "the %s strategy takes no lock it could acquire again",
+            a->attempts, a->attempts == 1 ? "" : "s", acquires, ev->strategy);
     } else if (ev->others > 0) {
-        say(v, SCENARIO_INCONCLUSIVE, 0, "%d other hold%s of the lock %s recorded during the "
-            "run: A may have waited for %s, not for itself", ev->others, ev->others == 1 ? "" : "s",
-            ev->others == 1 ? "was" : "were", ev->others == 1 ? "it" : "them");
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "%d other hold%s of the lock %s recorded during the "
+            "run: A may have waited for %s, not for itself",
+            ev->others, ev->others == 1 ? "" : "s", ev->others == 1 ? "was" : "were",
+            ev->others == 1 ? "it" : "them");
     } else if (a->waited_ms > 0 && a->waited_ms >= limit / 2 && sold(a)) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "A's nested acquires waited %s for A's own lock, until "
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A's nested acquires waited %s for A's own lock, until "
             "its lease ran out, and only then A sold unit %lld (no other holder)",
             dur(d, sizeof(d), a->waited_ms), a->unit);
     } else if (a->waited_ms > 0 && a->waited_ms >= limit / 2) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "A's nested acquire waited %s for A's own lock (no other "
-            "holder), then A %s", dur(d, sizeof(d), a->waited_ms),
-            strcmp(a->word, "lock_timeout") == 0 ? "gave up: 503 lock_timeout" : answered(a, w, sizeof(w)));
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A's nested acquire waited %s for A's own lock (no other "
+            "holder), then A %s",
+            dur(d, sizeof(d), a->waited_ms),
+            strcmp(a->word, "lock_timeout") == 0 ? "gave up: 503 lock_timeout"
+                                                 : answered(a, w, sizeof(w)));
     } else if (sold(a)) {
-        say(v, SCENARIO_FIXED, 1, "A acquired the lock %d times in a row, waiting %s in all, and "
-            "sold unit %lld", acquires, dur(d, sizeof(d), a->waited_ms), a->unit);
+        say(v, SCENARIO_FIXED, 1,
+            "A acquired the lock %d times in a row, waiting %s in all, and "
+            "sold unit %lld",
+            acquires, dur(d, sizeof(d), a->waited_ms), a->unit);
     } else {
         say(v, SCENARIO_INCONCLUSIVE, 1, "A %s", answered(a, w, sizeof(w)));
     }
@@ -255,8 +301,10 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
     if (!a->has_hold) {
         no_hold(v, a, "there was no lease to outlive");
     } else if (a_end < first) {
-        say(v, SCENARIO_INCONCLUSIVE, 0, "A was inside %s, less than one TTL (%s): its lease "
-            "never had to outlive it", dur(d1, sizeof(d1), (double)(a_end - a->hold.granted_us) / 1000),
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A was inside %s, less than one TTL (%s): its lease "
+            "never had to outlive it",
+            dur(d1, sizeof(d1), (double)(a_end - a->hold.granted_us) / 1000),
             dur(d2, sizeof(d2), ev->ttl_ms));
     } else if (!b->sent || b->sent_us >= first) {
         say(v, SCENARIO_INCONCLUSIVE, 0, "B %s after A's first TTL had run out",
@@ -265,7 +313,8 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
         say(v, SCENARIO_INCONCLUSIVE, 0, "B gave up after %s, before A's first TTL ran out",
             dur(d1, sizeof(d1), b->took_ms));
     } else if (together(a, b, &us)) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "A's hold outlived its lease: B got the lock %s after A "
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A's hold outlived its lease: B got the lock %s after A "
             "did, %s before A left, and A and B were inside together",
             dur(d1, sizeof(d1), (double)(b->hold.granted_us - a->hold.granted_us) / 1000),
             dur(d2, sizeof(d2), (double)us / 1000));
@@ -289,8 +338,10 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
         say(v, SCENARIO_INCONCLUSIVE, 1, "A worked past one TTL, but B %s while A held the lock",
             answered(b, w, sizeof(w)));
     } else {
-        say(v, SCENARIO_INCONCLUSIVE, 1, "B got the lock within 1 ms of A's release, then %s: "
-            "too close to tell", answered(b, w, sizeof(w)));
+        say(v, SCENARIO_INCONCLUSIVE, 1,
+            "B got the lock within 1 ms of A's release, then %s: "
+            "too close to tell",
+            answered(b, w, sizeof(w)));
     }
 }
 
@@ -312,8 +363,10 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
         const struct scenario_sale *x = &ev->sale[i];
         int64_t us;
         if (!x->sent || x->sent_us >= inside_until(a)) {
-            say(v, SCENARIO_INCONCLUSIVE, 0, "%c %s after A had left: nobody waited for it to "
-                "go", x->label, x->sent ? "was sent" : "was never sent, not even");
+            say(v, SCENARIO_INCONCLUSIVE, 0,
+                "%c %s after A had left: nobody waited for it to "
+                "go",
+                x->label, x->sent ? "was sent" : "was never sent, not even");
             return;
         }
         if (!x->has_hold || !sold(x)) {
@@ -329,7 +382,7 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
                 return;
             }
         }
-        int k = n++;   /* insertion by grant time */
+        int k = n++; /* insertion by grant time */
         while (k > 0 && by_grant[k - 1]->hold.granted_us > x->hold.granted_us) {
             by_grant[k] = by_grant[k - 1];
             k--;
@@ -338,8 +391,10 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
     }
     for (int i = 0; i < n; i++) {
         if (by_grant[i] != &ev->sale[i + 1]) {
-            say(v, SCENARIO_FLAW_SHOWN, 1, "A's unlock woke the waiters and they raced: %c got "
-                "the lock before %c, who came first", by_grant[i]->label, ev->sale[i + 1].label);
+            say(v, SCENARIO_FLAW_SHOWN, 1,
+                "A's unlock woke the waiters and they raced: %c got "
+                "the lock before %c, who came first",
+                by_grant[i]->label, ev->sale[i + 1].label);
             return;
         }
     }
@@ -348,64 +403,84 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
     for (int i = 0; i < n; i++)
         if (by_grant[i]->attempts > most) most = by_grant[i]->attempts, m = by_grant[i];
     if (most > 3) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "A's unlock woke the waiters and they raced: %c lost and "
-            "tried again (%d attempts)", m->label, most);
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A's unlock woke the waiters and they raced: %c lost and "
+            "tried again (%d attempts)",
+            m->label, most);
     } else if (most == 3) {
-        say(v, SCENARIO_FLAW_SHOWN, 1, "A's unlock only woke the waiters: %c, woken, had to "
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A's unlock only woke the waiters: %c, woken, had to "
             "try for the lock once more (%d attempts: try, subscribe and try, then the "
-            "wake-up's), a round trip a handed lock does not pay", m->label, most);
+            "wake-up's), a round trip a handed lock does not pay",
+            m->label, most);
     } else if (most <= 1) {
-        say(v, SCENARIO_FIXED, 1, "B, C and D were handed the lock in the order they came, one "
-            "attempt each: units %lld, %lld, %lld", ev->sale[1].unit, ev->sale[2].unit,
-            ev->sale[3].unit);
+        say(v, SCENARIO_FIXED, 1,
+            "B, C and D were handed the lock in the order they came, one "
+            "attempt each: units %lld, %lld, %lld",
+            ev->sale[1].unit, ev->sale[2].unit, ev->sale[3].unit);
     } else {
-        say(v, SCENARIO_INCONCLUSIVE, 1, "the waiters were served in the order they came, with "
-            "at most %d attempts each: no race showed this time", most);
+        say(v, SCENARIO_INCONCLUSIVE, 1,
+            "the waiters were served in the order they came, with "
+            "at most %d attempts each: no race showed this time",
+            most);
     }
 }
 
 /* ---- the table ----------------------------------------------------------------- */
 
 const struct scenario scenarios[] = {
-    {"race", "two sales at once on one instance",
+    {"race",
+     "two sales at once on one instance",
      "A sells on instance A and works 300 ms inside the critical section; B sells on the same "
      "instance 100 ms later.",
      "none: the two holds overlap (red) and both sell the unit they read, so one unit is sold "
      "twice. local: the in-process mutex makes B wait until A is done; the bars follow each "
      "other.",
-     "none", "local",
+     "none",
+     "local",
      "B arrived while A was inside",
      "A and B were inside together (a unit sold twice when both sold the one they read)",
      "B waited for A, then sold the next unit; no overlap",
-     MS(100), NONE, judge_meet, 2,
-     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000)},
-      {'B', 0, MS(100), NONE, NONE, 0, MS(1200)}}},
-    {"two-instances", "two sales at once on two instances",
+     MS(100),
+     NONE,
+     judge_meet,
+     2,
+     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000)}, {'B', 0, MS(100), NONE, NONE, 0, MS(1200)}}},
+    {"two-instances",
+     "two sales at once on two instances",
      "A sells on instance A and works 300 ms inside the critical section; B sells on instance "
      "B 100 ms later.",
      "local: each instance has its own mutex, so A and B are inside together: their bars, in "
      "two lanes, overlap (red) and one unit is sold twice. setnx-spin and every Redis lock "
      "after it: B waits for A.",
-     "local", "setnx-spin",
+     "local",
+     "setnx-spin",
      "B arrived, on the other instance, while A was inside",
      "A and B were inside together (a unit sold twice when both sold the one they read)",
      "B waited for A, then sold the next unit; no overlap",
-     MS(100), NONE, judge_meet, 2,
-     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000)},
-      {'B', 1, MS(100), NONE, NONE, 0, MS(1200)}}},
-    {"long-hold", "a long hold and a retrying waiter",
+     MS(100),
+     NONE,
+     judge_meet,
+     2,
+     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000)}, {'B', 1, MS(100), NONE, NONE, 0, MS(1200)}}},
+    {"long-hold",
+     "a long hold and a retrying waiter",
      "A sells on instance A and works 2000 ms inside the critical section; B sells on instance "
      "B 100 ms later and waits.",
      "setnx-retry: B's answer reports lock.depth, one recursive call per 20 ms of waiting "
      "(about 95 here), capped by lock.retry-max-depth. setnx-spin waits in a loop: depth 0.",
-     "setnx-retry", "setnx-spin",
+     "setnx-retry",
+     "setnx-spin",
      "B kept trying while A held the lock",
      "B's recursion depth grew with every retry",
      "B waited in a loop, without recursing, then sold",
-     MS(100), NONE, judge_long_hold, 2,
-     {{'A', 0, NONE, MS(2000), NONE, 0, MS(1000)},
-      {'B', 1, MS(100), NONE, NONE, 0, MS(2900)}}},
-    {"slow-holder", "a holder slower than the TTL",
+     MS(100),
+     NONE,
+     judge_long_hold,
+     2,
+     {{'A', 0, NONE, MS(2000), NONE, 0, MS(1000)}, {'B', 1, MS(100), NONE, NONE, 0, MS(2900)}}},
+    {"slow-holder",
+     "a holder slower than the TTL",
      "A sells on instance A within 0.1 x TTL, then stalls 1.2 x TTL before releasing (a GC "
      "pause, a slow network): its lock expires at 1 x TTL and B, waiting on instance B since "
      "0.2 x TTL, takes it and holds it 0.8 x TTL. A's late release arrives at 1.3 x TTL, "
@@ -413,28 +488,38 @@ const struct scenario scenarios[] = {
      "expiring and owner-check: A's late DEL deletes B's lock, so C walks in while B is still "
      "inside: B and C overlap (red) and the audit counts a violation. owner-lua: A's release "
      "deletes only its own lock, so C waits for B: no overlap.",
-     "expiring,owner-check", "owner-lua",
+     "expiring,owner-check",
+     "owner-lua",
      "A's lease expired while A was inside, and B got the lock",
      "C got in while B was inside (A's late release had freed B's lock): B and C inside together",
      "C waited for B, then sold; no overlap",
-     T(200), T(250), judge_slow_holder, 3,
+     T(200),
+     T(250),
+     judge_slow_holder,
+     3,
      {{'A', 0, NONE, T(100), T(1200), 0, MS(1000)},
       {'B', 1, T(200), T(800), NONE, 0, TMS(1000, 1000)},
       {'C', 0, T(1550), NONE, NONE, 0, TMS(500, 1000)}}},
-    {"nested", "a nested acquire by the same owner",
+    {"nested",
+     "a nested acquire by the same owner",
      "A sells on instance A and, inside the critical section, acquires the same lock twice "
      "more (nested=2), each acquire waiting up to 1.5 s.",
      "owner-lua: the lock is a plain string, so A's nested acquire waits for A itself: A "
      "answers 503 lock_timeout when its 1.5 s wait runs out first, or, when the TTL is the "
      "shorter, gets in only once its own lock has expired (its lock wait shows how long it "
      "waited for itself). reentrant: the hash lock counts the holds (3) and A sells at once.",
-     "owner-lua", "reentrant",
+     "owner-lua",
+     "reentrant",
      "A held the lock and acquired it again",
      "A's nested acquire waited for A itself",
      "A acquired its own lock again at once and sold",
-     NONE, NONE, judge_nested, 1,
+     NONE,
+     NONE,
+     judge_nested,
+     1,
      {{'A', 0, NONE, NONE, NONE, 2, MS(1500)}}},
-    {"overrun", "work longer than the TTL",
+    {"overrun",
+     "work longer than the TTL",
      "A sells on instance A and works 1.5 x TTL inside the critical section; B sells on "
      "instance B at 0.25 x TTL and works 0.3 x TTL.",
      "reentrant (and owner-lua, expiring): nothing renews A's lease, so at 1 x TTL B takes the "
@@ -442,14 +527,19 @@ const struct scenario scenarios[] = {
      "(marked late) and sells the unit B sold. watchdog: renewals keep A's lock and B waits. "
      "fenced: the holds overlap too, but A's late write carries an older token and is refused "
      "(409 stale_token): nothing is sold twice.",
-     "reentrant,fenced", "watchdog",
+     "reentrant,fenced",
+     "watchdog",
      "A worked past one TTL while B waited for the lock",
      "A's hold outlived its lease while B was inside",
      "A kept its lock past the TTL; B waited for A, then sold; no overlap",
-     T(200), T(250), judge_overrun, 2,
+     T(200),
+     T(250),
+     judge_overrun,
+     2,
      {{'A', 0, NONE, T(1500), NONE, 0, MS(1000)},
       {'B', 1, T(250), T(300), NONE, 0, TMS(1500, 1000)}}},
-    {"herd", "three waiters when the lock is freed",
+    {"herd",
+     "three waiters when the lock is freed",
      "A sells on instance A and works 600 ms inside the critical section; B sells on instance "
      "B at 100 ms, C on instance A at 250 ms, D on instance B at 400 ms, each working 150 ms.",
      "redisson: each waiter tries, subscribes and tries again (two attempts) before it "
@@ -458,12 +548,16 @@ const struct scenario scenarios[] = {
      "may be served first. handoff: A's write grants the lock straight to B, B's to C, C's to "
      "D, in the order they came across both instances: units 199, 198, 197, one attempt "
      "each, every answer saying granted_by handed.",
-     "redisson", "handoff",
+     "redisson",
+     "handoff",
      "B, C and D all arrived while A held the lock",
      "A's unlock only woke the waiters, and they raced: one tried again after the wake-up, "
      "or the lock went out of the order they came in",
      "each waiter was handed the lock in the order it came, with one attempt",
-     NONE, NONE, judge_herd, 4,
+     NONE,
+     NONE,
+     judge_herd,
+     4,
      {{'A', 0, NONE, MS(600), NONE, 0, MS(1000)},
       {'B', 1, MS(100), MS(150), NONE, 0, MS(3000)},
       {'C', 0, MS(250), MS(150), NONE, 0, MS(3000)},
@@ -501,9 +595,12 @@ int scenario_length_ms(const struct scenario *sc, const struct scenario_settings
 
 /* A duration of the table in words: "1.2 x TTL", "1000 ms", "1 x TTL + 1000 ms". */
 static const char *time_words(struct scenario_time t, char *buf, size_t len) {
-    if (t.permille && t.ms) snprintf(buf, len, "%g x TTL + %d ms", t.permille / 1000.0, t.ms);
-    else if (t.permille) snprintf(buf, len, "%g x TTL", t.permille / 1000.0);
-    else snprintf(buf, len, "%d ms", t.ms);
+    if (t.permille && t.ms)
+        snprintf(buf, len, "%g x TTL + %d ms", t.permille / 1000.0, t.ms);
+    else if (t.permille)
+        snprintf(buf, len, "%g x TTL", t.permille / 1000.0);
+    else
+        snprintf(buf, len, "%d ms", t.ms);
     return buf;
 }
 
@@ -512,32 +609,42 @@ int scenario_check(const struct scenario *sc, const struct scenario_settings *s,
     char tw[48];
     int ttl = s->ttl_ms;
     if (!s->history) {
-        snprintf(why, whylen, "scenario %s is judged from the holds its sales leave in the "
+        snprintf(why, whylen,
+                 "scenario %s is judged from the holds its sales leave in the "
                  "history, and history.enabled is false: start the instances with "
-                 "history.enabled=true", sc->name);
+                 "history.enabled=true",
+                 sc->name);
         return -1;
     }
     for (int i = 0; i < sc->nsteps; i++) {
         const struct scenario_step *st = &sc->steps[i];
-        const struct { const char *what; struct scenario_time t; int ms; } parts[] = {
+        const struct {
+            const char *what;
+            struct scenario_time t;
+            int ms;
+        } parts[] = {
             {"hold_ms", st->hold, scenario_ms(st->hold, ttl)},
             {"release_delay_ms", st->release_delay, scenario_ms(st->release_delay, ttl)},
             {"wait_ms", st->wait, scenario_wait_ms(st, s)},
         };
         for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
             if (parts[k].ms <= s->max_hold_ms) continue;
-            snprintf(why, whylen, "scenario %s sends sale %c with %s=%d (%s%s with lock.ttl-ms=%d), "
+            snprintf(why, whylen,
+                     "scenario %s sends sale %c with %s=%d (%s%s with lock.ttl-ms=%d), "
                      "more than faults.max-hold-ms=%d allows: raise faults.max-hold-ms to at "
-                     "least %d, or lower lock.ttl-ms", sc->name, st->label, parts[k].what,
-                     parts[k].ms, time_words(parts[k].t, tw, sizeof(tw)),
-                     k == 2 ? " + lock.spin-sleep-ms" : "", ttl, s->max_hold_ms, parts[k].ms);
+                     "least %d, or lower lock.ttl-ms",
+                     sc->name, st->label, parts[k].what, parts[k].ms,
+                     time_words(parts[k].t, tw, sizeof(tw)), k == 2 ? " + lock.spin-sleep-ms" : "",
+                     ttl, s->max_hold_ms, parts[k].ms);
             return -1;
         }
     }
     int len = scenario_length_ms(sc, s);
     if (len > s->seconds_max * 1000) {
-        snprintf(why, whylen, "scenario %s may take up to %d ms with lock.ttl-ms=%d, more than a "
-                 "run's %d s: lower lock.ttl-ms", sc->name, len, ttl, s->seconds_max);
+        snprintf(why, whylen,
+                 "scenario %s may take up to %d ms with lock.ttl-ms=%d, more than a "
+                 "run's %d s: lower lock.ttl-ms",
+                 sc->name, len, ttl, s->seconds_max);
         return -1;
     }
     if (sc->slack.permille || sc->slack.ms) {
@@ -545,22 +652,27 @@ int scenario_check(const struct scenario *sc, const struct scenario_settings *s,
         if (m < SCENARIO_SLACK_MIN_MS) {
             int need = sc->slack.permille
                            ? (int)(((long long)(SCENARIO_SLACK_MIN_MS - sc->slack.ms) * 1000 +
-                                    sc->slack.permille - 1) / sc->slack.permille)
+                                    sc->slack.permille - 1) /
+                                   sc->slack.permille)
                            : ttl;
-            snprintf(why, whylen, "scenario %s's tightest margin, %s, is %d ms with lock.ttl-ms=%d, "
+            snprintf(why, whylen,
+                     "scenario %s's tightest margin, %s, is %d ms with lock.ttl-ms=%d, "
                      "less than the %d ms a sale's timing may drift: raise lock.ttl-ms to at "
-                     "least %d", sc->name, time_words(sc->slack, tw, sizeof(tw)), m, ttl,
-                     SCENARIO_SLACK_MIN_MS, need);
+                     "least %d",
+                     sc->name, time_words(sc->slack, tw, sizeof(tw)), m, ttl, SCENARIO_SLACK_MIN_MS,
+                     need);
             return -1;
         }
     }
     if (sc->poll_slack.permille || sc->poll_slack.ms) {
         int m = scenario_ms(sc->poll_slack, ttl);
         if (s->spin_sleep_ms > m) {
-            snprintf(why, whylen, "in scenario %s a waiter must get the lock within %d ms (%s with "
+            snprintf(why, whylen,
+                     "in scenario %s a waiter must get the lock within %d ms (%s with "
                      "lock.ttl-ms=%d) of its release, but it polls every lock.spin-sleep-ms=%d ms: "
-                     "lower lock.spin-sleep-ms to at most %d, or raise lock.ttl-ms", sc->name, m,
-                     time_words(sc->poll_slack, tw, sizeof(tw)), ttl, s->spin_sleep_ms, m);
+                     "lower lock.spin-sleep-ms to at most %d, or raise lock.ttl-ms",
+                     sc->name, m, time_words(sc->poll_slack, tw, sizeof(tw)), ttl, s->spin_sleep_ms,
+                     m);
             return -1;
         }
     }
@@ -582,15 +694,19 @@ void scenario_judge(const struct scenario *sc, const struct scenario_evidence *e
     memset(v, 0, sizeof(*v));
     int refused = -1;
     for (int i = 0; i < ev->nsales && refused < 0; i++)
-        if (ev->sale[i].status == 403 && strcmp(ev->sale[i].word, "faults_disabled") == 0) refused = i;
+        if (ev->sale[i].status == 403 && strcmp(ev->sale[i].word, "faults_disabled") == 0)
+            refused = i;
     if (ev->nsales != sc->nsteps)
-        say(v, SCENARIO_INCONCLUSIVE, 0, "%d of the scenario's %d sales were recorded",
-            ev->nsales, sc->nsteps);
+        say(v, SCENARIO_INCONCLUSIVE, 0, "%d of the scenario's %d sales were recorded", ev->nsales,
+            sc->nsteps);
     else if (refused >= 0)
-        say(v, SCENARIO_INCONCLUSIVE, 0, "sale %c was refused its fault parameters (403 "
-            "faults_disabled): the scenario did not run as written", ev->sale[refused].label);
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "sale %c was refused its fault parameters (403 "
+            "faults_disabled): the scenario did not run as written",
+            ev->sale[refused].label);
     else if (!ev->history)
-        say(v, SCENARIO_INCONCLUSIVE, 0, "the history (GET /inventory/history) could not be "
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "the history (GET /inventory/history) could not be "
             "read: no evidence of the holds");
     else
         sc->judge(ev, v);
@@ -598,9 +714,13 @@ void scenario_judge(const struct scenario *sc, const struct scenario_evidence *e
 
 const char *scenario_result_word(enum scenario_result r) {
     switch (r) {
-    case SCENARIO_FLAW_SHOWN: return "flaw_shown";
-    case SCENARIO_FIXED: return "fixed";
-    case SCENARIO_INCONCLUSIVE: return "inconclusive";
-    default: return "";
+    case SCENARIO_FLAW_SHOWN:
+        return "flaw_shown";
+    case SCENARIO_FIXED:
+        return "fixed";
+    case SCENARIO_INCONCLUSIVE:
+        return "inconclusive";
+    default:
+        return "";
     }
 }

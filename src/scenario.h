@@ -56,54 +56,54 @@ struct scenario_time {
 };
 
 struct scenario_step {
-    char label;                        /* 'A', 'B', 'C': the sale's name */
-    int role;                          /* 0: the first of lab.instances, 1: the second */
-    struct scenario_time at;           /* sent this long after the start */
-    struct scenario_time hold;         /* hold_ms: work inside the critical section */
-    struct scenario_time release_delay;/* release_delay_ms: a stall before the release */
-    int nested;                        /* nested: re-acquire this many times inside */
-    struct scenario_time wait;         /* wait_ms: how long it may wait for the lock
+    char label; /* 'A', 'B', 'C': the sale's name */
+    int role; /* 0: the first of lab.instances, 1: the second */
+    struct scenario_time at; /* sent this long after the start */
+    struct scenario_time hold; /* hold_ms: work inside the critical section */
+    struct scenario_time release_delay; /* release_delay_ms: a stall before the release */
+    int nested; /* nested: re-acquire this many times inside */
+    struct scenario_time wait; /* wait_ms: how long it may wait for the lock
                                           (plus lock.spin-sleep-ms) */
 };
 
 /* The settings a scenario's timeline is sized for. */
 struct scenario_settings {
-    int ttl_ms;                  /* lock.ttl-ms */
-    int spin_sleep_ms;           /* lock.spin-sleep-ms: how late a polling waiter may be */
-    int max_hold_ms;             /* faults.max-hold-ms: the bound of every fault parameter */
-    int seconds_max;             /* how long a run may last (LAB_SECONDS_MAX) */
-    int history;                 /* history.enabled: the holds a verdict is judged from */
+    int ttl_ms; /* lock.ttl-ms */
+    int spin_sleep_ms; /* lock.spin-sleep-ms: how late a polling waiter may be */
+    int max_hold_ms; /* faults.max-hold-ms: the bound of every fault parameter */
+    int seconds_max; /* how long a run may last (LAB_SECONDS_MAX) */
+    int history; /* history.enabled: the holds a verdict is judged from */
 };
 
 /* ---- the evidence of one run ------------------------------------------- */
 
 /* One hold of the lock as the history recorded it (GET /inventory/history). */
 struct scenario_hold {
-    int64_t granted_us;          /* wall clock: the acquire returned */
-    int64_t released_us;         /* the write (or event) and release were sent */
-    int64_t lease_us;            /* the lease deadline the holder knew; 0: none */
-    int64_t written_us;          /* Redis's clock when the write applied; 0: none */
-    int owned;                   /* 1, 0, or -1 when not recorded */
-    int late;                    /* the holder's own view: its lease had passed */
-    long long unit;              /* the unit sold; -1: none */
-    char outcome[16];            /* sold, sold_out, lock_lost, stale_token, ... */
+    int64_t granted_us; /* wall clock: the acquire returned */
+    int64_t released_us; /* the write (or event) and release were sent */
+    int64_t lease_us; /* the lease deadline the holder knew; 0: none */
+    int64_t written_us; /* Redis's clock when the write applied; 0: none */
+    int owned; /* 1, 0, or -1 when not recorded */
+    int late; /* the holder's own view: its lease had passed */
+    long long unit; /* the unit sold; -1: none */
+    char outcome[16]; /* sold, sold_out, lock_lost, stale_token, ... */
 };
 
 /* One sale of the run: its answer, and its hold when one was recorded. */
 struct scenario_sale {
     char label;
-    int sent;                    /* 0: never sent */
-    int64_t sent_us;             /* wall clock */
-    double took_ms;              /* from the send to the answer */
-    int status;                  /* HTTP status; 0: no answer */
-    char word[32];               /* the answer's "status" */
-    long long unit;              /* the unit sold; -1: none */
-    int wait_ms;                 /* the wait it was given (its wait_ms) */
-    int waited_ms;               /* lock.wait_ms of its answer; -1: absent */
-    int hold_ms;                 /* lock.hold_ms of its answer; -1: absent */
+    int sent; /* 0: never sent */
+    int64_t sent_us; /* wall clock */
+    double took_ms; /* from the send to the answer */
+    int status; /* HTTP status; 0: no answer */
+    char word[32]; /* the answer's "status" */
+    long long unit; /* the unit sold; -1: none */
+    int wait_ms; /* the wait it was given (its wait_ms) */
+    int waited_ms; /* lock.wait_ms of its answer; -1: absent */
+    int hold_ms; /* lock.hold_ms of its answer; -1: absent */
     int attempts, depth, renewals;
-    int nested;                  /* its nested parameter */
-    int has_hold;                /* hold is filled */
+    int nested; /* its nested parameter */
+    int has_hold; /* hold is filled */
     struct scenario_hold hold;
 };
 
@@ -112,14 +112,14 @@ struct scenario_evidence {
     int ttl_ms;
     int nsales;
     struct scenario_sale sale[SCENARIO_STEPS_MAX];
-    int history;                 /* 1: the history was read */
-    int others;                  /* holds in it that are none of these sales */
-    int audit;                   /* 1: the audit was read */
+    int history; /* 1: the history was read */
+    int others; /* holds in it that are none of these sales */
+    int audit; /* 1: the audit was read */
     long long violations, sold_twice;
 };
 
 enum scenario_result {
-    SCENARIO_UNJUDGED,           /* not a finished scenario run */
+    SCENARIO_UNJUDGED, /* not a finished scenario run */
     SCENARIO_FLAW_SHOWN,
     SCENARIO_FIXED,
     SCENARIO_INCONCLUSIVE,
@@ -127,22 +127,22 @@ enum scenario_result {
 
 struct scenario_verdict {
     enum scenario_result result;
-    int window;                  /* 1: the scenario's window was reached */
-    char evidence[400];          /* what shows it, or why it is inconclusive */
+    int window; /* 1: the scenario's window was reached */
+    char evidence[400]; /* what shows it, or why it is inconclusive */
 };
 
 struct scenario {
-    const char *name;                  /* e.g. "slow-holder" */
-    const char *title;                 /* a few words */
-    const char *what;                  /* what the sales do, in units of the TTL */
-    const char *look_for;              /* what the timeline and the audit show */
-    const char *shows;                 /* strategies whose flaw it shows, comma-separated */
-    const char *fixed_by;              /* the step that fixes it */
-    const char *window;                /* the moment both the flaw and the fix must go through */
-    const char *flaw;                  /* the evidence of the flaw */
-    const char *fix;                   /* the evidence of the fix */
-    struct scenario_time slack;        /* the timeline's tightest margin ({0,0}: none) */
-    struct scenario_time poll_slack;   /* how late a waiter may get the lock after it
+    const char *name; /* e.g. "slow-holder" */
+    const char *title; /* a few words */
+    const char *what; /* what the sales do, in units of the TTL */
+    const char *look_for; /* what the timeline and the audit show */
+    const char *shows; /* strategies whose flaw it shows, comma-separated */
+    const char *fixed_by; /* the step that fixes it */
+    const char *window; /* the moment both the flaw and the fix must go through */
+    const char *flaw; /* the evidence of the flaw */
+    const char *fix; /* the evidence of the fix */
+    struct scenario_time slack; /* the timeline's tightest margin ({0,0}: none) */
+    struct scenario_time poll_slack; /* how late a waiter may get the lock after it
                                           frees ({0,0}: any) */
     void (*judge)(const struct scenario_evidence *ev, struct scenario_verdict *v);
     int nsteps;

@@ -47,33 +47,34 @@ static int evalsha_build(struct evalsha *e, const char *name, int numkeys, int a
                          const char **argv, const size_t *argvlen) {
     const struct script_source *s = script_find(name);
     return s ? build("EVALSHA", s->sha, numkeys, argc, argv, argvlen, e->nk, sizeof(e->nk), e->av,
-                     e->avlen) : -1;
+                     e->avlen)
+             : -1;
 }
 
-int script_append(redisContext *c, const char *name, int numkeys, int argc,
-                  const char **argv, const size_t *argvlen) {
+int script_append(redisContext *c, const char *name, int numkeys, int argc, const char **argv,
+                  const size_t *argvlen) {
     struct evalsha e;
     int n = evalsha_build(&e, name, numkeys, argc, argv, argvlen);
     return n < 0 ? REDIS_ERR : redisAppendCommandArgv(c, n, e.av, e.avlen);
 }
 
-long long script_format(char **cmd, const char *name, int numkeys, int argc,
-                        const char **argv, const size_t *argvlen) {
+long long script_format(char **cmd, const char *name, int numkeys, int argc, const char **argv,
+                        const size_t *argvlen) {
     struct evalsha e;
     int n = evalsha_build(&e, name, numkeys, argc, argv, argvlen);
     return n < 0 ? -1 : redisFormatCommandArgv(cmd, n, e.av, e.avlen);
 }
 
-redisReply *script_run(redisContext *c, const char *name, int numkeys,
-                       int argc, const char **argv, const size_t *argvlen,
-                       char *errstr, size_t errlen) {
+redisReply *script_run(redisContext *c, const char *name, int numkeys, int argc, const char **argv,
+                       const size_t *argvlen, char *errstr, size_t errlen) {
     const struct script_source *s = script_find(name);
     const char *av[ARGS_MAX];
     size_t avlen[ARGS_MAX];
     char nk[16];
-    if (!s || build("EVALSHA", s->sha, numkeys, argc, argv, argvlen, nk, sizeof(nk), av, avlen) < 0) {
-        snprintf(errstr, errlen, s ? "script %s: too many arguments" : "no embedded script named '%s'",
-                 name);
+    if (!s ||
+        build("EVALSHA", s->sha, numkeys, argc, argv, argvlen, nk, sizeof(nk), av, avlen) < 0) {
+        snprintf(errstr, errlen,
+                 s ? "script %s: too many arguments" : "no embedded script named '%s'", name);
         return NULL;
     }
     redisReply *r = redisCommandArgv(c, argc + 3, av, avlen);
@@ -83,9 +84,11 @@ redisReply *script_run(redisContext *c, const char *name, int numkeys,
         r = redisCommand(c, "SCRIPT LOAD %s", s->body);
         int loaded = r && r->type == REDIS_REPLY_STRING;
         if (!loaded) {
-            if (r) snprintf(errstr, errlen, "SCRIPT LOAD %s: %.100s", name,
-                            r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-            else snprintf(errstr, errlen, "%s", c->errstr);
+            if (r)
+                snprintf(errstr, errlen, "SCRIPT LOAD %s: %.100s", name,
+                         r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+            else
+                snprintf(errstr, errlen, "%s", c->errstr);
             return r;
         }
         freeReplyObject(r);
@@ -106,7 +109,8 @@ int script_load_all(redisContext *c, char *errstr, size_t errlen) {
             snprintf(errstr, errlen, "SCRIPT LOAD: %s", c->errstr);
             return -1;
         }
-        if (rc == 0 && (r->type != REDIS_REPLY_STRING || strcmp(r->str, script_sources[i].sha) != 0)) {
+        if (rc == 0 &&
+            (r->type != REDIS_REPLY_STRING || strcmp(r->str, script_sources[i].sha) != 0)) {
             snprintf(errstr, errlen, "SCRIPT LOAD %s: %.80s", script_sources[i].name,
                      r->type == REDIS_REPLY_ERROR ? r->str : "unexpected SHA1");
             rc = -1;

@@ -15,9 +15,9 @@
 #include <hiredis/hiredis.h>
 
 struct script_source {
-    const char *name;   /* file name without .lua, e.g. "atomic-sale" */
+    const char *name; /* file name without .lua, e.g. "atomic-sale" */
     const char *body;
-    const char *sha;    /* 40 hex digits */
+    const char *sha; /* 40 hex digits */
 };
 
 /* The generated table, terminated by {NULL, NULL, NULL}. */
@@ -31,22 +31,21 @@ const struct script_source *script_find(const char *name);
  * freeReplyObject), which may be a REDIS_REPLY_ERROR from the script
  * itself; or NULL when the connection failed (c->err is set and c must be
  * discarded) or the script is unknown (errstr says which). */
-redisReply *script_run(redisContext *c, const char *name, int numkeys,
-                       int argc, const char **argv, const size_t *argvlen,
-                       char *errstr, size_t errlen);
+redisReply *script_run(redisContext *c, const char *name, int numkeys, int argc, const char **argv,
+                       const size_t *argvlen, char *errstr, size_t errlen);
 
 /* Appends EVALSHA of the named script to c's output buffer without sending
  * it, for a caller that pipelines. REDIS_OK, or REDIS_ERR (unknown script
  * or out of memory). A NOSCRIPT reply to it is the caller's to handle. */
-int script_append(redisContext *c, const char *name, int numkeys, int argc,
-                  const char **argv, const size_t *argvlen);
+int script_append(redisContext *c, const char *name, int numkeys, int argc, const char **argv,
+                  const size_t *argvlen);
 
 /* Formats EVALSHA of the named script as a command ready to send
  * (redisAppendFormattedCommand), into *cmd, to be freed with
  * redisFreeCommand. Its length, or -1 (unknown script, too many arguments
  * or out of memory). */
-long long script_format(char **cmd, const char *name, int numkeys, int argc,
-                        const char **argv, const size_t *argvlen);
+long long script_format(char **cmd, const char *name, int numkeys, int argc, const char **argv,
+                        const size_t *argvlen);
 
 /* True when r is the NOSCRIPT error: the script did not run. */
 int script_missing(const redisReply *r);

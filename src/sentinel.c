@@ -10,8 +10,8 @@
 #include <sys/time.h>
 #include "sentinel.h"
 
-int sentinel_ask(const struct addr *s, const char *master, int timeout_ms,
-                 char *host, size_t hostlen, int *port, char *errstr, size_t errlen) {
+int sentinel_ask(const struct addr *s, const char *master, int timeout_ms, char *host,
+                 size_t hostlen, int *port, char *errstr, size_t errlen) {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
     if (!c || c->err) {

@@ -17,7 +17,7 @@
  * and command timeouts of timeout_ms. Returns 0 with host and *port set, or
  * -1 with errstr saying why ("Connection refused", "does not know master
  * 'x'"), never naming the sentinel (the caller lists the ones it tried). */
-int sentinel_ask(const struct addr *s, const char *master, int timeout_ms,
-                 char *host, size_t hostlen, int *port, char *errstr, size_t errlen);
+int sentinel_ask(const struct addr *s, const char *master, int timeout_ms, char *host,
+                 size_t hostlen, int *port, char *errstr, size_t errlen);
 
 #endif

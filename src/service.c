@@ -10,19 +10,28 @@
 int service_open(struct service *s, const struct config *cfg, char *errstr, size_t errlen) {
     memset(s, 0, sizeof(*s));
     struct rpool_options po = {
-        .host = cfg->redis_host, .port = cfg->redis_port, .password = cfg->redis_password,
-        .sentinels = cfg->sentinel_nodes, .master_name = cfg->sentinel_master,
-        .cluster_nodes = cfg->cluster_nodes, .cluster_max_redirects = cfg->cluster_max_redirects,
-        .database = cfg->redis_database, .timeout_ms = cfg->redis_timeout_ms,
-        .size = cfg->redis_pool_size, .load_scripts = 1,
+        .host = cfg->redis_host,
+        .port = cfg->redis_port,
+        .password = cfg->redis_password,
+        .sentinels = cfg->sentinel_nodes,
+        .master_name = cfg->sentinel_master,
+        .cluster_nodes = cfg->cluster_nodes,
+        .cluster_max_redirects = cfg->cluster_max_redirects,
+        .database = cfg->redis_database,
+        .timeout_ms = cfg->redis_timeout_ms,
+        .size = cfg->redis_pool_size,
+        .load_scripts = 1,
     };
     struct lock_core_options lo = {
         .pool_wait_ms = cfg->redis_timeout_ms,
-        .redlock_nodes = cfg->redlock_nodes, .redlock_password = cfg->redis_password,
+        .redlock_nodes = cfg->redlock_nodes,
+        .redlock_password = cfg->redis_password,
         .redlock_node_timeout_ms = cfg->redlock_node_timeout_ms,
         .redlock_pool_size = cfg->redis_pool_size,
-        .ttl_ms = cfg->lock_ttl_ms, .wait_ms = cfg->lock_wait_ms,
-        .spin_sleep_ms = cfg->lock_spin_sleep_ms, .retry_depth = cfg->lock_retry_depth,
+        .ttl_ms = cfg->lock_ttl_ms,
+        .wait_ms = cfg->lock_wait_ms,
+        .spin_sleep_ms = cfg->lock_spin_sleep_ms,
+        .retry_depth = cfg->lock_retry_depth,
         .sync_replicas = cfg->lock_sync_replicas,
     };
     if (!(s->pool = rpool_create(&po))) {

@@ -16,13 +16,13 @@ struct lock_type;
 struct sale_way;
 
 struct strategy {
-    const char *name;                  /* URL segment, e.g. "owner-lua" */
-    const char *description;           /* the step it reproduces, one line */
-    const char *flaw;                  /* the flaw it can show, one line */
-    const struct lock_type *lock;      /* the lock its sales take */
-    const struct lock_type *rw_lock;   /* the lock taken instead when readers take the
+    const char *name; /* URL segment, e.g. "owner-lua" */
+    const char *description; /* the step it reproduces, one line */
+    const char *flaw; /* the flaw it can show, one line */
+    const struct lock_type *lock; /* the lock its sales take */
+    const struct lock_type *rw_lock; /* the lock taken instead when readers take the
                                           read lock (lock.read-lock=true); NULL: lock */
-    const struct sale_way *way;        /* how the sale writes */
+    const struct sale_way *way; /* how the sale writes */
 };
 
 /* Every strategy, in ladder order; the last row's name is NULL. */

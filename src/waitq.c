@@ -18,9 +18,9 @@
 #define NBUCKETS 1024
 
 struct waitq_key {
-    struct waitq_key *next;          /* bucket chain */
+    struct waitq_key *next; /* bucket chain */
     int owned;
-    struct waitq_node *head, *tail;  /* the line */
+    struct waitq_node *head, *tail; /* the line */
     char name[];
 };
 
@@ -83,8 +83,10 @@ static void line_remove(struct waitq_key *k, struct waitq_node *n) {
     struct waitq_node *prev = NULL;
     for (struct waitq_node *x = k->head; x; prev = x, x = x->next) {
         if (x != n) continue;
-        if (prev) prev->next = n->next;
-        else k->head = n->next;
+        if (prev)
+            prev->next = n->next;
+        else
+            k->head = n->next;
         if (k->tail == n) k->tail = prev;
         return;
     }
@@ -109,8 +111,10 @@ int waitq_enter(struct waitq *q, const char *key, struct waitq_node *n, void *da
         return WAITQ_OWNER;
     }
     mclock_cond_init(&n->cond);
-    if (k->tail) k->tail->next = n;
-    else k->head = n;
+    if (k->tail)
+        k->tail->next = n;
+    else
+        k->head = n;
     k->tail = n;
     while (n->state == WAITQ_QUEUED || n->state == WAITQ_TAKEN) {
         if (n->state == WAITQ_TAKEN) {
@@ -161,7 +165,7 @@ void waitq_leave(struct waitq *q, struct waitq_node *owner) {
         k->head = next->next;
         if (!k->head) k->tail = NULL;
         next->next = NULL;
-        next->state = WAITQ_OWNER;   /* the key passes on, still owned */
+        next->state = WAITQ_OWNER; /* the key passes on, still owned */
         pthread_cond_signal(&next->cond);
     } else {
         k->owned = 0;

@@ -18,17 +18,17 @@ struct waitq;
 struct waitq_key;
 
 /* What waitq_enter returns, and a node's state. */
-#define WAITQ_QUEUED 0    /* in line (never returned) */
-#define WAITQ_OWNER 1     /* the node owns its key: go ahead, then waitq_leave */
-#define WAITQ_TAKEN 2     /* an owner took it (waitq_take) and will finish it */
-#define WAITQ_DONE 3      /* the owner finished it (waitq_done): its work is done */
-#define WAITQ_TIMEOUT 4   /* the deadline passed while in line; it has left */
-#define WAITQ_NOMEM 5     /* the key could not be made */
+#define WAITQ_QUEUED 0 /* in line (never returned) */
+#define WAITQ_OWNER 1 /* the node owns its key: go ahead, then waitq_leave */
+#define WAITQ_TAKEN 2 /* an owner took it (waitq_take) and will finish it */
+#define WAITQ_DONE 3 /* the owner finished it (waitq_done): its work is done */
+#define WAITQ_TIMEOUT 4 /* the deadline passed while in line; it has left */
+#define WAITQ_NOMEM 5 /* the key could not be made */
 
 struct waitq_node {
     pthread_cond_t cond;
     int state;
-    void *data;                /* the caller's, for the owner that takes it */
+    void *data; /* the caller's, for the owner that takes it */
     struct waitq_key *key;
     struct waitq_node *next;
 };

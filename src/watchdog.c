@@ -53,28 +53,28 @@
 struct wd_link {
     struct rpool *pool;
     redisContext *c;
-    int64_t rest_until_us;      /* failed: not dialled again before this */
+    int64_t rest_until_us; /* failed: not dialled again before this */
 };
 
 struct wd_lane {
     struct watchdog *wd;
-    struct rpool *home;         /* the server of its locks; NULL: the Redlock masters */
+    struct rpool *home; /* the server of its locks; NULL: the Redlock masters */
     pthread_t thread;
-    pthread_cond_t changed;     /* a lock was watched or adopted here, or stop */
-    struct lock *watched;       /* through wd_next, under mu */
+    pthread_cond_t changed; /* a lock was watched or adopted here, or stop */
+    struct lock *watched; /* through wd_next, under mu */
     struct lock *orphans;
-    struct wd_link links[LINKS_MAX];   /* the lane thread's own */
-    int64_t asleep_until_us;    /* under mu: when its sleeping thread wakes by itself;
+    struct wd_link links[LINKS_MAX]; /* the lane thread's own */
+    int64_t asleep_until_us; /* under mu: when its sleeping thread wakes by itself;
                                    0 while it is awake (it looks at its lists again
                                    before it sleeps, so nobody need wake it) */
     int nlinks;
-    struct lock_lane_stats stats;  /* under mu */
+    struct lock_lane_stats stats; /* under mu */
 };
 
 struct watchdog {
     struct lock_core *core;
     pthread_mutex_t mu;
-    pthread_cond_t idle;        /* a renewal or retry ended */
+    pthread_cond_t idle; /* a renewal or retry ended */
     int stopping;
     int norphans;
     int nlanes;
@@ -112,7 +112,7 @@ static void link_put(struct lock_link *k, struct rpool *pool, redisContext *c) {
     for (int i = 0; i < lane->nlinks; i++) {
         if (lane->links[i].pool == pool && lane->links[i].c == c) {
             redisFree(c);
-            lane->links[i].c = NULL;   /* redialled on a later use */
+            lane->links[i].c = NULL; /* redialled on a later use */
             lane->links[i].rest_until_us = mclock_us() + LINK_REST_MS * 1000;
         }
     }
@@ -136,11 +136,11 @@ static void renewed(struct wd_lane *lane, struct lock *l, int rc, int64_t sent_u
         l->wd_due_us = sent_us + period_us(l);
         lane->stats.renewed++;
     } else if (rc == LOCK_LOST || now >= atomic_load(&l->lease_until_us)) {
-        atomic_store(&l->lost, 1);     /* gone, or its lease ran out unrenewed */
+        atomic_store(&l->lost, 1); /* gone, or its lease ran out unrenewed */
         l->wd_due_us = INT64_MAX;
         lane->stats.lost++;
     } else {
-        l->wd_due_us = now + period_us(l) / 4;   /* not reached: soon again */
+        l->wd_due_us = now + period_us(l) / 4; /* not reached: soon again */
         lane->stats.unreached++;
     }
 }
@@ -201,8 +201,10 @@ static void *lane_main(void *arg) {
         int rc = orphan ? lock_compensate(l, &k) : l->type->renew(l, &k);
         pthread_mutex_lock(&wd->mu);
         l->wd_busy = 0;
-        if (orphan) retried(lane, l, rc);
-        else renewed(lane, l, rc, sent);
+        if (orphan)
+            retried(lane, l, rc);
+        else
+            renewed(lane, l, rc, sent);
         pthread_cond_broadcast(&wd->idle);
     }
     pthread_mutex_unlock(&wd->mu);
@@ -242,7 +244,7 @@ struct watchdog *watchdog_create(struct lock_core *core) {
     pthread_mutex_init(&wd->mu, NULL);
     mclock_cond_init(&wd->idle);
     pthread_mutex_lock(&wd->mu);
-    int ok = lane_for(wd, core->pool) != NULL;   /* the first lane: the fallback of the others */
+    int ok = lane_for(wd, core->pool) != NULL; /* the first lane: the fallback of the others */
     pthread_mutex_unlock(&wd->mu);
     if (!ok) {
         pthread_cond_destroy(&wd->idle);

@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 struct web_asset {
-    const char *name;                  /* file name, e.g. "app.js" */
-    const char *type;                  /* its Content-Type */
-    const unsigned char *data;         /* its bytes (NUL after the last) */
+    const char *name; /* file name, e.g. "app.js" */
+    const char *type; /* its Content-Type */
+    const unsigned char *data; /* its bytes (NUL after the last) */
     size_t len;
 };
 

@@ -55,7 +55,14 @@ START_TEST(test_holds_one_after_another_with_a_matching_ledger_pass) {
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
     struct chk_told t[] = {told("sold", "o-1-0", 10), told("sold", "o-2-0", 9),
                            told("lock_timeout", "-", 0)};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .told = t, .ntold = 3, .stock = 8, .initial = 10};
+    struct chk_input in = {.events = e,
+                           .nevents = 2,
+                           .ledger = l,
+                           .nledger = 2,
+                           .told = t,
+                           .ntold = 3,
+                           .stock = 8,
+                           .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert(r.safe);
     for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
@@ -67,7 +74,8 @@ START_TEST(test_two_owners_holding_at_once_are_an_overlap_naming_both_events) {
     struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, -1),
                             ev("2-0", "b:1", 200, 400, 0, "sold", 9, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert(!r.safe);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
@@ -83,7 +91,13 @@ START_TEST(test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger
     struct chk_event e[] = {ev("1-0", "a:1", 100, 300, 0, "sold", 10, -1),
                             ev("2-0", "b:1", 200, 400, 0, "sold", 10, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(10, "o-2-0")};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10, .skip_overlaps = 1};
+    struct chk_input in = {.events = e,
+                           .nevents = 2,
+                           .ledger = l,
+                           .nledger = 2,
+                           .stock = 8,
+                           .initial = 10,
+                           .skip_overlaps = 1};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
@@ -98,7 +112,8 @@ START_TEST(test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline)
     struct chk_event e[] = {ev("1-0", "a:1", 100, 400, 150, "sold_out", 0, -1),
                             ev("2-0", "b:1", 200, 300, 1200, "sold", 9, -1)};
     struct chk_entry l[] = {entry(9, "o-2-0")};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 2, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
@@ -117,7 +132,8 @@ START_TEST(test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_over
     e[0].written_us = 400;
     e[1].written_us = 310;
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 0);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
@@ -135,7 +151,13 @@ START_TEST(test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_c
     e[0].written_us = 150;
     struct chk_entry l[] = {entry(10, "o-1-0")};
     for (int apart = 0; apart < 2; apart++) {
-        struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10, .skip_overlaps = apart};
+        struct chk_input in = {.events = e,
+                               .nevents = 1,
+                               .ledger = l,
+                               .nledger = 1,
+                               .stock = 9,
+                               .initial = 10,
+                               .skip_overlaps = apart};
         struct chk_report r = judge(&in);
         ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
         ck_assert(!r.safe);
@@ -146,7 +168,8 @@ START_TEST(test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_c
      * margin). */
     e[0].owned = 1;
     e[0].lease_us = 120;
-    struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
     chk_report_free(&r);
@@ -156,7 +179,8 @@ END_TEST
 START_TEST(test_a_trimmed_history_is_never_safe_however_clean) {
     struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 1)};
     struct chk_entry l[] = {entry(10, "o-1-0")};
-    struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
     in.trimmed = 5;
     struct chk_report r = judge(&in);
     for (int k = 0; k < CHK_KINDS; k++) ck_assert_int_eq(r.counts[k], 0);
@@ -165,7 +189,8 @@ START_TEST(test_a_trimmed_history_is_never_safe_however_clean) {
     chk_report_free(&r);
     /* Nor one with ledger entries whose events are gone. */
     struct chk_entry l2[] = {entry(10, "o-1-0"), entry(9, "o-0-9")};
-    struct chk_input in2 = {.events = e, .nevents = 1, .ledger = l2, .nledger = 2, .stock = 8, .initial = 10};
+    struct chk_input in2 = {
+        .events = e, .nevents = 1, .ledger = l2, .nledger = 2, .stock = 8, .initial = 10};
     r = judge(&in2);
     ck_assert_int_eq(r.missing, 1);
     ck_assert(!r.safe);
@@ -187,7 +212,8 @@ START_TEST(test_the_events_of_one_batch_are_one_hold) {
                             ev("1-1", "a:1", 100, 200, 0, "sold", 9, -1),
                             ev("1-2", "a:1", 100, 200, 0, "sold", 8, -1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-1-1"), entry(8, "o-1-2")};
-    struct chk_input in = {.events = e, .nevents = 3, .ledger = l, .nledger = 3, .stock = 7, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 3, .ledger = l, .nledger = 3, .stock = 7, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert(r.safe);
@@ -200,7 +226,7 @@ START_TEST(test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders) {
     struct chk_input in = {.ledger = l, .nledger = 2, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
-    ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1);   /* 1 given, 2 entries */
+    ck_assert_int_eq(r.counts[CHK_STOCK_LEDGER], 1); /* 1 given, 2 entries */
     ck_assert_int_eq(r.oversold_units, 1);
     int found = 0;
     for (size_t i = 0; i < r.nfindings; i++)
@@ -220,7 +246,8 @@ START_TEST(test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are
      * and the promoted replica sold the unit again. */
     struct chk_entry l[] = {entry(10, "y-7")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("sold", "y-7", 10)};
-    struct chk_input in = {.ledger = l, .nledger = 1, .told = t, .ntold = 2, .stock = 9, .initial = 10};
+    struct chk_input in = {
+        .ledger = l, .nledger = 1, .told = t, .ntold = 2, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     ck_assert_int_eq(r.counts[CHK_LOST_SALE], 1);
@@ -232,7 +259,8 @@ END_TEST
 START_TEST(test_a_ledger_entry_nobody_was_told_of_is_reported_but_safe) {
     struct chk_entry l[] = {entry(10, "x-1"), entry(9, "x-2")};
     struct chk_told t[] = {told("sold", "x-1", 10), told("backend_unavailable", "-", 0)};
-    struct chk_input in = {.ledger = l, .nledger = 2, .told = t, .ntold = 2, .stock = 8, .initial = 10};
+    struct chk_input in = {
+        .ledger = l, .nledger = 2, .told = t, .ntold = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_UNTOLD_SALE], 1);
     ck_assert(r.safe);
@@ -256,7 +284,7 @@ START_TEST(test_every_finding_is_counted_beyond_the_ones_listed) {
         char id[16], owner[16];
         snprintf(id, sizeof(id), "%d-0", i);
         snprintf(owner, sizeof(owner), "o:%d", i);
-        e[i] = ev(id, owner, 100, 500, 0, "sold_out", 0, -1);   /* all at once */
+        e[i] = ev(id, owner, 100, 500, 0, "sold_out", 0, -1); /* all at once */
     }
     struct chk_input in = {.events = e, .nevents = 40, .stock = 0, .initial = 0};
     struct chk_report r;
@@ -289,8 +317,14 @@ START_TEST(test_a_clean_run_whose_fault_missed_its_window_is_inconclusive_not_sa
     struct chk_event e[] = {ev("1-0", "a:1", 100, 200, 1000, "sold", 10, 1)};
     struct chk_entry l[] = {entry(10, "o-1-0")};
     const char *needs[] = {"holder_inside"};
-    struct chk_input in = {.events = e, .nevents = 1, .ledger = l, .nledger = 1, .stock = 9,
-                           .initial = 10, .needs = needs, .nneeds = 1};
+    struct chk_input in = {.events = e,
+                           .nevents = 1,
+                           .ledger = l,
+                           .nledger = 1,
+                           .stock = 9,
+                           .initial = 10,
+                           .needs = needs,
+                           .nneeds = 1};
     struct chk_report r = judge(&in);
     ck_assert(!r.safe);
     ck_assert(!r.covered);
@@ -315,8 +349,8 @@ END_TEST
 START_TEST(test_a_violation_is_its_own_evidence_whatever_the_coverage) {
     struct chk_entry l[] = {entry(10, "o-1"), entry(10, "o-2")};
     const char *needs[] = {"holder_inside"};
-    struct chk_input in = {.ledger = l, .nledger = 2, .stock = 9, .initial = 10, .needs = needs,
-                           .nneeds = 1};
+    struct chk_input in = {
+        .ledger = l, .nledger = 2, .stock = 9, .initial = 10, .needs = needs, .nneeds = 1};
     struct chk_report r = judge(&in);
     ck_assert(!r.covered);
     ck_assert_str_eq(chk_verdict(&r), "unsafe");
@@ -333,8 +367,14 @@ START_TEST(test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds) 
                             ev("4-0", "d:1", 4000, 4100, 5000, "sold", 9, 1)};
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-4-0")};
     const char *needs[] = {CHK_LEASE_EXPIRED_INSIDE};
-    struct chk_input in = {.events = e, .nevents = 4, .ledger = l, .nledger = 2, .stock = 8,
-                           .initial = 10, .needs = needs, .nneeds = 1};
+    struct chk_input in = {.events = e,
+                           .nevents = 4,
+                           .ledger = l,
+                           .nledger = 2,
+                           .stock = 8,
+                           .initial = 10,
+                           .needs = needs,
+                           .nneeds = 1};
     struct chk_report r = judge(&in);
     ck_assert(r.covered);
     ck_assert_int_eq(chk_coverage(&r, CHK_LEASE_EXPIRED_INSIDE), 3);
@@ -368,7 +408,8 @@ START_TEST(test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale
     e[1].token = 5;
     e[2].token = 8;
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0"), entry(8, "o-3-0")};
-    struct chk_input in = {.events = e, .nevents = 3, .ledger = l, .nledger = 3, .stock = 7, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 3, .ledger = l, .nledger = 3, .stock = 7, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 1);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
@@ -424,7 +465,8 @@ START_TEST(test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_no
     e[0].token = 77;
     e[1].token = 78;
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
     ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 0);
@@ -447,7 +489,8 @@ START_TEST(test_the_counterexample_is_the_double_sale_and_the_holds_around_it) {
     e[0].written_us = 390;
     struct chk_entry l[] = {entry(10, "o-1-0"), entry(9, "o-2-0"), entry(10, "o-3-0"),
                             entry(8, "o-4-0")};
-    struct chk_input in = {.events = e, .nevents = 4, .ledger = l, .nledger = 4, .stock = 7, .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 4, .ledger = l, .nledger = 4, .stock = 7, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_SOLD_TWICE], 1);
     size_t idx[8];
@@ -463,7 +506,8 @@ START_TEST(test_the_counterexample_is_the_double_sale_and_the_holds_around_it) {
     ck_assert_int_eq(chk_counterexample(&in, &r, idx, 2, &f), 2);
     chk_report_free(&r);
     /* a safe run has none */
-    struct chk_input calm = {.events = e + 3, .nevents = 1, .ledger = l + 3, .nledger = 1, .stock = 9, .initial = 10};
+    struct chk_input calm = {
+        .events = e + 3, .nevents = 1, .ledger = l + 3, .nledger = 1, .stock = 9, .initial = 10};
     r = judge(&calm);
     ck_assert_int_eq(chk_counterexample(&calm, &r, idx, 8, &f), 0);
     ck_assert_int_eq(f, -1);
@@ -478,8 +522,8 @@ START_TEST(test_a_grant_whose_lease_had_run_out_held_nothing_and_overlaps_nobody
     struct chk_event e[] = {ev("1-0", "a:1", 974, 985, 1962, "sold", 10, 1),
                             ev("2-0", "b:1", 984, 994, 951, "lock_lost", 0, 0)};
     struct chk_entry l[] = {entry(10, "o-1-0")};
-    struct chk_input in = {.events = e, .nevents = 2, .ledger = l, .nledger = 1, .stock = 9,
-                           .initial = 10};
+    struct chk_input in = {
+        .events = e, .nevents = 2, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
     struct chk_report r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
     ck_assert(r.safe);
@@ -500,12 +544,14 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is);
     tcase_add_test(c, test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline);
     tcase_add_test(c, test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_overlap);
-    tcase_add_test(c, test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_clocks_say);
+    tcase_add_test(c,
+                   test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_clocks_say);
     tcase_add_test(c, test_a_trimmed_history_is_never_safe_however_clean);
     tcase_add_test(c, test_a_late_hold_that_wrote_nothing_is_not_a_late_write);
     tcase_add_test(c, test_the_events_of_one_batch_are_one_hold);
     tcase_add_test(c, test_one_unit_in_two_ledger_entries_is_sold_twice_with_both_orders);
-    tcase_add_test(c, test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are_sold_twice);
+    tcase_add_test(
+        c, test_a_unit_a_client_was_told_and_a_ledger_entry_of_another_order_are_sold_twice);
     tcase_add_test(c, test_a_ledger_entry_nobody_was_told_of_is_reported_but_safe);
     tcase_add_test(c, test_a_stock_that_disagrees_with_the_ledger_is_flagged);
     tcase_add_test(c, test_every_finding_is_counted_beyond_the_ones_listed);
@@ -514,10 +560,10 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_a_violation_is_its_own_evidence_whatever_the_coverage);
     tcase_add_test(c, test_a_lease_that_ran_out_inside_its_hold_is_derived_from_the_holds);
     tcase_add_test(c, test_a_grant_whose_lease_had_run_out_held_nothing_and_overlaps_nobody);
-    tcase_add_test(c, test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale_token_write);
+    tcase_add_test(
+        c, test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale_token_write);
     tcase_add_test(c, test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late);
     tcase_add_test(c, test_the_counterexample_is_the_double_sale_and_the_holds_around_it);
     suite_add_tcase(s, c);
     return s;
 }
-

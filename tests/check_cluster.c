@@ -21,9 +21,7 @@
 
 /* ---- Slots: pure ---- */
 
-static unsigned slot_of(const char *key) {
-    return cluster_key_slot(key, strlen(key));
-}
+static unsigned slot_of(const char *key) { return cluster_key_slot(key, strlen(key)); }
 
 START_TEST(test_slots_match_the_specifications_examples) {
     /* CRC16("123456789") = 0x31C3 (the spec's check value); 0x31C3 % 16384 = 12739. */
@@ -75,10 +73,16 @@ START_TEST(test_moved_and_ask_are_parsed_and_nothing_else_is_a_redirect) {
     ck_assert_str_eq(rd.to.host, "::1");
     ck_assert_int_eq(rd.to.port, 7002);
 
-    const char *not_redirects[] = {"MOVED 16384 127.0.0.1:1", "MOVED x 127.0.0.1:1", "MOVED 1",
-                                   "MOVED 1 127.0.0.1", "MOVED 1 127.0.0.1:0", "ASK  1 a:1",
+    const char *not_redirects[] = {"MOVED 16384 127.0.0.1:1",
+                                   "MOVED x 127.0.0.1:1",
+                                   "MOVED 1",
+                                   "MOVED 1 127.0.0.1",
+                                   "MOVED 1 127.0.0.1:0",
+                                   "ASK  1 a:1",
                                    "TRYAGAIN Multiple keys request during rehashing of slot",
-                                   "CLUSTERDOWN The cluster is down", "moved 1 a:1", NULL};
+                                   "CLUSTERDOWN The cluster is down",
+                                   "moved 1 a:1",
+                                   NULL};
     for (int i = 0; not_redirects[i]; i++) {
         r = error_reply(not_redirects[i]);
         ck_assert_msg(cluster_redirect_parse(&r, &rd) == 0, "'%s' taken for a redirect",
@@ -97,8 +101,10 @@ START_TEST(test_moved_and_ask_are_parsed_and_nothing_else_is_a_redirect) {
     ck_assert_int_eq(cluster_reply_kind(&r, &rd), CLUSTER_MOVED);
     r = error_reply("TRYAGAIN Multiple keys request during rehashing of slot");
     ck_assert_int_eq(cluster_reply_kind(&r, &rd), CLUSTER_TRYAGAIN);
-    const char *answers[] = {"CLUSTERDOWN The cluster is down", "CROSSSLOT Keys in request "
-                             "don't hash to the same slot", "ERR TRYAGAIN", "NOSCRIPT", NULL};
+    const char *answers[] = {"CLUSTERDOWN The cluster is down",
+                             "CROSSSLOT Keys in request "
+                             "don't hash to the same slot",
+                             "ERR TRYAGAIN", "NOSCRIPT", NULL};
     for (int i = 0; answers[i]; i++) {
         r = error_reply(answers[i]);
         ck_assert_msg(cluster_reply_kind(&r, &rd) == CLUSTER_ANSWER, "'%s' taken for a refusal",
@@ -132,15 +138,15 @@ static void cluster_teardown(void) {
 static struct cluster *router(int seed_index, int max_redirects) {
     char seeds[64], err[256];
     snprintf(seeds, sizeof(seeds), "127.0.0.1:%d", ports[seed_index]);
-    struct cluster_options o = {.nodes = seeds, .max_redirects = max_redirects,
-                                .node = {.timeout_ms = 300, .size = 4}};
+    struct cluster_options o = {
+        .nodes = seeds, .max_redirects = max_redirects, .node = {.timeout_ms = 300, .size = 4}};
     struct cluster *cl = cluster_create(&o, err, sizeof(err));
     ck_assert_msg(cl != NULL, "cluster_create: %s", err);
     return cl;
 }
 
-static redisReply *run(struct cluster *cl, const char *key, int argc, const char **argv,
-                       char *err, size_t errlen) {
+static redisReply *run(struct cluster *cl, const char *key, int argc, const char **argv, char *err,
+                       size_t errlen) {
     return cluster_command_argv(cl, 1000, key, argc, argv, NULL, err, errlen);
 }
 
@@ -177,7 +183,8 @@ static void cluster_slots_of(int port, int *owner) {
         ck_assert(e->type == REDIS_REPLY_ARRAY && e->elements >= 3);
         long long from = e->element[0]->integer, to = e->element[1]->integer;
         const redisReply *m = e->element[2];
-        ck_assert(m->type == REDIS_REPLY_ARRAY && m->elements >= 2 && m->element[1]->type == REDIS_REPLY_INTEGER);
+        ck_assert(m->type == REDIS_REPLY_ARRAY && m->elements >= 2 &&
+                  m->element[1]->type == REDIS_REPLY_INTEGER);
         ck_assert(from >= 0 && to < CLUSTER_SLOTS && from <= to);
         for (long long s = from; s <= to; s++) owner[s] = (int)m->element[1]->integer;
     }
@@ -211,8 +218,7 @@ START_TEST(test_the_map_agrees_with_the_servers_slots_and_keyslots) {
         ck_assert_msg(k < MASTERS, "slot %u mapped to port %d, not a master", s, p);
         owned[k]++;
     }
-    for (int k = 0; k < MASTERS; k++)
-        ck_assert_int_gt(owned[k], CLUSTER_SLOTS / MASTERS - 10);
+    for (int k = 0; k < MASTERS; k++) ck_assert_int_gt(owned[k], CLUSTER_SLOTS / MASTERS - 10);
     char err[256];
     for (int i = 0; i < 50; i++) {
         char key[32];
@@ -249,8 +255,10 @@ static void migrate_slot(unsigned slot, int src, int dst, int finish) {
         ck_assert_ptr_nonnull(r);
         size_t n = r->elements;
         for (size_t i = 0; i < n; i++) {
-            redisReply *m = harness_redis(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dst, r->element[i]->str);
-            ck_assert_msg(m && m->type == REDIS_REPLY_STATUS, "MIGRATE: %s", m ? m->str : "no reply");
+            redisReply *m =
+                harness_redis(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dst, r->element[i]->str);
+            ck_assert_msg(m && m->type == REDIS_REPLY_STATUS, "MIGRATE: %s",
+                          m ? m->str : "no reply");
             freeReplyObject(m);
         }
         freeReplyObject(r);
@@ -476,8 +484,13 @@ START_TEST(test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only
              ports[0], ports[1], ports[2]);
     int port = harness_free_port();
     /* No Redlock masters here: without redlock in lock.allowed, /readyz does not wait for them. */
-    const char *sets[] = {seeds, "lock.scope=item", "inventory.probe=false", "redis.timeout=500",
-                          "lock.strategy=redisson", "lock.allowed=atomic,redisson", NULL};
+    const char *sets[] = {seeds,
+                          "lock.scope=item",
+                          "inventory.probe=false",
+                          "redis.timeout=500",
+                          "lock.strategy=redisson",
+                          "lock.allowed=atomic,redisson",
+                          NULL};
     pid_t inst = harness_inventoryd_start(port, sets);
     ck_assert_int_gt(inst, 0);
     ck_assert_msg(readyz_until(port, 200, 10000, body, sizeof(body)) == 200,
@@ -501,8 +514,9 @@ START_TEST(test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only
     int code = readyz_until(port, 503, 5000, body, sizeof(body));
     char where[48];
     snprintf(where, sizeof(where), "127.0.0.1:%d", down);
-    ck_assert_msg(code == 503 && strstr(body, "\"ready\":false") && strstr(body, "cluster_state:fail") &&
-                  strstr(body, where), "/readyz did not say that %s is down: %d %s", where, code, body);
+    ck_assert_msg(code == 503 && strstr(body, "\"ready\":false") &&
+                      strstr(body, "cluster_state:fail") && strstr(body, where),
+                  "/readyz did not say that %s is down: %d %s", where, code, body);
 
     r = harness_redis(down, "CLUSTER ADDSLOTS %d", slot);
     ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLUSTER ADDSLOTS failed");
@@ -510,7 +524,8 @@ START_TEST(test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only
     ck_assert_msg(readyz_until(port, 200, 10000, body, sizeof(body)) == 200,
                   "/readyz stayed 503 once the slot was served again: %s", body);
     struct httpc_response a;
-    ck_assert_int_eq(harness_http(port, "POST", "/inventory/reset", NULL, "{\"stock\":5}", &a), 200);
+    ck_assert_int_eq(harness_http(port, "POST", "/inventory/reset", NULL, "{\"stock\":5}", &a),
+                     200);
     ck_assert_int_eq(harness_http(port, "GET", "/inventory/sale/redisson", NULL, NULL, &a), 200);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
     harness_stop(inst);
@@ -528,12 +543,19 @@ END_TEST
 START_TEST(test_a_renewal_refused_by_a_slot_move_loses_the_hold) {
     char seeds[64], err[256];
     snprintf(seeds, sizeof(seeds), "127.0.0.1:%d", ports[0]);
-    struct rpool_options po = {.cluster_nodes = seeds, .cluster_max_redirects = 5, .timeout_ms = 1000,
-                               .size = 4, .load_scripts = 1};
+    struct rpool_options po = {.cluster_nodes = seeds,
+                               .cluster_max_redirects = 5,
+                               .timeout_ms = 1000,
+                               .size = 4,
+                               .load_scripts = 1};
     struct rpool *pool = rpool_create(&po);
     ck_assert_ptr_nonnull(pool);
-    struct lock_core_options lo = {.pool = pool, .pool_wait_ms = 1000, .ttl_ms = 900, .wait_ms = 300,
-                                   .spin_sleep_ms = 10, .retry_depth = 100};
+    struct lock_core_options lo = {.pool = pool,
+                                   .pool_wait_ms = 1000,
+                                   .ttl_ms = 900,
+                                   .wait_ms = 300,
+                                   .spin_sleep_ms = 10,
+                                   .retry_depth = 100};
     struct lock_core *core = lock_core_init(&lo, err, sizeof(err));
     ck_assert_msg(core != NULL, "lock_core_init: %s", err);
     const char *key = "{mid-move}:lock";
@@ -555,16 +577,18 @@ START_TEST(test_a_renewal_refused_by_a_slot_move_loses_the_hold) {
     migrate_slot(slot, src, dst, 1);
     long long moved_key = harness_redis_int(dst, "EXISTS %s", key);
     cluster_slots_of(src, owner);
-    ck_assert_msg(moved_key == 1 && owner[slot] == dst,
-                  "fault missed its window: after the move the key is %s on %d, and %d says slot %u is %d's",
-                  moved_key == 1 ? "there" : "not", dst, src, slot, owner[slot]);
+    ck_assert_msg(
+        moved_key == 1 && owner[slot] == dst,
+        "fault missed its window: after the move the key is %s on %d, and %d says slot %u is %d's",
+        moved_key == 1 ? "there" : "not", dst, src, slot, owner[slot]);
     int lost = 0;
     for (int64_t end = mclock_ms() + 5000; !lost && mclock_ms() < end; mclock_sleep_ms(20))
         lost = lock_check(l) == LOCK_LOST;
     long long lane_lost = 0;
     int n = lock_core_lanes(core, st, 4);
     for (int i = 0; i < n; i++) lane_lost += st[i].lost;
-    ck_assert_msg(lost, "the hold survived renewals refused by the old master (README's 'Not done' says "
+    ck_assert_msg(lost,
+                  "the hold survived renewals refused by the old master (README's 'Not done' says "
                   "it is lost: update it if renewals now follow refusals)");
     ck_assert_int_ge(lane_lost, 1);
     lock_free(l);
@@ -585,11 +609,15 @@ Suite *cluster_suite(void) {
     tcase_set_timeout(routing, 90);
     tcase_add_test(routing, test_the_map_agrees_with_the_servers_slots_and_keyslots);
     tcase_add_test(routing, test_a_moved_slot_is_followed_once_and_the_map_learns_it);
-    tcase_add_test(routing, test_during_a_migration_a_new_key_goes_to_the_target_by_ask_and_the_map_stays);
-    tcase_add_test(routing, test_keys_split_by_a_migration_are_tried_again_on_the_same_node_then_followed);
+    tcase_add_test(routing,
+                   test_during_a_migration_a_new_key_goes_to_the_target_by_ask_and_the_map_stays);
+    tcase_add_test(routing,
+                   test_keys_split_by_a_migration_are_tried_again_on_the_same_node_then_followed);
     tcase_add_test(routing, test_redirects_beyond_max_redirects_are_an_error_not_a_loop);
     tcase_add_test(routing, test_a_command_whose_reply_was_lost_is_not_sent_again);
-    tcase_add_test(routing, test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only_the_stock_keys);
+    tcase_add_test(
+        routing,
+        test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only_the_stock_keys);
     tcase_add_test(routing, test_a_renewal_refused_by_a_slot_move_loses_the_hold);
     suite_add_tcase(s, routing);
     return s;

@@ -81,8 +81,8 @@ static void start_pair(int ttl_ms, int wait_ms, ...) {
     for (const char *s; n < 23 && (s = va_arg(ap, const char *)) != NULL;) sets[n++] = s;
     va_end(ap);
     sets[n] = NULL;
-    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
-                                        &b_pid, &b_port), 0);
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
 }
 
 static void reset_item(const char *item, int stock) {
@@ -94,9 +94,9 @@ static void reset_item(const char *item, int stock) {
 
 /* Runs a command that must answer +OK. */
 static void redis_ok(int port, const char *cmd) {
-    redisReply *r = harness_redis(port, cmd);   /* cmd has no %: split on spaces */
-    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0,
-                  "%s on %d: %s", cmd, port, r && r->str ? r->str : "no answer");
+    redisReply *r = harness_redis(port, cmd); /* cmd has no %: split on spaces */
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0, "%s on %d: %s",
+                  cmd, port, r && r->str ? r->str : "no answer");
     freeReplyObject(r);
 }
 
@@ -167,7 +167,8 @@ static double count_of(const cJSON *check, const char *kind) {
  * expired, B took it and sold unit 200, then H's queued write sold unit
  * 200 again. Now each server has its lane: H renews on time, commits at
  * once, and B waits its turn. */
-START_TEST(test_a_redlock_renewal_stalled_on_a_paused_master_neither_delays_nor_endangers_a_redisson_holder) {
+START_TEST(
+    test_a_redlock_renewal_stalled_on_a_paused_master_neither_delays_nor_endangers_a_redisson_holder) {
     start_pair(1000, 5000, "lock.scope=item", "redlock.node-timeout-ms=1500", NULL);
     reset_item("ballast", 200);
     /* Connections made first, the watchdog's too (a hold renewed once):
@@ -182,18 +183,22 @@ START_TEST(test_a_redlock_renewal_stalled_on_a_paused_master_neither_delays_nor_
     harness_bg_start(&ballast, a_port, "/inventory/sale/redlock?item=ballast&hold_ms=6000", 0);
     mclock_sleep_ms(150);
     redis_ok(master_port[2], "CLIENT PAUSE 6000 ALL");
-    harness_bg_start(&h, a_port, "/inventory/sale/redisson?hold_ms=850", (int)(t0 + 1100 - mclock_ms()));
+    harness_bg_start(&h, a_port, "/inventory/sale/redisson?hold_ms=850",
+                     (int)(t0 + 1100 - mclock_ms()));
     harness_bg_start(&b, b_port, "/inventory/sale/redisson", (int)(t0 + 1200 - mclock_ms()));
     harness_bg_join(&h);
-    long long stalled_ms = harness_metric(a_port, "inventoryd_watchdog_longest_renewal_ms{lane=\"redlock\"}");
+    long long stalled_ms =
+        harness_metric(a_port, "inventoryd_watchdog_longest_renewal_ms{lane=\"redlock\"}");
     harness_bg_join(&b);
     harness_redis_int(master_port[2], "CLIENT UNPAUSE");
     harness_bg_join(&ballast);
 
     /* The fault's window: a renewal on the Redlock lane stalled for the node
      * timeout while H held its lock. */
-    ck_assert_msg(stalled_ms >= 1400, "no Redlock renewal stalled before H answered (longest %lld "
-                  "ms): the fault missed its window", stalled_ms);
+    ck_assert_msg(stalled_ms >= 1400,
+                  "no Redlock renewal stalled before H answered (longest %lld "
+                  "ms): the fault missed its window",
+                  stalled_ms);
     ck_assert_msg(h.sent_ms + h.took_ms - t0 > 1800,
                   "H answered at %lld ms, before the first stalled round ended",
                   (long long)(h.sent_ms + h.took_ms - t0));
@@ -203,8 +208,8 @@ START_TEST(test_a_redlock_renewal_stalled_on_a_paused_master_neither_delays_nor_
     ck_assert_msg(harness_json_num(h.body, "lock.hold_ms") < 850 + 400,
                   "H's commit waited for another lock's renewal: hold_ms %.0f for hold_ms=850",
                   harness_json_num(h.body, "lock.hold_ms"));
-    ck_assert_msg(harness_json_num(h.body, "lock.renewals") >= 2,
-                  "H was not renewed on time: %s", h.body);
+    ck_assert_msg(harness_json_num(h.body, "lock.renewals") >= 2, "H was not renewed on time: %s",
+                  h.body);
     ck_assert_msg(b.status == 200 && strcmp(harness_json_str(b.body, "status"), "sold") == 0,
                   "B: %d %s", b.status, b.body);
     ck_assert_msg(harness_json_num(b.body, "unit") != harness_json_num(h.body, "unit"),
@@ -226,7 +231,7 @@ END_TEST
 static void stalled_after_the_check(const char *s, struct harness_bg *a, struct harness_bg *b) {
     char pa[128], pb[128];
     snprintf(pa, sizeof(pa), "/inventory/sale/%s", s);
-    get_ok(a_port, pa);   /* connections made first */
+    get_ok(a_port, pa); /* connections made first */
     get_ok(b_port, pa);
     reset_item(STOCK_KEY, 200);
     snprintf(pa, sizeof(pa), "/inventory/sale/%s?commit_delay_ms=1800", s);
@@ -249,21 +254,24 @@ static const cJSON *b_granted_before_a_wrote(const cJSON *doc, const char *a_out
     ck_assert_msg(num(ea, "written_us") > 0, "A's event has no written_us");
     ck_assert_msg(num(eb, "granted_us") < num(ea, "written_us"),
                   "B was granted at %.0f, after A's write applied at %.0f: the stall missed its "
-                  "window", num(eb, "granted_us"), num(ea, "written_us"));
+                  "window",
+                  num(eb, "granted_us"), num(ea, "written_us"));
     ck_assert_msg(num(ea, "written_us") - num(ea, "released_us") < 500000,
                   "A's event dates its send %.0f us before Redis applied it",
                   num(ea, "written_us") - num(ea, "released_us"));
     return ea;
 }
 
-START_TEST(test_a_redisson_holder_stalled_after_its_last_check_writes_nothing_once_its_lock_is_gone) {
+START_TEST(
+    test_a_redisson_holder_stalled_after_its_last_check_writes_nothing_once_its_lock_is_gone) {
     start_pair(1000, 5000, NULL);
     struct harness_bg a, b;
     stalled_after_the_check("redisson", &a, &b);
     cJSON *doc = history(STOCK_KEY);
     const cJSON *ea = b_granted_before_a_wrote(doc, "lock_lost", &b);
     const cJSON *owned = cJSON_GetObjectItemCaseSensitive(ea, "owned");
-    ck_assert_msg(cJSON_IsFalse(owned), "A's refused write: Redis must have seen the lock was not A's");
+    ck_assert_msg(cJSON_IsFalse(owned),
+                  "A's refused write: Redis must have seen the lock was not A's");
     ck_assert_msg(a.status == 409 && strcmp(harness_json_str(a.body, "status"), "lock_lost") == 0,
                   "A wrote after its lock was gone: %d %s", a.status, a.body);
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN " STOCK_KEY ":sold"), 1);
@@ -279,7 +287,8 @@ END_TEST
 /* The ladder's expiring step enforces nothing: A's write lands after B's.
  * The history says so from what Redis saw as it applied, and the checker
  * reads it: a late write, and an overlap with B. */
-START_TEST(test_an_expiring_holder_stalled_after_its_last_check_writes_late_and_the_checker_says_so) {
+START_TEST(
+    test_an_expiring_holder_stalled_after_its_last_check_writes_late_and_the_checker_says_so) {
     start_pair(1000, 5000, NULL);
     struct harness_bg a, b;
     stalled_after_the_check("expiring", &a, &b);
@@ -306,7 +315,8 @@ END_TEST
 /* Redlock's documented flaw: no script beside the stock can look at a lock
  * that lives on other servers, so a pause after the last check lets a
  * stale write land. The checker dates it from the times alone. */
-START_TEST(test_redlock_a_pause_after_the_last_check_lets_a_stale_write_land_and_the_checker_dates_it) {
+START_TEST(
+    test_redlock_a_pause_after_the_last_check_lets_a_stale_write_land_and_the_checker_dates_it) {
     start_pair(1000, 5000, NULL);
     struct harness_bg a, b;
     stalled_after_the_check("redlock", &a, &b);
@@ -365,12 +375,20 @@ START_TEST(test_no_item_name_reaches_another_key_and_the_fence_never_rewinds) {
     start_pair(10000, 5000, "lock.scope=global", NULL);
     struct httpc_response r;
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/fenced", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/fenced", NULL, NULL, &r),
+                         200);
     ck_assert_int_eq(harness_json_num(r.body, "lock.token"), 3);
-    static const char *const reserved[] = {
-        LOCK_KEY, LOCK_KEY ":fence", STOCK_KEY ":sold", STOCK_KEY ":initial",
-        STOCK_KEY ":holders", STOCK_KEY ":violations", STOCK_KEY ":families",
-        STOCK_KEY ":history", STOCK_KEY ":alive:x", LOCK_KEY ":" STOCK_KEY, NULL};
+    static const char *const reserved[] = {LOCK_KEY,
+                                           LOCK_KEY ":fence",
+                                           STOCK_KEY ":sold",
+                                           STOCK_KEY ":initial",
+                                           STOCK_KEY ":holders",
+                                           STOCK_KEY ":violations",
+                                           STOCK_KEY ":families",
+                                           STOCK_KEY ":history",
+                                           STOCK_KEY ":alive:x",
+                                           LOCK_KEY ":" STOCK_KEY,
+                                           NULL};
     for (int i = 0; reserved[i]; i++) {
         ck_assert_msg(reset_answer(reserved[i], 0) == 400, "a reset of item %s was accepted",
                       reserved[i]);
@@ -404,17 +422,23 @@ static struct lock_core *core;
 
 /* A core over the Redis of the case and its three masters. */
 static void core_start(int ttl_ms, int wait_ms, int node_timeout_ms) {
-    struct rpool_options po = {.host = "127.0.0.1", .port = redis_port, .timeout_ms = 2000,
-                               .size = 8, .load_scripts = 1};
+    struct rpool_options po = {
+        .host = "127.0.0.1", .port = redis_port, .timeout_ms = 2000, .size = 8, .load_scripts = 1};
     pool = rpool_create(&po);
     ck_assert_ptr_nonnull(pool);
     char spec[96], err[256];
     snprintf(spec, sizeof(spec), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", master_port[0],
              master_port[1], master_port[2]);
     struct lock_core_options lo = {
-        .pool = pool, .pool_wait_ms = 2000, .redlock_nodes = spec,
-        .redlock_node_timeout_ms = node_timeout_ms, .redlock_pool_size = 4, .ttl_ms = ttl_ms,
-        .wait_ms = wait_ms, .spin_sleep_ms = 10, .retry_depth = 1000,
+        .pool = pool,
+        .pool_wait_ms = 2000,
+        .redlock_nodes = spec,
+        .redlock_node_timeout_ms = node_timeout_ms,
+        .redlock_pool_size = 4,
+        .ttl_ms = ttl_ms,
+        .wait_ms = wait_ms,
+        .spin_sleep_ms = 10,
+        .retry_depth = 1000,
     };
     core = lock_core_init(&lo, err, sizeof(err));
     ck_assert_msg(core != NULL, "lock_core_init: %s", err);
@@ -454,7 +478,7 @@ START_TEST(test_a_hold_of_one_lock_family_never_queues_another_familys_acquire_i
     struct acquirer q = {.type = &lock_type_redisson};
     pthread_create(&q.thread, NULL, acquirer_main, &q);
     pthread_join(q.thread, NULL);
-    ck_assert_int_eq(lock_holds(r), 1);   /* the Redlock hold was there all along */
+    ck_assert_int_eq(lock_holds(r), 1); /* the Redlock hold was there all along */
     ck_assert_int_eq(q.rc, LOCK_OK);
     ck_assert_msg(q.took_ms < 1000, "the redisson acquire waited %lld ms behind a Redlock hold",
                   (long long)q.took_ms);
@@ -475,7 +499,8 @@ END_TEST
  * hash-lock sent there times out at 400 ms (and is dropped with its
  * connection), the round fails (1 of 3), and any give-back sent to master
  * 2 runs there at 600 ms. The outer hold must still be on master 2. */
-START_TEST(test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_count_where_its_answer_was_lost) {
+START_TEST(
+    test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_count_where_its_answer_was_lost) {
     for (int i = 0; i < 2; i++) ck_assert_int_eq(harness_redis_wait_uptime(master_port[i], 3), 0);
     core_start(3000, 0, 400);
     harness_stop(master_pid[2]);
@@ -493,8 +518,7 @@ START_TEST(test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_coun
     /* The window: master 2's answer was lost (the round waited out its
      * timeout), and the round failed. */
     ck_assert_msg(rc != LOCK_OK, "the nested acquire succeeded: no window");
-    ck_assert_msg(took >= 380, "the nested round took %lld ms: master 2 answered",
-                  (long long)took);
+    ck_assert_msg(took >= 380, "the nested round took %lld ms: master 2 answered", (long long)took);
     ck_assert_int_eq(rep.votes[1].outcome, LOCK_VOTE_ERROR);
     mclock_sleep_ms((int)(t0 + 900 - mclock_ms()));
     ck_assert_int_eq(lock_holds(l), 1);
@@ -520,7 +544,8 @@ END_TEST
  * window first: a hold whose lease passed while the watchdog had not yet
  * looked at it (its renewals unchanged). Then the outcome: its commit
  * check says lost (LOCK_LOST), and its copies on the masters are gone. */
-START_TEST(test_a_hold_whose_renewal_waits_behind_a_stalled_one_is_refused_its_commit_once_its_lease_passes) {
+START_TEST(
+    test_a_hold_whose_renewal_waits_behind_a_stalled_one_is_refused_its_commit_once_its_lease_passes) {
     for (int i = 0; i < 3; i++) ck_assert_int_eq(harness_redis_wait_uptime(master_port[i], 3), 0);
     core_start(900, 0, 1500);
     struct lock *x = lock_new(core, &lock_type_redlock, "commit-x");
@@ -550,8 +575,10 @@ START_TEST(test_a_hold_whose_renewal_waits_behind_a_stalled_one_is_refused_its_c
                   lock_lease_passed(y) ? "passed" : "never passed", ry.renewals, base);
     int rc = lock_commit_check(y);
     lock_report(y, &ry);
-    ck_assert_msg(rc == LOCK_LOST, "a hold whose lease had passed unrenewed (renewals %d, as "
-                  "at the stall) was allowed to commit (rc %d)", ry.renewals, rc);
+    ck_assert_msg(rc == LOCK_LOST,
+                  "a hold whose lease had passed unrenewed (renewals %d, as "
+                  "at the stall) was allowed to commit (rc %d)",
+                  ry.renewals, rc);
     /* Its lease was real: its copies on masters 2 and 3 run out with it. */
     for (int i = 1; i < 3; i++) {
         long long there = 1;
@@ -576,7 +603,7 @@ START_TEST(test_a_lease_is_dated_from_the_acquire_sent_not_from_its_late_reply) 
     core_start(1000, 3000, 200);
     struct lock *l = lock_new(core, &lock_type_owner_lua, "commit-lease");
     struct lock *warm = lock_new(core, &lock_type_owner_lua, "commit-warm");
-    ck_assert_int_eq(lock_acquire(warm), LOCK_OK);   /* a connection, its scripts loaded */
+    ck_assert_int_eq(lock_acquire(warm), LOCK_OK); /* a connection, its scripts loaded */
     lock_free(warm);
     redis_ok(redis_port, "CLIENT PAUSE 400 WRITE");
     int64_t wall0 = mclock_wall_us(), t0 = mclock_ms();
@@ -590,7 +617,8 @@ START_TEST(test_a_lease_is_dated_from_the_acquire_sent_not_from_its_late_reply) 
     int64_t lease_ms = (r.lease_wall_us - wall0) / 1000, want = 1000 - 12;
     ck_assert_msg(lease_ms >= want - 50 && lease_ms <= want + 50,
                   "the lease ends %lld ms after the acquire was sent (reply after %lld ms); "
-                  "%lld wanted", (long long)lease_ms, (long long)took, (long long)want);
+                  "%lld wanted",
+                  (long long)lease_ms, (long long)took, (long long)want);
     lock_free(l);
     core_stop();
 }
@@ -604,15 +632,21 @@ Suite *commit_suite(void) {
         int timeout;
         const TTest *tests[4];
     } cases[] = {
-        {"Stall", setup_masters, 60,
+        {"Stall",
+         setup_masters,
+         60,
          {test_a_redlock_renewal_stalled_on_a_paused_master_neither_delays_nor_endangers_a_redisson_holder}},
-        {"Guard", setup_masters, 90,
+        {"Guard",
+         setup_masters,
+         90,
          {test_a_redisson_holder_stalled_after_its_last_check_writes_nothing_once_its_lock_is_gone,
           test_an_expiring_holder_stalled_after_its_last_check_writes_late_and_the_checker_says_so,
           test_redlock_a_pause_after_the_last_check_lets_a_stale_write_land_and_the_checker_dates_it}},
         {"History", setup, 60, {test_a_history_trimmed_by_its_cap_is_judged_incomplete_never_safe}},
         {"Keys", setup, 60, {test_no_item_name_reaches_another_key_and_the_fence_never_rewinds}},
-        {"Core", setup_masters, 60,
+        {"Core",
+         setup_masters,
+         60,
          {test_a_hold_of_one_lock_family_never_queues_another_familys_acquire_in_the_gate,
           test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_count_where_its_answer_was_lost,
           test_a_hold_whose_renewal_waits_behind_a_stalled_one_is_refused_its_commit_once_its_lease_passes,

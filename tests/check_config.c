@@ -84,7 +84,7 @@ START_TEST(test_defaults_match_the_documented_values) {
     ck_assert_int_eq(cfg.redis_pool_size, 128);
     ck_assert_str_eq(cfg.stock_key, "inventory001");
     ck_assert_int_eq(cfg.initial_stock, 200);
-    ck_assert_int_eq(cfg.probe, -1);   /* auto */
+    ck_assert_int_eq(cfg.probe, -1); /* auto */
     ck_assert_int_eq(config_probe(&cfg), 1);
     ck_assert_str_eq(cfg.lock_scope, "auto");
     ck_assert_int_eq(config_lock_per_item(&cfg), 0);
@@ -120,8 +120,8 @@ START_TEST(test_the_shipped_properties_file_gives_the_defaults_and_no_warnings) 
 
     config_defaults(&defaults);
     strcpy(warn, "stale");
-    ck_assert_int_eq(config_load_file(&cfg, SHIPPED_PROPERTIES, err, sizeof err,
-                                      warn, sizeof warn), CONFIG_OK);
+    ck_assert_int_eq(config_load_file(&cfg, SHIPPED_PROPERTIES, err, sizeof err, warn, sizeof warn),
+                     CONFIG_OK);
     ck_assert_str_eq(warn, "");
     config_dump(&defaults, want, sizeof want);
     config_dump(&cfg, got, sizeof got);
@@ -147,7 +147,8 @@ START_TEST(test_comments_blank_lines_crlf_and_spaces_are_accepted) {
                           "   \t\r\n"
                           "  server.port  =  4000  \r\n"
                           "\tredis.host=\tredis.local\r\n"
-                          "lock.strategy=redlock\r\n"), CONFIG_OK);
+                          "lock.strategy=redlock\r\n"),
+                     CONFIG_OK);
     ck_assert_int_eq(cfg.port, 4000);
     ck_assert_str_eq(cfg.redis_host, "redis.local");
     ck_assert_str_eq(cfg.strategy, "redlock");
@@ -158,7 +159,8 @@ END_TEST
 START_TEST(test_a_value_may_contain_equals_and_colons) {
     ck_assert_int_eq(load("redis.password=a=b:c==\n"
                           "redlock.nodes=10.0.0.1:7001,10.0.0.2:7002\n"
-                          "server.bind: ::1\n"), CONFIG_OK);
+                          "server.bind: ::1\n"),
+                     CONFIG_OK);
     ck_assert_str_eq(cfg.redis_password, "a=b:c==");
     ck_assert_str_eq(cfg.redlock_nodes, "10.0.0.1:7001,10.0.0.2:7002");
     ck_assert_str_eq(cfg.bind, "::1");
@@ -210,7 +212,8 @@ START_TEST(test_lab_or_faults_off_loopback_need_admin_token_and_loopback_does_no
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, at_line(1)));
     ck_assert_msg(strstr(err, "server.bind: 0.0.0.0") && strstr(err, "admin.token") &&
-                  strstr(err, "lab.enabled"), "got: %s", err);
+                      strstr(err, "lab.enabled"),
+                  "got: %s", err);
     ck_assert_int_eq(config_set(&cfg, "lab.enabled=false", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_set(&cfg, "faults.enabled=true", err, sizeof err), CONFIG_OK);
@@ -237,7 +240,8 @@ END_TEST
 
 START_TEST(test_admin_token_is_empty_or_16_visible_characters_and_never_repeated) {
     ck_assert_str_eq(cfg.admin_token, "");
-    static const char *const bad[] = {"admin.token=s3cret-is-15chr", "admin.token=s3cret is sixteen+",
+    static const char *const bad[] = {"admin.token=s3cret-is-15chr",
+                                      "admin.token=s3cret is sixteen+",
                                       "admin.token=s3cret\tis-sixteen+"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(config_set(&cfg, bad[i], err, sizeof err), CONFIG_ERR);
@@ -256,7 +260,7 @@ START_TEST(test_admin_token_is_empty_or_16_visible_characters_and_never_repeated
     config_dump(&cfg, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\nadmin.token=****\n"));
     ck_assert_ptr_null(strstr(buf, "s3cret"));
-    ck_assert_int_eq(config_set(&cfg, "admin.token=", err, sizeof err), CONFIG_OK);   /* off again */
+    ck_assert_int_eq(config_set(&cfg, "admin.token=", err, sizeof err), CONFIG_OK); /* off again */
     ck_assert_str_eq(cfg.admin_token, "");
 }
 END_TEST
@@ -286,7 +290,8 @@ START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
     ck_assert_int_eq(config_set(&cfg, "lock.name=a{b", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "without '{' or '}'"));
-    ck_assert_int_eq(config_set(&cfg, "lock.name=RedisDistributedLock", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "lock.name=RedisDistributedLock", err, sizeof err),
+                     CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_set(&cfg, "redis.database=2", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
@@ -297,18 +302,18 @@ START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "both set"));
     ck_assert_int_eq(config_set(&cfg, "redis.cluster.nodes=nocolon", err, sizeof err), CONFIG_ERR);
-    ck_assert_int_eq(cfg.cluster_max_redirects, 5);   /* as the demo's line */
+    ck_assert_int_eq(cfg.cluster_max_redirects, 5); /* as the demo's line */
     ck_assert_int_eq(config_set(&cfg, "redis.cluster.max-redirects=0", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(cfg.cluster_max_redirects, 0);
-    ck_assert_int_eq(config_set(&cfg, "redis.cluster.max-redirects=17", err, sizeof err), CONFIG_ERR);
+    ck_assert_int_eq(config_set(&cfg, "redis.cluster.max-redirects=17", err, sizeof err),
+                     CONFIG_ERR);
 }
 END_TEST
 
 START_TEST(test_a_missing_file_is_an_error_naming_the_path_and_reason) {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/absent.properties", tmpdir);
-    ck_assert_int_eq(config_load_file(&cfg, path, err, sizeof err, warn, sizeof warn),
-                     CONFIG_ERR);
+    ck_assert_int_eq(config_load_file(&cfg, path, err, sizeof err, warn, sizeof warn), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, path));
     ck_assert_ptr_nonnull(strstr(err, "No such file or directory"));
 }
@@ -381,8 +386,7 @@ END_TEST
 START_TEST(test_env_overrides_the_file_and_names_the_variable_as_origin) {
     char *envp[] = {"INVENTORYD_SERVER_PORT=3787", NULL};
     ck_assert_int_eq(load("server.port=4000\n"), CONFIG_OK);
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_int_eq(cfg.port, 3787);
     ck_assert_str_eq(config_origin(&cfg, "server.port"), "env INVENTORYD_SERVER_PORT");
 }
@@ -390,8 +394,7 @@ END_TEST
 
 START_TEST(test_set_overrides_env) {
     char *envp[] = {"INVENTORYD_SERVER_PORT=3787", NULL};
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_int_eq(config_set(&cfg, "server.port=3788", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(cfg.port, 3788);
     ck_assert_str_eq(config_origin(&cfg, "server.port"), "--set");
@@ -406,12 +409,9 @@ START_TEST(test_each_set_applies_in_order_and_the_last_wins) {
 END_TEST
 
 START_TEST(test_env_names_map_dots_and_dashes_to_underscores) {
-    char *envp[] = {"INVENTORYD_SERVER_CONTEXT_PATH=/shop",
-                    "INVENTORYD_LOCK_TTL_MS=1234",
-                    "INVENTORYD_REDIS_POOL_SIZE=7",
-                    "INVENTORYD_FAULTS_ENABLED=yes", NULL};
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    char *envp[] = {"INVENTORYD_SERVER_CONTEXT_PATH=/shop", "INVENTORYD_LOCK_TTL_MS=1234",
+                    "INVENTORYD_REDIS_POOL_SIZE=7", "INVENTORYD_FAULTS_ENABLED=yes", NULL};
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_str_eq(cfg.context_path, "/shop");
     ck_assert_int_eq(cfg.lock_ttl_ms, 1234);
     ck_assert_int_eq(cfg.redis_pool_size, 7);
@@ -422,10 +422,9 @@ START_TEST(test_env_names_map_dots_and_dashes_to_underscores) {
 END_TEST
 
 START_TEST(test_env_variables_without_the_prefix_are_ignored) {
-    char *envp[] = {"SERVER_PORT=1", "PATH=/usr/bin", "inventoryd_server_port=2",
-                    "INVENTORYDSERVER_PORT=3", "NOEQUALS", NULL};
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    char *envp[] = {"SERVER_PORT=1",           "PATH=/usr/bin", "inventoryd_server_port=2",
+                    "INVENTORYDSERVER_PORT=3", "NOEQUALS",      NULL};
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_int_eq(cfg.port, 3786);
     ck_assert_str_eq(warn, "");
     ck_assert_str_eq(config_origin(&cfg, "server.port"), "default");
@@ -434,8 +433,7 @@ END_TEST
 
 START_TEST(test_an_unknown_inventoryd_variable_is_a_warning_naming_it) {
     char *envp[] = {"INVENTORYD_SERVER_PROT=3787", NULL};
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_ptr_nonnull(strstr(warn, "INVENTORYD_SERVER_PROT"));
     ck_assert_ptr_nonnull(strstr(warn, "ignored\n"));
     ck_assert_int_eq(cfg.port, 3786);
@@ -444,15 +442,14 @@ END_TEST
 
 START_TEST(test_a_bad_env_value_names_the_variable_and_the_key) {
     char *envp[] = {"INVENTORYD_REDIS_PORT=70000", NULL};
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_ERR);
-    ck_assert_str_eq(err, "env INVENTORYD_REDIS_PORT: redis.port: 70000 is out of range (1..65535)");
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_ERR);
+    ck_assert_str_eq(err,
+                     "env INVENTORYD_REDIS_PORT: redis.port: 70000 is out of range (1..65535)");
 }
 END_TEST
 
 START_TEST(test_a_null_environment_changes_nothing) {
-    ck_assert_int_eq(config_load_env(&cfg, NULL, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_load_env(&cfg, NULL, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_int_eq(cfg.port, 3786);
 }
 END_TEST
@@ -481,8 +478,7 @@ START_TEST(test_origins_report_file_line_env_and_set) {
     char file_origin[PATH_MAX + 32];
     ck_assert_int_eq(load("# header\nlock.name=FromFile\nredis.host=redis.file\n"), CONFIG_OK);
     snprintf(file_origin, sizeof file_origin, "%s", at_line(2));
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_int_eq(config_set(&cfg, "lock.ttl-ms=42", err, sizeof err), CONFIG_OK);
 
     ck_assert_str_eq(config_origin(&cfg, "lock.name"), file_origin);
@@ -505,8 +501,7 @@ START_TEST(test_each_load_reports_only_its_own_warnings) {
     char *envp[] = {"INVENTORYD_NOPE=1", NULL};
     ck_assert_int_eq(load("foo.bar=1\n"), CONFIG_OK);
     ck_assert_ptr_nonnull(strstr(warn, "foo.bar"));
-    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_load_env(&cfg, envp, err, sizeof err, warn, sizeof warn), CONFIG_OK);
     ck_assert_ptr_null(strstr(warn, "foo.bar"));
     ck_assert_ptr_nonnull(strstr(warn, "INVENTORYD_NOPE"));
 }
@@ -517,8 +512,7 @@ END_TEST
 START_TEST(test_a_port_above_65535_names_the_key_and_line) {
     char want[PATH_MAX + 128];
     ck_assert_int_eq(load("# ports\nserver.bind=0.0.0.0\nserver.port=70000\n"), CONFIG_ERR);
-    snprintf(want, sizeof want, "%s: server.port: 70000 is out of range (1..65535)",
-             at_line(3));
+    snprintf(want, sizeof want, "%s: server.port: 70000 is out of range (1..65535)", at_line(3));
     ck_assert_str_eq(err, want);
     ck_assert_int_eq(cfg.port, 3786);
 }
@@ -543,14 +537,16 @@ START_TEST(test_a_ttl_with_a_unit_is_not_a_whole_number) {
 END_TEST
 
 START_TEST(test_an_overflowing_number_is_out_of_range_not_wrapped) {
-    ck_assert_int_eq(config_apply(&cfg, "lock.ttl-ms", "99999999999999999999", "t",
-                                  err, sizeof err), CONFIG_ERR);
+    ck_assert_int_eq(
+        config_apply(&cfg, "lock.ttl-ms", "99999999999999999999", "t", err, sizeof err),
+        CONFIG_ERR);
     ck_assert_str_eq(err, "t: lock.ttl-ms: 99999999999999999999 is out of range (1..86400000)");
-    ck_assert_int_eq(config_apply(&cfg, "lock.ttl-ms", "-99999999999999999999", "t",
-                                  err, sizeof err), CONFIG_ERR);
+    ck_assert_int_eq(
+        config_apply(&cfg, "lock.ttl-ms", "-99999999999999999999", "t", err, sizeof err),
+        CONFIG_ERR);
     /* Fits in long long, not in int: the range check still refuses it. */
-    ck_assert_int_eq(config_apply(&cfg, "lock.ttl-ms", "4294977296", "t",
-                                  err, sizeof err), CONFIG_ERR);
+    ck_assert_int_eq(config_apply(&cfg, "lock.ttl-ms", "4294977296", "t", err, sizeof err),
+                     CONFIG_ERR);
     ck_assert_int_eq(cfg.lock_ttl_ms, 10000);
 }
 END_TEST
@@ -558,8 +554,9 @@ END_TEST
 START_TEST(test_numbers_with_a_plus_spaces_hex_or_nothing_are_rejected) {
     static const char *const bad[] = {"+5", " 5", "5 ", "0x10", "", "-", "1e3", "5.0", "--5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ck_assert_msg(config_apply(&cfg, "lock.wait-ms", bad[i], "t", err, sizeof err)
-                      == CONFIG_ERR, "'%s' was accepted", bad[i]);
+        ck_assert_msg(config_apply(&cfg, "lock.wait-ms", bad[i], "t", err, sizeof err) ==
+                          CONFIG_ERR,
+                      "'%s' was accepted", bad[i]);
         ck_assert_ptr_nonnull(strstr(err, "is not a whole number"));
     }
     ck_assert_int_eq(cfg.lock_wait_ms, 5000);
@@ -582,11 +579,11 @@ START_TEST(test_range_bounds_are_inclusive) {
                      CONFIG_ERR);
     ck_assert_int_eq(config_apply(&cfg, "inventory.initial-stock", "0", "t", err, sizeof err),
                      CONFIG_OK);
-    ck_assert_int_eq(config_apply(&cfg, "inventory.initial-stock", "1000000000", "t",
-                                  err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(
+        config_apply(&cfg, "inventory.initial-stock", "1000000000", "t", err, sizeof err),
+        CONFIG_OK);
     ck_assert_int_eq(cfg.initial_stock, 1000000000);
-    ck_assert_int_eq(config_apply(&cfg, "redis.pool-size", "0", "t", err, sizeof err),
-                     CONFIG_ERR);
+    ck_assert_int_eq(config_apply(&cfg, "redis.pool-size", "0", "t", err, sizeof err), CONFIG_ERR);
     ck_assert_int_eq(config_apply(&cfg, "lock.retry-max-depth", "100001", "t", err, sizeof err),
                      CONFIG_ERR);
     ck_assert_int_eq(config_apply(&cfg, "faults.max-hold-ms", "3600000", "t", err, sizeof err),
@@ -630,12 +627,10 @@ START_TEST(test_a_string_longer_than_its_field_is_an_error) {
     char value[sizeof cfg.strategy + 1];
     memset(value, 'a', sizeof value - 1);
     value[sizeof value - 1] = '\0';
-    ck_assert_int_eq(config_apply(&cfg, "lock.strategy", value, "t", err, sizeof err),
-                     CONFIG_ERR);
+    ck_assert_int_eq(config_apply(&cfg, "lock.strategy", value, "t", err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "lock.strategy: value is too long"));
     value[sizeof value - 2] = '\0'; /* exactly fits */
-    ck_assert_int_eq(config_apply(&cfg, "lock.strategy", value, "t", err, sizeof err),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_apply(&cfg, "lock.strategy", value, "t", err, sizeof err), CONFIG_OK);
     ck_assert_str_eq(cfg.strategy, value);
 }
 END_TEST
@@ -645,8 +640,7 @@ START_TEST(test_a_too_long_password_is_refused_without_being_repeated) {
     memset(value, 'S', sizeof value - 1);
     value[sizeof value - 1] = '\0';
     memcpy(value, "secret", 6);
-    ck_assert_int_eq(config_apply(&cfg, "redis.password", value, "t", err, sizeof err),
-                     CONFIG_ERR);
+    ck_assert_int_eq(config_apply(&cfg, "redis.password", value, "t", err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "redis.password: value is too long"));
     ck_assert_ptr_null(strstr(err, "secret"));
     ck_assert_str_eq(cfg.redis_password, "");
@@ -665,8 +659,7 @@ START_TEST(test_warnings_that_do_not_fit_are_cut_not_overflowed) {
     char small[24];
     const char *path = write_file("many.properties", "a.a=1\nb.b=2\nc.c=3\nd.d=4\n");
     memset(small, 'x', sizeof small);
-    ck_assert_int_eq(config_load_file(&cfg, path, err, sizeof err, small, sizeof small),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_load_file(&cfg, path, err, sizeof err, small, sizeof small), CONFIG_OK);
     ck_assert_uint_eq(strlen(small), sizeof small - 1);
 }
 END_TEST
@@ -676,8 +669,7 @@ START_TEST(test_a_long_origin_keeps_its_line_number) {
     const char *kept;
     memset(origin, 'd', sizeof origin);
     strcpy(origin + sizeof origin - 20, "/x.properties:7");
-    ck_assert_int_eq(config_apply(&cfg, "server.port", "3787", origin, err, sizeof err),
-                     CONFIG_OK);
+    ck_assert_int_eq(config_apply(&cfg, "server.port", "3787", origin, err, sizeof err), CONFIG_OK);
     kept = config_origin(&cfg, "server.port");
     ck_assert_uint_lt(strlen(kept), CONFIG_ORIGIN_MAX);
     ck_assert_str_eq(kept + strlen(kept) - 15, "/x.properties:7");
@@ -690,10 +682,13 @@ START_TEST(test_a_null_errstr_is_allowed) {
 }
 END_TEST
 
-START_TEST(test_every_host_port_key_refuses_schemes_paths_users_and_empty_parts_with_file_and_line) {
+START_TEST(
+    test_every_host_port_key_refuses_schemes_paths_users_and_empty_parts_with_file_and_line) {
     static const char *const addr_keys[] = {"lab.target", "lab.instances", "redlock.nodes",
                                             "redis.sentinel.nodes", "redis.cluster.nodes"};
-    static const struct { const char *value, *says; } bad[] = {
+    static const struct {
+        const char *value, *says;
+    } bad[] = {
         {"http://127.0.0.1:17110", "no scheme"},
         {"127.0.0.1:17110/", "not host:port"},
         {"127.0.0.1/x:17110", "no path"},
@@ -720,16 +715,18 @@ START_TEST(test_every_host_port_key_refuses_schemes_paths_users_and_empty_parts_
             ck_assert_msg(strstr(err, addr_keys[k]) != NULL, "no key name in: %s", err);
             ck_assert_msg(strstr(err, bad[i].says) != NULL, "'%s' does not say '%s': %s",
                           bad[i].value, bad[i].says, err);
-            unlink(tmpfiles[--ntmpfiles]);   /* room for the next one */
+            unlink(tmpfiles[--ntmpfiles]); /* room for the next one */
         }
     }
     /* and what is right is still right */
     config_defaults(&cfg);
     ck_assert_int_eq(load("lab.instances= a-1.example:3786 , 10.0.0.2:3787\n"
-                          "redlock.nodes=::1:6381,[::1]x:1\n"), CONFIG_ERR);
+                          "redlock.nodes=::1:6381,[::1]x:1\n"),
+                     CONFIG_ERR);
     config_defaults(&cfg);
     ck_assert_int_eq(load("lab.instances= a-1.example:3786 , 10.0.0.2:3787\n"
-                          "redlock.nodes=::1:6381,redis_1:6382,127.0.0.1:6383\n"), CONFIG_OK);
+                          "redlock.nodes=::1:6381,redis_1:6382,127.0.0.1:6383\n"),
+                     CONFIG_OK);
 }
 END_TEST
 
@@ -753,7 +750,9 @@ Suite *config_suite(void) {
     tcase_add_test(core, test_an_unknown_key_in_a_file_is_a_warning_not_an_error);
     tcase_add_test(core, test_cluster_mode_says_what_cannot_share_a_cluster_and_why);
     tcase_add_test(core, test_a_missing_file_is_an_error_naming_the_path_and_reason);
-    tcase_add_test(core, test_every_host_port_key_refuses_schemes_paths_users_and_empty_parts_with_file_and_line);
+    tcase_add_test(
+        core,
+        test_every_host_port_key_refuses_schemes_paths_users_and_empty_parts_with_file_and_line);
     tcase_add_test(core, test_a_warnings_buffer_may_be_null);
     tcase_add_test(core, test_booleans_accept_true_false_yes_no_on_off_1_0_in_any_case);
     tcase_add_test(core, test_a_word_that_is_not_a_boolean_is_an_error);

@@ -51,8 +51,8 @@ static int replica_start(int of, pid_t *pid, int *port) {
     freeReplyObject(harness_redis(*port, "REPLICAOF 127.0.0.1 %d", of));
     for (int i = 0; i < 100; i++) {
         redisReply *info = harness_redis(of, "INFO replication");
-        int up = info && info->type == REDIS_REPLY_STRING &&
-                 strstr(info->str, "state=online") != NULL;
+        int up =
+            info && info->type == REDIS_REPLY_STRING && strstr(info->str, "state=online") != NULL;
         freeReplyObject(info);
         if (up) return acked_write(of) == 1 ? 0 : -1;
         mclock_sleep_ms(50);
@@ -63,18 +63,19 @@ static int replica_start(int of, pid_t *pid, int *port) {
 /* Starts a redis-sentinel into *pid, on a free port, watching `name` at
  * 127.0.0.1:of, with its own config file (Sentinel rewrites it) in tmpdir.
  * 0 once it accepts connections, -1 if it does not. */
-static int sentinel_start(const char *name, int of, int quorum, int down_after_ms,
-                          pid_t *pid, int *port) {
+static int sentinel_start(const char *name, int of, int quorum, int down_after_ms, pid_t *pid,
+                          int *port) {
     *port = harness_free_port();
     char conf[128], log[128];
     snprintf(conf, sizeof(conf), "%s/sentinel-%d.conf", tmpdir, *port);
     snprintf(log, sizeof(log), "%s/sentinel-%d.log", tmpdir, *port);
     FILE *f = fopen(conf, "w");
     if (!f) return -1;
-    fprintf(f, "port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\nlogfile \"%s\"\n"
-               "sentinel monitor %s 127.0.0.1 %d %d\n"
-               "sentinel down-after-milliseconds %s %d\n"
-               "sentinel failover-timeout %s 3000\n",
+    fprintf(f,
+            "port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\nlogfile \"%s\"\n"
+            "sentinel monitor %s 127.0.0.1 %d %d\n"
+            "sentinel down-after-milliseconds %s %d\n"
+            "sentinel failover-timeout %s 3000\n",
             *port, tmpdir, log, name, of, quorum, name, down_after_ms, name);
     fclose(f);
     *pid = fork();
@@ -111,7 +112,8 @@ static const char *role_of(int port) {
 /* INFO stats total_connections_received at port (this call's own included). */
 static long long connections_received(int port) {
     redisReply *r = harness_redis(port, "INFO stats");
-    const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_connections_received:") : NULL;
+    const char *p =
+        r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_connections_received:") : NULL;
     long long n = p ? strtoll(p + 27, NULL, 10) : -1;
     freeReplyObject(r);
     return n;
@@ -134,8 +136,12 @@ static void rm_tmpdir(void) {
 static void teardown(void);
 
 /* Fails the set-up, stopping first whatever it started. */
-#define setup_assert(cond, ...) do { \
-        if (!(cond)) { teardown(); ck_abort_msg(__VA_ARGS__); } \
+#define setup_assert(cond, ...)                                                                    \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            teardown();                                                                            \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+        }                                                                                          \
     } while (0)
 
 static void setup_common(void) {
@@ -156,14 +162,14 @@ static void setup_sentinel(void) {
     setup_common();
     for (int i = 0; i < NSENTINELS; i++)
         setup_assert(sentinel_start("mymaster", master_port, 2, 1000, &sentinel_pid[i],
-                                    &sentinel_port[i]) == 0, "a sentinel did not start");
+                                    &sentinel_port[i]) == 0,
+                     "a sentinel did not start");
     int64_t deadline = mclock_ms() + 15000;
     int ready = 0;
     while (!ready && mclock_ms() < deadline) {
         ready = 1;
         for (int i = 0; i < NSENTINELS; i++)
-            ready = ready &&
-                    array_len(sentinel_port[i], "SENTINEL replicas mymaster") >= 1 &&
+            ready = ready && array_len(sentinel_port[i], "SENTINEL replicas mymaster") >= 1 &&
                     array_len(sentinel_port[i], "SENTINEL sentinels mymaster") >= NSENTINELS - 1;
         if (!ready) mclock_sleep_ms(100);
     }
@@ -191,8 +197,8 @@ static void app_start(const char *const *sets) {
     app_pid = harness_inventoryd_start(app_port, sets);
     ck_assert_int_gt(app_pid, 0);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(app_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r),
-                     200);
+    ck_assert_int_eq(
+        harness_http(app_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
 }
 
 static double audit(const char *field) {
@@ -227,7 +233,8 @@ START_TEST(test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_repli
     struct httpc_response r;
     long long sold = 0;
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r),
+                         200);
         ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
         sold++;
     }
@@ -251,9 +258,12 @@ START_TEST(test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_repli
     ck_assert_str_eq(harness_json_str(outage, "status"), "backend_unavailable");
     char want[256];
     snprintf(want, sizeof(want), "127.0.0.1:%d", master_port);
-    ck_assert_msg(strstr(outage, want) != NULL, "the error does not name the master %s: %s", want, outage);
-    snprintf(want, sizeof(want), "master mymaster via sentinels %s", nodes + strlen("redis.sentinel.nodes="));
-    ck_assert_msg(strstr(outage, want) != NULL, "the error does not name the sentinels: %s", outage);
+    ck_assert_msg(strstr(outage, want) != NULL, "the error does not name the master %s: %s", want,
+                  outage);
+    snprintf(want, sizeof(want), "master mymaster via sentinels %s",
+             nodes + strlen("redis.sentinel.nodes="));
+    ck_assert_msg(strstr(outage, want) != NULL, "the error does not name the sentinels: %s",
+                  outage);
 
     /* Sell with short pauses until the promoted replica takes the sales. */
     int failed = 1, back = 0;
@@ -271,16 +281,20 @@ START_TEST(test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_repli
             mclock_sleep_ms(100);
         }
     }
-    ck_assert_msg(back, "no sale succeeded in the 20 s after the master was killed "
-                  "(%d failed; first: %s)", failed, outage);
-    fprintf(stderr, "check_ha: sales back %lld ms after the kill (%d refused meanwhile; first: %s)\n",
+    ck_assert_msg(back,
+                  "no sale succeeded in the 20 s after the master was killed "
+                  "(%d failed; first: %s)",
+                  failed, outage);
+    fprintf(stderr,
+            "check_ha: sales back %lld ms after the kill (%d refused meanwhile; first: %s)\n",
             (long long)(mclock_ms() - killed), failed, outage);
     ck_assert_str_eq(role_of(replica_port), "master");
 
     /* The pool keeps its connections to the new master: no dial per sale. */
     long long dialed = connections_received(replica_port);
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r),
+                         200);
         ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
         sold++;
     }
@@ -315,7 +329,8 @@ START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_mast
     app_start(sets);
     struct httpc_response r;
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                         200);
         ck_assert(sold_at(master_port, r.body));
     }
     ck_assert_int_eq(acked_write(master_port), 1);
@@ -341,13 +356,16 @@ START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_mast
         }
         if (!moved) mclock_sleep_ms(100);
     }
-    fprintf(stderr, "check_ha: sales moved %lld ms after the promotion (%d went to the old "
-            "master meanwhile)\n", (long long)(mclock_ms() - promoted), to_old);
+    fprintf(stderr,
+            "check_ha: sales moved %lld ms after the promotion (%d went to the old "
+            "master meanwhile)\n",
+            (long long)(mclock_ms() - promoted), to_old);
     ck_assert_msg(moved, "sales still go elsewhere 5 s after the promotion");
     ck_assert_msg(strcmp(role_of(master_port), "master") == 0,
                   "the old master was demoted already: this shows nothing");
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                         200);
         ck_assert_msg(sold_at(replica_port, r.body), "a sale went back: %s", r.body);
     }
 }
@@ -357,7 +375,8 @@ END_TEST
  * sentinel (which has neither a password nor databases) is an error reply. */
 static long long error_replies(int port) {
     redisReply *r = harness_redis(port, "INFO stats");
-    const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_error_replies:") : NULL;
+    const char *p =
+        r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_error_replies:") : NULL;
     long long n = p ? strtoll(p + 20, NULL, 10) : -1;
     freeReplyObject(r);
     return n;
@@ -366,7 +385,8 @@ static long long error_replies(int port) {
 START_TEST(test_the_password_and_database_apply_to_the_master_and_not_to_the_sentinels) {
     /* The sentinels and the replica learn the master's password first. */
     for (int i = 0; i < NSENTINELS; i++)
-        freeReplyObject(harness_redis(sentinel_port[i], "SENTINEL SET mymaster auth-pass s3cret-pass"));
+        freeReplyObject(
+            harness_redis(sentinel_port[i], "SENTINEL SET mymaster auth-pass s3cret-pass"));
     freeReplyObject(harness_redis(replica_port, "CONFIG SET masterauth s3cret-pass"));
     freeReplyObject(harness_redis(master_port, "CONFIG SET requirepass s3cret-pass"));
     long long errors[NSENTINELS];
@@ -377,10 +397,12 @@ START_TEST(test_the_password_and_database_apply_to_the_master_and_not_to_the_sen
     char nodes[160];
     snprintf(nodes, sizeof(nodes), "redis.sentinel.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
              sentinel_port[0], sentinel_port[1], sentinel_port[2]);
-    const char *sets[] = {nodes, "redis.password=s3cret-pass", "redis.database=2", "redis.timeout=500", NULL};
+    const char *sets[] = {nodes, "redis.password=s3cret-pass", "redis.database=2",
+                          "redis.timeout=500", NULL};
     app_start(sets);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                     200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     /* The sale is in database 2 of the master, reached with the password. */
     redisContext *c = redisConnect("127.0.0.1", master_port);
@@ -399,8 +421,10 @@ START_TEST(test_the_password_and_database_apply_to_the_master_and_not_to_the_sen
     ck_assert_int_eq(in_db0, 0);
     /* No sentinel was sent the password or the database. */
     for (int i = 0; i < NSENTINELS; i++)
-        ck_assert_msg(error_replies(sentinel_port[i]) == errors[i], "sentinel %d answered %lld errors "
-                      "(AUTH or SELECT sent to it?)", i, error_replies(sentinel_port[i]) - errors[i]);
+        ck_assert_msg(error_replies(sentinel_port[i]) == errors[i],
+                      "sentinel %d answered %lld errors "
+                      "(AUTH or SELECT sent to it?)",
+                      i, error_replies(sentinel_port[i]) - errors[i]);
 }
 END_TEST
 
@@ -410,7 +434,8 @@ START_TEST(test_a_sentinel_that_names_a_replica_as_master_gets_no_connection) {
      * there says "slave". (Its own name keeps it out of the others' talk
      * about mymaster.) */
     ck_assert_int_eq(sentinel_start("stale", replica_port, 1, 60000, &sentinel_pid[NSENTINELS],
-                                    &sentinel_port[NSENTINELS]), 0);
+                                    &sentinel_port[NSENTINELS]),
+                     0);
     char nodes[96];
     snprintf(nodes, sizeof(nodes), "redis.sentinel.nodes=127.0.0.1:%d", sentinel_port[NSENTINELS]);
     const char *sets[] = {nodes, "redis.sentinel.master=stale", "redis.timeout=500", NULL};
@@ -418,7 +443,8 @@ START_TEST(test_a_sentinel_that_names_a_replica_as_master_gets_no_connection) {
     app_pid = harness_inventoryd_start(app_port, sets);
     ck_assert_int_gt(app_pid, 0);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 503);
+    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                     503);
     char want[96];
     snprintf(want, sizeof(want), "127.0.0.1:%d is a slave, not a master", replica_port);
     ck_assert_msg(strstr(r.body, want) != NULL, "answer: %s", r.body);
@@ -444,8 +470,8 @@ START_TEST(test_with_no_sentinel_reachable_a_sale_fails_at_once_naming_every_sen
     ck_assert_int_lt(mclock_ms() - t0, 1000);
     char want[96];
     snprintf(want, sizeof(want), "via sentinels 127.0.0.1:%d,127.0.0.1:%d", a, b);
-    ck_assert_msg(strstr(r.body, "no sentinel answered") && strstr(r.body, want),
-                  "answer: %s", r.body);
+    ck_assert_msg(strstr(r.body, "no sentinel answered") && strstr(r.body, want), "answer: %s",
+                  r.body);
 }
 END_TEST
 
@@ -468,7 +494,8 @@ START_TEST(test_a_malformed_sentinel_list_stops_the_start_naming_the_key) {
     close(fd);
     unlink(out);
     ck_assert_int_eq(WEXITSTATUS(st), 2);
-    ck_assert_msg(strstr(buf, "--set: redis.sentinel.nodes: 'nope' is not host:port"), "stderr: %s", buf);
+    ck_assert_msg(strstr(buf, "--set: redis.sentinel.nodes: 'nope' is not host:port"), "stderr: %s",
+                  buf);
 }
 END_TEST
 
@@ -481,14 +508,15 @@ static void setup_sync(void) {
     /* redlock's one master is the same Redis, with the same replica. */
     snprintf(rl, sizeof(rl), "redlock.nodes=127.0.0.1:%d", master_port);
     /* A 2 s TTL: the Redlock master votes once it has been up that long. */
-    const char *sets[] = {rp, rl, "lock.sync-replicas=1", "redis.timeout=500", "lock.ttl-ms=2000",
+    const char *sets[] = {rp,  rl, "lock.sync-replicas=1", "redis.timeout=500", "lock.ttl-ms=2000",
                           NULL};
     app_start(sets);
 }
 
 START_TEST(test_a_lock_waits_for_its_replica_and_reports_a_frozen_one_as_a_shortfall) {
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                     200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     ck_assert_int_eq(harness_json_num(r.body, "lock.replicas.wanted"), 1);
     ck_assert_msg(harness_json_num(r.body, "lock.replicas.acked") == 1, "answer: %s", r.body);
@@ -497,7 +525,8 @@ START_TEST(test_a_lock_waits_for_its_replica_and_reports_a_frozen_one_as_a_short
     kill(replica_pid, SIGSTOP);
     replica_stopped = 1;
     int64_t t0 = mclock_ms();
-    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                     200);
     int64_t took = mclock_ms() - t0;
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     ck_assert_int_eq(harness_json_num(r.body, "lock.replicas.wanted"), 1);
@@ -511,7 +540,8 @@ START_TEST(test_a_lock_waits_for_its_replica_and_reports_a_frozen_one_as_a_short
 
     kill(replica_pid, SIGCONT);
     replica_stopped = 0;
-    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                     200);
     ck_assert_msg(harness_json_num(r.body, "lock.replicas.acked") == 1, "answer: %s", r.body);
     ck_assert_int_eq(metric("inventoryd_lock_replica_shortfalls_total", "owner-lua"), 1);
     ck_assert_int_eq(audit("sold"), 3);
@@ -523,7 +553,8 @@ START_TEST(test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_d
     struct httpc_response r;
     harness_stop(replica_pid);
     replica_pid = 0;
-    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r),
+                     200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     ck_assert_msg(harness_json_num(r.body, "lock.replicas.acked") == 0, "answer: %s", r.body);
     ck_assert_int_eq(metric("inventoryd_lock_replica_shortfalls_total", "redisson"), 1);
@@ -533,12 +564,13 @@ START_TEST(test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_d
     const char *none[] = {"/inventory/sale/atomic", "/inventory/sale/local", "/inventory/sale/none",
                           "/inventory/sale/redlock"};
     long long waits = harness_redis_calls(master_port, "wait");
-    ck_assert_int_ge(waits, 1);   /* redisson's, above */
-    ck_assert_int_eq(harness_redis_wait_uptime(master_port, 2), 0);   /* so that redlock votes */
+    ck_assert_int_ge(waits, 1); /* redisson's, above */
+    ck_assert_int_eq(harness_redis_wait_uptime(master_port, 2), 0); /* so that redlock votes */
     for (int i = 0; i < 4; i++) {
         int64_t t0 = mclock_ms();
         ck_assert_int_eq(harness_http(app_port, "GET", none[i], NULL, NULL, &r), 200);
-        ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "sold") == 0, "%s: %s", none[i], r.body);
+        ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "sold") == 0, "%s: %s", none[i],
+                      r.body);
         ck_assert_int_lt(mclock_ms() - t0, 400);
         ck_assert_msg(strstr(r.body, "\"replicas\"") == NULL, "answer: %s", r.body);
         ck_assert_msg(harness_redis_calls(master_port, "wait") == waits, "%s sent a WAIT", none[i]);
@@ -553,7 +585,8 @@ Suite *ha_suite(void) {
     tcase_set_timeout(sen, 90);
     tcase_add_test(sen, test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_replica);
     tcase_add_test(sen, test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_master);
-    tcase_add_test(sen, test_the_password_and_database_apply_to_the_master_and_not_to_the_sentinels);
+    tcase_add_test(sen,
+                   test_the_password_and_database_apply_to_the_master_and_not_to_the_sentinels);
     tcase_add_test(sen, test_a_sentinel_that_names_a_replica_as_master_gets_no_connection);
     tcase_add_test(sen, test_with_no_sentinel_reachable_a_sale_fails_at_once_naming_every_sentinel);
     tcase_add_test(sen, test_a_malformed_sentinel_list_stops_the_start_naming_the_key);
@@ -562,7 +595,8 @@ Suite *ha_suite(void) {
     tcase_add_checked_fixture(sync, setup_sync, teardown);
     tcase_set_timeout(sync, 60);
     tcase_add_test(sync, test_a_lock_waits_for_its_replica_and_reports_a_frozen_one_as_a_shortfall);
-    tcase_add_test(sync, test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_do_not_wait);
+    tcase_add_test(sync,
+                   test_a_killed_replica_is_a_shortfall_and_sales_without_a_redis_lock_do_not_wait);
     suite_add_tcase(s, sync);
     return s;
 }

@@ -48,8 +48,8 @@ static void teardown(void) {
 
 static void start_pair(int ttl_ms, int wait_ms, const char *extra) {
     const char *sets[] = {extra, NULL};
-    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
-                                        &b_pid, &b_port), 0);
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
 }
 
 static double audit(const char *field) {
@@ -72,8 +72,9 @@ static void sold(const struct harness_bg *b, const char *who) {
 static const char *granted_by(const char *body) {
     static char word[16];
     cJSON *j = cJSON_Parse(body);
-    const cJSON *g = j ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "lock"),
-                                                          "granted_by") : NULL;
+    const cJSON *g = j ? cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(j, "lock"), "granted_by")
+                       : NULL;
     snprintf(word, sizeof(word), "%s", cJSON_IsString(g) ? g->valuestring : "");
     cJSON_Delete(j);
     return word;
@@ -120,7 +121,8 @@ static char *two_waiters(const char *strategy, struct harness_bg *h, struct harn
      * while the winner is still inside. */
     snprintf(pw, sizeof(pw), "/inventory/sale/%s?hold_ms=200", strategy);
     int client = h == NULL;
-    if (client) ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, OTHER_OWNER, 30000), 1);
+    if (client)
+        ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, OTHER_OWNER, 30000), 1);
     int64_t t0 = mclock_ms();
     if (!client) harness_bg_start(h, b_port, ph, 0);
     at(t0, 100);
@@ -130,8 +132,10 @@ static char *two_waiters(const char *strategy, struct harness_bg *h, struct harn
     at(t0, 500);
     struct harness_monitor *m = harness_monitor_start(redis_port);
     ck_assert_ptr_nonnull(m);
-    if (client) ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
-    else harness_bg_join(h);
+    if (client)
+        ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
+    else
+        harness_bg_join(h);
     harness_bg_join(w1);
     harness_bg_join(w2);
     char *log = harness_monitor_stop(m);
@@ -152,8 +156,10 @@ START_TEST(test_redisson_unlock_wakes_a_waiter_in_each_instance_and_they_race_fo
      * and tried again after the winner's unlock. Two waiters, three
      * acquires: the herd's extra round trip, and the second comer may win. */
     int tries = client_lines(log, cmd);
-    ck_assert_msg(tries >= 3, "%d acquires after both waited; the herd makes 3:\n%.2000s", tries, log);
-    ck_assert_int_ge(harness_json_num(w1.body, "lock.attempts") + harness_json_num(w2.body, "lock.attempts"), 5);
+    ck_assert_msg(tries >= 3, "%d acquires after both waited; the herd makes 3:\n%.2000s", tries,
+                  log);
+    ck_assert_int_ge(
+        harness_json_num(w1.body, "lock.attempts") + harness_json_num(w2.body, "lock.attempts"), 5);
     free(log);
 }
 END_TEST
@@ -197,7 +203,8 @@ START_TEST(test_waiters_of_two_instances_are_granted_in_the_order_they_queued) {
     /* All of them queued in Redis while H still held (a rider of A queues
      * itself once it has waited RIDE_MAX for A's holder). */
     ck_assert_int_eq(queued(N), N);
-    ck_assert_msg(harness_redis_int(redis_port, "EXISTS inventory001:sold") == 0, "H sold too early");
+    ck_assert_msg(harness_redis_int(redis_port, "EXISTS inventory001:sold") == 0,
+                  "H sold too early");
     harness_bg_join(&h);
     sold(&h, "H");
     for (int i = 0; i < N; i++) {
@@ -256,9 +263,9 @@ END_TEST
 struct seller {
     int port;
     char path[128];
-    int delay_ms;            /* starts this late */
-    long quota;              /* stops after selling this many; 0: no bound */
-    int64_t until_ms;        /* gives up then, sold out or not */
+    int delay_ms; /* starts this late */
+    long quota; /* stops after selling this many; 0: no bound */
+    int64_t until_ms; /* gives up then, sold out or not */
     long sold, other;
     pthread_t thread;
 };
@@ -276,8 +283,10 @@ static void *seller_main(void *arg) {
         }
         const char *st = harness_json_str(r.body, "status");
         if (strcmp(st, "sold_out") == 0) break;
-        if (strcmp(st, "sold") == 0) s->sold++;
-        else if (strcmp(st, "lock_timeout") != 0) s->other++;   /* a poller may wait out a queue */
+        if (strcmp(st, "sold") == 0)
+            s->sold++;
+        else if (strcmp(st, "lock_timeout") != 0)
+            s->other++; /* a poller may wait out a queue */
         if (s->quota && s->sold == s->quota) break;
     }
     httpc_free(h);
@@ -300,7 +309,8 @@ static void sellers_run(struct seller *s, int n, int64_t max_ms) {
 START_TEST(test_under_load_a_sale_costs_one_script_its_queueing_rides_on_the_holders_write) {
     start_pair(30000, 8000, "inventory.probe=false");
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":600}", &r), 200);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":600}", &r),
+                     200);
     char acquire[96], commit[96];
     evalsha_of("handoff-lock", acquire, sizeof(acquire));
     evalsha_of("handoff-sale", commit, sizeof(commit));
@@ -330,8 +340,9 @@ START_TEST(test_under_load_a_sale_costs_one_script_its_queueing_rides_on_the_hol
     free(log);
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("stock"), 0);
-    ck_assert_int_ge(harness_metric(a_port, "inventoryd_lock_grants_total{strategy=\"handoff\",by=\"handed\"}"),
-                     500);
+    ck_assert_int_ge(
+        harness_metric(a_port, "inventoryd_lock_grants_total{strategy=\"handoff\",by=\"handed\"}"),
+        500);
 }
 END_TEST
 
@@ -345,7 +356,8 @@ START_TEST(test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost) {
     int64_t t0 = mclock_ms();
     harness_bg_start(&a, a_port, "/inventory/sale/handoff?hold_ms=400", 0);
     at(t0, 150);
-    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 1);   /* A is inside */
+    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"),
+                     1); /* A is inside */
     kill(a_pid, SIGSTOP);
     at(t0, 900);
     harness_bg_start(&b, b_port, "/inventory/sale/handoff", 0);
@@ -391,8 +403,10 @@ START_TEST(test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_wait
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
     /* The history has A's refusal, written by the script that refused it. */
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/history?limit=50", NULL, NULL, &r), 200);
-    ck_assert_msg(strstr(r.body, "\"outcome\":\"lock_lost\"") != NULL, "no lock_lost event: %.800s", r.body);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/history?limit=50", NULL, NULL, &r),
+                     200);
+    ck_assert_msg(strstr(r.body, "\"outcome\":\"lock_lost\"") != NULL, "no lock_lost event: %.800s",
+                  r.body);
 }
 END_TEST
 
@@ -412,7 +426,8 @@ START_TEST(test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_
     ck_assert_ptr_nonnull(e);
     ck_assert_int_eq(e->type, REDIS_REPLY_STRING);
     char owner[96];
-    snprintf(owner, sizeof(owner), "%.*s", (int)strcspn(strchr(e->str, '|') + 1, "|"), strchr(e->str, '|') + 1);
+    snprintf(owner, sizeof(owner), "%.*s", (int)strcspn(strchr(e->str, '|') + 1, "|"),
+             strchr(e->str, '|') + 1);
     freeReplyObject(e);
     kill(b_pid, SIGSTOP);
     at(t0, 300);
@@ -423,14 +438,15 @@ START_TEST(test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_
     /* The fault: H's write granted the lock to W, whose process is stopped. */
     redisReply *holder = harness_redis(redis_port, "GET " LOCK_KEY);
     ck_assert_msg(holder && holder->type == REDIS_REPLY_STRING && strcmp(holder->str, owner) == 0,
-                  "the lock is %s, not the stopped waiter's (%s)", holder && holder->str ? holder->str : "gone", owner);
+                  "the lock is %s, not the stopped waiter's (%s)",
+                  holder && holder->str ? holder->str : "gone", owner);
     freeReplyObject(holder);
     int64_t granted_ms = mclock_ms();
     kill(b_pid, SIGKILL);
     waitpid(b_pid, NULL, 0);
     b_pid = 0;
     harness_bg_join(&w);
-    ck_assert_int_eq(w.status, 0);   /* W never answered */
+    ck_assert_int_eq(w.status, 0); /* W never answered */
     harness_bg_join(&c);
     sold(&c, "C");
     int64_t c_done = c.sent_ms + c.took_ms;
@@ -457,13 +473,14 @@ END_TEST
 START_TEST(test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly) {
     start_pair(10000, 8000, NULL);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":300}", &r), 200);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":300}", &r),
+                     200);
     enum { N = 12 };
     static const char *const strategies[] = {"handoff", "owner-lua", "handoff", "fenced"};
     struct seller s[N];
     memset(s, 0, sizeof(s));
     for (int i = 0; i < N; i++) {
-        s[i].port = (i / 2) % 2 ? b_port : a_port;   /* each strategy from both */
+        s[i].port = (i / 2) % 2 ? b_port : a_port; /* each strategy from both */
         s[i].quota = 25;
         snprintf(s[i].path, sizeof(s[i].path), "/inventory/sale/%s?hold_ms=2", strategies[i % 4]);
     }
@@ -471,12 +488,14 @@ START_TEST(test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly) 
     long total = 0, by_handoff = 0, by_others = 0;
     for (int i = 0; i < N; i++) {
         total += s[i].sold;
-        if (i % 2 == 0) by_handoff += s[i].sold;
-        else by_others += s[i].sold;
+        if (i % 2 == 0)
+            by_handoff += s[i].sold;
+        else
+            by_others += s[i].sold;
     }
     ck_assert_int_eq(total, 300);
-    ck_assert_msg(by_handoff > 0 && by_others > 0, "handoff sold %ld, the others %ld: no contention",
-                  by_handoff, by_others);
+    ck_assert_msg(by_handoff > 0 && by_others > 0,
+                  "handoff sold %ld, the others %ld: no contention", by_handoff, by_others);
     ck_assert_int_eq(audit("sold"), 300);
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("violations"), 0);
@@ -492,7 +511,7 @@ START_TEST(test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly) 
     cJSON *chk = cJSON_Parse(out);
     ck_assert_msg(chk != NULL, "inventory-check printed no JSON: %.800s", out);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
-                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "safe")),
+                      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(chk, "safe")),
                   "inventory-check: %.1500s", out);
     cJSON_Delete(chk);
 }
@@ -509,8 +528,14 @@ static cJSON *herd_run(const char *strategy) {
     snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
     snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
     snprintf(target, sizeof(target), "lab.target=127.0.0.1:%d", a_port);
-    const char *sets[] = {rp, "lock.ttl-ms=10000", "lock.wait-ms=5000", "faults.enabled=true",
-                          "lab.enabled=true", inst, target, NULL};
+    const char *sets[] = {rp,
+                          "lock.ttl-ms=10000",
+                          "lock.wait-ms=5000",
+                          "faults.enabled=true",
+                          "lab.enabled=true",
+                          inst,
+                          target,
+                          NULL};
     a_pid = harness_inventoryd_start(a_port, sets);
     b_pid = harness_inventoryd_start(b_port, sets);
     ck_assert_int_gt(a_pid, 0);
@@ -545,7 +570,8 @@ static const cJSON *answer_of(const cJSON *run, int i, const char *lock_key, con
 
 /* A field of the run's verdict, "" when absent. */
 static const char *verdict_of(cJSON *run, const char *key) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "verdict"), key);
+    const cJSON *x =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "verdict"), key);
     return cJSON_IsString(x) ? x->valuestring : "";
 }
 
@@ -553,7 +579,7 @@ START_TEST(test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_ord
     cJSON *run = herd_run("handoff");
     for (int i = 0; i < 4; i++) {
         ck_assert_str_eq(answer_of(run, i, NULL, "status")->valuestring, "sold");
-        ck_assert_int_eq(answer_of(run, i, NULL, "unit")->valueint, 200 - i);   /* A, B, C, D */
+        ck_assert_int_eq(answer_of(run, i, NULL, "unit")->valueint, 200 - i); /* A, B, C, D */
         ck_assert_int_eq(answer_of(run, i, "lock", "attempts")->valueint, 1);
         if (i > 0) ck_assert_str_eq(answer_of(run, i, "lock", "granted_by")->valuestring, "handed");
     }
@@ -583,15 +609,21 @@ END_TEST
 
 Suite *handoff_suite(void) {
     Suite *s = suite_create("handoff");
-    struct { const char *name; const TTest *tests[4]; } cases[] = {
-        {"Herd", {test_redisson_unlock_wakes_a_waiter_in_each_instance_and_they_race_for_the_lock,
-                  test_handoff_grants_the_first_waiter_in_the_holders_write_no_acquire_no_race}},
+    struct {
+        const char *name;
+        const TTest *tests[4];
+    } cases[] = {
+        {"Herd",
+         {test_redisson_unlock_wakes_a_waiter_in_each_instance_and_they_race_for_the_lock,
+          test_handoff_grants_the_first_waiter_in_the_holders_write_no_acquire_no_race}},
         {"Order", {test_waiters_of_two_instances_are_granted_in_the_order_they_queued}},
-        {"HotPath", {test_the_next_holder_reads_nothing_the_grant_carries_the_stock,
-                     test_under_load_a_sale_costs_one_script_its_queueing_rides_on_the_holders_write}},
-        {"Faults", {test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost,
-                    test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells,
-                    test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends}},
+        {"HotPath",
+         {test_the_next_holder_reads_nothing_the_grant_carries_the_stock,
+          test_under_load_a_sale_costs_one_script_its_queueing_rides_on_the_holders_write}},
+        {"Faults",
+         {test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost,
+          test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells,
+          test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends}},
         {"Interop", {test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly}},
         {"Lab", {test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order}},
     };

@@ -34,12 +34,13 @@ static void setup(void) {
     snprintf(redis_set, sizeof(redis_set), "redis.port=%d", redis_port);
     start_instance(&inst_pid, &inst_port, 1);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
 }
 
 static void teardown(void) {
     harness_stop(inst_pid);
-    if (redis_pid > 0) kill(redis_pid, SIGCONT);   /* a test may have frozen it */
+    if (redis_pid > 0) kill(redis_pid, SIGCONT); /* a test may have frozen it */
     harness_stop(redis_pid);
 }
 
@@ -99,24 +100,30 @@ END_TEST
 START_TEST(test_the_demo_path_and_text_format_give_the_demo_line) {
     struct httpc_response r;
     char want[128];
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/redis/distributed/lock/inventory/sale?format=text",
-                                  NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(inst_port, "GET",
+                                  "/redis/distributed/lock/inventory/sale?format=text", NULL, NULL,
+                                  &r),
+                     200);
     snprintf(want, sizeof(want), "成功卖出一个商品,库存剩余: 199\t服务端口号:%d", inst_port);
     ck_assert_str_eq(r.body, want);
     ck_assert_ptr_nonnull(strstr(r.content_type, "text/plain"));
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale", "Accept: text/plain\r\n", NULL, &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "GET", "/inventory/sale", "Accept: text/plain\r\n", NULL, &r), 200);
     snprintf(want, sizeof(want), "成功卖出一个商品,库存剩余: 198\t服务端口号:%d", inst_port);
     ck_assert_str_eq(r.body, want);
     harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":0}", &r);
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/local?format=text", NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "GET", "/inventory/sale/local?format=text", NULL, NULL, &r), 200);
     ck_assert_str_eq(r.body, "商品卖完了");
 }
 END_TEST
 
 START_TEST(test_reset_inventory_and_audit_agree_with_the_sales_made) {
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\": 5}", &r), 200);
-    for (int i = 0; i < 7; i++) harness_http(inst_port, "GET", "/inventory/sale/local", NULL, NULL, &r);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\": 5}", &r), 200);
+    for (int i = 0; i < 7; i++)
+        harness_http(inst_port, "GET", "/inventory/sale/local", NULL, NULL, &r);
     ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory", NULL, NULL, &r), 200);
     cJSON *j = json(&r);
     ck_assert_int_eq(num(j, "stock"), 0);
@@ -152,8 +159,10 @@ START_TEST(test_strategies_healthz_and_metrics_answer) {
     ck_assert_ptr_nonnull(strstr(r.content_type, "text/plain"));
     ck_assert_ptr_nonnull(strstr(r.body, "# TYPE inventoryd_sales_total counter\n"));
     ck_assert_ptr_nonnull(strstr(r.body, "inventoryd_sales_total{strategy=\"atomic\"} 1\n"));
-    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"atomic\"}"), 1);
-    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"local\"}"), 0);
+    ck_assert_int_eq(
+        harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"atomic\"}"), 1);
+    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"local\"}"),
+                     0);
     ck_assert_int_eq(harness_metric(inst_port, "inventoryd_sales_total{strategy=\"local\"}"), 0);
 }
 END_TEST
@@ -200,13 +209,15 @@ START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
     harness_bg_join(&waiter);
     ck_assert_int_eq(holder.status, 200);
     ck_assert_int_eq(waiter.status, 200);
-    ck_assert_int_ge(waiter.took_ms, 1000);   /* it did wait for the holder */
+    ck_assert_int_ge(waiter.took_ms, 1000); /* it did wait for the holder */
     /* The histograms hold both sales where they fell: the holder waited
      * nothing and held 1.5 s, the waiter waited 1.4 s and held nothing. */
     const char *lw = "inventoryd_lock_wait_ms_bucket{strategy=\"local\",le=\"%s\"}";
     const char *lh = "inventoryd_lock_hold_ms_bucket{strategy=\"local\",le=\"%s\"}";
-    static const struct { const char *le; int wait, hold; } want[] = {
-        {"1", 1, 1}, {"1000", 1, 1}, {"2000", 2, 2}, {"+Inf", 2, 2}};
+    static const struct {
+        const char *le;
+        int wait, hold;
+    } want[] = {{"1", 1, 1}, {"1000", 1, 1}, {"2000", 2, 2}, {"+Inf", 2, 2}};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         char series[128];
         snprintf(series, sizeof(series), lw, want[i].le);
@@ -216,9 +227,12 @@ START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
         ck_assert_msg(harness_metric(inst_port, series) == want[i].hold, "%s is %lld", series,
                       harness_metric(inst_port, series));
     }
-    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"local\"}"), 2);
-    ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_wait_ms_sum{strategy=\"local\"}"), 1000);
-    ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_hold_ms_sum{strategy=\"local\"}"), 1500);
+    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"local\"}"),
+                     2);
+    ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_wait_ms_sum{strategy=\"local\"}"),
+                     1000);
+    ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_hold_ms_sum{strategy=\"local\"}"),
+                     1500);
 }
 END_TEST
 
@@ -238,8 +252,10 @@ START_TEST(test_three_hundred_keep_alive_connections_are_held_at_once) {
         }
     }
     for (int i = 0; i < N; i++)
-        ck_assert_msg(httpc_connects(c[i]) == 1, "client %d connected %ld times: the server "
-                      "closed its keep-alive connection", i, httpc_connects(c[i]));
+        ck_assert_msg(httpc_connects(c[i]) == 1,
+                      "client %d connected %ld times: the server "
+                      "closed its keep-alive connection",
+                      i, httpc_connects(c[i]));
     for (int i = 0; i < N; i++) httpc_free(c[i]);
     free(c);
 }
@@ -247,11 +263,13 @@ END_TEST
 
 START_TEST(test_an_unknown_strategy_is_404_and_lists_the_known_ones) {
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/zookeeper", NULL, NULL, &r), 404);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/zookeeper", NULL, NULL, &r),
+                     404);
     cJSON *j = json(&r);
     ck_assert_str_eq(str(j, "status"), "unknown_strategy");
     ck_assert_ptr_nonnull(strstr(str(j, "error"), "zookeeper"));
-    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "strategies")), strategy_count());
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "strategies")),
+                     strategy_count());
     cJSON_Delete(j);
 }
 END_TEST
@@ -260,7 +278,9 @@ START_TEST(test_unknown_paths_and_wrong_methods_get_json_errors) {
     expect_error(404, "not_found", "GET", "/nowhere", NULL);
     expect_error(404, "not_found", "GET", "/inventory/sale/a/b", NULL);
     /* A 405 is JSON too, names what is allowed, and says so in Allow. */
-    static const struct { const char *method, *path, *allow; } wrong[] = {
+    static const struct {
+        const char *method, *path, *allow;
+    } wrong[] = {
         {"DELETE", "/inventory", "GET"},
         {"GET", "/inventory/reset", "POST"},
         {"POST", "/metrics", "GET"},
@@ -269,20 +289,29 @@ START_TEST(test_unknown_paths_and_wrong_methods_get_json_errors) {
     for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
         expect_error(405, "method_not_allowed", wrong[i].method, wrong[i].path, NULL);
         struct httpc_response r;
-        ck_assert_int_eq(harness_http(inst_port, wrong[i].method, wrong[i].path, NULL, NULL, &r), 405);
+        ck_assert_int_eq(harness_http(inst_port, wrong[i].method, wrong[i].path, NULL, NULL, &r),
+                         405);
         ck_assert_str_eq(r.allow, wrong[i].allow);
-        ck_assert_msg(strstr(harness_json_str(r.body, "error"), wrong[i].allow) != NULL, "%s %s: %s",
-                      wrong[i].method, wrong[i].path, r.body);
+        ck_assert_msg(strstr(harness_json_str(r.body, "error"), wrong[i].allow) != NULL,
+                      "%s %s: %s", wrong[i].method, wrong[i].path, r.body);
     }
-    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);   /* nothing sold */
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200); /* nothing sold */
 }
 END_TEST
 
 START_TEST(test_a_bad_reset_is_400_and_changes_nothing) {
-    const char *bodies[] = {"", "abc", "{}", "{\"stock\":-1}", "{\"stock\":1.5}",
-                            "{\"stock\":10000000000}", "{\"stock\":\"5\"}", "[200]", NULL};
+    const char *bodies[] = {"",
+                            "abc",
+                            "{}",
+                            "{\"stock\":-1}",
+                            "{\"stock\":1.5}",
+                            "{\"stock\":10000000000}",
+                            "{\"stock\":\"5\"}",
+                            "[200]",
+                            NULL};
     for (int i = 0; bodies[i]; i++)
-        expect_error(400, "bad_request", "POST", "/inventory/reset", bodies[i][0] ? bodies[i] : NULL);
+        expect_error(400, "bad_request", "POST", "/inventory/reset",
+                     bodies[i][0] ? bodies[i] : NULL);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
     char big[8192];
     memset(big, ' ', sizeof(big) - 1);
@@ -372,7 +401,8 @@ START_TEST(test_redis_stopped_gives_503_then_sales_recover) {
     ck_assert_int_lt(mclock_ms() - t0, 3 * 500 + 1000);
     redis_pid = harness_redis_start(redis_port, NULL);
     ck_assert_int_gt(redis_pid, 0);
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":3}", &r), 200);
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":3}", &r),
+                     200);
     ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/local", NULL, NULL, &r), 200);
     ck_assert_ptr_nonnull(strstr(r.body, "\"status\":\"sold\""));
 }
@@ -425,12 +455,12 @@ START_TEST(test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_
     mclock_sleep_ms(300);
     kill(redis_pid, SIGSTOP);
     harness_bg_join(&sale);
-    mclock_sleep_ms(300);   /* any re-send would have gone out by now */
+    mclock_sleep_ms(300); /* any re-send would have gone out by now */
     kill(redis_pid, SIGCONT);
     mclock_sleep_ms(300);
     ck_assert_msg(sale.status == 503, "the sale: %d %s", sale.status, sale.body);
     ck_assert_str_eq(harness_json_str(sale.body, "status"), "backend_unavailable");
-    ck_assert_int_ge(sale.took_ms, 600 + 400);   /* it waited for the reply */
+    ck_assert_int_ge(sale.took_ms, 600 + 400); /* it waited for the reply */
     /* Written once: the lost reply's write, and nothing more. */
     char *seen = harness_monitor_stop(m);
     ck_assert_ptr_nonnull(seen);
@@ -439,7 +469,8 @@ START_TEST(test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_
                harness_lines(seen, "\"set\" \"inventory001\" ", NULL);
     int rpushes = harness_lines(seen, "\"RPUSH\" \"inventory001:sold\"", NULL) +
                   harness_lines(seen, "\"rpush\" \"inventory001:sold\"", NULL);
-    ck_assert_msg(sets == 1 && rpushes == 1, "%d SET and %d RPUSH of the stock:\n%.1500s", sets, rpushes, seen);
+    ck_assert_msg(sets == 1 && rpushes == 1, "%d SET and %d RPUSH of the stock:\n%.1500s", sets,
+                  rpushes, seen);
     free(seen);
     ck_assert_int_eq(harness_redis_calls(redis_port, "rpush") - pushes, 1);
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 1);
@@ -447,7 +478,8 @@ START_TEST(test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_
     /* The next sales read their own replies: units 199 and 198. */
     struct httpc_response r;
     for (int unit = 199; unit >= 198; unit--) {
-        ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/local", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/local", NULL, NULL, &r),
+                         200);
         ck_assert_msg(harness_json_num(r.body, "unit") == unit, "after the lost reply: %s", r.body);
     }
     ck_assert_int_eq(harness_audit(inst_port, "sold_twice"), 0);
@@ -470,7 +502,8 @@ START_TEST(test_redis_password_and_database_are_used_and_the_password_never_logg
     ck_assert_int_eq(harness_wait_port(port, 5000), 0);
 
     char out[4096], args[256];
-    snprintf(args, sizeof(args), "--set redis.port=%d --set redis.password=s3cret-pass --check-config", port);
+    snprintf(args, sizeof(args),
+             "--set redis.port=%d --set redis.password=s3cret-pass --check-config", port);
     char cmd[512];
     snprintf(cmd, sizeof(cmd), "%s %s 2>&1", INVENTORYD_BIN, args);
     FILE *f = popen(cmd, "r");
@@ -522,15 +555,17 @@ START_TEST(test_redis_password_and_database_are_used_and_the_password_never_logg
     }
     ck_assert_int_eq(reset, 200);
     ck_assert_int_eq(sale, 200);
-    ck_assert_int_eq(in_db3, 8);                   /* the sale went to database 3 */
+    ck_assert_int_eq(in_db3, 8); /* the sale went to database 3 */
     ck_assert_int_eq(refused, 503);
     ck_assert_msg(strstr(why, "AUTH") != NULL, "got: %s", why);
     ck_assert_ptr_null(strstr(why, "wrong-pass")); /* the password is not echoed */
     /* The logs were read (each says where it listens, the bad one why Redis
      * refused it), and neither holds its password. */
     ck_assert_msg(strstr(logs[0], "listening on") != NULL, "good log: %s", logs[0]);
-    ck_assert_msg(strstr(logs[1], "listening on") && strstr(logs[1], "AUTH"), "bad log: %s", logs[1]);
-    ck_assert_msg(strstr(logs[0], "s3cret-pass") == NULL, "the password is in the log: %s", logs[0]);
+    ck_assert_msg(strstr(logs[1], "listening on") && strstr(logs[1], "AUTH"), "bad log: %s",
+                  logs[1]);
+    ck_assert_msg(strstr(logs[0], "s3cret-pass") == NULL, "the password is in the log: %s",
+                  logs[0]);
     ck_assert_msg(strstr(logs[1], "wrong-pass") == NULL, "the password is in the log: %s", logs[1]);
 }
 END_TEST
@@ -549,7 +584,7 @@ START_TEST(test_a_missing_stock_is_seeded_at_start_up_and_an_existing_one_kept) 
     harness_stop(i1);
     harness_stop(i2);
     ck_assert_int_eq(after_first, 7);
-    ck_assert_int_eq(after_second, 7);   /* never overwritten */
+    ck_assert_int_eq(after_second, 7); /* never overwritten */
     ck_assert_int_eq(initial, 7);
 }
 END_TEST
@@ -564,13 +599,14 @@ static void setup_metrics(void) {
     redis_pid = harness_redis_start(0, &redis_port);
     ck_assert_int_gt(redis_pid, 0);
     snprintf(redis_set, sizeof(redis_set), "redis.port=%d", redis_port);
-    const char *sets[] = {redis_set, "redis.timeout=500", "lock.ttl-ms=600", "lock.wait-ms=400",
-                          "faults.enabled=true", NULL};
+    const char *sets[] = {redis_set,          "redis.timeout=500",   "lock.ttl-ms=600",
+                          "lock.wait-ms=400", "faults.enabled=true", NULL};
     m_port = inst_port = harness_free_port();
     m_pid = inst_pid = harness_inventoryd_start(m_port, sets);
     ck_assert_int_gt(m_pid, 0);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":100}", &r), 200);
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":100}", &r),
+                     200);
 }
 
 /* One strategy's counter ("inventoryd_sales_total", "atomic"). */
@@ -607,13 +643,17 @@ static int sale(struct seen *w, int n, const char *path, struct httpc_response *
 }
 
 START_TEST(test_metrics_count_what_the_sales_did) {
-    struct seen w[] = {{"owner-lua", 0, 0, 0}, {"setnx-spin", 0, 0, 0}, {"fenced", 0, 0, 0},
-                       {"watchdog", 0, 0, 0}, {"none", 0, 0, 0}};
+    struct seen w[] = {{"owner-lua", 0, 0, 0},
+                       {"setnx-spin", 0, 0, 0},
+                       {"fenced", 0, 0, 0},
+                       {"watchdog", 0, 0, 0},
+                       {"none", 0, 0, 0}};
     const int n = sizeof(w) / sizeof(w[0]);
     struct httpc_response r;
     /* sold_out: an item with no stock. */
     ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL,
-                                  "{\"stock\":0,\"item\":\"inventory002\"}", &r), 200);
+                                  "{\"stock\":0,\"item\":\"inventory002\"}", &r),
+                     200);
     ck_assert_int_eq(sale(w, n, "/inventory/sale/owner-lua", &r), 200);
     ck_assert_int_eq(sale(w, n, "/inventory/sale/owner-lua?item=inventory002", &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold_out");
@@ -642,7 +682,8 @@ START_TEST(test_metrics_count_what_the_sales_did) {
     /* renewals: work of twice the TTL, renewed every 200 ms; every renewal
      * is one hash-renew script in Redis. */
     char renew_cmd[96];
-    snprintf(renew_cmd, sizeof(renew_cmd), "\"EVALSHA\" \"%s\"", harness_script_sha(redis_port, "hash-renew"));
+    snprintf(renew_cmd, sizeof(renew_cmd), "\"EVALSHA\" \"%s\"",
+             harness_script_sha(redis_port, "hash-renew"));
     struct harness_monitor *mon = harness_monitor_start(redis_port);
     ck_assert_ptr_nonnull(mon);
     ck_assert_int_eq(sale(w, n, "/inventory/sale/watchdog?hold_ms=1300", &r), 200);
@@ -663,9 +704,10 @@ START_TEST(test_metrics_count_what_the_sales_did) {
         const char *s = w[i].strategy;
         long long answered = 0;
         static const char *const by_status[] = {
-            "inventoryd_sales_total", "inventoryd_sold_out_total", "inventoryd_lock_timeouts_total",
-            "inventoryd_backend_errors_total", "inventoryd_stale_tokens_total",
-            "inventoryd_lost_locks_total", "inventoryd_bad_stock_total"};
+            "inventoryd_sales_total",         "inventoryd_sold_out_total",
+            "inventoryd_lock_timeouts_total", "inventoryd_backend_errors_total",
+            "inventoryd_stale_tokens_total",  "inventoryd_lost_locks_total",
+            "inventoryd_bad_stock_total"};
         for (int k = 0; k < 7; k++) answered += counter(by_status[k], s);
         ck_assert_msg(answered == w[i].answers, "%s: %lld answers counted, %lld made", s, answered,
                       w[i].answers);
@@ -685,8 +727,12 @@ START_TEST(test_metrics_count_what_the_sales_did) {
     /* The hold histogram: only sold and sold_out answers are holds; the
      * 1.3 s watchdog sale is the one above 1 s. */
     ck_assert_int_eq(counter("inventoryd_lock_hold_ms_count", "watchdog"), 1);
-    ck_assert_int_eq(harness_metric(m_port, "inventoryd_lock_hold_ms_bucket{strategy=\"watchdog\",le=\"1000\"}"), 0);
-    ck_assert_int_eq(harness_metric(m_port, "inventoryd_lock_hold_ms_bucket{strategy=\"watchdog\",le=\"2000\"}"), 1);
+    ck_assert_int_eq(
+        harness_metric(m_port, "inventoryd_lock_hold_ms_bucket{strategy=\"watchdog\",le=\"1000\"}"),
+        0);
+    ck_assert_int_eq(
+        harness_metric(m_port, "inventoryd_lock_hold_ms_bucket{strategy=\"watchdog\",le=\"2000\"}"),
+        1);
     ck_assert_int_eq(counter("inventoryd_lock_hold_ms_count", "fenced"), 1);
     ck_assert_int_eq(counter("inventoryd_lock_hold_ms_count", "owner-lua"), 2);
     /* backend_errors: Redis gone. */
@@ -703,7 +749,8 @@ END_TEST
 START_TEST(test_a_reset_clears_the_probe_the_lock_and_the_counters) {
     struct httpc_response r;
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                         200);
     struct harness_bg first;
     harness_bg_start(&first, m_port, "/inventory/sale/none?hold_ms=300", 0);
     mclock_sleep_ms(100);
@@ -716,7 +763,8 @@ START_TEST(test_a_reset_clears_the_probe_the_lock_and_the_counters) {
     harness_redis_int(redis_port, "HSET inventory001:holders ghost-1 inventory001:alive:ghost");
     ck_assert_int_eq(counter("inventoryd_sales_total", "owner-lua"), 3);
 
-    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":50}", &r), 200);
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":50}", &r),
+                     200);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS RedisDistributedLock"), 0);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:violations"), 0);
@@ -724,7 +772,8 @@ START_TEST(test_a_reset_clears_the_probe_the_lock_and_the_counters) {
     ck_assert_int_eq(harness_audit(m_port, "violations"), 0);
     ck_assert_int_eq(harness_audit(m_port, "initial"), 50);
     static const char *const zero[] = {"inventoryd_sales_total", "inventoryd_lock_attempts_total",
-                                       "inventoryd_exclusion_violations_total", "inventoryd_lock_wait_ms_count",
+                                       "inventoryd_exclusion_violations_total",
+                                       "inventoryd_lock_wait_ms_count",
                                        "inventoryd_lock_hold_ms_count"};
     for (size_t k = 0; k < sizeof(zero) / sizeof(zero[0]); k++) {
         ck_assert_msg(counter(zero[k], "owner-lua") == 0, "%s{owner-lua} after the reset", zero[k]);
@@ -746,11 +795,13 @@ START_TEST(test_a_reset_never_lowers_the_fencing_token) {
     struct httpc_response r;
     long long before = 0;
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/fenced", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/fenced", NULL, NULL, &r),
+                         200);
         before = (long long)harness_json_num(r.body, "lock.token");
     }
     ck_assert_int_ge(before, 3);
-    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":50}", &r), 200);
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":50}", &r),
+                     200);
     ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/fenced", NULL, NULL, &r), 200);
     long long after = (long long)harness_json_num(r.body, "lock.token");
     ck_assert_msg(after > before, "token %lld after the reset, %lld before it: the fence went back",
@@ -772,7 +823,8 @@ START_TEST(test_a_reset_of_another_item_leaves_the_held_global_lock_alone) {
     ck_assert_msg(held, "the holder never took RedisDistributedLock");
     struct httpc_response r;
     ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL,
-                                  "{\"stock\":10,\"item\":\"inventory777\"}", &r), 200);
+                                  "{\"stock\":10,\"item\":\"inventory777\"}", &r),
+                     200);
     ck_assert_msg(harness_redis_int(redis_port, "EXISTS RedisDistributedLock") == 1,
                   "the reset of inventory777 freed the lock a sale of inventory001 held");
     harness_bg_join(&holder);
@@ -786,7 +838,8 @@ START_TEST(test_a_reset_of_another_item_leaves_the_held_global_lock_alone) {
         if (!held) usleep(5 * 1000);
     }
     ck_assert(held);
-    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":10}", &r), 200);
+    ck_assert_int_eq(harness_http(m_port, "POST", "/inventory/reset", NULL, "{\"stock\":10}", &r),
+                     200);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS RedisDistributedLock"), 0);
     harness_bg_join(&holder);
 }
@@ -807,15 +860,21 @@ static void setup_admin(void) {
     snprintf(redis_set, sizeof(redis_set), "redis.port=%d", redis_port);
     snprintf(admin_log, sizeof(admin_log), "/tmp/inventoryd-admin-XXXXXX");
     close(mkstemp(admin_log));
-    const char *sets[] = {redis_set, "redis.timeout=500", "lock.ttl-ms=1000", "lock.wait-ms=3000",
-                          "faults.enabled=true", "lab.enabled=true",
-                          "admin.token=" ADMIN_TOKEN, NULL};
+    const char *sets[] = {redis_set,
+                          "redis.timeout=500",
+                          "lock.ttl-ms=1000",
+                          "lock.wait-ms=3000",
+                          "faults.enabled=true",
+                          "lab.enabled=true",
+                          "admin.token=" ADMIN_TOKEN,
+                          NULL};
     inst_port = harness_free_port();
     inst_pid = harness_inventoryd_start_logged(inst_port, sets, admin_log);
     ck_assert_int_gt(inst_pid, 0);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", ADMIN_AUTH,
-                                  "{\"stock\":200}", &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/inventory/reset", ADMIN_AUTH, "{\"stock\":200}", &r),
+        200);
 }
 
 static void teardown_admin(void) {
@@ -834,14 +893,15 @@ static void expect_401(const struct httpc_response *r, const char *what) {
     ck_assert_str_eq(r->www_authenticate, "Bearer realm=\"inventoryd\"");
 }
 
-START_TEST(test_with_admin_token_set_a_reset_without_the_bearer_token_answers_401_and_changes_nothing) {
+START_TEST(
+    test_with_admin_token_set_a_reset_without_the_bearer_token_answers_401_and_changes_nothing) {
     struct httpc_response r;
     ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
     static const char *const refused[] = {
-        NULL,                                        /* no header */
+        NULL, /* no header */
         "Authorization: Basic YWRtaW46YWRtaW4=\r\n", /* not Bearer */
-        "Authorization: Bearer\r\n",                 /* no token */
-        "Authorization: " ADMIN_TOKEN "\r\n",        /* no scheme */
+        "Authorization: Bearer\r\n", /* no token */
+        "Authorization: " ADMIN_TOKEN "\r\n", /* no scheme */
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         harness_http(inst_port, "POST", "/inventory/reset", refused[i], "{\"stock\":5}", &r);
@@ -859,14 +919,15 @@ END_TEST
 START_TEST(test_with_admin_token_set_the_reset_works_with_the_token) {
     struct httpc_response r;
     ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", ADMIN_AUTH,
-                                  "{\"stock\":5}", &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/inventory/reset", ADMIN_AUTH, "{\"stock\":5}", &r), 200);
     ck_assert_int_eq(harness_json_num(r.body, "stock"), 5);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 5);
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
     /* The scheme is case-insensitive (RFC 9110). */
     ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset",
-                                  "Authorization: bearer " ADMIN_TOKEN "\r\n", "{\"stock\":7}", &r), 200);
+                                  "Authorization: bearer " ADMIN_TOKEN "\r\n", "{\"stock\":7}", &r),
+                     200);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 7);
 }
 END_TEST
@@ -885,7 +946,8 @@ START_TEST(test_a_wrong_token_of_the_same_length_answers_401) {
         snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", wrong[i]);
         harness_http(inst_port, "POST", "/inventory/reset", h, "{\"stock\":5}", &r);
         expect_401(&r, wrong[i]);
-        ck_assert_ptr_nonnull(strstr(harness_json_str(r.body, "error"), "not this instance's admin.token"));
+        ck_assert_ptr_nonnull(
+            strstr(harness_json_str(r.body, "error"), "not this instance's admin.token"));
     }
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
 }
@@ -894,26 +956,32 @@ END_TEST
 START_TEST(test_a_fault_parameter_without_the_token_answers_401_and_sells_nothing) {
     /* Every fault parameter, even a zero one, on a sale and on GET /inventory. */
     static const char *const paths[] = {
-        "/inventory/sale/atomic?hold_ms=1", "/inventory/sale/owner-lua?hold_ms=0",
-        "/inventory/sale/owner-lua?crash=1", "/inventory/sale/owner-lua?crash=0",
-        "/inventory/sale/owner-check?release_delay_ms=1", "/inventory/sale/reentrant?nested=1",
-        "/inventory/sale?hold_ms=1", "/redis/distributed/lock/inventory/sale?hold_ms=1",
+        "/inventory/sale/atomic?hold_ms=1",
+        "/inventory/sale/owner-lua?hold_ms=0",
+        "/inventory/sale/owner-lua?crash=1",
+        "/inventory/sale/owner-lua?crash=0",
+        "/inventory/sale/owner-check?release_delay_ms=1",
+        "/inventory/sale/reentrant?nested=1",
+        "/inventory/sale?hold_ms=1",
+        "/redis/distributed/lock/inventory/sale?hold_ms=1",
         "/inventory?hold_ms=1",
     };
     struct httpc_response r;
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         harness_http(inst_port, "GET", paths[i], NULL, NULL, &r);
         expect_401(&r, paths[i]);
-        harness_http(inst_port, "POST", paths[i], "Authorization: Bearer wrong-token-0123456789\r\n",
-                     NULL, &r);
+        harness_http(inst_port, "POST", paths[i],
+                     "Authorization: Bearer wrong-token-0123456789\r\n", NULL, &r);
         if (strncmp(paths[i], "/inventory?", 11) != 0) expect_401(&r, paths[i]);
     }
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r), 200); /* no crash */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r),
+                     200); /* no crash */
     /* With the token the same parameter is taken. */
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/owner-lua?hold_ms=50", ADMIN_AUTH,
-                                  NULL, &r), 200);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/owner-lua?hold_ms=50",
+                                  ADMIN_AUTH, NULL, &r),
+                     200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     ck_assert_int_ge(harness_json_num(r.body, "lock.hold_ms"), 50);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
@@ -924,14 +992,18 @@ START_TEST(test_a_plain_sale_and_every_read_need_no_token) {
     struct httpc_response r;
     ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/sale/owner-lua", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/sale/owner-lua", NULL, NULL, &r),
+                     200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/redis/distributed/lock/inventory/sale?format=text",
-                                  NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(inst_port, "GET",
+                                  "/redis/distributed/lock/inventory/sale?format=text", NULL, NULL,
+                                  &r),
+                     200);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 197);
     static const char *const open[] = {"/inventory", "/inventory/audit", "/inventory/history",
-                                       "/metrics", "/healthz", "/strategies", "/", "/lab/app.js",
-                                       "/lab", "/lab/runs", "/lab/scenarios"};
+                                       "/metrics",   "/healthz",         "/strategies",
+                                       "/",          "/lab/app.js",      "/lab",
+                                       "/lab/runs",  "/lab/scenarios"};
     for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++)
         ck_assert_msg(harness_http(inst_port, "GET", open[i], NULL, NULL, &r) == 200,
                       "GET %s without the token: %d %s", open[i], r.status, r.body);
@@ -945,14 +1017,15 @@ START_TEST(test_post_lab_runs_without_the_token_answers_401_and_starts_no_run) {
     const char *run = "{\"strategy\":\"atomic\",\"clients\":1,\"requests\":5,\"stock\":50}";
     harness_http(inst_port, "POST", "/lab/runs", NULL, run, &r);
     expect_401(&r, "POST /lab/runs without the token");
-    harness_http(inst_port, "POST", "/lab/runs", "Authorization: Bearer not-the-token-at-all\r\n", run, &r);
+    harness_http(inst_port, "POST", "/lab/runs", "Authorization: Bearer not-the-token-at-all\r\n",
+                 run, &r);
     expect_401(&r, "POST /lab/runs with a wrong token");
     ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/runs", NULL, NULL, &r), 200);
     cJSON *j = json(&r);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "runs")), 0);
     cJSON_Delete(j);
     ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/runs/1", NULL, NULL, &r), 404);
-    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);  /* no reset */
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200); /* no reset */
 }
 END_TEST
 
@@ -961,7 +1034,9 @@ END_TEST
 START_TEST(test_a_lab_run_started_with_the_token_resets_and_sends_its_fault_parameters_with_it) {
     struct httpc_response r;
     ck_assert_int_eq(harness_http(inst_port, "POST", "/lab/runs", ADMIN_AUTH,
-                                  "{\"strategy\":\"owner-lua\",\"scenario\":\"race\",\"stock\":50}", &r), 202);
+                                  "{\"strategy\":\"owner-lua\",\"scenario\":\"race\",\"stock\":50}",
+                                  &r),
+                     202);
     int id = (int)harness_json_num(r.body, "id");
     char path[64];
     snprintf(path, sizeof(path), "/lab/runs/%d", id);
@@ -981,7 +1056,7 @@ START_TEST(test_a_lab_run_started_with_the_token_resets_and_sends_its_fault_para
     }
     ck_assert_ptr_nonnull(strstr(str(cJSON_GetArrayItem(steps, 0), "query"), "hold_ms="));
     cJSON_Delete(j);
-    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:initial"), 50);   /* its reset */
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:initial"), 50); /* its reset */
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 48);
 }
 END_TEST
@@ -1006,11 +1081,14 @@ START_TEST(test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming
     int port = harness_free_port();
     static const char *const on[] = {"faults.enabled", "lab.enabled"};
     for (int i = 0; i < 2; i++) {
-        snprintf(args, sizeof(args), "--set server.bind=0.0.0.0 --set server.port=%d --set %s "
-                 "--set %s=true", port, redis_set, on[i]);
+        snprintf(args, sizeof(args),
+                 "--set server.bind=0.0.0.0 --set server.port=%d --set %s "
+                 "--set %s=true",
+                 port, redis_set, on[i]);
         int rc = run_bounded(args, out, sizeof(out));
         ck_assert_msg(rc == 2, "%s on 0.0.0.0 without a token: exit %d: %s", on[i], rc, out);
-        ck_assert_msg(strstr(out, "admin.token") && strstr(out, "server.bind") && strstr(out, on[i]),
+        ck_assert_msg(strstr(out, "admin.token") && strstr(out, "server.bind") &&
+                          strstr(out, on[i]),
                       "%s: %s", on[i], out);
         ck_assert_msg(strstr(out, "listening") == NULL, "it listened: %s", out);
     }
@@ -1028,15 +1106,20 @@ START_TEST(test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming
     ck_assert_msg(strstr(out, where) && strstr(out, "admin.token"), "got: %s", out);
     /* Loopback needs no token; a token makes 0.0.0.0 acceptable. */
     ck_assert_int_eq(run_bounded("--set server.bind=127.0.0.2 --set faults.enabled=true "
-                                 "--set lab.enabled=true --check-config", out, sizeof(out)), 0);
+                                 "--set lab.enabled=true --check-config",
+                                 out, sizeof(out)),
+                     0);
     ck_assert_int_eq(run_bounded("--set server.bind=0.0.0.0 --check-config", out, sizeof(out)), 0);
     ck_assert_int_eq(run_bounded("--set server.bind=0.0.0.0 --set faults.enabled=true --set "
-                                 "lab.enabled=true --set admin.token=" ADMIN_TOKEN " --check-config",
-                                 out, sizeof(out)), 0);
+                                 "lab.enabled=true --set admin.token=" ADMIN_TOKEN
+                                 " --check-config",
+                                 out, sizeof(out)),
+                     0);
     ck_assert_ptr_nonnull(strstr(out, "admin.token=****\n"));
     ck_assert_ptr_null(strstr(out, ADMIN_TOKEN));
     /* A short token is refused with the reason, and not repeated. */
-    ck_assert_int_eq(run_bounded("--set admin.token=short-secret15c --check-config", out, sizeof(out)), 2);
+    ck_assert_int_eq(
+        run_bounded("--set admin.token=short-secret15c --check-config", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "admin.token") && strstr(out, "shorter than 16"), "got: %s", out);
     ck_assert_ptr_null(strstr(out, "short-secret15c"));
 }
@@ -1045,8 +1128,8 @@ END_TEST
 START_TEST(test_inventoryd_admin_token_in_the_environment_sets_admin_token) {
     setenv("INVENTORYD_ADMIN_TOKEN", "env-token-0123456789abcdef", 1);
     char out[4096];
-    int rc = run_bounded("--set server.bind=0.0.0.0 --set faults.enabled=true --check-config",
-                         out, sizeof(out));
+    int rc = run_bounded("--set server.bind=0.0.0.0 --set faults.enabled=true --check-config", out,
+                         sizeof(out));
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_ptr_nonnull(strstr(out, "admin.token=****\n"));
     ck_assert_ptr_null(strstr(out, "env-token-0123456789abcdef"));
@@ -1057,8 +1140,9 @@ START_TEST(test_inventoryd_admin_token_in_the_environment_sets_admin_token) {
     ck_assert_int_gt(pid, 0);
     struct httpc_response r;
     int without = harness_http(port, "POST", "/inventory/reset", NULL, "{\"stock\":3}", &r);
-    int with = harness_http(port, "POST", "/inventory/reset",
-                            "Authorization: Bearer env-token-0123456789abcdef\r\n", "{\"stock\":3}", &r);
+    int with =
+        harness_http(port, "POST", "/inventory/reset",
+                     "Authorization: Bearer env-token-0123456789abcdef\r\n", "{\"stock\":3}", &r);
     harness_stop(pid);
     ck_assert_int_eq(without, 401);
     ck_assert_int_eq(with, 200);
@@ -1070,10 +1154,14 @@ START_TEST(test_the_token_appears_in_no_answer_and_no_log_line) {
     char seen[65536];
     size_t off = 0;
     /* Every kind of answer this instance gives about the token, collected. */
-    static const struct { const char *method, *path, *headers, *body; } calls[] = {
+    static const struct {
+        const char *method, *path, *headers, *body;
+    } calls[] = {
         {"POST", "/inventory/reset", NULL, "{\"stock\":9}"},
-        {"POST", "/inventory/reset", "Authorization: Bearer admin-test-7f3a9c2e5b1d-tokeX\r\n", "{\"stock\":9}"},
-        {"POST", "/inventory/reset?format=text", "Authorization: Bearer wrong\r\n", "{\"stock\":9}"},
+        {"POST", "/inventory/reset", "Authorization: Bearer admin-test-7f3a9c2e5b1d-tokeX\r\n",
+         "{\"stock\":9}"},
+        {"POST", "/inventory/reset?format=text", "Authorization: Bearer wrong\r\n",
+         "{\"stock\":9}"},
         {"POST", "/inventory/reset", ADMIN_AUTH, "{\"stock\":9}"},
         {"POST", "/inventory/reset", ADMIN_AUTH, "{\"stock\":-1}"},
         {"GET", "/inventory/sale/atomic?hold_ms=1", NULL, NULL},
@@ -1114,12 +1202,12 @@ START_TEST(test_the_token_appears_in_no_answer_and_no_log_line) {
     log[n] = '\0';
     fclose(f);
     ck_assert_msg(strstr(log, "admin.token is set") && strstr(log, "refused a reset") &&
-                  strstr(log, "stopped"), "the log was not all written: %s", log);
+                      strstr(log, "stopped"),
+                  "the log was not all written: %s", log);
     ck_assert_msg(strstr(log, ADMIN_TOKEN) == NULL, "the token is in the log: %s", log);
     ck_assert_msg(strstr(log, "7f3a9c2e5b1d") == NULL, "part of the token is in the log: %s", log);
 }
 END_TEST
-
 
 /* ---- readiness (GET /readyz) ---------------------------------------------------
  * Fresh Redlock masters: by the restart rule none may vote before it has been
@@ -1143,8 +1231,9 @@ static void setup_ready(void) {
              master_port[0], master_port[1], master_port[2]);
     snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", READY_TTL_MS);
     inst_port = harness_free_port();
-    const char *sets[] = {redis_set, nodes, ttl, "redis.timeout=500", "redlock.node-timeout-ms=200",
-                          "lock.wait-ms=3000", NULL};
+    const char *sets[] = {
+        redis_set,           nodes, ttl, "redis.timeout=500", "redlock.node-timeout-ms=200",
+        "lock.wait-ms=3000", NULL};
     inst_pid = harness_inventoryd_start(inst_port, sets);
     ck_assert_int_gt(inst_pid, 0);
 }
@@ -1167,7 +1256,8 @@ static int readyz(char *why, size_t len) {
     ck_assert_str_eq(str(j, "status"), code == 200 ? "ready" : "not_ready");
     ck_assert_int_eq((int)num(j, "port"), inst_port);
     const cJSON *reason = cJSON_GetObjectItemCaseSensitive(j, "reason");
-    ck_assert_msg(code == 200 ? reason == NULL : cJSON_IsString(reason) && strlen(reason->valuestring) > 10,
+    ck_assert_msg(code == 200 ? reason == NULL
+                              : cJSON_IsString(reason) && strlen(reason->valuestring) > 10,
                   "the reason does not match the status %d: %s", code, r.body);
     snprintf(why, len, "%s", code == 200 ? "" : reason->valuestring);
     cJSON_Delete(j);
@@ -1184,17 +1274,20 @@ static int64_t wait_ready(int want, int timeout_ms, char *why, size_t len) {
     return -1;
 }
 
-START_TEST(test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a_redlock_sale_can_sell) {
+START_TEST(
+    test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a_redlock_sale_can_sell) {
     char why[512];
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
     /* The window: alive, Redis answers, but no master may vote yet... */
     ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r), 200);
     ck_assert_int_eq(readyz(why, sizeof(why)), 503);
     ck_assert_msg(strstr(why, "of 3 Redlock masters can vote, 2 needed") && strstr(why, "votes in"),
                   "the reason does not name the masters' wait: %s", why);
     /* ...and a redlock sale in it fails, which is what readiness is for. */
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r),
+                     503);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
     ck_assert_msg(harness_audit(inst_port, "sold") == 0, "a sale sold while not ready");
     /* Ready once two masters have been up for the lease, not before. */
@@ -1202,7 +1295,8 @@ START_TEST(test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a
     ck_assert_msg(took >= 0, "/readyz never answered 200; last reason: %s", why);
     /* At once after it, every redlock sale sells. */
     for (int i = 0; i < 20; i++) {
-        ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r),
+                         200);
         ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "sold") == 0,
                       "sale %d after /readyz said ready: %s", i, r.body);
     }
@@ -1215,19 +1309,21 @@ START_TEST(test_readyz_needs_a_quorum_of_redlock_masters_and_names_those_down) {
     char why[512];
     ck_assert_msg(wait_ready(200, READY_TTL_MS + 5000, why, sizeof(why)) >= 0,
                   "/readyz never answered 200; last reason: %s", why);
-    harness_stop(master_pid[0]);   /* two of three: still a quorum */
+    harness_stop(master_pid[0]); /* two of three: still a quorum */
     master_pid[0] = -1;
     ck_assert_int_eq(readyz(why, sizeof(why)), 200);
-    harness_stop(master_pid[1]);   /* one of three: none */
+    harness_stop(master_pid[1]); /* one of three: none */
     master_pid[1] = -1;
     ck_assert_int_eq(readyz(why, sizeof(why)), 503);
     char name0[32], name1[32];
     snprintf(name0, sizeof(name0), "127.0.0.1:%d", master_port[0]);
     snprintf(name1, sizeof(name1), "127.0.0.1:%d", master_port[1]);
-    ck_assert_msg(strstr(why, "only 1 of 3 Redlock masters can vote, 2 needed") && strstr(why, name0) &&
-                  strstr(why, name1), "the reason does not name the two masters down: %s", why);
+    ck_assert_msg(strstr(why, "only 1 of 3 Redlock masters can vote, 2 needed") &&
+                      strstr(why, name0) && strstr(why, name1),
+                  "the reason does not name the two masters down: %s", why);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r),
+                     503);
 }
 END_TEST
 
@@ -1275,8 +1371,9 @@ START_TEST(test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready) {
     snprintf(nodes, sizeof(nodes), "redlock.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
              master_port[0], master_port[1], master_port[2]);
     snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", READY_TTL_MS);
-    const char *sets[] = {redis_set, nodes, ttl, "redis.timeout=500", "redlock.node-timeout-ms=200",
-                          "lock.wait-ms=3000", NULL};
+    const char *sets[] = {
+        redis_set,           nodes, ttl, "redis.timeout=500", "redlock.node-timeout-ms=200",
+        "lock.wait-ms=3000", NULL};
     inst_pid = harness_inventoryd_start_logged(inst_port, sets, log);
     ck_assert_int_gt(inst_pid, 0);
     int missed = 0;
@@ -1330,7 +1427,8 @@ Suite *http_suite(void) {
     tcase_add_test(outage, test_redis_stopped_gives_503_then_sales_recover);
     tcase_add_test(outage, test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly);
     tcase_add_test(outage, test_sigint_lets_a_sale_in_flight_finish_then_exits_cleanly);
-    tcase_add_test(outage, test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_again);
+    tcase_add_test(outage,
+                   test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_again);
     suite_add_tcase(s, outage);
     TCase *metrics = tcase_create("Metrics");
     tcase_add_checked_fixture(metrics, setup_metrics, teardown);
@@ -1347,23 +1445,30 @@ Suite *http_suite(void) {
     TCase *admin = tcase_create("Admin");
     tcase_add_checked_fixture(admin, setup_admin, teardown_admin);
     tcase_set_timeout(admin, 90);
-    tcase_add_test(admin, test_with_admin_token_set_a_reset_without_the_bearer_token_answers_401_and_changes_nothing);
+    tcase_add_test(
+        admin,
+        test_with_admin_token_set_a_reset_without_the_bearer_token_answers_401_and_changes_nothing);
     tcase_add_test(admin, test_with_admin_token_set_the_reset_works_with_the_token);
     tcase_add_test(admin, test_a_wrong_token_of_the_same_length_answers_401);
     tcase_add_test(admin, test_a_fault_parameter_without_the_token_answers_401_and_sells_nothing);
     tcase_add_test(admin, test_a_plain_sale_and_every_read_need_no_token);
     tcase_add_test(admin, test_post_lab_runs_without_the_token_answers_401_and_starts_no_run);
-    tcase_add_test(admin, test_a_lab_run_started_with_the_token_resets_and_sends_its_fault_parameters_with_it);
-    tcase_add_test(admin, test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming_admin_token);
+    tcase_add_test(
+        admin, test_a_lab_run_started_with_the_token_resets_and_sends_its_fault_parameters_with_it);
+    tcase_add_test(
+        admin, test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming_admin_token);
     tcase_add_test(admin, test_inventoryd_admin_token_in_the_environment_sets_admin_token);
     tcase_add_test(admin, test_the_token_appears_in_no_answer_and_no_log_line);
     suite_add_tcase(s, admin);
     TCase *ready = tcase_create("Ready");
     tcase_add_checked_fixture(ready, setup_ready, teardown_ready);
     tcase_set_timeout(ready, 60);
-    tcase_add_test(ready, test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a_redlock_sale_can_sell);
+    tcase_add_test(
+        ready,
+        test_with_fresh_redlock_masters_readyz_is_503_with_the_reason_until_a_redlock_sale_can_sell);
     tcase_add_test(ready, test_readyz_needs_a_quorum_of_redlock_masters_and_names_those_down);
-    tcase_add_test(ready, test_readyz_is_503_naming_redis_while_it_is_frozen_and_200_once_it_answers);
+    tcase_add_test(ready,
+                   test_readyz_is_503_naming_redis_while_it_is_frozen_and_200_once_it_answers);
     tcase_add_test(ready, test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready);
     suite_add_tcase(s, ready);
     return s;

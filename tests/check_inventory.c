@@ -108,8 +108,8 @@ END_TEST
 
 struct slow_sale {
     const char *strategy;
-    int delay_ms;            /* start this late */
-    int hold_ms;             /* work this long inside */
+    int delay_ms; /* start this late */
+    int hold_ms; /* work this long inside */
     struct sale_result r;
 };
 
@@ -154,7 +154,7 @@ START_TEST(test_local_serialises_two_sales_in_one_process) {
     ck_assert_int_eq(a.r.status, INV_SOLD);
     ck_assert_int_eq(b.r.status, INV_SOLD);
     ck_assert_int_ne(a.r.unit, b.r.unit);
-    ck_assert_int_ge(b.r.wait_ms, 150);   /* it waited for the first holder */
+    ck_assert_int_ge(b.r.wait_ms, 150); /* it waited for the first holder */
     struct audit au = audit_now();
     ck_assert_int_eq(au.sold_twice, 0);
     ck_assert(!au.oversold);
@@ -179,7 +179,7 @@ START_TEST(test_a_stock_that_is_not_a_number_is_refused_without_a_write) {
     ck_assert_int_eq(inventory_sell(svc.inv, type("local"), NULL, NULL, &r), INV_BAD_DATA);
     ck_assert_int_eq(inventory_sell(svc.inv, type("atomic"), NULL, NULL, &r), INV_BAD_DATA);
     ck_assert_ptr_nonnull(strstr(r.errstr, "does not exist"));
-    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001"), 0);   /* not created */
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001"), 0); /* not created */
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 0);
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:holders"), 0);
 }
@@ -213,7 +213,7 @@ START_TEST(test_sales_resume_by_themselves_once_redis_is_back) {
     ck_assert_int_gt(redis_pid, 0);
     char err[256];
     ck_assert_int_eq(inventory_reset(svc.inv, NULL, 100, err, sizeof(err)), 0);
-    redlock_ready();   /* the restarted master votes once up for the TTL */
+    redlock_ready(); /* the restarted master votes once up for the TTL */
     for (int i = 0; strategies[i].name; i++)
         ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_SOLD);
 }
@@ -289,7 +289,7 @@ START_TEST(test_batched_sells_each_unit_once_to_its_own_sale_under_shared_holds)
         }
     }
     ck_assert_int_eq(total, 150);
-    ck_assert_int_gt(biggest, 1);   /* some holds served several sales */
+    ck_assert_int_gt(biggest, 1); /* some holds served several sales */
     struct audit a = audit_now();
     ck_assert_int_eq(a.sold, 150);
     ck_assert_int_eq(a.stock, 0);
@@ -301,7 +301,7 @@ END_TEST
 struct item_run {
     const char *item;
     int sold;
-    char orders[40][48];     /* the order of each sale that sold */
+    char orders[40][48]; /* the order of each sale that sold */
 };
 
 static void *sell_item(void *arg) {
@@ -343,7 +343,10 @@ START_TEST(test_batched_never_mixes_items_that_share_the_global_lock) {
     ck_assert_int_eq(sold[1], 30);
     /* Every entry of each item's ledger ("unit|order|port") is a sale made
      * for that item, and its units are that item's, each once. */
-    static const struct { const char *item; int stock; } items[] = {{"inventory001", 50}, {"inventory002", 30}};
+    static const struct {
+        const char *item;
+        int stock;
+    } items[] = {{"inventory001", 50}, {"inventory002", 30}};
     for (int k = 0; k < 2; k++) {
         redisReply *l = harness_redis(redis_port, "LRANGE %s:sold 0 -1", items[k].item);
         ck_assert_ptr_nonnull(l);
@@ -387,7 +390,8 @@ Suite *inventory_suite(void) {
     TCase *outage = tcase_create("Outage");
     tcase_add_checked_fixture(outage, setup, teardown);
     tcase_set_timeout(outage, 60);
-    tcase_add_test(outage, test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_timeout);
+    tcase_add_test(outage,
+                   test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_timeout);
     tcase_add_test(outage, test_sales_resume_by_themselves_once_redis_is_back);
     tcase_add_test(outage, test_an_idle_connection_closed_by_a_restart_is_not_reused);
     suite_add_tcase(s, outage);

@@ -33,9 +33,13 @@ static char redis_set[64], dir_set[320], results_dir[256];
 /* Starts the instance with lab.enabled=lab and faults.enabled=faults. */
 static void start_instance(int lab, int faults) {
     inst_port = harness_free_port();
-    const char *sets[] = {redis_set, "lock.ttl-ms=600", "lock.wait-ms=2000", dir_set,
+    const char *sets[] = {redis_set,
+                          "lock.ttl-ms=600",
+                          "lock.wait-ms=2000",
+                          dir_set,
                           lab ? "lab.enabled=true" : "lab.enabled=false",
-                          faults ? "faults.enabled=true" : "faults.enabled=false", NULL};
+                          faults ? "faults.enabled=true" : "faults.enabled=false",
+                          NULL};
     inst_pid = harness_inventoryd_start(inst_port, sets);
     ck_assert_int_gt(inst_pid, 0);
 }
@@ -76,7 +80,8 @@ static void teardown(void) {
  * Returns the status. */
 static int raw_get(const char *path, char *buf, size_t len) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)inst_port),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)inst_port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     char req[256];
@@ -145,7 +150,8 @@ static void refused(const char *body, const char *what) {
     ck_assert_msg(code == 400, "POST /lab/runs %s answered %d: %s", body, code, r.body);
     cJSON *j = json(&r);
     ck_assert_str_eq(str(j, "status"), "bad_request");
-    ck_assert_msg(strstr(str(j, "error"), what) != NULL, "'%s' does not mention %s", str(j, "error"), what);
+    ck_assert_msg(strstr(str(j, "error"), what) != NULL, "'%s' does not mention %s",
+                  str(j, "error"), what);
     cJSON_Delete(j);
 }
 
@@ -173,7 +179,9 @@ END_TEST
 START_TEST(test_the_pages_script_style_and_icon_come_with_their_types) {
     start_instance(0, 0);
     static char buf[128 * 1024];
-    const struct { const char *path, *type; } files[] = {
+    const struct {
+        const char *path, *type;
+    } files[] = {
         {"/lab/app.js", "text/javascript; charset=utf-8"},
         {"/lab/app.css", "text/css; charset=utf-8"},
         {"/lab/icon.svg", "image/svg+xml"},
@@ -228,8 +236,9 @@ START_TEST(test_a_load_run_sells_exactly_the_stock_and_its_numbers_match_the_aud
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "enabled")));
     char self[64];
     snprintf(self, sizeof(self), "127.0.0.1:%d", inst_port);
-    ck_assert_str_eq(str(j, "target"), self);    /* lab.target empty: this instance */
-    ck_assert_int_eq((int)num(cJSON_GetObjectItemCaseSensitive(j, "bounds"), "clients"), LAB_CLIENTS_MAX);
+    ck_assert_str_eq(str(j, "target"), self); /* lab.target empty: this instance */
+    ck_assert_int_eq((int)num(cJSON_GetObjectItemCaseSensitive(j, "bounds"), "clients"),
+                     LAB_CLIENTS_MAX);
     cJSON_Delete(j);
 }
 END_TEST
@@ -238,7 +247,8 @@ START_TEST(test_a_second_run_while_one_is_going_answers_409_with_a_json_error) {
     start_instance(1, 1);
     int id = start_run("{\"strategy\":\"owner-lua\",\"scenario\":\"long-hold\"}");
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/lab/runs", NULL, "{\"strategy\":\"atomic\"}", &r), 409);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/lab/runs", NULL, "{\"strategy\":\"atomic\"}", &r), 409);
     ck_assert_ptr_nonnull(strstr(r.content_type, "application/json"));
     cJSON *j = json(&r);
     ck_assert_str_eq(str(j, "status"), "run_in_progress");
@@ -274,7 +284,7 @@ START_TEST(test_the_scenarios_are_listed_with_their_times_for_this_ttl) {
         ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(sc, "refused")));
         const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sc, "steps"), 0);
         const cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sc, "steps"), 1);
-        ck_assert_int_eq((int)num(a, "hold_ms"), 900);   /* 1.5 x 600 */
+        ck_assert_int_eq((int)num(a, "hold_ms"), 900); /* 1.5 x 600 */
         /* B's own wait: 1.5 x 600 + 1000 ms, plus one poll (lock.spin-sleep-ms 20). */
         ck_assert_int_eq((int)num(b, "wait_ms"), 1920);
     }
@@ -297,9 +307,12 @@ START_TEST(test_results_files_come_from_lab_results_dir_and_only_those_named) {
     ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/demo.csv", NULL, NULL, &r), 200);
     ck_assert_str_eq(r.content_type, "text/csv; charset=utf-8");
     ck_assert_str_eq(r.body, "strategy,sold\natomic,200\n");
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/matrix.csv", NULL, NULL, &r), 404);
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/../results/demo.csv", NULL, NULL, &r), 404);
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/%2e%2e%2fdemo.csv", NULL, NULL, &r), 404);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/matrix.csv", NULL, NULL, &r),
+                     404);
+    ck_assert_int_eq(
+        harness_http(inst_port, "GET", "/lab/results/../results/demo.csv", NULL, NULL, &r), 404);
+    ck_assert_int_eq(
+        harness_http(inst_port, "GET", "/lab/results/%2e%2e%2fdemo.csv", NULL, NULL, &r), 404);
     ck_assert_int_eq(harness_http(inst_port, "GET", "/lab", NULL, NULL, &r), 200);
     cJSON *j = json(&r);
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(j, "results");
@@ -308,10 +321,12 @@ START_TEST(test_results_files_come_from_lab_results_dir_and_only_those_named) {
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(res, "campaign.csv")));
     cJSON_Delete(j);
     /* the campaign's table, and its counterexample as JSON (the Campaigns view) */
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.csv", NULL, NULL, &r), 404);
-    const char *csv = "strategy,mix,seeds,violating_seeds,rate,ci_low,ci_high,covered_seeds,"
-                      "first_violating_seed,sold_twice_total\nfenced,partition,30,0,0.0000,0.0000,0.1135,"
-                      "12,,0\n";
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.csv", NULL, NULL, &r),
+                     404);
+    const char *csv =
+        "strategy,mix,seeds,violating_seeds,rate,ci_low,ci_high,covered_seeds,"
+        "first_violating_seed,sold_twice_total\nfenced,partition,30,0,0.0000,0.0000,0.1135,"
+        "12,,0\n";
     snprintf(path, sizeof(path), "%s/campaign.csv", results_dir);
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
@@ -322,13 +337,17 @@ START_TEST(test_results_files_come_from_lab_results_dir_and_only_those_named) {
     ck_assert_ptr_nonnull(f);
     fputs("{\"strategy\":\"owner-lua\",\"events\":[]}\n", f);
     fclose(f);
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.csv", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.csv", NULL, NULL, &r),
+                     200);
     ck_assert_str_eq(r.content_type, "text/csv; charset=utf-8");
     ck_assert_str_eq(r.body, csv);
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign-counterexample.json", NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "GET", "/lab/results/campaign-counterexample.json", NULL, NULL, &r),
+        200);
     ck_assert_str_eq(r.content_type, "application/json; charset=utf-8");
     ck_assert_str_eq(harness_json_str(r.body, "strategy"), "owner-lua");
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.md", NULL, NULL, &r), 404);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/lab/results/campaign.md", NULL, NULL, &r),
+                     404);
     ck_assert_int_eq(harness_http(inst_port, "GET", "/lab", NULL, NULL, &r), 200);
     j = json(&r);
     res = cJSON_GetObjectItemCaseSensitive(j, "results");
@@ -354,7 +373,8 @@ START_TEST(test_clients_requests_stock_and_names_out_of_bounds_are_refused_with_
     refused("{\"strategy\":\"no-such-lock\"}", "unknown strategy");
     refused("{\"strategy\":7}", "\"strategy\"");
     refused("{\"strategy\":\"atomic\",\"scenario\":\"no-such\"}", "unknown scenario");
-    refused("{\"strategy\":\"atomic\",\"scenario\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}", "\"scenario\"");
+    refused("{\"strategy\":\"atomic\",\"scenario\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+            "\"scenario\"");
     refused("[1,2]", "not a JSON object");
     refused("not json", "not a JSON object");
     refused("", "not a JSON object");
@@ -365,7 +385,8 @@ START_TEST(test_clients_requests_stock_and_names_out_of_bounds_are_refused_with_
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "runs")), 0);
     cJSON_Delete(j);
     /* The bounds themselves are accepted. */
-    j = finished_run(start_run("{\"strategy\":\"atomic\",\"clients\":500,\"requests\":500,\"stock\":0}"), 30000);
+    j = finished_run(
+        start_run("{\"strategy\":\"atomic\",\"clients\":500,\"requests\":500,\"stock\":0}"), 30000);
     ck_assert_int_eq((int)num(j, "sold_out"), 500);
     cJSON_Delete(j);
 }
@@ -387,7 +408,8 @@ START_TEST(test_with_lab_enabled_false_every_run_endpoint_is_404_and_the_page_is
     start_instance(0, 1);
     struct httpc_response r;
     const char *paths[] = {"/lab/runs", "/lab/runs/1", "/lab/scenarios", "/lab/results/demo.csv"};
-    ck_assert_int_eq(harness_http(inst_port, "POST", "/lab/runs", NULL, "{\"strategy\":\"atomic\"}", &r), 404);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/lab/runs", NULL, "{\"strategy\":\"atomic\"}", &r), 404);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "not_found");
     for (size_t i = 0; i < 4; i++) {
         ck_assert_int_eq(harness_http(inst_port, "GET", paths[i], NULL, NULL, &r), 404);
@@ -446,7 +468,8 @@ static void refused_at(const char *const *sets, const char *sc, const char *sett
     inst_pid = 0;
 }
 
-START_TEST(test_a_scenario_whose_timeline_cannot_fit_the_settings_is_refused_with_400_naming_the_setting) {
+START_TEST(
+    test_a_scenario_whose_timeline_cannot_fit_the_settings_is_refused_with_400_naming_the_setting) {
     /* A's stall is 1.2 x TTL = 1200 ms: more than the fault bound. */
     const char *hold[] = {"lock.ttl-ms=1000", "faults.max-hold-ms=1000", NULL};
     refused_at(hold, "slow-holder", "faults.max-hold-ms");
@@ -533,19 +556,22 @@ static void setup_shipped(void) {
  * settings above. */
 static void start_pair(void) {
     inst_port = harness_free_port();
-    do inst2_port = harness_free_port(); while (inst2_port == inst_port);
+    do inst2_port = harness_free_port();
+    while (inst2_port == inst_port);
     char ttl[40], wait[40], spin[48], hold[48], insts[96], target[64];
     snprintf(ttl, sizeof(ttl), "lock.ttl-ms=%d", set_ttl);
     snprintf(wait, sizeof(wait), "lock.wait-ms=%d", set_wait);
     snprintf(spin, sizeof(spin), "lock.spin-sleep-ms=%d", set_spin < 0 ? 20 : set_spin);
     snprintf(hold, sizeof(hold), "faults.max-hold-ms=%d", set_hold < 0 ? 60000 : set_hold);
-    snprintf(insts, sizeof(insts), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", inst_port, inst2_port);
+    snprintf(insts, sizeof(insts), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", inst_port,
+             inst2_port);
     snprintf(target, sizeof(target), "lab.target=127.0.0.1:%d", inst_port);
     const char *b_sets[] = {redis_set, ttl, wait, spin, hold, "faults.enabled=true", NULL};
     inst2_pid = harness_inventoryd_start(inst2_port, b_sets);
     ck_assert_int_gt(inst2_pid, 0);
-    const char *a_sets[] = {redis_set, ttl, wait, spin, hold, dir_set, "faults.enabled=true",
-                            "lab.enabled=true", insts, target, NULL};
+    const char *a_sets[] = {
+        redis_set,          ttl,   wait,   spin, hold, dir_set, "faults.enabled=true",
+        "lab.enabled=true", insts, target, NULL};
     inst_pid = harness_inventoryd_start(inst_port, a_sets);
     ck_assert_int_gt(inst_pid, 0);
     struct httpc_response r;
@@ -569,10 +595,12 @@ static cJSON *scenario_run(const char *strategy, const char *sc) {
 /* Asserts that run's verdict is result, and first that its window was reached. */
 static void judged(const cJSON *run, const char *result) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(run, "verdict");
-    ck_assert_msg(cJSON_IsObject(v), "run %s %s has no verdict", str(run, "scenario"), str(run, "strategy"));
+    ck_assert_msg(cJSON_IsObject(v), "run %s %s has no verdict", str(run, "scenario"),
+                  str(run, "strategy"));
     ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "window_reached")),
                   "%s %s (ttl %d): fault missed its window (%s): %s: %s", str(run, "scenario"),
-                  str(run, "strategy"), set_ttl, str(v, "window"), str(v, "result"), str(v, "evidence"));
+                  str(run, "strategy"), set_ttl, str(v, "window"), str(v, "result"),
+                  str(v, "evidence"));
     ck_assert_msg(strcmp(str(v, "result"), result) == 0, "%s %s (ttl %d): %s, not %s: %s",
                   str(run, "scenario"), str(run, "strategy"), set_ttl, str(v, "result"), result,
                   str(v, "evidence"));
@@ -604,9 +632,7 @@ static double said(const cJSON *run, int i, const char *k) {
     return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
-static const char *word(const cJSON *run, int i) {
-    return str(step(run, i), "word");
-}
+static const char *word(const cJSON *run, int i) { return str(step(run, i), "word"); }
 
 static double audited(const cJSON *run, const char *k) {
     return num(cJSON_GetObjectItemCaseSensitive(run, "audit"), k);
@@ -631,15 +657,13 @@ static void meet(const char *sc, const char *flaw, const char *fix) {
     j = scenario_run(fix, sc);
     judged(j, "fixed");
     ck_assert(held(j, 1, "granted_us") >= held(j, 0, "released_us"));
-    ck_assert(said(j, 1, "lock.wait_ms") >= 100);   /* A had 200 ms to go */
+    ck_assert(said(j, 1, "lock.wait_ms") >= 100); /* A had 200 ms to go */
     ck_assert(said(j, 0, "unit") != said(j, 1, "unit"));
     ck_assert(audited(j, "violations") == 0 && audited(j, "sold_twice") == 0);
     cJSON_Delete(j);
 }
 
-START_TEST(test_race_shows_nones_flaw_and_local_fixes_it) {
-    meet("race", "none", "local");
-}
+START_TEST(test_race_shows_nones_flaw_and_local_fixes_it) { meet("race", "none", "local"); }
 END_TEST
 
 START_TEST(test_two_instances_shows_locals_flaw_and_setnx_spin_fixes_it) {
@@ -655,7 +679,7 @@ START_TEST(test_long_hold_shows_setnx_retrys_recursion_and_setnx_spin_waits_in_a
     cJSON_Delete(j);
     j = scenario_run("setnx-spin", "long-hold");
     judged(j, "fixed");
-    ck_assert(said(j, 1, "lock.depth") < 0);   /* no recursion to report */
+    ck_assert(said(j, 1, "lock.depth") < 0); /* no recursion to report */
     ck_assert(said(j, 1, "lock.wait_ms") >= 1000 && strcmp(word(j, 1), "sold") == 0);
     ck_assert(held(j, 1, "granted_us") >= held(j, 0, "released_us"));
     cJSON_Delete(j);
@@ -699,7 +723,8 @@ START_TEST(test_nested_shows_owner_lua_waiting_for_itself_and_reentrant_fixes_it
     judged(j, "flaw_shown");
     /* It waited for its own lock: its whole wait, or until its lease ran out. */
     double wait = num(step(j, 0), "wait_ms"), upto = wait < set_ttl ? wait : set_ttl;
-    ck_assert_msg(said(j, 0, "lock.wait_ms") >= 0.9 * upto, "A waited %g ms", said(j, 0, "lock.wait_ms"));
+    ck_assert_msg(said(j, 0, "lock.wait_ms") >= 0.9 * upto, "A waited %g ms",
+                  said(j, 0, "lock.wait_ms"));
     ck_assert(audited(j, "violations") == 0);
     cJSON_Delete(j);
     j = scenario_run("reentrant", "nested");
@@ -766,12 +791,16 @@ Suite *lab_suite(void) {
     TCase *limits = tcase_create("Limits");
     tcase_add_checked_fixture(limits, setup, teardown);
     tcase_set_timeout(limits, 90);
-    tcase_add_test(limits, test_clients_requests_stock_and_names_out_of_bounds_are_refused_with_400);
+    tcase_add_test(limits,
+                   test_clients_requests_stock_and_names_out_of_bounds_are_refused_with_400);
     tcase_add_test(limits, test_an_unknown_or_malformed_run_id_is_404);
-    tcase_add_test(limits, test_with_lab_enabled_false_every_run_endpoint_is_404_and_the_page_is_still_served);
+    tcase_add_test(
+        limits, test_with_lab_enabled_false_every_run_endpoint_is_404_and_the_page_is_still_served);
     tcase_add_test(limits, test_a_scenario_refused_with_403_says_faults_are_off);
     tcase_add_test(limits, test_sigterm_during_a_run_stops_it_and_the_instance_exits_0);
-    tcase_add_test(limits, test_a_scenario_whose_timeline_cannot_fit_the_settings_is_refused_with_400_naming_the_setting);
+    tcase_add_test(
+        limits,
+        test_a_scenario_whose_timeline_cannot_fit_the_settings_is_refused_with_400_naming_the_setting);
     suite_add_tcase(s, limits);
     /* Each flaw and each fix, at lock.ttl-ms=1000 lock.wait-ms=500 and then
      * at the shipped settings (slow-holder and overrun take about 18 s a
@@ -783,12 +812,19 @@ Suite *lab_suite(void) {
         tcase_set_timeout(cases[i], 150);
         tcase_add_test(cases[i], test_race_shows_nones_flaw_and_local_fixes_it);
         tcase_add_test(cases[i], test_two_instances_shows_locals_flaw_and_setnx_spin_fixes_it);
-        tcase_add_test(cases[i], test_long_hold_shows_setnx_retrys_recursion_and_setnx_spin_waits_in_a_loop);
-        tcase_add_test(cases[i], test_slow_holder_shows_expirings_and_owner_checks_flaw_and_owner_lua_fixes_it);
-        tcase_add_test(cases[i], test_nested_shows_owner_lua_waiting_for_itself_and_reentrant_fixes_it);
-        tcase_add_test(cases[i], test_overrun_shows_reentrants_and_fenceds_flaw_and_watchdog_fixes_it);
+        tcase_add_test(cases[i],
+                       test_long_hold_shows_setnx_retrys_recursion_and_setnx_spin_waits_in_a_loop);
+        tcase_add_test(
+            cases[i],
+            test_slow_holder_shows_expirings_and_owner_checks_flaw_and_owner_lua_fixes_it);
+        tcase_add_test(cases[i],
+                       test_nested_shows_owner_lua_waiting_for_itself_and_reentrant_fixes_it);
+        tcase_add_test(cases[i],
+                       test_overrun_shows_reentrants_and_fenceds_flaw_and_watchdog_fixes_it);
     }
-    tcase_add_test(cases[0], test_a_window_the_strategy_cannot_reach_is_inconclusive_though_the_audit_is_clean);
+    tcase_add_test(
+        cases[0],
+        test_a_window_the_strategy_cannot_reach_is_inconclusive_though_the_audit_is_clean);
     suite_add_tcase(s, cases[0]);
     suite_add_tcase(s, cases[1]);
     return s;

@@ -33,8 +33,8 @@ static void teardown(void) {
 /* Starts instances A and B on the test's Redis with this TTL and wait. */
 static void start_pair(int ttl_ms, int wait_ms, const char *extra) {
     const char *sets[] = {extra, NULL};
-    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
-                                        &b_pid, &b_port), 0);
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
 }
 
 static double audit(const char *field) {
@@ -97,7 +97,7 @@ START_TEST(test_setnx_spin_serialises_two_instances_where_local_did_not) {
     ck_assert_int_eq(b.status, 200);
     ck_assert_int_ne(harness_json_num(a.body, "unit"), harness_json_num(b.body, "unit"));
     ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 200);
-    ck_assert_int_gt(harness_json_num(b.body, "lock.attempts"), 5);   /* it spun */
+    ck_assert_int_gt(harness_json_num(b.body, "lock.attempts"), 5); /* it spun */
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("violations"), 0);
 }
@@ -107,12 +107,14 @@ START_TEST(test_setnx_retry_reports_its_depth_and_fails_cleanly_at_the_cap) {
     start_pair(10000, 5000, "lock.retry-max-depth=5");
     harness_redis_int(redis_port, "SET " LOCK_KEY " someone-else");
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 503);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r),
+                     503);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
     ck_assert_int_eq(harness_json_num(r.body, "lock.depth"), 5);
     ck_assert_ptr_nonnull(strstr(r.body, "recursion depth cap 5"));
     harness_redis_int(redis_port, "DEL " LOCK_KEY);
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r),
+                     200);
     ck_assert_int_eq(harness_json_num(r.body, "lock.depth"), 1);
 }
 END_TEST
@@ -120,12 +122,14 @@ END_TEST
 START_TEST(test_a_setnx_spin_holder_that_crashes_leaves_the_lock_forever) {
     start_pair(600, 400, NULL);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-spin?crash=1", NULL, NULL, &r), 0);
-    ck_assert_int_eq(harness_redis_int(redis_port, "PTTL " LOCK_KEY), -1);   /* no expiry */
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/setnx-spin?crash=1", NULL, NULL, &r), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "PTTL " LOCK_KEY), -1); /* no expiry */
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/setnx-spin", NULL, NULL, &r), 503);
+        ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/setnx-spin", NULL, NULL, &r),
+                         503);
         ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
-        mclock_sleep_ms(600);   /* a TTL later, still held */
+        mclock_sleep_ms(600); /* a TTL later, still held */
     }
 }
 END_TEST
@@ -134,7 +138,8 @@ START_TEST(test_an_expiring_holder_that_crashes_frees_the_lock_after_the_ttl) {
     start_pair(800, 300, NULL);
     struct httpc_response r;
     int64_t t0 = mclock_ms();
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/expiring?crash=1", NULL, NULL, &r), 0);
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/expiring?crash=1", NULL, NULL, &r), 0);
     ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/expiring", NULL, NULL, &r), 503);
     at(t0, 900);
     ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/expiring", NULL, NULL, &r), 200);
@@ -166,15 +171,15 @@ static int after_slow_holder(const char *strategy, const char *a_query, int *key
     harness_bg_join(&c);
     ck_assert_int_eq(b.status, 200);
     ck_assert_int_eq(c.status, 200);
-    ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 500);   /* B took A's expired lock */
+    ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 500); /* B took A's expired lock */
     return (int)harness_json_num(c.body, "lock.wait_ms");
 }
 
 START_TEST(test_an_expiring_holder_slower_than_the_ttl_deletes_the_next_owners_lock) {
     int key_left;
     int c_wait = after_slow_holder("expiring", "hold_ms=1500", &key_left);
-    ck_assert_int_eq(key_left, 0);            /* A's DEL removed B's lock */
-    ck_assert_int_lt(c_wait, 150);            /* so C walked in while B held it */
+    ck_assert_int_eq(key_left, 0); /* A's DEL removed B's lock */
+    ck_assert_int_lt(c_wait, 150); /* so C walked in while B held it */
     ck_assert_int_ge(audit("violations"), 2); /* A with B, then B with C */
 }
 END_TEST
@@ -182,8 +187,8 @@ END_TEST
 START_TEST(test_owner_check_does_not_delete_the_next_owners_lock) {
     int key_left;
     int c_wait = after_slow_holder("owner-check", "hold_ms=1500", &key_left);
-    ck_assert_int_eq(key_left, 1);            /* A saw B's value and kept off */
-    ck_assert_int_ge(c_wait, 120);            /* C waited for B's release at 1900 */
+    ck_assert_int_eq(key_left, 1); /* A saw B's value and kept off */
+    ck_assert_int_ge(c_wait, 120); /* C waited for B's release at 1900 */
     /* A and B still overlapped (A outlived its TTL): fixed by the watchdog. */
     ck_assert_int_eq(audit("violations"), 1);
 }
@@ -195,7 +200,7 @@ START_TEST(test_owner_check_with_a_slow_release_deletes_another_owners_lock) {
     int c_wait = after_slow_holder("owner-check", "hold_ms=200&release_delay_ms=1300", &key_left);
     ck_assert_int_eq(key_left, 0);
     ck_assert_int_lt(c_wait, 150);
-    ck_assert_int_ge(audit("violations"), 1);  /* B with C */
+    ck_assert_int_ge(audit("violations"), 1); /* B with C */
 }
 END_TEST
 
@@ -214,9 +219,11 @@ END_TEST
 START_TEST(test_owner_lua_nested_acquire_blocks_on_itself) {
     start_pair(10000, 300, NULL);
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/owner-lua?nested=2", NULL, NULL, &r), 503);
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/owner-lua?nested=2", NULL, NULL, &r), 503);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
-    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);  /* outer hold released */
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY),
+                     0); /* outer hold released */
     ck_assert_int_eq(audit("sold"), 0);
 }
 END_TEST
@@ -228,8 +235,8 @@ START_TEST(test_reentrant_nested_acquire_succeeds_and_the_count_returns_to_zero)
     mclock_sleep_ms(200);
     redisReply *h = harness_redis(redis_port, "HGETALL " LOCK_KEY);
     ck_assert_ptr_nonnull(h);
-    ck_assert_int_eq(h->elements, 2);                 /* one owner field ... */
-    ck_assert_str_eq(h->element[1]->str, "3");        /* ... held three times */
+    ck_assert_int_eq(h->elements, 2); /* one owner field ... */
+    ck_assert_str_eq(h->element[1]->str, "3"); /* ... held three times */
     ck_assert_ptr_nonnull(strchr(h->element[0]->str, ':'));
     freeReplyObject(h);
     harness_bg_join(&a);
@@ -247,7 +254,7 @@ START_TEST(test_reentrant_work_longer_than_the_ttl_loses_the_lock_and_the_probe_
     harness_bg_join(&a);
     harness_bg_join(&b);
     ck_assert_int_eq(b.status, 200);
-    ck_assert_int_lt(harness_json_num(b.body, "lock.wait_ms"), 1000);  /* in before A left */
+    ck_assert_int_lt(harness_json_num(b.body, "lock.wait_ms"), 1000); /* in before A left */
     ck_assert_int_ge(audit("violations"), 1);
     ck_assert(audit("oversold_units") >= 1 || audit("sold_twice") >= 1);
 }
@@ -268,7 +275,7 @@ START_TEST(test_watchdog_keeps_the_lock_through_work_three_times_the_ttl) {
     harness_bg_join(&b);
     ck_assert_int_eq(a.status, 200);
     ck_assert_int_eq(b.status, 200);
-    ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 1300);  /* B waited for A */
+    ck_assert_int_ge(harness_json_num(b.body, "lock.wait_ms"), 1300); /* B waited for A */
     ck_assert_int_eq(audit("violations"), 0);
     ck_assert_int_eq(audit("sold_twice"), 0);
     /* Renewal stops at release: no script runs once both are done. */
@@ -284,7 +291,7 @@ START_TEST(test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_com
     struct harness_bg a;
     harness_bg_start(&a, a_port, "/inventory/sale/watchdog?hold_ms=900", 0);
     mclock_sleep_ms(100);
-    harness_redis_int(redis_port, "DEL " LOCK_KEY);   /* e.g. a failover lost it */
+    harness_redis_int(redis_port, "DEL " LOCK_KEY); /* e.g. a failover lost it */
     harness_bg_join(&a);
     ck_assert_int_eq(a.status, 409);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
@@ -309,11 +316,14 @@ static void woken_by_redisson_client(const char *strategy) {
     harness_bg_start(&sale, a_port, path, 0);
     /* Waiting: it tried, subscribed to the unlock channel, and tried again
      * (lock_hash.c: an unlock before the subscription is not missed). */
-    ck_assert_msg(calls_above(redis_port, "evalsha", tries + 1), "the sale did not try the lock twice");
+    ck_assert_msg(calls_above(redis_port, "evalsha", tries + 1),
+                  "the sale did not try the lock twice");
     int listening = 0;
     for (int64_t end = mclock_ms() + 10000; !listening && mclock_ms() < end; mclock_sleep_ms(5)) {
-        redisReply *n = harness_redis(redis_port, "PUBSUB NUMSUB redisson_lock__channel:{" LOCK_KEY "}");
-        listening = n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 && n->element[1]->integer >= 1;
+        redisReply *n =
+            harness_redis(redis_port, "PUBSUB NUMSUB redisson_lock__channel:{" LOCK_KEY "}");
+        listening =
+            n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 && n->element[1]->integer >= 1;
         freeReplyObject(n);
     }
     ck_assert_msg(listening, "the sale never subscribed to the unlock channel");
@@ -328,8 +338,10 @@ static void woken_by_redisson_client(const char *strategy) {
     const char *heartbeat[] = {"\"SET\" \"inventory001:alive:", NULL};
     int beats = harness_lines(seen, heartbeat[0], NULL);
     int during = harness_lines(seen, NULL, heartbeat);
-    ck_assert_msg(beats >= 2, "only %d heartbeats in 700 ms: MONITOR saw nothing?\n%.1500s", beats, seen);
-    ck_assert_msg(during == 0, "%d Redis commands while waiting: it polled:\n%.1500s", during, seen);
+    ck_assert_msg(beats >= 2, "only %d heartbeats in 700 ms: MONITOR saw nothing?\n%.1500s", beats,
+                  seen);
+    ck_assert_msg(during == 0, "%d Redis commands while waiting: it polled:\n%.1500s", during,
+                  seen);
     free(seen);
 
     int64_t released = mclock_ms();
@@ -342,7 +354,8 @@ static void woken_by_redisson_client(const char *strategy) {
      * woken by the message, not at the end of its wait (5 s) or the
      * client's PTTL (30 s); the bound is generous for a loaded machine. */
     int64_t woken_within = sale.sent_ms + sale.took_ms - released;
-    ck_assert_msg(woken_within <= 2000, "answered %lld ms after the unlock", (long long)woken_within);
+    ck_assert_msg(woken_within <= 2000, "answered %lld ms after the unlock",
+                  (long long)woken_within);
 }
 
 START_TEST(test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message) {
@@ -376,14 +389,17 @@ START_TEST(test_redisson_serves_the_sales_of_one_process_in_arrival_order) {
     ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
     for (int i = 0; i < N; i++) harness_bg_join(&s[i]);
     int rank[N];
-    for (int i = 0; i < N; i++) ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
     by_arrival(s, 0, N, rank);
     for (int r = 0; r < N; r++) {
         const char *body = s[rank[r]].body;
-        ck_assert_msg(harness_json_num(body, "unit") == 200 - r,
-                      "the %d-th sale to come in (sale %d, order %s) sold unit %.0f, not %d: not served in "
-                      "arrival order", r + 1, rank[r], harness_json_str(body, "order"),
-                      harness_json_num(body, "unit"), 200 - r);
+        ck_assert_msg(
+            harness_json_num(body, "unit") == 200 - r,
+            "the %d-th sale to come in (sale %d, order %s) sold unit %.0f, not %d: not served in "
+            "arrival order",
+            r + 1, rank[r], harness_json_str(body, "order"), harness_json_num(body, "unit"),
+            200 - r);
         if (r > 0)
             ck_assert_msg(harness_json_num(body, "lock.attempts") == 1,
                           "sale %d contended while queued: %s", rank[r], body);
@@ -401,7 +417,7 @@ END_TEST
  * the sending order; `during`, when not NULL, runs once L has sold and the
  * second batch holds the lock. */
 enum { QUEUED = 8 };
-static int batch_stock;   /* > 0: the stock set before the client unlocks */
+static int batch_stock; /* > 0: the stock set before the client unlocks */
 static void batch_behind_a_client(int ttl_ms, const char *x_query, struct harness_bg *s,
                                   struct harness_monitor **m, void (*during)(void)) {
     start_pair(ttl_ms, 8000, NULL);
@@ -412,12 +428,15 @@ static void batch_behind_a_client(int ttl_ms, const char *x_query, struct harnes
     char px[96];
     snprintf(px, sizeof(px), "/inventory/sale/batched?%s", x_query);
     for (int i = 1; i < QUEUED; i++) {
-        harness_bg_start(&s[i], a_port, i == 1 ? px : i == QUEUED - 1 ? "/inventory/sale/batched?hold_ms=3000"
-                                                     : "/inventory/sale/batched", 0);
-        mclock_sleep_ms(i == 1 ? 300 : 40);   /* X well ahead of the rest */
+        harness_bg_start(&s[i], a_port,
+                         i == 1            ? px
+                         : i == QUEUED - 1 ? "/inventory/sale/batched?hold_ms=3000"
+                                           : "/inventory/sale/batched",
+                         0);
+        mclock_sleep_ms(i == 1 ? 300 : 40); /* X well ahead of the rest */
     }
     mclock_sleep_ms(1000);
-    if (batch_stock > 0) {   /* the stock the batches will find */
+    if (batch_stock > 0) { /* the stock the batches will find */
         harness_redis_int(redis_port, "SET inventory001 %d", batch_stock);
     }
     if (m) *m = harness_monitor_start(redis_port);
@@ -458,7 +477,7 @@ START_TEST(test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_b
         ck_assert_msg(harness_json_num(s[rank[r]].body, "unit") == 199 - r,
                       "the %d-th sale of the second batch to come in (sale %d): %s", r + 1, rank[r],
                       s[rank[r]].body);
-    ck_assert_int_eq(harness_json_num(s[0].body, "lock.batch"), -1);   /* alone */
+    ck_assert_int_eq(harness_json_num(s[0].body, "lock.batch"), -1); /* alone */
     ck_assert_int_lt(harness_json_num(s[0].body, "lock.hold_ms"), 400);
     /* The oldest queued sale led the batch: its hold_ms applied to all of
      * it (X's 400 ms, as sent first; a plain sale's none), and Z's 3000 ms,
@@ -466,15 +485,17 @@ START_TEST(test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_b
     int leader = rank[0];
     int lead_hold = leader == 1 ? 400 : leader == QUEUED - 1 ? 3000 : 0;
     for (int i = 1; i < QUEUED; i++) {
-        ck_assert_msg(harness_json_num(s[i].body, "lock.batch") == QUEUED - 1, "sale %d: %s", i, s[i].body);
+        ck_assert_msg(harness_json_num(s[i].body, "lock.batch") == QUEUED - 1, "sale %d: %s", i,
+                      s[i].body);
         double held = harness_json_num(s[i].body, "lock.hold_ms");
         ck_assert_msg(held >= lead_hold && (lead_hold == 3000 || held < 3000),
-                      "sale %d held %.0f ms, in a batch led by sale %d (hold_ms %d): %s", i, held, leader,
-                      lead_hold, s[i].body);
+                      "sale %d held %.0f ms, in a batch led by sale %d (hold_ms %d): %s", i, held,
+                      leader, lead_hold, s[i].body);
     }
     /* Two batches after the unlock: two acquires, two GETs, two SETs, two
      * RPUSHes (the second with seven entries), inside two writes. */
-    ck_assert_msg(harness_lines(seen, acquire_cmd, NULL) == 2, "acquires after the unlock:\n%.1500s", seen);
+    ck_assert_msg(harness_lines(seen, acquire_cmd, NULL) == 2,
+                  "acquires after the unlock:\n%.1500s", seen);
     ck_assert_int_eq(harness_lines(seen, "\"GET\" \"inventory001\"", NULL), 2);
     /* The write is one script (sale-write.lua): MONITOR shows its calls. */
     ck_assert_int_eq(harness_lines(seen, "\"set\" \"inventory001\" ", NULL), 2);
@@ -537,7 +558,8 @@ START_TEST(test_a_batch_that_loses_its_lock_answers_lock_lost_for_every_sale_and
     }
     ck_assert_int_eq(audit("sold"), 1);
     ck_assert_int_eq(audit("stock"), 199);
-    ck_assert_int_eq(harness_metric(a_port, "inventoryd_lost_locks_total{strategy=\"batched\"}"), QUEUED - 1);
+    ck_assert_int_eq(harness_metric(a_port, "inventoryd_lost_locks_total{strategy=\"batched\"}"),
+                     QUEUED - 1);
 }
 END_TEST
 
@@ -566,7 +588,7 @@ static void paused_holder(const char *strategy, struct harness_bg *a, struct har
 START_TEST(test_owner_lua_lets_a_paused_holder_write_a_stale_read) {
     struct harness_bg a, b;
     paused_holder("owner-lua", &a, &b);
-    ck_assert_int_eq(a.status, 200);               /* its write went through */
+    ck_assert_int_eq(a.status, 200); /* its write went through */
     ck_assert_int_eq(harness_json_num(a.body, "unit"), harness_json_num(b.body, "unit"));
     ck_assert_int_eq(audit("sold_twice"), 1);
 }
@@ -577,7 +599,8 @@ START_TEST(test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_ov
     paused_holder("fenced", &a, &b);
     ck_assert_int_eq(a.status, 409);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
-    ck_assert_int_lt(harness_json_num(a.body, "lock.token"), harness_json_num(b.body, "lock.token"));
+    ck_assert_int_lt(harness_json_num(a.body, "lock.token"),
+                     harness_json_num(b.body, "lock.token"));
     ck_assert_int_eq(audit("sold"), 1);
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("stock"), 199);
@@ -592,7 +615,8 @@ static int second_item_wait(const char *scope) {
     start_pair(10000, 5000, scope);
     struct httpc_response r;
     ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL,
-                                  "{\"stock\":5,\"item\":\"inventory002\"}", &r), 200);
+                                  "{\"stock\":5,\"item\":\"inventory002\"}", &r),
+                     200);
     struct harness_bg a, b;
     harness_bg_start(&a, a_port, "/inventory/sale/owner-lua?item=inventory001&hold_ms=800", 0);
     harness_bg_start(&b, b_port, "/inventory/sale/owner-lua?item=inventory002", 150);
@@ -600,7 +624,7 @@ static int second_item_wait(const char *scope) {
     harness_bg_join(&b);
     ck_assert_int_eq(a.status, 200);
     ck_assert_int_eq(b.status, 200);
-    ck_assert_int_eq(harness_json_num(b.body, "remaining"), 4);   /* sold from inventory002 */
+    ck_assert_int_eq(harness_json_num(b.body, "remaining"), 4); /* sold from inventory002 */
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory002"), 4);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
     return (int)harness_json_num(b.body, "lock.wait_ms");
@@ -621,7 +645,9 @@ END_TEST
 START_TEST(test_a_bad_item_is_refused_with_400) {
     start_pair(10000, 5000, NULL);
     long long keys = harness_redis_int(redis_port, "DBSIZE");
-    static const struct { const char *method, *path, *body; } bad[] = {
+    static const struct {
+        const char *method, *path, *body;
+    } bad[] = {
         {"GET", "/inventory/sale/atomic?item=a%20b", NULL},
         {"GET", "/inventory/sale/owner-lua?item=a%20b", NULL},
         {"GET", "/inventory?item=inventory001%2A", NULL},
@@ -631,9 +657,10 @@ START_TEST(test_a_bad_item_is_refused_with_400) {
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct httpc_response r;
-        ck_assert_int_eq(harness_http(a_port, bad[i].method, bad[i].path, NULL, bad[i].body, &r), 400);
+        ck_assert_int_eq(harness_http(a_port, bad[i].method, bad[i].path, NULL, bad[i].body, &r),
+                         400);
         ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "bad_request") == 0 &&
-                      strstr(harness_json_str(r.body, "error"), "item") != NULL,
+                          strstr(harness_json_str(r.body, "error"), "item") != NULL,
                       "%s %s: %s", bad[i].method, bad[i].path, r.body);
     }
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
@@ -663,7 +690,7 @@ START_TEST(test_readers_share_the_read_lock) {
     harness_bg_join(&b);
     ck_assert_int_eq(a.status, 200);
     ck_assert_int_eq(b.status, 200);
-    ck_assert_int_lt(b.took_ms, 300);   /* B did not wait for A */
+    ck_assert_int_lt(b.took_ms, 300); /* B did not wait for A */
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
 }
 END_TEST
@@ -689,7 +716,7 @@ START_TEST(test_a_sale_waits_for_readers_and_readers_wait_for_a_sale) {
     harness_bg_join(&r2);
     ck_assert_int_eq(r2.status, 200);
     ck_assert_int_ge(r2.took_ms, 400);
-    ck_assert_int_eq(harness_json_num(r2.body, "stock"), 198);   /* read after the write */
+    ck_assert_int_eq(harness_json_num(r2.body, "stock"), 198); /* read after the write */
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
 }
 END_TEST
@@ -704,13 +731,14 @@ START_TEST(test_a_holder_killed_inside_the_section_is_not_counted_against_later_
     harness_bg_start(&a, a_port, "/inventory/sale/redisson?hold_ms=5000", 0);
     mclock_sleep_ms(300);
     ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 1);
-    kill(a_pid, SIGKILL);   /* dies inside the critical section */
+    kill(a_pid, SIGKILL); /* dies inside the critical section */
     harness_bg_join(&a);
     waitpid(a_pid, NULL, 0);
     a_pid = 0;
     struct httpc_response r;
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
+        ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r),
+                         200);
         ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     }
     struct httpc_response au;
@@ -723,34 +751,45 @@ END_TEST
 
 Suite *ladder_suite(void) {
     Suite *s = suite_create("ladder");
-    struct { const char *name; const TTest *tests[8]; } cases[] = {
-        {"Spin", {test_setnx_spin_serialises_two_instances_where_local_did_not,
-                  test_setnx_retry_reports_its_depth_and_fails_cleanly_at_the_cap,
-                  test_a_setnx_spin_holder_that_crashes_leaves_the_lock_forever,
-                  test_an_expiring_holder_that_crashes_frees_the_lock_after_the_ttl}},
-        {"Expiry", {test_an_expiring_holder_slower_than_the_ttl_deletes_the_next_owners_lock,
-                    test_owner_check_does_not_delete_the_next_owners_lock,
-                    test_owner_check_with_a_slow_release_deletes_another_owners_lock,
-                    test_owner_lua_never_deletes_another_owners_lock}},
-        {"Reentry", {test_owner_lua_nested_acquire_blocks_on_itself,
-                     test_reentrant_nested_acquire_succeeds_and_the_count_returns_to_zero,
-                     test_reentrant_work_longer_than_the_ttl_loses_the_lock_and_the_probe_sees_overlap,
-                     test_watchdog_keeps_the_lock_through_work_three_times_the_ttl,
-                     test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_commit}},
-        {"Redisson", {test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
-                      test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
-                      test_redisson_serves_the_sales_of_one_process_in_arrival_order}},
-        {"Batched", {test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_by_the_oldest_sale,
-                     test_a_batch_that_loses_its_lock_answers_lock_lost_for_every_sale_and_writes_nothing,
-                     test_a_batch_larger_than_the_stock_sells_only_the_stock}},
-        {"Scope", {test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock,
-                   test_with_item_scope_independent_items_do_not_wait_for_each_other,
-                   test_a_bad_item_is_refused_with_400}},
-        {"ReadWrite", {test_readers_share_the_read_lock,
-                       test_a_sale_waits_for_readers_and_readers_wait_for_a_sale}},
+    struct {
+        const char *name;
+        const TTest *tests[8];
+    } cases[] = {
+        {"Spin",
+         {test_setnx_spin_serialises_two_instances_where_local_did_not,
+          test_setnx_retry_reports_its_depth_and_fails_cleanly_at_the_cap,
+          test_a_setnx_spin_holder_that_crashes_leaves_the_lock_forever,
+          test_an_expiring_holder_that_crashes_frees_the_lock_after_the_ttl}},
+        {"Expiry",
+         {test_an_expiring_holder_slower_than_the_ttl_deletes_the_next_owners_lock,
+          test_owner_check_does_not_delete_the_next_owners_lock,
+          test_owner_check_with_a_slow_release_deletes_another_owners_lock,
+          test_owner_lua_never_deletes_another_owners_lock}},
+        {"Reentry",
+         {test_owner_lua_nested_acquire_blocks_on_itself,
+          test_reentrant_nested_acquire_succeeds_and_the_count_returns_to_zero,
+          test_reentrant_work_longer_than_the_ttl_loses_the_lock_and_the_probe_sees_overlap,
+          test_watchdog_keeps_the_lock_through_work_three_times_the_ttl,
+          test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_commit}},
+        {"Redisson",
+         {test_redisson_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
+          test_batched_waits_for_a_redisson_client_and_is_woken_by_its_unlock_message,
+          test_redisson_serves_the_sales_of_one_process_in_arrival_order}},
+        {"Batched",
+         {test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_by_the_oldest_sale,
+          test_a_batch_that_loses_its_lock_answers_lock_lost_for_every_sale_and_writes_nothing,
+          test_a_batch_larger_than_the_stock_sells_only_the_stock}},
+        {"Scope",
+         {test_with_global_scope_a_sale_of_another_item_waits_for_the_one_lock,
+          test_with_item_scope_independent_items_do_not_wait_for_each_other,
+          test_a_bad_item_is_refused_with_400}},
+        {"ReadWrite",
+         {test_readers_share_the_read_lock,
+          test_a_sale_waits_for_readers_and_readers_wait_for_a_sale}},
         {"Probe", {test_a_holder_killed_inside_the_section_is_not_counted_against_later_holders}},
-        {"Fencing", {test_owner_lua_lets_a_paused_holder_write_a_stale_read,
-                     test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_oversold}},
+        {"Fencing",
+         {test_owner_lua_lets_a_paused_holder_write_a_stale_read,
+          test_fenced_refuses_a_paused_holders_write_with_409_and_nothing_is_oversold}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

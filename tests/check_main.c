@@ -20,10 +20,11 @@ int main(void) {
     srunner_free(sr);
     if (ran == 0) {
         const char *tcase = getenv("CK_RUN_CASE");
-        fprintf(stderr, "check: no test ran: %s%s%s (a case name in tests/CMakeLists.txt "
+        fprintf(stderr,
+                "check: no test ran: %s%s%s (a case name in tests/CMakeLists.txt "
                 "that the suite does not have?)\n",
-                tcase ? "CK_RUN_CASE=" : "the suite has no test",
-                tcase ? tcase : "", tcase ? " names no case with a test" : "");
+                tcase ? "CK_RUN_CASE=" : "the suite has no test", tcase ? tcase : "",
+                tcase ? " names no case with a test" : "");
         return EXIT_FAILURE;
     }
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

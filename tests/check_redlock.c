@@ -51,16 +51,16 @@ static void start_pair_timeout(int ttl_ms, int wait_ms, int node_ms) {
     char nt[48];
     snprintf(nt, sizeof(nt), "redlock.node-timeout-ms=%d", node_ms);
     const char *sets[] = {nodes, nt, NULL};
-    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
-                                        &b_pid, &b_port), 0);
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
 }
 
 /* The same with the 50 ms node timeout. */
 static void start_pair(int ttl_ms, int wait_ms, const char *masters) {
     masters_ready(ttl_ms);
     const char *sets[] = {masters ? masters : nodes, "redlock.node-timeout-ms=50", NULL};
-    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
-                                        &b_pid, &b_port), 0);
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
 }
 
 static double audit(const char *field) {
@@ -84,8 +84,9 @@ static const char *vote_of(const char *body, int i) {
  * one outcome ("yes", "busy", "error", "restarted"). */
 static long long votes(int port, int i, const char *outcome) {
     char series[128];
-    snprintf(series, sizeof(series), "inventoryd_redlock_votes_total{node=\"127.0.0.1:%d\",outcome=\"%s\"}",
-             master_port[i], outcome);
+    snprintf(series, sizeof(series),
+             "inventoryd_redlock_votes_total{node=\"127.0.0.1:%d\",outcome=\"%s\"}", master_port[i],
+             outcome);
     long long n = harness_metric(port, series);
     ck_assert_msg(n >= 0, "no %s in GET /metrics", series);
     return n;
@@ -109,8 +110,9 @@ static pid_t load_start(int port, int clients, int requests, const char *out) {
         snprintf(c, sizeof(c), "%d", clients);
         snprintf(n, sizeof(n), "%d", requests);
         if (!freopen(out, "w", stdout)) _exit(127);
-        execl(INVENTORY_LOAD_BIN, INVENTORY_LOAD_BIN, "--port", p, "--path", "/inventory/sale/redlock",
-              "--clients", c, "--requests", n, "--timeout-ms", "30000", "--format", "kv", (char *)NULL);
+        execl(INVENTORY_LOAD_BIN, INVENTORY_LOAD_BIN, "--port", p, "--path",
+              "/inventory/sale/redlock", "--clients", c, "--requests", n, "--timeout-ms", "30000",
+              "--format", "kv", (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -133,7 +135,7 @@ static long long load_field(const char *out, const char *field) {
     return strtoll(p + strlen(key), NULL, 10);
 }
 
-static pid_t la, lb;   /* the two loads while load_both runs */
+static pid_t la, lb; /* the two loads while load_both runs */
 
 /* 1 while the load pid has not exited (it is not reaped here). */
 static int running(pid_t pid) {
@@ -185,8 +187,10 @@ START_TEST(test_all_three_masters_up_sell_exactly_the_stock) {
             ck_assert_int_eq(votes(port, i, "restarted"), 0);
         }
         ck_assert_int_eq(answered, 600);
-        ck_assert_msg(all == 3 * attempts, "%lld votes for %lld rounds of 3 masters", all, attempts);
-        ck_assert_msg(yes >= 2 * answered, "%lld yes votes for %lld holds (quorum 2)", yes, answered);
+        ck_assert_msg(all == 3 * attempts, "%lld votes for %lld rounds of 3 masters", all,
+                      attempts);
+        ck_assert_msg(yes >= 2 * answered, "%lld yes votes for %lld holds (quorum 2)", yes,
+                      answered);
         sales += redlock_metric(port, "inventoryd_sales_total");
     }
     ck_assert_int_eq(sales, 200);
@@ -206,7 +210,8 @@ static void kill_second_master(void) {
     waitpid(master_pid[1], NULL, 0);
     master_pid[1] = 0;
     ck_assert_msg(both, "a load had ended before the kill");
-    ck_assert_msg(sold_at_kill >= 20 && sold_at_kill < 200, "%lld of 200 sold at the kill", sold_at_kill);
+    ck_assert_msg(sold_at_kill >= 20 && sold_at_kill < 200, "%lld of 200 sold at the kill",
+                  sold_at_kill);
 }
 
 START_TEST(test_a_master_killed_mid_load_oversells_nothing_and_waits_out_its_restart) {
@@ -221,8 +226,10 @@ START_TEST(test_a_master_killed_mid_load_oversells_nothing_and_waits_out_its_res
     ck_assert_int_eq(audit("oversold_units"), 0);
     /* Every round after the kill counted the dead master's vote as an error. */
     long long errors = votes(a_port, 1, "error") + votes(b_port, 1, "error");
-    ck_assert_msg(errors > 0, "no error vote for the killed master (%lld sold at the kill)", sold_at_kill);
-    for (int i = 0; i < 3; i += 2) ck_assert_int_eq(votes(a_port, i, "error") + votes(b_port, i, "error"), 0);
+    ck_assert_msg(errors > 0, "no error vote for the killed master (%lld sold at the kill)",
+                  sold_at_kill);
+    for (int i = 0; i < 3; i += 2)
+        ck_assert_int_eq(votes(a_port, i, "error") + votes(b_port, i, "error"), 0);
     ck_assert_int_eq(votes(a_port, 1, "restarted"), 0);
 
     /* Restarted empty on the same port: it forgot every lock it held. */
@@ -236,7 +243,7 @@ START_TEST(test_a_master_killed_mid_load_oversells_nothing_and_waits_out_its_res
     ck_assert_str_eq(vote_of(r.body, 0), "yes");
     ck_assert_int_eq(harness_json_num(r.body, "lock.attempts"), 1);
     ck_assert_int_eq(votes(a_port, 1, "restarted"), 1);
-    mclock_sleep_ms(3200);   /* the longest lease has passed */
+    mclock_sleep_ms(3200); /* the longest lease has passed */
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     ck_assert_str_eq(vote_of(r.body, 1), "yes");
     ck_assert_int_eq(votes(a_port, 1, "restarted"), 1);
@@ -255,7 +262,8 @@ START_TEST(test_two_masters_down_answer_503_at_once_and_sales_resume_when_back) 
     struct httpc_response r;
     for (int k = 0; k < 3; k++) {
         int64_t t0 = mclock_ms();
-        ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 503);
+        ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r),
+                         503);
         int64_t took = mclock_ms() - t0;
         ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
         ck_assert_ptr_nonnull(strstr(r.body, "masters can vote"));
@@ -270,7 +278,7 @@ START_TEST(test_two_masters_down_answer_503_at_once_and_sales_resume_when_back) 
         master_pid[i] = harness_redis_start(master_port[i], NULL);
         ck_assert_int_gt(master_pid[i], 0);
     }
-    masters_ready(3000);   /* back, and up for the TTL: they vote again */
+    masters_ready(3000); /* back, and up for the TTL: they vote again */
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     ck_assert_int_eq(audit("stock"), 199);
@@ -318,7 +326,8 @@ START_TEST(test_a_short_round_gives_back_its_partial_win_and_votes_busy_where_he
      * whatever count it had). */
     char lock_sha[48], unlock_sha[48];
     snprintf(lock_sha, sizeof(lock_sha), "%s", harness_script_sha(master_port[0], "hash-lock"));
-    snprintf(unlock_sha, sizeof(unlock_sha), "%s", harness_script_sha(master_port[0], "hash-abandon"));
+    snprintf(unlock_sha, sizeof(unlock_sha), "%s",
+             harness_script_sha(master_port[0], "hash-abandon"));
     ck_assert(lock_sha[0] && unlock_sha[0]);
     char lock_cmd[96], unlock_cmd[96];
     snprintf(lock_cmd, sizeof(lock_cmd), "\"EVALSHA\" \"%s\"", lock_sha);
@@ -338,7 +347,8 @@ START_TEST(test_a_short_round_gives_back_its_partial_win_and_votes_busy_where_he
     /* No partial win kept: master 0 holds nothing, and every round that
      * won it gave it back. */
     ck_assert_int_eq(harness_redis_int(master_port[0], "EXISTS " LOCK_KEY), 0);
-    int locks = harness_lines(seen, lock_cmd, NULL), unlocks = harness_lines(seen, unlock_cmd, NULL);
+    int locks = harness_lines(seen, lock_cmd, NULL),
+        unlocks = harness_lines(seen, unlock_cmd, NULL);
     ck_assert_msg(locks == rounds && unlocks == rounds,
                   "master 0: %d acquires and %d releases for %d rounds:\n%.1500s", locks, unlocks,
                   rounds, seen);
@@ -385,7 +395,8 @@ START_TEST(test_a_round_sends_to_every_master_before_reading_any_answer) {
     struct httpc_response r;
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     char lock_cmd[96];
-    snprintf(lock_cmd, sizeof(lock_cmd), "\"EVALSHA\" \"%s\"", harness_script_sha(master_port[1], "hash-lock"));
+    snprintf(lock_cmd, sizeof(lock_cmd), "\"EVALSHA\" \"%s\"",
+             harness_script_sha(master_port[1], "hash-lock"));
     ck_assert(strlen(lock_cmd) > 20);
     struct harness_monitor *m0 = harness_monitor_start(master_port[0]);
     struct harness_monitor *m1 = harness_monitor_start(master_port[1]);
@@ -410,8 +421,10 @@ START_TEST(test_a_round_sends_to_every_master_before_reading_any_answer) {
         ck_assert_msg(line != NULL, "master %d got no acquire:\n%.1500s", i, seen[i]);
         at[i] = strtod(line, NULL);
     }
-    ck_assert_msg(at[1] < at[0], "master 1 ran the acquire %.1f ms after master 0, which was paused "
-                  "300 ms: the round was not pipelined", (at[1] - at[0]) * 1000);
+    ck_assert_msg(at[1] < at[0],
+                  "master 1 ran the acquire %.1f ms after master 0, which was paused "
+                  "300 ms: the round was not pipelined",
+                  (at[1] - at[0]) * 1000);
     free(seen0);
     free(seen1);
 }
@@ -429,14 +442,16 @@ START_TEST(test_the_watchdog_renews_on_every_master_while_the_sale_works) {
         if (left > 0) mclock_sleep_ms((int)left);
         for (int i = 0; i < 3; i++) {
             long long pttl = harness_redis_int(master_port[i], "PTTL " LOCK_KEY);
-            ck_assert_msg(pttl > 100, "master %d: PTTL at %d ms was %lld: not renewed", i, ms, pttl);
+            ck_assert_msg(pttl > 100, "master %d: PTTL at %d ms was %lld: not renewed", i, ms,
+                          pttl);
         }
     }
     harness_bg_join(&a);
     ck_assert_int_eq(a.status, 200);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
     ck_assert_int_ge(redlock_metric(a_port, "inventoryd_lock_renewals_total"), 5);
-    for (int i = 0; i < 3; i++) ck_assert_int_eq(harness_redis_int(master_port[i], "EXISTS " LOCK_KEY), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(harness_redis_int(master_port[i], "EXISTS " LOCK_KEY), 0);
 }
 END_TEST
 
@@ -484,13 +499,14 @@ START_TEST(test_redlock_serves_the_sales_of_one_process_in_arrival_order) {
         mclock_sleep_ms(60);
     }
     mclock_sleep_ms(200);
-    for (int i = 0; i < 3; i++) ck_assert_int_eq(harness_redisson_unlock(master_port[i], LOCK_KEY, OTHER_OWNER), 1);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(harness_redisson_unlock(master_port[i], LOCK_KEY, OTHER_OWNER), 1);
     for (int i = 0; i < N; i++) harness_bg_join(&s[i]);
     for (int i = 0; i < N; i++) {
         ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
         ck_assert_msg(harness_json_num(s[i].body, "unit") == 200 - i,
-                      "sale %d (sent %d-th) sold unit %.0f, not %d: not served in arrival order", i, i + 1,
-                      harness_json_num(s[i].body, "unit"), 200 - i);
+                      "sale %d (sent %d-th) sold unit %.0f, not %d: not served in arrival order", i,
+                      i + 1, harness_json_num(s[i].body, "unit"), 200 - i);
         /* Only the head of the gate contends in Redis: the others sent one
          * acquire each, when their turn came. */
         if (i > 0)
@@ -561,7 +577,8 @@ START_TEST(test_watchdog_on_one_master_loses_exclusion_in_a_failover) {
     a_pid = harness_inventoryd_start(a_port, sa);
     b_port = harness_free_port();
     b_pid = harness_inventoryd_start(b_port, sb);
-    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r),
+                     200);
     /* Wait until the stock is on the replica: a freshly synced Redis 7
      * replica may get the stream only after its first ACK (up to 1 s). */
     for (int i = 0; i < 100 && harness_redis_int(replica_port, "GET inventory001") != 200; i++)
@@ -573,7 +590,7 @@ START_TEST(test_watchdog_on_one_master_loses_exclusion_in_a_failover) {
     /* B took the lock while A still held it: two owners. */
     ck_assert_msg(b.status == 200, "B: %d %s", b.status, b.body);
     ck_assert_int_lt(harness_json_num(b.body, "lock.wait_ms"), 500);
-    ck_assert_int_lt(b.sent_ms + b.took_ms, a.sent_ms + a.took_ms);   /* B done before A let go */
+    ck_assert_int_lt(b.sent_ms + b.took_ms, a.sent_ms + a.took_ms); /* B done before A let go */
     harness_stop(replica);
 }
 END_TEST
@@ -587,15 +604,18 @@ START_TEST(test_redlock_keeps_exclusion_through_the_same_failover) {
     snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
     snprintf(nodes_b, sizeof(nodes_b), "redlock.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
              replica_port, master_port[1], master_port[2]);
-    const char *sa[] = {rp, nodes, "lock.ttl-ms=3000", "lock.wait-ms=3000", "faults.enabled=true", NULL};
-    const char *sb[] = {rp, nodes_b, "lock.ttl-ms=3000", "lock.wait-ms=3000", "faults.enabled=true", NULL};
+    const char *sa[] = {rp,  nodes, "lock.ttl-ms=3000", "lock.wait-ms=3000", "faults.enabled=true",
+                        NULL};
+    const char *sb[] = {
+        rp, nodes_b, "lock.ttl-ms=3000", "lock.wait-ms=3000", "faults.enabled=true", NULL};
     masters_ready(3000);
     struct httpc_response r;
     a_port = harness_free_port();
     a_pid = harness_inventoryd_start(a_port, sa);
     b_port = harness_free_port();
     b_pid = harness_inventoryd_start(b_port, sb);
-    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r),
+                     200);
     struct harness_bg a, b;
     failover("redlock", master_port[0], master_pid[0], replica_port, replica, &a, &b);
     master_pid[0] = 0;

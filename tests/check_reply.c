@@ -16,9 +16,7 @@
 /* The parsed answer of the current test, deleted by the fixture. */
 static cJSON *doc;
 
-static void setup(void) {
-    doc = NULL;
-}
+static void setup(void) { doc = NULL; }
 
 static void teardown(void) {
     cJSON_Delete(doc);
@@ -213,8 +211,13 @@ START_TEST(test_the_stock_as_text_is_one_line_with_the_port) {
 END_TEST
 
 START_TEST(test_the_audit_reports_every_count_and_oversold_as_a_bool) {
-    struct audit a = {.stock = -2, .initial = 200, .sold = 203, .sold_twice = 1,
-                      .oversold_units = 1, .oversold = 1, .violations = 17};
+    struct audit a = {.stock = -2,
+                      .initial = 200,
+                      .sold = 203,
+                      .sold_twice = 1,
+                      .oversold_units = 1,
+                      .oversold = 1,
+                      .violations = 17};
     cJSON *o = parse(reply_audit(&a, 0));
     ck_assert_int_eq((long long)num(o, "stock"), -2);
     ck_assert_int_eq((long long)num(o, "initial"), 200);
@@ -332,8 +335,8 @@ START_TEST(test_an_unknown_strategy_is_named_and_every_known_one_listed) {
     const char *sentence = str(o, "error");
     ck_assert_ptr_nonnull(strstr(sentence, "no-such-lock"));
     for (int i = 0; i < n; i++)
-        ck_assert_msg(strstr(sentence, strategies[i].name) != NULL,
-                      "\"%s\" not in \"%s\"", strategies[i].name, sentence);
+        ck_assert_msg(strstr(sentence, strategies[i].name) != NULL, "\"%s\" not in \"%s\"",
+                      strategies[i].name, sentence);
     const cJSON *list = field(o, "strategies");
     ck_assert(cJSON_IsArray(list));
     ck_assert_int_eq(cJSON_GetArraySize(list), n);

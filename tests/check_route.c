@@ -46,9 +46,9 @@ START_TEST(test_get_and_post_inventory_sale_sell_with_the_default_strategy) {
 END_TEST
 
 START_TEST(test_a_strategy_segment_names_the_strategy) {
-    const char *names[] = {"none", "local", "setnx-retry", "setnx-spin", "expiring",
-                           "owner-check", "owner-lua", "reentrant", "watchdog",
-                           "redisson", "redlock", "fenced", "handoff", "batched", "atomic"};
+    const char *names[] = {"none",        "local",     "setnx-retry", "setnx-spin", "expiring",
+                           "owner-check", "owner-lua", "reentrant",   "watchdog",   "redisson",
+                           "redlock",     "fenced",    "handoff",     "batched",    "atomic"};
     char url[128];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(url, sizeof url, "/inventory/sale/%s", names[i]);
@@ -183,9 +183,11 @@ START_TEST(test_delete_inventory_is_the_path_with_a_method_not_allowed_and_allow
 END_TEST
 
 START_TEST(test_post_to_a_get_only_path_is_not_allowed) {
-    const char *paths[] = {"/inventory", "/inventory/audit", "/strategies", "/healthz",
-                           "/metrics", "/", "/lab/app.css", "/lab/runs/7", "/lab/scenarios",
-                           "/lab/results/matrix.csv"};
+    const char *paths[] = {"/inventory",     "/inventory/audit",
+                           "/strategies",    "/healthz",
+                           "/metrics",       "/",
+                           "/lab/app.css",   "/lab/runs/7",
+                           "/lab/scenarios", "/lab/results/matrix.csv"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         ck_assert_int_ne(match("POST", paths[i]), ROUTE_NOT_FOUND);
         ck_assert_int_eq(r.method_allowed, 0);
@@ -206,10 +208,21 @@ START_TEST(test_put_and_delete_on_a_sale_are_not_allowed) {
 END_TEST
 
 START_TEST(test_head_is_allowed_wherever_get_is) {
-    const char *paths[] = {"/inventory/sale", "/inventory/sale/local", "/inventory",
-                           "/inventory/audit", "/strategies", "/healthz", "/metrics",
-                           "/inventory/saleByRedisson", "/inventory/saleByRedlock", "/",
-                           "/lab", "/lab/app.js", "/lab/runs", "/lab/runs/1", "/lab/scenarios",
+    const char *paths[] = {"/inventory/sale",
+                           "/inventory/sale/local",
+                           "/inventory",
+                           "/inventory/audit",
+                           "/strategies",
+                           "/healthz",
+                           "/metrics",
+                           "/inventory/saleByRedisson",
+                           "/inventory/saleByRedlock",
+                           "/",
+                           "/lab",
+                           "/lab/app.js",
+                           "/lab/runs",
+                           "/lab/runs/1",
+                           "/lab/scenarios",
                            "/lab/results/demo.csv"};
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         ck_assert_int_ne(match("HEAD", paths[i]), ROUTE_NOT_FOUND);
@@ -388,16 +401,15 @@ END_TEST
 
 START_TEST(test_a_strategy_segment_with_other_punctuation_is_not_found) {
     const char *bad[] = {"/inventory/sale/owner_lua", "/inventory/sale/owner.lua",
-                         "/inventory/sale/a b", "/inventory/sale/..", "/inventory/sale/a?b",
-                         "/inventory/sale/\xc3\xa9t\xc3\xa9", "/inventory/sale/a\tb"};
+                         "/inventory/sale/a b",       "/inventory/sale/..",
+                         "/inventory/sale/a?b",       "/inventory/sale/\xc3\xa9t\xc3\xa9",
+                         "/inventory/sale/a\tb"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_not_found("GET", bad[i], CONTEXT);
 }
 END_TEST
 
-START_TEST(test_an_empty_url_is_not_found) {
-    assert_not_found("GET", "", CONTEXT);
-}
+START_TEST(test_an_empty_url_is_not_found) { assert_not_found("GET", "", CONTEXT); }
 END_TEST
 
 START_TEST(test_the_root_path_is_the_lab_page_whatever_the_context_path) {
@@ -410,13 +422,26 @@ START_TEST(test_the_root_path_is_the_lab_page_whatever_the_context_path) {
 END_TEST
 
 START_TEST(test_a_lab_file_not_listed_is_not_found) {
-    const char *bad[] = {"/lab/index.html", "/lab/app.jsx", "/lab/App.js",
-                         "/lab/app.js/x", "/lab/../lab/app.js", "/lab/%61pp.js", "/lab/web/app.js",
-                         "/lab/results", "/lab/results/", "/lab/results/demo.md",
-                         "/lab/results/demo.csv.bak", "/lab/results/../results/demo.csv",
-                         "/lab/results/..%2fdemo.csv", "/lab/results/DEMO.csv",
-                         "/lab/results/run/demo.csv", "/lab/results//demo.csv",
-                         "/lab/results/demo.csv/x", "/labx/runs", "/lab/run", "/lab/runsx"};
+    const char *bad[] = {"/lab/index.html",
+                         "/lab/app.jsx",
+                         "/lab/App.js",
+                         "/lab/app.js/x",
+                         "/lab/../lab/app.js",
+                         "/lab/%61pp.js",
+                         "/lab/web/app.js",
+                         "/lab/results",
+                         "/lab/results/",
+                         "/lab/results/demo.md",
+                         "/lab/results/demo.csv.bak",
+                         "/lab/results/../results/demo.csv",
+                         "/lab/results/..%2fdemo.csv",
+                         "/lab/results/DEMO.csv",
+                         "/lab/results/run/demo.csv",
+                         "/lab/results//demo.csv",
+                         "/lab/results/demo.csv/x",
+                         "/labx/runs",
+                         "/lab/run",
+                         "/lab/runsx"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_not_found("GET", bad[i], CONTEXT);
 }
@@ -425,11 +450,11 @@ END_TEST
 START_TEST(test_a_run_id_is_one_to_nine_digits) {
     ck_assert_int_eq(match("GET", "/lab/runs/123456789"), ROUTE_LAB_RUN);
     ck_assert_str_eq(r.arg, "123456789");
-    const char *bad[] = {"/lab/runs/1234567890", "/lab/runs/-1", "/lab/runs/1a", "/lab/runs/a",
-                         "/lab/runs/1/", "/lab/runs/1/x", "/lab/runs//1", "/lab/runs/+1",
-                         "/lab/runs/ 1", "/lab/runs/0x1", "/lab/runs/1.0"};
+    const char *bad[] = {"/lab/runs/1234567890", "/lab/runs/-1",  "/lab/runs/1a", "/lab/runs/a",
+                         "/lab/runs/1/",         "/lab/runs/1/x", "/lab/runs//1", "/lab/runs/+1",
+                         "/lab/runs/ 1",         "/lab/runs/0x1", "/lab/runs/1.0"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (strcmp(bad[i], "/lab/runs/1/") == 0) {   /* a trailing slash is ignored */
+        if (strcmp(bad[i], "/lab/runs/1/") == 0) { /* a trailing slash is ignored */
             ck_assert_int_eq(match("GET", bad[i]), ROUTE_LAB_RUN);
             ck_assert_str_eq(r.arg, "1");
             continue;
@@ -459,12 +484,22 @@ START_TEST(test_an_empty_context_path_behaves_like_root) {
 END_TEST
 
 START_TEST(test_unknown_paths_are_not_found) {
-    const char *unknown[] = {"/inventor", "/inventoryx", "/inventory/stock",
-                             "/inventory/sales", "/inventory/sale-redisson",
-                             "/inventory/audit/x", "/inventory/reset/now", "/strategy",
-                             "/healthz/x", "/metric", "/inventory/saleByRedissonX",
-                             "inventory", "inventory/sale", "/redis/distributed/lock",
-                             "/redis/inventory/sale", "/inventory/sale/redisson?x=1"};
+    const char *unknown[] = {"/inventor",
+                             "/inventoryx",
+                             "/inventory/stock",
+                             "/inventory/sales",
+                             "/inventory/sale-redisson",
+                             "/inventory/audit/x",
+                             "/inventory/reset/now",
+                             "/strategy",
+                             "/healthz/x",
+                             "/metric",
+                             "/inventory/saleByRedissonX",
+                             "inventory",
+                             "inventory/sale",
+                             "/redis/distributed/lock",
+                             "/redis/inventory/sale",
+                             "/inventory/sale/redisson?x=1"};
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
         assert_not_found("GET", unknown[i], CONTEXT);
 }
@@ -536,8 +571,11 @@ END_TEST
 static void instance(const char *pattern, char *buf, size_t len) {
     static const struct {
         const char *param, *value;
-    } values[] = {{"{context-path}", CONTEXT}, {"{strategy}", "redlock"}, {"{id}", "7"},
-                  {"{asset}", "app.js"},         {"{file}", "demo.csv"}};
+    } values[] = {{"{context-path}", CONTEXT},
+                  {"{strategy}", "redlock"},
+                  {"{id}", "7"},
+                  {"{asset}", "app.js"},
+                  {"{file}", "demo.csv"}};
     size_t used = 0;
     buf[0] = '\0';
     for (const char *p = pattern; *p;) {
@@ -589,7 +627,7 @@ END_TEST
 #define DOC_MAX 64
 
 struct doc_endpoint {
-    char methods[32];          /* as routes.def writes them: "GET, POST" */
+    char methods[32]; /* as routes.def writes them: "GET, POST" */
     char path[128];
 };
 
@@ -620,7 +658,7 @@ static int read_doc_endpoints(struct doc_endpoint *out) {
             size_t ml = strspn(item, "ABCDEFGHIJKLMNOPQRSTUVWXYZ/");
             ck_assert_msg(ml > 0 && item[ml] == ' ' && item[ml + 1] == '/',
                           "docs/api.md: '%s' is not `METHOD /path`", item);
-            size_t used = 0;   /* "GET/POST" -> "GET, POST" */
+            size_t used = 0; /* "GET/POST" -> "GET, POST" */
             for (size_t i = 0; i < ml && used + 3 < sizeof(e->methods); i++) {
                 if (item[i] == '/') e->methods[used++] = ',';
                 e->methods[used++] = item[i] == '/' ? ' ' : item[i];

@@ -89,8 +89,8 @@ static void start_pair(int ttl_ms, int wait_ms, ...) {
     for (const char *s; n < 23 && (s = va_arg(ap, const char *)) != NULL;) sets[n++] = s;
     va_end(ap);
     sets[n] = NULL;
-    ck_assert_int_eq(harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port,
-                                        &b_pid, &b_port), 0);
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, ttl_ms, wait_ms, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
 }
 
 static double audit(const char *field) {
@@ -113,13 +113,9 @@ static void reset_stock(int port, int stock) {
 }
 
 /* The stock and the ledger's length, straight from Redis. */
-static long long stock_now(void) {
-    return harness_redis_int(redis_port, "GET " STOCK_KEY);
-}
+static long long stock_now(void) { return harness_redis_int(redis_port, "GET " STOCK_KEY); }
 
-static long long ledger_len(void) {
-    return harness_redis_int(redis_port, "LLEN " LEDGER_KEY);
-}
+static long long ledger_len(void) { return harness_redis_int(redis_port, "LLEN " LEDGER_KEY); }
 
 /* ---- helpers: a Redis made to sleep, keep-alive clients, raw HTTP -------- */
 
@@ -144,9 +140,7 @@ static void redis_sleep_start(struct redis_sleep *s, int port, int ms) {
     pthread_create(&s->thread, NULL, redis_sleep_main, s);
 }
 
-static void redis_sleep_join(struct redis_sleep *s) {
-    pthread_join(s->thread, NULL);
-}
+static void redis_sleep_join(struct redis_sleep *s) { pthread_join(s->thread, NULL); }
 
 /* One request on a keep-alive client of the caller's, on its own thread:
  * sales on one keep-alive connection are served by one thread of the
@@ -177,16 +171,14 @@ static void ka_bg_start(struct ka_bg *b, struct httpc *h, const char *path) {
     pthread_create(&b->thread, NULL, ka_bg_main, b);
 }
 
-static void ka_bg_join(struct ka_bg *b) {
-    pthread_join(b->thread, NULL);
-}
+static void ka_bg_join(struct ka_bg *b) { pthread_join(b->thread, NULL); }
 
 /* A keep-alive client selling path in a loop until stopped. */
 struct ka_loop {
     int port;
     char path[256];
     atomic_int stop;
-    atomic_long sales;   /* answers received */
+    atomic_long sales; /* answers received */
     pthread_t thread;
 };
 
@@ -195,8 +187,10 @@ static void *ka_loop_main(void *arg) {
     struct httpc *h = httpc_create("127.0.0.1", k->port, 10000);
     while (!atomic_load(&k->stop)) {
         struct httpc_response r;
-        if (httpc_request(h, "GET", k->path, NULL, NULL, &r) == 0) atomic_fetch_add(&k->sales, 1);
-        else mclock_sleep_ms(5);
+        if (httpc_request(h, "GET", k->path, NULL, NULL, &r) == 0)
+            atomic_fetch_add(&k->sales, 1);
+        else
+            mclock_sleep_ms(5);
     }
     httpc_free(h);
     return NULL;
@@ -219,18 +213,21 @@ static void ka_loop_stop(struct ka_loop *k) {
  * close) or 5 s pass. Returns the status of the answer, 0 if none. */
 static int raw_http(int port, const char *request, size_t len) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct timeval tv = {5, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || write(fd, request, len) != (ssize_t)len) {
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        write(fd, request, len) != (ssize_t)len) {
         close(fd);
         return 0;
     }
     char buf[4096];
     size_t got = 0;
     ssize_t n;
-    while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0) got += (size_t)n;
+    while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+        got += (size_t)n;
     buf[got] = '\0';
     close(fd);
     int status = 0;
@@ -246,11 +243,12 @@ static int raw_http(int port, const char *request, size_t len) {
  * then closed its connection, which it does when a reply times out.
  * Returns how many such connections there are; *at gets the offset in log
  * of the last such line (-1 if none). */
-static int lost_replies(const char *log, const char *has, const char *but, const char *last, long *at) {
+static int lost_replies(const char *log, const char *has, const char *but, const char *last,
+                        long *at) {
     enum { MAXCONN = 512 };
     struct {
         char addr[64];
-        long line;      /* offset of its last matching line */
+        long line; /* offset of its last matching line */
     } conns[MAXCONN];
     int nconns = 0, n = 0;
     *at = -1;
@@ -259,11 +257,12 @@ static int lost_replies(const char *log, const char *has, const char *but, const
         size_t len = end ? (size_t)(end - line) : strlen(line);
         char *l = strndup(line, len), addr[64];
         const char *cmd;
-        if (l && harness_monitor_parse(l, NULL, addr, sizeof(addr), &cmd) == 0 && strcmp(addr, "lua") != 0 &&
-            (!has || strstr(cmd, has)) && (!but || !strstr(cmd, but))) {
+        if (l && harness_monitor_parse(l, NULL, addr, sizeof(addr), &cmd) == 0 &&
+            strcmp(addr, "lua") != 0 && (!has || strstr(cmd, has)) && (!but || !strstr(cmd, but))) {
             int i = 0;
             while (i < nconns && strcmp(conns[i].addr, addr) != 0) i++;
-            if (i == nconns && nconns < MAXCONN) snprintf(conns[nconns++].addr, sizeof(conns[0].addr), "%s", addr);
+            if (i == nconns && nconns < MAXCONN)
+                snprintf(conns[nconns++].addr, sizeof(conns[0].addr), "%s", addr);
             if (i < nconns) conns[i].line = (long)(line - log);
         }
         free(l);
@@ -291,7 +290,8 @@ static int script_deleted(const char *line, const char *key) {
     for (const char *p = strchr(line, '\n'); p; p = strchr(p + 1, '\n')) {
         char addr[64];
         const char *cmd;
-        if (harness_monitor_parse(p + 1, NULL, addr, sizeof(addr), &cmd) < 0 || strcmp(addr, "lua") != 0)
+        if (harness_monitor_parse(p + 1, NULL, addr, sizeof(addr), &cmd) < 0 ||
+            strcmp(addr, "lua") != 0)
             return 0;
         if (strncasecmp(cmd, want, strlen(want)) == 0) return 1;
     }
@@ -329,20 +329,23 @@ static long rss_kb(pid_t pid) {
 static const char redisson_lock[] =
     "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
     "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], "
+    "ARGV[2], 1); "
     "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
 static const char redisson_unlock[] =
     "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
     "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
-    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; "
+    "return nil;";
 #define CLIENT_OWNER "b983c153-7421-469a-addb-44fb92259a1b:1"
 
 /* ---- Pressure: the watchdog starved of connections ------------------------ */
 
 /* Waits until the Redis command fmt answers the integer want, at most
  * limit_ms; 1 when it did. */
-static int redis_wait_int(int port, long long want, int limit_ms, const char *fmt, const char *arg) {
+static int redis_wait_int(int port, long long want, int limit_ms, const char *fmt,
+                          const char *arg) {
     for (int64_t end = mclock_ms() + limit_ms;; mclock_sleep_ms(10)) {
         if (harness_redis_int(port, fmt, arg) == want) return 1;
         if (mclock_ms() > end) return 0;
@@ -365,7 +368,8 @@ static void starved_watchdog(const char *strategy) {
     start_pair(900, 8000, "redis.pool-size=2", "redis.timeout=300", "lock.scope=item", NULL);
     struct httpc_response r;
     ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", NULL,
-                                  "{\"item\":\"inventory002\",\"stock\":200}", &r), 200);
+                                  "{\"item\":\"inventory002\",\"stock\":200}", &r),
+                     200);
     char pa[96], px[128], pc[96];
     snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=2000", strategy);
     snprintf(px, sizeof(px), "/inventory/sale/%s?item=inventory002&hold_ms=2000", strategy);
@@ -382,16 +386,21 @@ static void starved_watchdog(const char *strategy) {
     harness_bg_join(&a);
     harness_bg_join(&x);
     harness_bg_join(&c);
-    ck_assert_msg(inside, "fault missed its window: the two holders of instance A were never inside "
-                  "together (A %d %s, X %d %s)", a.status, a.body, x.status, x.body);
-    ck_assert_msg(probe == 503 && strstr(probe_body, "connections busy"),
-                  "fault missed its window: a request on A while both held was not refused for want "
-                  "of a connection: %d %s", probe, probe_body);
+    ck_assert_msg(inside,
+                  "fault missed its window: the two holders of instance A were never inside "
+                  "together (A %d %s, X %d %s)",
+                  a.status, a.body, x.status, x.body);
+    ck_assert_msg(
+        probe == 503 && strstr(probe_body, "connections busy"),
+        "fault missed its window: a request on A while both held was not refused for want "
+        "of a connection: %d %s",
+        probe, probe_body);
     ck_assert_msg(a.status == 200 && strcmp(harness_json_str(a.body, "status"), "sold") == 0,
                   "%s: the holder whose renewals needed the exhausted instance did not sell: %d %s",
                   strategy, a.status, a.body);
-    ck_assert_msg(harness_json_num(a.body, "lock.renewals") >= 2, "%s: A was renewed %.0f times: %s",
-                  strategy, harness_json_num(a.body, "lock.renewals"), a.body);
+    ck_assert_msg(harness_json_num(a.body, "lock.renewals") >= 2,
+                  "%s: A was renewed %.0f times: %s", strategy,
+                  harness_json_num(a.body, "lock.renewals"), a.body);
     ck_assert_msg(x.status == 200, "%s: X answered %d %s", strategy, x.status, x.body);
     ck_assert_msg(c.status == 200 && strcmp(harness_json_str(c.body, "status"), "sold") == 0,
                   "%s: C answered %d %s", strategy, c.status, c.body);
@@ -434,7 +443,8 @@ static void lost_acquire_reply(const char *strategy) {
     snprintf(release, sizeof(release), "%s",
              harness_script_sha(redis_port, lua ? "unlock-owner" : "hash-abandon"));
     if (lua) {
-        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " " CLIENT_OWNER " PX 1500"), 0);
+        ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " " CLIENT_OWNER " PX 1500"),
+                         0);
     } else {
         redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 1500 %s", redisson_lock, LOCK_KEY,
                                       CLIENT_OWNER);
@@ -468,8 +478,10 @@ static void lost_acquire_reply(const char *strategy) {
     long acquired;
     int lost = lost_replies(log, acquire, CLIENT_OWNER, NULL, &acquired);
     if (lost == 0) fprintf(stderr, "%s", log);
-    ck_assert_msg(lost > 0, "%s: fault missed its window: no acquire of the sale ran on a connection "
-                  "the instance gave up (the sale answered %d %s)", strategy, sale.status, sale.body);
+    ck_assert_msg(lost > 0,
+                  "%s: fault missed its window: no acquire of the sale ran on a connection "
+                  "the instance gave up (the sale answered %d %s)",
+                  strategy, sale.status, sale.body);
     char owner[64], addr[64], raddr[64];
     owner_in(log + acquired, owner, sizeof(owner));
     ck_assert_str_ne(owner, "");
@@ -483,21 +495,27 @@ static void lost_acquire_reply(const char *strategy) {
         if (o && sha && (!eol || (o < eol && sha < eol))) rel = p + 1;
     }
     if (!rel) fprintf(stderr, "%s", log);
-    ck_assert_msg(rel != NULL, "%s: no release checked against %s after its lost acquire", strategy, owner);
+    ck_assert_msg(rel != NULL, "%s: no release checked against %s after its lost acquire", strategy,
+                  owner);
     ck_assert_int_eq(harness_monitor_parse(rel, NULL, raddr, sizeof(raddr), NULL), 0);
-    ck_assert_msg(strcmp(addr, raddr) != 0, "%s: the release went on the connection that lost the reply",
-                  strategy);
-    ck_assert_msg(script_deleted(rel, LOCK_KEY), "%s: the release checked against %s found no lock "
-                  "of its own: the lost acquire was not granted", strategy, owner);
+    ck_assert_msg(strcmp(addr, raddr) != 0,
+                  "%s: the release went on the connection that lost the reply", strategy);
+    ck_assert_msg(script_deleted(rel, LOCK_KEY),
+                  "%s: the release checked against %s found no lock "
+                  "of its own: the lost acquire was not granted",
+                  strategy, owner);
     free(log);
     /* The outcome: the sale does not know whether it holds the lock, so
      * it gives the hold up and answers 503 backend_unavailable (an acquire
      * is never re-sent blindly), and the hold does not outlive it. */
-    ck_assert_msg(sale.status == 503 && strcmp(harness_json_str(sale.body, "status"), "backend_unavailable") == 0,
+    ck_assert_msg(sale.status == 503 &&
+                      strcmp(harness_json_str(sale.body, "status"), "backend_unavailable") == 0,
                   "the sale answered %d %s", sale.status, sale.body);
     long long pttl = harness_redis_int(redis_port, "PTTL " LOCK_KEY);
-    ck_assert_msg(exists == 0, "%s: a hold nobody releases is left in %s 5 s after the lost reply "
-                  "(PTTL %lld ms)", strategy, LOCK_KEY, pttl);
+    ck_assert_msg(exists == 0,
+                  "%s: a hold nobody releases is left in %s 5 s after the lost reply "
+                  "(PTTL %lld ms)",
+                  strategy, LOCK_KEY, pttl);
 
     /* Another instance sells at once: nothing blocks it. */
     struct httpc_response r;
@@ -548,7 +566,8 @@ START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
     while (sleeps < 30 && lost == 0) {
         /* The client sells between the sleeps, so that each finds a sale. */
         long sold = atomic_load(&k.sales);
-        for (int64_t end = mclock_ms() + 10000; atomic_load(&k.sales) < sold + 3 && mclock_ms() < end;)
+        for (int64_t end = mclock_ms() + 10000;
+             atomic_load(&k.sales) < sold + 3 && mclock_ms() < end;)
             mclock_sleep_ms(5);
         struct harness_monitor *m = harness_monitor_start(redis_port);
         ck_assert_ptr_nonnull(m);
@@ -560,12 +579,15 @@ START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
         ck_assert_ptr_nonnull(log);
         long at_line;
         lost = lost_replies(log, HOLDERS_KEY, NULL, enter, &at_line);
-        if (lost) snprintf(what, sizeof(what), "%.*s", (int)strcspn(log + at_line, "\n"), log + at_line);
+        if (lost)
+            snprintf(what, sizeof(what), "%.*s", (int)strcspn(log + at_line, "\n"), log + at_line);
         free(log);
     }
     ka_loop_stop(&k);
-    ck_assert_msg(lost > 0, "fault missed its window: %d DEBUG SLEEPs longer than redis.timeout lost no "
-                  "reply of a probe entry", sleeps);
+    ck_assert_msg(lost > 0,
+                  "fault missed its window: %d DEBUG SLEEPs longer than redis.timeout lost no "
+                  "reply of a probe entry",
+                  sleeps);
     ck_assert_int_gt(atomic_load(&k.sales), 10);
     /* A sequential run after it. */
     struct httpc_response r;
@@ -573,10 +595,11 @@ START_TEST(test_lost_replies_leave_no_probe_entry_and_count_no_violation) {
         ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/local", NULL, NULL, &r), 200);
     long long leaked = harness_redis_int(redis_port, "HLEN " HOLDERS_KEY);
     double violations = audit("violations");
-    ck_assert_msg(violations == 0 && leaked == 0,
-                  "one sequential client, %d DEBUG SLEEPs longer than redis.timeout (a reply lost: %s): "
-                  "the audit counts %.0f violations and %lld holder entries were never removed",
-                  sleeps, what, violations, leaked);
+    ck_assert_msg(
+        violations == 0 && leaked == 0,
+        "one sequential client, %d DEBUG SLEEPs longer than redis.timeout (a reply lost: %s): "
+        "the audit counts %.0f violations and %lld holder entries were never removed",
+        sleeps, what, violations, leaked);
 }
 END_TEST
 
@@ -593,7 +616,7 @@ struct item_run {
     const char *(*expect)(long n);
     atomic_long answered, failed, wrong;
     atomic_int noted;
-    char first_wrong[512];   /* the first answer that was not expect(n) */
+    char first_wrong[512]; /* the first answer that was not expect(n) */
 };
 
 static void *item_run_main(void *arg) {
@@ -612,7 +635,8 @@ static void *item_run_main(void *arg) {
         }
         atomic_fetch_add(&ir->answered, 1);
         char got[64];
-        snprintf(got, sizeof(got), "%d %s", r.status, harness_json_str(r.body ? r.body : "", "status"));
+        snprintf(got, sizeof(got), "%d %s", r.status,
+                 harness_json_str(r.body ? r.body : "", "status"));
         if (strcmp(got, ir->expect(n)) != 0) {
             atomic_fetch_add(&ir->wrong, 1);
             if (atomic_exchange(&ir->noted, 1) == 0)
@@ -632,7 +656,8 @@ static void item_run(struct item_run *ir, long from, long to) {
     for (int i = 0; i < CLIENTS; i++) pthread_create(&t[i], NULL, item_run_main, ir);
     for (int i = 0; i < CLIENTS; i++) pthread_join(t[i], NULL);
     ck_assert_int_eq(atomic_load(&ir->failed), 0);
-    ck_assert_msg(atomic_load(&ir->wrong) == 0, "%ld of %ld answers were not the expected one; the first: %s",
+    ck_assert_msg(atomic_load(&ir->wrong) == 0,
+                  "%ld of %ld answers were not the expected one; the first: %s",
                   atomic_load(&ir->wrong), atomic_load(&ir->answered), ir->first_wrong);
 }
 
@@ -665,10 +690,10 @@ static void rss_over_distinct_items(struct item_run *ir) {
     long after = rss_kb(a_pid);
     ck_assert_int_gt(before, 0);
     ck_assert_int_gt(after, 0);
-    ck_assert_msg(after - before < 2048,
-                  "RSS grew from %.1f MB to %.1f MB over 50,000 distinct items (%ld requests in %lld ms)",
-                  before / 1024.0, after / 1024.0, atomic_load(&ir->answered),
-                  (long long)(mclock_ms() - t0));
+    ck_assert_msg(
+        after - before < 2048,
+        "RSS grew from %.1f MB to %.1f MB over 50,000 distinct items (%ld requests in %lld ms)",
+        before / 1024.0, after / 1024.0, atomic_load(&ir->answered), (long long)(mclock_ms() - t0));
     /* Still serving. */
     struct httpc_response r;
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/batched", NULL, NULL, &r), 200);
@@ -717,19 +742,21 @@ START_TEST(test_a_write_unlock_wakes_every_waiting_reader_at_once) {
     struct harness_bg w, rd[3];
     int64_t t0 = mclock_ms();
     harness_bg_start(&w, a_port, "/inventory/sale/redisson?hold_ms=800", 0);
-    for (int i = 0; i < 3; i++) harness_bg_start(&rd[i], i % 2 ? a_port : b_port, "/inventory?hold_ms=400", 200);
+    for (int i = 0; i < 3; i++)
+        harness_bg_start(&rd[i], i % 2 ? a_port : b_port, "/inventory?hold_ms=400", 200);
     harness_bg_join(&w);
-    int64_t unlocked = mclock_ms();   /* the writer's answer: it has let go */
+    int64_t unlocked = mclock_ms(); /* the writer's answer: it has let go */
     for (int i = 0; i < 3; i++) harness_bg_join(&rd[i]);
     ck_assert_int_eq(w.status, 200);
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(rd[i].status, 200);
         ck_assert_int_eq(harness_json_num(rd[i].body, "stock"), 199);
         int64_t done = rd[i].sent_ms + rd[i].took_ms;
-        ck_assert_msg(done - unlocked <= 400 + 300,
-                      "reader %d finished %lld ms after the writer let go (%lld ms after the start): "
-                      "it was not woken by the unlock", i, (long long)(done - unlocked),
-                      (long long)(done - t0));
+        ck_assert_msg(
+            done - unlocked <= 400 + 300,
+            "reader %d finished %lld ms after the writer let go (%lld ms after the start): "
+            "it was not woken by the unlock",
+            i, (long long)(done - unlocked), (long long)(done - t0));
     }
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
 }
@@ -745,27 +772,32 @@ END_TEST
  * the cap, the depth it reports (lock.depth). Then the instance lives and
  * sells. Without the guard the instance dies of a stack overflow; with a
  * recursion made a loop, the cap, not the stack, would stop it. */
-START_TEST(test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives) {
+START_TEST(
+    test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives) {
     start_pair(10000, 30000, "lock.retry-max-depth=100000", "lock.spin-sleep-ms=0", NULL);
     ck_assert_int_eq(harness_redis_int(redis_port, "SET " LOCK_KEY " someone-else"), 0);
     struct httpc_response r;
     int status = harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r);
     int alive = waitpid(a_pid, NULL, WNOHANG) == 0;
     if (!alive) a_pid = 0;
-    ck_assert_msg(alive, "the instance died during a setnx-retry sale at lock.retry-max-depth=100000");
+    ck_assert_msg(alive,
+                  "the instance died during a setnx-retry sale at lock.retry-max-depth=100000");
     ck_assert_msg(status == 503 && strcmp(harness_json_str(r.body, "status"), "lock_timeout") == 0,
                   "the sale answered %d %s", status, r.body);
     const char *error = harness_json_str(r.body, "error");
     const char *why = strstr(error, "recursion stopped at depth ");
     int depth = (int)harness_json_num(r.body, "lock.depth");
     ck_assert_msg(why && strstr(why, "the thread's stack is nearly exhausted"),
-                  "the stack guard did not stop the recursion (a loop, not a recursion?): %s", r.body);
-    ck_assert_msg(depth > 100 && depth < 100000 && atoi(why + strlen("recursion stopped at depth ")) == depth,
-                  "the stack guard stopped at a depth that is not the one reported (lock.depth %d): %s",
-                  depth, r.body);
+                  "the stack guard did not stop the recursion (a loop, not a recursion?): %s",
+                  r.body);
+    ck_assert_msg(
+        depth > 100 && depth < 100000 && atoi(why + strlen("recursion stopped at depth ")) == depth,
+        "the stack guard stopped at a depth that is not the one reported (lock.depth %d): %s",
+        depth, r.body);
     ck_assert_int_eq(harness_http(a_port, "GET", "/healthz", NULL, NULL, &r), 200);
     harness_redis_int(redis_port, "DEL " LOCK_KEY);
-    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/setnx-retry", NULL, NULL, &r),
+                     200);
     ck_assert_int_eq(stock_now(), 199);
 }
 END_TEST
@@ -800,9 +832,13 @@ static long long rejected_calls(int port, const char *cmd) {
 START_TEST(test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out_of_memory) {
     start_pair(10000, 3000, NULL);
     struct httpc_response r;
-    for (int i = 0; i < 3; i++)   /* every script loaded, every connection made */
-        ck_assert_int_eq(harness_http(a_port, "GET", i == 0 ? "/inventory/sale/atomic" : i == 1 ?
-                                      "/inventory/sale/redisson" : "/inventory/sale/fenced", NULL, NULL, &r), 200);
+    for (int i = 0; i < 3; i++) /* every script loaded, every connection made */
+        ck_assert_int_eq(harness_http(a_port, "GET",
+                                      i == 0   ? "/inventory/sale/atomic"
+                                      : i == 1 ? "/inventory/sale/redisson"
+                                               : "/inventory/sale/fenced",
+                                      NULL, NULL, &r),
+                         200);
     reset_stock(a_port, 200);
     /* The unflagged copy of atomic-sale.lua. */
     char path[512], *text = NULL;
@@ -818,8 +854,8 @@ START_TEST(test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out
     freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
     struct harness_monitor *m = harness_monitor_start(redis_port);
     ck_assert_ptr_nonnull(m);
-    redisReply *e = harness_redis(redis_port, "EVAL %s 3 %s %s %s order-x 1 none", unflagged, STOCK_KEY,
-                                  LEDGER_KEY, STOCK_KEY ":families");
+    redisReply *e = harness_redis(redis_port, "EVAL %s 3 %s %s %s order-x 1 none", unflagged,
+                                  STOCK_KEY, LEDGER_KEY, STOCK_KEY ":families");
     char *seen = harness_monitor_stop(m);
     ck_assert_ptr_nonnull(seen);
     int reads = harness_lines(seen, "[0 lua] \"GET\" \"" STOCK_KEY "\"", NULL);
@@ -852,9 +888,10 @@ START_TEST(test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out
             ck_assert_msg(redis_wait_int(redis_port, 1, 10000, "EXISTS %s", LOCK_KEY),
                           "%s: the sale never took its lock", strategies[i]);
             freeReplyObject(harness_redis(redis_port, "CONFIG SET maxmemory 1"));
-            ck_assert_msg(harness_redis_int(redis_port, "EXISTS " LOCK_KEY) == 1,
-                          "%s: fault missed its window: the sale let go before Redis ran out of memory",
-                          strategies[i]);
+            ck_assert_msg(
+                harness_redis_int(redis_port, "EXISTS " LOCK_KEY) == 1,
+                "%s: fault missed its window: the sale let go before Redis ran out of memory",
+                strategies[i]);
         }
         harness_bg_join(&b);
         seen = harness_monitor_stop(m);
@@ -864,11 +901,14 @@ START_TEST(test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out
                       strategies[i], b.status, b.body);
         ck_assert_msg(rejected_calls(redis_port, "evalsha") > rejected,
                       "%s: Redis refused no EVALSHA", strategies[i]);
-        ck_assert_msg(harness_lines(seen, sha, NULL) == 0, "%s: Redis ran %s.lua out of memory:\n%.1500s",
-                      strategies[i], scripts[i], seen);
+        ck_assert_msg(harness_lines(seen, sha, NULL) == 0,
+                      "%s: Redis ran %s.lua out of memory:\n%.1500s", strategies[i], scripts[i],
+                      seen);
         free(seen);
-        ck_assert_msg(stock_now() == 200 && ledger_len() == 0, "%s: stock %lld, ledger %lld after a refused "
-                      "write", strategies[i], stock_now(), ledger_len());
+        ck_assert_msg(stock_now() == 200 && ledger_len() == 0,
+                      "%s: stock %lld, ledger %lld after a refused "
+                      "write",
+                      strategies[i], stock_now(), ledger_len());
         redis_wait_int(redis_port, 0, 10000, "EXISTS %s", LOCK_KEY);
     }
     /* Back under the limit, it sells. */
@@ -881,18 +921,22 @@ END_TEST
 /* Issue 10, defect 7. */
 START_TEST(test_a_head_request_never_sells) {
     start_pair(10000, 2000, NULL);
-    static const char *const paths[] = {
-        "/inventory/sale/redisson", "/inventory/sale/atomic", "/inventory/sale",
-        "/inventory/saleByRedisson", "/redis/distributed/lock/inventory/sale", NULL};
+    static const char *const paths[] = {"/inventory/sale/redisson",
+                                        "/inventory/sale/atomic",
+                                        "/inventory/sale",
+                                        "/inventory/saleByRedisson",
+                                        "/redis/distributed/lock/inventory/sale",
+                                        NULL};
     for (int i = 0; paths[i]; i++) {
         char req[256];
-        int n = snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                         paths[i]);
+        int n =
+            snprintf(req, sizeof(req),
+                     "HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", paths[i]);
         int status = raw_http(a_port, req, (size_t)n);
         ck_assert_msg(status != 0, "HEAD %s: no answer", paths[i]);
         ck_assert_msg(stock_now() == 200 && ledger_len() == 0,
-                      "HEAD %s (answered %d) sold: stock %lld, %lld ledger entries", paths[i], status,
-                      stock_now(), ledger_len());
+                      "HEAD %s (answered %d) sold: stock %lld, %lld ledger entries", paths[i],
+                      status, stock_now(), ledger_len());
     }
     ck_assert_int_eq(audit("sold"), 0);
 }
@@ -902,23 +946,31 @@ END_TEST
  * /inventory/sale/%00%ff used to sell with the default strategy. */
 START_TEST(test_a_path_holding_a_nul_or_a_byte_no_route_has_answers_400_or_404_and_never_sells) {
     start_pair(10000, 2000, NULL);
-    static const char *const paths[] = {
-        "/inventory/sale/%00%ff", "/inventory/sale/%00", "/inventory/sale%00",
-        "/inventory/sale/atomic%00", "/inventory/sale/redisson%00x", "/inventory/sale/%ff",
-        "/inventory/sale/atomic%ff", "/inventory/saleByRedisson%00", "/inventory%00/sale/atomic",
-        "/redis/distributed/lock/inventory/sale%00", NULL};
+    static const char *const paths[] = {"/inventory/sale/%00%ff",
+                                        "/inventory/sale/%00",
+                                        "/inventory/sale%00",
+                                        "/inventory/sale/atomic%00",
+                                        "/inventory/sale/redisson%00x",
+                                        "/inventory/sale/%ff",
+                                        "/inventory/sale/atomic%ff",
+                                        "/inventory/saleByRedisson%00",
+                                        "/inventory%00/sale/atomic",
+                                        "/redis/distributed/lock/inventory/sale%00",
+                                        NULL};
     for (int i = 0; paths[i]; i++) {
         char req[256];
-        int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                         paths[i]);
+        int n =
+            snprintf(req, sizeof(req),
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", paths[i]);
         int status = raw_http(a_port, req, (size_t)n);
         ck_assert_msg(stock_now() == 200 && ledger_len() == 0,
                       "GET %s answered %d and sold: stock %lld", paths[i], status, stock_now());
-        ck_assert_msg(status == 400 || status == 404, "GET %s answered %d, not 400 or 404", paths[i],
-                      status);
+        ck_assert_msg(status == 400 || status == 404, "GET %s answered %d, not 400 or 404",
+                      paths[i], status);
     }
     /* The same bytes raw in the request line. */
-    static const char raw[] = "GET /inventory/sale/\0\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    static const char raw[] =
+        "GET /inventory/sale/\0\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     int status = raw_http(a_port, raw, sizeof(raw) - 1);
     ck_assert_msg(stock_now() == 200, "a raw NUL in the request line sold (answered %d)", status);
     ck_assert_int_eq(audit("sold"), 0);
@@ -997,17 +1049,19 @@ START_TEST(test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothin
     char vote[16];
     double round_ms = harness_json_num(a.body, "lock.wait_ms");
     ck_assert_msg(copies, "fault missed its window: A's copies never showed on masters 0 and 2");
-    ck_assert_msg(harness_json_num(a.body, "lock.attempts") == 1 && strcmp(vote_of(a.body, 1, vote), "yes") == 0 &&
-                      round_ms >= 2000,
-                  "fault missed its window: A's one round took %.0f ms, master 1 voted '%s': %d %s", round_ms,
-                  vote, a.status, a.body);
-    ck_assert_msg(round_ms + 800 > 3000, "fault missed its window: A's round (%.0f ms) and its 800 ms of "
-                  "work fit in the TTL", round_ms);
+    ck_assert_msg(harness_json_num(a.body, "lock.attempts") == 1 &&
+                      strcmp(vote_of(a.body, 1, vote), "yes") == 0 && round_ms >= 2000,
+                  "fault missed its window: A's one round took %.0f ms, master 1 voted '%s': %d %s",
+                  round_ms, vote, a.status, a.body);
+    ck_assert_msg(round_ms + 800 > 3000,
+                  "fault missed its window: A's round (%.0f ms) and its 800 ms of "
+                  "work fit in the TTL",
+                  round_ms);
     ck_assert_msg(a.status == 409,
                   "A committed past the validity of its round (master 1 answered in %.0f ms of a "
                   "3000 ms TTL): A answered %d at %lld ms, while another client held masters 0 "
-                  "and 2 from %lld ms", round_ms, a.status, (long long)(a.sent_ms + a.took_ms - t0),
-                  (long long)other_at);
+                  "and 2 from %lld ms",
+                  round_ms, a.status, (long long)(a.sent_ms + a.took_ms - t0), (long long)other_at);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
     ck_assert_int_eq(audit("sold_twice"), 0);
 }
@@ -1024,7 +1078,7 @@ END_TEST
  * master 0 may vote (busy: A holds it), fewer than the quorum of 2, with
  * masters 1 and 2 restarted. */
 START_TEST(test_redlock_a_master_restarted_before_first_sight_gets_no_vote_until_up_a_ttl) {
-    masters_ready(2000);   /* masters 0 and 1 up for longer than a TTL */
+    masters_ready(2000); /* masters 0 and 1 up for longer than a TTL */
     harness_stop(master_pid[2]);
     master_pid[2] = 0;
     start_pair(1000, 500, NULL);
@@ -1046,18 +1100,21 @@ START_TEST(test_redlock_a_master_restarted_before_first_sight_gets_no_vote_until
     char v0[16], v1[16], v2[16];
     ck_assert_msg(held, "fault missed its window: A's lock never showed on masters 0 and 1 (%d %s)",
                   a.status, a.body);
-    ck_assert_msg(strcmp(vote_of(a.body, 0, v0), "yes") == 0 && strcmp(vote_of(a.body, 1, v1), "yes") == 0,
+    ck_assert_msg(strcmp(vote_of(a.body, 0, v0), "yes") == 0 &&
+                      strcmp(vote_of(a.body, 1, v1), "yes") == 0,
                   "A did not get the lock from masters 0 and 1: %d %s", a.status, a.body);
     ck_assert_msg(forgotten == 0, "fault missed its window: restarted master 1 still has A's lock");
-    ck_assert_msg(a_inside == 1, "fault missed its window: A was no longer inside when B had answered");
-    ck_assert_msg(b.status == 503 && strcmp(harness_json_str(b.body, "status"), "backend_unavailable") == 0 &&
-                      strstr(harness_json_str(b.body, "error"), "only 1 of 3 Redlock masters can vote") &&
-                      strcmp(vote_of(b.body, 0, v0), "busy") == 0 &&
-                      strcmp(vote_of(b.body, 1, v1), "restarted") == 0 &&
-                      strcmp(vote_of(b.body, 2, v2), "restarted") == 0,
-                  "B answered %d, not 503 backend_unavailable (only 1 of 3 Redlock masters can vote) "
-                  "with master 0 busy and masters 1 and 2 restarted: votes %s, %s, %s: %s", b.status, vote_of(b.body, 0, v0),
-                  vote_of(b.body, 1, v1), vote_of(b.body, 2, v2), b.body);
+    ck_assert_msg(a_inside == 1,
+                  "fault missed its window: A was no longer inside when B had answered");
+    ck_assert_msg(
+        b.status == 503 && strcmp(harness_json_str(b.body, "status"), "backend_unavailable") == 0 &&
+            strstr(harness_json_str(b.body, "error"), "only 1 of 3 Redlock masters can vote") &&
+            strcmp(vote_of(b.body, 0, v0), "busy") == 0 &&
+            strcmp(vote_of(b.body, 1, v1), "restarted") == 0 &&
+            strcmp(vote_of(b.body, 2, v2), "restarted") == 0,
+        "B answered %d, not 503 backend_unavailable (only 1 of 3 Redlock masters can vote) "
+        "with master 0 busy and masters 1 and 2 restarted: votes %s, %s, %s: %s",
+        b.status, vote_of(b.body, 0, v0), vote_of(b.body, 1, v1), vote_of(b.body, 2, v2), b.body);
     ck_assert_int_eq(audit("violations"), 0);
     ck_assert_int_eq(audit("sold_twice"), 0);
 }
@@ -1076,7 +1133,8 @@ END_TEST
  * the unlock, not at the PTTL (30 s) or the wait's end (10 s). */
 START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reconnect) {
     start_pair(30000, 10000, NULL);
-    redisReply *r = harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, CLIENT_OWNER);
+    redisReply *r =
+        harness_redis(redis_port, "EVAL %s 1 %s 30000 %s", redisson_lock, LOCK_KEY, CLIENT_OWNER);
     ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
     const char *channel = "redisson_lock__channel:{" LOCK_KEY "}";
@@ -1089,8 +1147,8 @@ START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reco
     int waiting = 0;
     for (int64_t end = mclock_ms() + 10000; !waiting && mclock_ms() < end; mclock_sleep_ms(10)) {
         redisReply *n = harness_redis(redis_port, "PUBSUB NUMSUB %s", channel);
-        waiting = n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 && n->element[1]->integer == 1 &&
-                  harness_redis_calls(redis_port, "evalsha") > tries;
+        waiting = n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 &&
+                  n->element[1]->integer == 1 && harness_redis_calls(redis_port, "evalsha") > tries;
         freeReplyObject(n);
     }
     ck_assert_msg(waiting, "the sale never waited on the unlock channel");
@@ -1123,7 +1181,8 @@ START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reco
     harness_bg_join(&sale);
     char *log = harness_monitor_stop(m);
     ck_assert_ptr_nonnull(log);
-    ck_assert_msg(killed >= 1, "fault missed its window: CLIENT KILL TYPE pubsub killed %lld clients", killed);
+    ck_assert_msg(killed >= 1,
+                  "fault missed its window: CLIENT KILL TYPE pubsub killed %lld clients", killed);
     /* The order Redis ran them in: the retry, the unlock, the SUBSCRIBE. */
     long retry = -1, unlock = -1, subscribe = -1;
     for (const char *line = log; line && *line;) {
@@ -1132,10 +1191,14 @@ START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reco
         const char *cmd;
         long off = (long)(line - log);
         size_t len = strcspn(line, "\n");
-        if (harness_monitor_parse(line, &ts, addr, sizeof(addr), &cmd) == 0 && strcmp(addr, "lua") != 0) {
+        if (harness_monitor_parse(line, &ts, addr, sizeof(addr), &cmd) == 0 &&
+            strcmp(addr, "lua") != 0) {
             char *l = strndup(cmd, len - (size_t)(cmd - line));
-            if (l && retry < 0 && ts >= killed_s && strstr(l, hash_lock) && !strstr(l, CLIENT_OWNER)) retry = off;
-            if (l && unlock < 0 && strncmp(l, "\"EVAL\"", 6) == 0 && strstr(l, CLIENT_OWNER)) unlock = off;
+            if (l && retry < 0 && ts >= killed_s && strstr(l, hash_lock) &&
+                !strstr(l, CLIENT_OWNER))
+                retry = off;
+            if (l && unlock < 0 && strncmp(l, "\"EVAL\"", 6) == 0 && strstr(l, CLIENT_OWNER))
+                unlock = off;
             if (l && unlock >= 0 && subscribe < 0 && strncasecmp(l, "\"SUBSCRIBE\"", 11) == 0 &&
                 strstr(l, channel))
                 subscribe = off;
@@ -1145,12 +1208,16 @@ START_TEST(test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reco
     }
     if (!(retry >= 0 && unlock > retry && subscribe > unlock)) fprintf(stderr, "%s", log);
     free(log);
-    ck_assert_msg(retry >= 0 && unlock > retry,
-                  "fault missed its window: the waiter's retry did not run between the kill and the unlock");
-    ck_assert_msg(subscribe > unlock, "fault missed its window: no SUBSCRIBE to %s after the unlock: the "
-                  "subscriber did not reconnect", channel);
+    ck_assert_msg(
+        retry >= 0 && unlock > retry,
+        "fault missed its window: the waiter's retry did not run between the kill and the unlock");
+    ck_assert_msg(subscribe > unlock,
+                  "fault missed its window: no SUBSCRIBE to %s after the unlock: the "
+                  "subscriber did not reconnect",
+                  channel);
     int64_t woken_within = sale.sent_ms + sale.took_ms - released;
-    ck_assert_msg(sale.status == 200 && strcmp(harness_json_str(sale.body, "status"), "sold") == 0 &&
+    ck_assert_msg(sale.status == 200 &&
+                      strcmp(harness_json_str(sale.body, "status"), "sold") == 0 &&
                       woken_within <= 2000,
                   "the waiter answered %d %lld ms after the unlock: the message was missed (%s)",
                   sale.status, (long long)woken_within, sale.body);
@@ -1177,10 +1244,11 @@ START_TEST(test_fenced_a_paused_holder_is_refused_after_a_reset_the_counter_only
     kill(a_pid, SIGCONT);
     harness_bg_join(&a);
     ck_assert_int_eq(b.status, 200);
-    ck_assert_msg(a.status == 409,
-                  "the paused holder (token %.0f) wrote after a reset and B's sale (token %.0f): %d %s",
-                  harness_json_num(a.body, "lock.token"), harness_json_num(b.body, "lock.token"),
-                  a.status, a.body);
+    ck_assert_msg(
+        a.status == 409,
+        "the paused holder (token %.0f) wrote after a reset and B's sale (token %.0f): %d %s",
+        harness_json_num(a.body, "lock.token"), harness_json_num(b.body, "lock.token"), a.status,
+        a.body);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_msg(fence_after >= fence_before, "the reset took the fence counter from %lld to %lld",
@@ -1192,10 +1260,10 @@ END_TEST
  * script, which Redis does not roll back either. With a ledger key of the
  * wrong type RPUSH fails: the stock must be unchanged, by every strategy. */
 START_TEST(test_a_sale_whose_ledger_write_fails_leaves_the_stock_unchanged) {
-    masters_ready(2000);   /* so that redlock really takes its lock */
+    masters_ready(2000); /* so that redlock really takes its lock */
     start_pair(2000, 2000, NULL);
-    static const char *const strategies[] = {"redisson", "owner-lua", "fenced", "handoff", "batched",
-                                             "redlock", "atomic", NULL};
+    static const char *const strategies[] = {"redisson", "owner-lua", "fenced", "handoff",
+                                             "batched",  "redlock",   "atomic", NULL};
     char wrong[512] = "";
     for (int i = 0; strategies[i]; i++) {
         reset_stock(a_port, 200);
@@ -1205,14 +1273,17 @@ START_TEST(test_a_sale_whose_ledger_write_fails_leaves_the_stock_unchanged) {
         snprintf(path, sizeof(path), "/inventory/sale/%s", strategies[i]);
         int status = harness_http(a_port, "GET", path, NULL, NULL, &r);
         long long stock = stock_now();
-        ck_assert_msg(status != 200, "%s sold with a ledger that cannot be written: %s", strategies[i], r.body);
+        ck_assert_msg(status != 200, "%s sold with a ledger that cannot be written: %s",
+                      strategies[i], r.body);
         /* Refused for the data, after taking its lock: not an outage. */
-        ck_assert_msg(status == 409, "%s answered %d, not 409 bad_stock: %s", strategies[i], status, r.body);
+        ck_assert_msg(status == 409, "%s answered %d, not 409 bad_stock: %s", strategies[i], status,
+                      r.body);
         if (stock != 200)
-            snprintf(wrong + strlen(wrong), sizeof(wrong) - strlen(wrong), " %s (answered %d, stock %lld)",
-                     strategies[i], status, stock);
+            snprintf(wrong + strlen(wrong), sizeof(wrong) - strlen(wrong),
+                     " %s (answered %d, stock %lld)", strategies[i], status, stock);
     }
-    ck_assert_msg(wrong[0] == '\0', "the ledger write failed but the stock was decremented by:%s", wrong);
+    ck_assert_msg(wrong[0] == '\0', "the ledger write failed but the stock was decremented by:%s",
+                  wrong);
 }
 END_TEST
 
@@ -1229,7 +1300,8 @@ static void read_lock_excludes(const char *strategy) {
     harness_bg_join(&w);
     harness_bg_join(&rd);
     ck_assert_int_eq(w.status, 200);
-    ck_assert_msg(rd.status == 200 && rd.took_ms >= 400 && harness_json_num(rd.body, "stock") == 199,
+    ck_assert_msg(rd.status == 200 && rd.took_ms >= 400 &&
+                      harness_json_num(rd.body, "stock") == 199,
                   "a reader did not wait for a %s sale in progress: %d after %lld ms, %s", strategy,
                   rd.status, (long long)rd.took_ms, rd.body);
 
@@ -1261,16 +1333,19 @@ END_TEST
  * lock.allowed names the strategies an instance may sell with. */
 START_TEST(test_a_strategy_not_in_lock_allowed_answers_an_error_and_sells_nothing) {
     const char *sets[] = {nodes, "lock.allowed=redisson,atomic", NULL};
-    ck_assert_msg(harness_pair_start(redis_port, 10000, 2000, sets, &a_pid, &a_port, &b_pid, &b_port) == 0,
-                  "inventoryd does not start with --set lock.allowed=redisson,atomic");
+    ck_assert_msg(
+        harness_pair_start(redis_port, 10000, 2000, sets, &a_pid, &a_port, &b_pid, &b_port) == 0,
+        "inventoryd does not start with --set lock.allowed=redisson,atomic");
     struct httpc_response r;
     int status = harness_http(a_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r);
-    ck_assert_msg(status == 403 && strcmp(harness_json_str(r.body, "status"), "strategy_not_allowed") == 0 &&
+    ck_assert_msg(status == 403 &&
+                      strcmp(harness_json_str(r.body, "status"), "strategy_not_allowed") == 0 &&
                       stock_now() == 200 && ledger_len() == 0,
                   "watchdog is not in lock.allowed=redisson,atomic but answered %d (%s), not 403 "
-                  "strategy_not_allowed; stock %lld", status, r.body, stock_now());
+                  "strategy_not_allowed; stock %lld",
+                  status, r.body, stock_now());
     ck_assert_str_ne(harness_json_str(r.body, "error"), "");
-    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);   /* no lock was taken */
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0); /* no lock was taken */
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/redisson", NULL, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
 }
@@ -1297,14 +1372,14 @@ START_TEST(test_the_audit_warns_when_one_stock_was_sold_under_two_lock_families)
     char first[256];
     ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r), 200);
     ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/watchdog", NULL, NULL, &r), 200);
-    ck_assert_int_le(audit_warnings(first, sizeof(first)), 0);   /* one family: nothing to say */
+    ck_assert_int_le(audit_warnings(first, sizeof(first)), 0); /* one family: nothing to say */
     ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/redlock", NULL, NULL, &r), 200);
     int n = audit_warnings(first, sizeof(first));
     ck_assert_msg(n >= 1, "sold under watchdog and redlock since the reset, and the audit has %s",
                   n < 0 ? "no \"warnings\" field" : "an empty \"warnings\" array");
     ck_assert_str_ne(first, "");
     reset_stock(a_port, 200);
-    ck_assert_int_le(audit_warnings(first, sizeof(first)), 0);   /* since its reset */
+    ck_assert_int_le(audit_warnings(first, sizeof(first)), 0); /* since its reset */
 }
 END_TEST
 
@@ -1316,27 +1391,41 @@ Suite *safety_suite(void) {
         int timeout;
         const TTest *tests[8];
     } cases[] = {
-        {"Pressure", setup, 60,
+        {"Pressure",
+         setup,
+         60,
          {test_redisson_sells_no_unit_twice_when_the_pool_is_exhausted_during_a_long_hold,
           test_watchdog_sells_no_unit_twice_when_the_pool_is_exhausted_during_a_long_hold}},
-        {"LostReplies", setup, 60,
+        {"LostReplies",
+         setup,
+         60,
          {test_redisson_a_lost_acquire_reply_leaves_no_hold_behind,
           test_owner_lua_a_lost_acquire_reply_leaves_no_hold_behind}},
         {"Probe", setup, 60, {test_lost_replies_leave_no_probe_entry_and_count_no_violation}},
-        {"State", setup, 240,
+        {"State",
+         setup,
+         240,
          {test_with_global_scope_rss_stays_flat_over_50000_distinct_items,
           test_with_item_scope_rss_stays_flat_over_50000_distinct_items}},
-        {"Protocol", setup, 90,
+        {"Protocol",
+         setup,
+         90,
          {test_a_write_unlock_wakes_every_waiting_reader_at_once,
           test_setnx_retry_at_the_deepest_accepted_recursion_fails_cleanly_and_the_instance_lives,
           test_the_sale_scripts_flagged_lua_are_refused_whole_when_redis_is_out_of_memory}},
-        {"Http", setup, 60,
+        {"Http",
+         setup,
+         60,
          {test_a_head_request_never_sells,
           test_a_path_holding_a_nul_or_a_byte_no_route_has_answers_400_or_404_and_never_sells}},
-        {"Redlock", setup_masters, 60,
+        {"Redlock",
+         setup_masters,
+         60,
          {test_redlock_a_holder_past_the_validity_of_a_slow_round_writes_nothing,
           test_redlock_a_master_restarted_before_first_sight_gets_no_vote_until_up_a_ttl}},
-        {"Suspected", setup_masters, 60,
+        {"Suspected",
+         setup_masters,
+         60,
          {test_redisson_a_waiter_is_woken_by_an_unlock_during_a_subscriber_reconnect,
           test_fenced_a_paused_holder_is_refused_after_a_reset_the_counter_only_grows,
           test_a_sale_whose_ledger_write_fails_leaves_the_stock_unchanged,
@@ -1354,4 +1443,3 @@ Suite *safety_suite(void) {
     }
     return s;
 }
-

@@ -415,4 +415,3 @@ Suite *stats_suite(void) {
     suite_add_tcase(s, limits);
     return s;
 }
-

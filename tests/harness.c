@@ -20,7 +20,8 @@ int harness_wait_port(int port, int timeout_ms) {
     int64_t deadline = mclock_ms() + timeout_ms;
     do {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         int ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
         close(fd);
@@ -46,9 +47,7 @@ static pid_t spawn_to(char *const argv[], int quiet, const char *log) {
     return pid;
 }
 
-static pid_t spawn(char *const argv[], int quiet) {
-    return spawn_to(argv, quiet, NULL);
-}
+static pid_t spawn(char *const argv[], int quiet) { return spawn_to(argv, quiet, NULL); }
 
 /* Where the redis-server on a port keeps its RDB file. Without --save a
  * server never writes one, but a replica does (the master's snapshot, on a
@@ -77,9 +76,25 @@ pid_t harness_redis_start_args(int port, int *port_out, const char *const *args)
     snprintf(dbfile, sizeof(dbfile), "%s", strrchr(rdb, '/') + 1);
     unlink(rdb);
     /* DEBUG (SLEEP, ...) is on: these servers are the tests' own. */
-    char *argv[48] = {"redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
-                      "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-                      "--dir", "/tmp", "--dbfilename", dbfile, "--enable-debug-command", "yes",
+    char *argv[48] = {"redis-server",
+                      "--port",
+                      p,
+                      "--bind",
+                      "127.0.0.1",
+                      "--save",
+                      "",
+                      "--appendonly",
+                      "no",
+                      "--daemonize",
+                      "no",
+                      "--loglevel",
+                      "warning",
+                      "--dir",
+                      "/tmp",
+                      "--dbfilename",
+                      dbfile,
+                      "--enable-debug-command",
+                      "yes",
                       NULL};
     int n = 19;
     for (int i = 0; args && args[i] && n < 47; i++) argv[n++] = (char *)args[i];
@@ -122,7 +137,8 @@ static void rdb_forget(pid_t pid) {
 
 static int port_bindable(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
     if (fd >= 0) close(fd);
@@ -155,7 +171,8 @@ int harness_free_cluster_port(void) {
         /* 20000..22767: the bus port is then 30000..32767, below the
          * ephemeral range, so no outgoing connection takes it meanwhile. */
         int port = 20000 + (int)(((unsigned)getpid() * 7919u + (unsigned)mclock_ms() * 31u +
-                                  (unsigned)i * 104729u) % 2768u);
+                                  (unsigned)i * 104729u) %
+                                 2768u);
         if (port_bindable(port) && port_bindable(port + 10000)) return port;
     }
     return -1;
@@ -187,10 +204,17 @@ int harness_cluster_start(int masters, int replicas, int *ports, pid_t *pids) {
         char path[96];
         snprintf(path, sizeof(path), "/tmp/%s", conf);
         unlink(path);
-        const char *args[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
-                              "--cluster-node-timeout", "2000", "--repl-diskless-sync-delay", "0",
+        const char *args[] = {"--cluster-enabled",
+                              "yes",
+                              "--cluster-config-file",
+                              conf,
+                              "--cluster-node-timeout",
+                              "2000",
+                              "--repl-diskless-sync-delay",
+                              "0",
                               NULL};
-        if (ports[i] < 0 || (pids[i] = harness_redis_start_args(ports[i], NULL, args)) < 0) goto fail;
+        if (ports[i] < 0 || (pids[i] = harness_redis_start_args(ports[i], NULL, args)) < 0)
+            goto fail;
         len += snprintf(cmd + len, sizeof(cmd) - (size_t)len, " 127.0.0.1:%d", ports[i]);
     }
     snprintf(cmd + len, sizeof(cmd) - (size_t)len,
@@ -251,13 +275,9 @@ pid_t harness_inventoryd_start_logged(int port, const char *const *sets, const c
 static pthread_key_t client_key;
 static pthread_once_t client_key_once = PTHREAD_ONCE_INIT;
 
-static void client_free(void *c) {
-    httpc_free(c);
-}
+static void client_free(void *c) { httpc_free(c); }
 
-static void client_key_make(void) {
-    pthread_key_create(&client_key, client_free);
-}
+static void client_key_make(void) { pthread_key_create(&client_key, client_free); }
 
 int harness_http(int port, const char *method, const char *path, const char *headers,
                  const char *body, struct httpc_response *resp) {
@@ -284,12 +304,14 @@ long long harness_redis_int(int port, const char *fmt, ...) {
     redisReply *r = redisvCommand(c, fmt, ap);
     va_end(ap);
     long long v = -1;
-    if (r && r->type == REDIS_REPLY_INTEGER) v = r->integer;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
     else if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
         char *end;
         long long x = strtoll(r->str, &end, 10);
         v = (*end == '\0' && end != r->str) ? x : 0;
-    } else if (r && r->type == REDIS_REPLY_NIL) v = 0;
+    } else if (r && r->type == REDIS_REPLY_NIL)
+        v = 0;
     freeReplyObject(r);
     redisFree(c);
     return v;
@@ -313,7 +335,8 @@ int harness_redis_wait_uptime(int port, int seconds) {
     int64_t deadline = mclock_ms() + (int64_t)seconds * 1000 + 3000;
     while (mclock_ms() < deadline) {
         redisReply *r = harness_redis(port, "INFO server");
-        const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "uptime_in_seconds:") : NULL;
+        const char *p =
+            r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "uptime_in_seconds:") : NULL;
         long long up = p ? strtoll(p + 18, NULL, 10) : -1;
         freeReplyObject(r);
         if (up >= seconds) return 0;
@@ -331,9 +354,10 @@ long long harness_redis_calls(int port, const char *cmd) {
     long long total = 0;
     char want[64];
     snprintf(want, sizeof(want), cmd ? "cmdstat_%s:" : "cmdstat_", cmd ? cmd : "");
-    for (char *line = r->str; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    for (char *line = r->str; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
         if (strncmp(line, want, strlen(want)) != 0) continue;
-        if (strncmp(line, "cmdstat_info:", 13) == 0 && !cmd) continue;   /* our own probes */
+        if (strncmp(line, "cmdstat_info:", 13) == 0 && !cmd) continue; /* our own probes */
         char *calls = strstr(line, "calls=");
         if (calls) total += strtoll(calls + 6, NULL, 10);
     }
@@ -360,9 +384,7 @@ void harness_bg_start(struct harness_bg *b, int port, const char *path, int dela
     pthread_create(&b->thread, NULL, bg_main, b);
 }
 
-void harness_bg_join(struct harness_bg *b) {
-    pthread_join(b->thread, NULL);
-}
+void harness_bg_join(struct harness_bg *b) { pthread_join(b->thread, NULL); }
 
 double harness_json_num(const char *body, const char *path) {
     cJSON *root = cJSON_Parse(body);
@@ -405,7 +427,9 @@ int harness_pair_start(int redis_port, int ttl_ms, int wait_ms, const char *cons
     *b_pid = harness_inventoryd_start(*b_port, sets);
     if (*a_pid <= 0 || *b_pid <= 0) return -1;
     struct httpc_response r;
-    return harness_http(*a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r) == 200 ? 0 : -1;
+    return harness_http(*a_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r) == 200
+               ? 0
+               : -1;
 }
 
 double harness_audit(int port, const char *field) {
@@ -499,7 +523,7 @@ int harness_monitor_parse(const char *line, double *ts, char *addr, size_t addrl
     char *end;
     double t = strtod(line, &end);
     if (end == line || strncmp(end, " [", 2) != 0) return -1;
-    const char *who = strchr(end + 2, ' ');          /* after the db number */
+    const char *who = strchr(end + 2, ' '); /* after the db number */
     const char *close = who ? strchr(who, ']') : NULL;
     if (!close) return -1;
     if (ts) *ts = t;
@@ -558,7 +582,8 @@ long long harness_metric(int port, const char *series) {
 
 int harness_refused(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int refused = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
     close(fd);
@@ -569,16 +594,19 @@ int harness_refused(int port) {
 static const char redisson_lock_script[] =
     "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
     "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], "
+    "ARGV[2], 1); "
     "redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);";
 static const char redisson_unlock_script[] =
     "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
     "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
-    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+    "else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; "
+    "return nil;";
 
 int harness_redisson_lock(int port, const char *key, const char *owner, int lease_ms) {
-    redisReply *r = harness_redis(port, "EVAL %s 1 %s %d %s", redisson_lock_script, key, lease_ms, owner);
+    redisReply *r =
+        harness_redis(port, "EVAL %s 1 %s %d %s", redisson_lock_script, key, lease_ms, owner);
     int rc = !r ? -1 : r->type == REDIS_REPLY_NIL ? 1 : r->type == REDIS_REPLY_INTEGER ? 0 : -1;
     freeReplyObject(r);
     return rc;

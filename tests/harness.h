@@ -82,9 +82,8 @@ int harness_wait_port(int port, int timeout_ms);
 /* One request on a fresh connection to 127.0.0.1:port; fills *resp and
  * returns the HTTP status (0 on failure). The body stays valid until the
  * next harness_http call on this thread. */
-int harness_http(int port, const char *method, const char *path,
-                 const char *headers, const char *body,
-                 struct httpc_response *resp);
+int harness_http(int port, const char *method, const char *path, const char *headers,
+                 const char *body, struct httpc_response *resp);
 
 /* Runs a Redis command (printf-style, as redisCommand) against
  * 127.0.0.1:port and returns the reply's integer, or the string parsed as an
@@ -162,9 +161,9 @@ struct harness_bg {
     int port;
     char path[256];
     int delay_ms;
-    int status;              /* HTTP status, 0 if no answer (e.g. a crash) */
+    int status; /* HTTP status, 0 if no answer (e.g. a crash) */
     char body[1024];
-    int64_t sent_ms;         /* monotonic ms when it was sent */
+    int64_t sent_ms; /* monotonic ms when it was sent */
     int64_t took_ms;
     pthread_t thread;
 };

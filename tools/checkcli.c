@@ -46,9 +46,9 @@ struct options {
     long max_findings;
     int text;
     int no_overlaps;
-    char *needs[NEEDS_MAX];      /* --need, split at commas (strtok on optarg) */
+    char *needs[NEEDS_MAX]; /* --need, split at commas (strtok on optarg) */
     int nneeds;
-    long synthetic;              /* --synthetic N: 0, or the events to make */
+    long synthetic; /* --synthetic N: 0, or the events to make */
 };
 
 /* The loaded input and the storage behind it. */
@@ -57,51 +57,62 @@ struct loaded {
     struct chk_entry *ledger;
     struct chk_told *told;
     size_t ntold, cap_told;
-    char (*cov)[32];             /* the coverage events' names */
+    char (*cov)[32]; /* the coverage events' names */
     const char **covp;
     struct chk_input in;
 };
 
 static void usage(FILE *f) {
-    fprintf(f,
-        "usage: inventory-check [options]\n"
-        "  --redis HOST:PORT   the Redis holding the item (127.0.0.1:6379)\n"
-        "  --item KEY          the stock key (inventory001)\n"
-        "  --told FILE         what the clients were told (inventory-load --record);\n"
-        "                      repeatable, up to 16\n"
-        "  --since-us US       ignore answers given before this wall-clock time\n"
-        "  --max-findings N    findings listed (100); all are counted\n"
-        "  --no-overlaps       do not judge overlapping holds (the instances' clocks\n"
-        "                      cannot be compared, e.g. one was made to drift)\n"
-        "  --need EV[,EV...]   coverage events the fault must have shown for a verdict\n"
-        "                      of safe (holder_inside, lease_expired_inside, ...);\n"
-        "                      repeatable, up to 8 in all\n"
-        "  --format json|text  (json)\n"
-        "  --synthetic N       read no Redis: make a history of N holds with one unit\n"
-        "                      sold twice planted in it, judge it, and say how long\n"
-        "                      that took and the peak memory (a correct checker\n"
-        "                      answers unsafe: sold_twice 1, overlap 1)\n"
-        "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input, 3 incomplete\n"
-        "(nothing unsafe found, but the history lost events), 4 inconclusive (nothing\n"
-        "unsafe found, but a --need event was not seen): no verdict of safe then.\n");
+    fprintf(f, "usage: inventory-check [options]\n"
+               "  --redis HOST:PORT   the Redis holding the item (127.0.0.1:6379)\n"
+               "  --item KEY          the stock key (inventory001)\n"
+               "  --told FILE         what the clients were told (inventory-load --record);\n"
+               "                      repeatable, up to 16\n"
+               "  --since-us US       ignore answers given before this wall-clock time\n"
+               "  --max-findings N    findings listed (100); all are counted\n"
+               "  --no-overlaps       do not judge overlapping holds (the instances' clocks\n"
+               "                      cannot be compared, e.g. one was made to drift)\n"
+               "  --need EV[,EV...]   coverage events the fault must have shown for a verdict\n"
+               "                      of safe (holder_inside, lease_expired_inside, ...);\n"
+               "                      repeatable, up to 8 in all\n"
+               "  --format json|text  (json)\n"
+               "  --synthetic N       read no Redis: make a history of N holds with one unit\n"
+               "                      sold twice planted in it, judge it, and say how long\n"
+               "                      that took and the peak memory (a correct checker\n"
+               "                      answers unsafe: sold_twice 1, overlap 1)\n"
+               "Exit status: 0 safe, 1 unsafe, 2 bad usage or unreadable input, 3 incomplete\n"
+               "(nothing unsafe found, but the history lost events), 4 inconclusive (nothing\n"
+               "unsafe found, but a --need event was not seen): no verdict of safe then.\n");
 }
 
 /* One history entry's fields into e. */
 static void event_fields(const redisReply *f, struct chk_event *e) {
     for (size_t j = 0; j + 1 < f->elements; j += 2) {
         const char *k = f->element[j]->str, *v = f->element[j + 1]->str;
-        if (!strcmp(k, "instance")) snprintf(e->instance, sizeof(e->instance), "%s", v);
-        else if (!strcmp(k, "port")) e->port = atoi(v);
-        else if (!strcmp(k, "owner")) snprintf(e->owner, sizeof(e->owner), "%s", v);
-        else if (!strcmp(k, "order")) snprintf(e->order, sizeof(e->order), "%s", v);
-        else if (!strcmp(k, "outcome")) snprintf(e->outcome, sizeof(e->outcome), "%s", v);
-        else if (!strcmp(k, "granted_us")) e->granted_us = strtoll(v, NULL, 10);
-        else if (!strcmp(k, "released_us")) e->released_us = strtoll(v, NULL, 10);
-        else if (!strcmp(k, "lease_us")) e->lease_us = strtoll(v, NULL, 10);
-        else if (!strcmp(k, "unit")) e->unit = strtoll(v, NULL, 10);
-        else if (!strcmp(k, "written_us")) e->written_us = strtoll(v, NULL, 10);
-        else if (!strcmp(k, "owned")) e->owned = atoi(v);
-        else if (!strcmp(k, "token")) e->token = strtoll(v, NULL, 10);
+        if (!strcmp(k, "instance"))
+            snprintf(e->instance, sizeof(e->instance), "%s", v);
+        else if (!strcmp(k, "port"))
+            e->port = atoi(v);
+        else if (!strcmp(k, "owner"))
+            snprintf(e->owner, sizeof(e->owner), "%s", v);
+        else if (!strcmp(k, "order"))
+            snprintf(e->order, sizeof(e->order), "%s", v);
+        else if (!strcmp(k, "outcome"))
+            snprintf(e->outcome, sizeof(e->outcome), "%s", v);
+        else if (!strcmp(k, "granted_us"))
+            e->granted_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "released_us"))
+            e->released_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "lease_us"))
+            e->lease_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "unit"))
+            e->unit = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "written_us"))
+            e->written_us = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "owned"))
+            e->owned = atoi(v);
+        else if (!strcmp(k, "token"))
+            e->token = strtoll(v, NULL, 10);
     }
 }
 
@@ -113,8 +124,10 @@ static int coverage_name(const redisReply *f, char *name, size_t len) {
     for (size_t j = 0; j + 1 < f->elements; j += 2) {
         const char *k = f->element[j]->str, *v = f->element[j + 1]->str;
         if (!k || !v) continue;
-        if (!strcmp(k, "outcome")) is = !strcmp(v, "coverage");
-        else if (!strcmp(k, "event")) snprintf(name, len, "%s", v);
+        if (!strcmp(k, "outcome"))
+            is = !strcmp(v, "coverage");
+        else if (!strcmp(k, "event"))
+            snprintf(name, len, "%s", v);
     }
     return is && name[0];
 }
@@ -131,8 +144,10 @@ static long long trimmed(const redisReply *info) {
     for (size_t i = 0; i + 1 < info->elements; i += 2) {
         const redisReply *k = info->element[i], *v = info->element[i + 1];
         if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_INTEGER) continue;
-        if (!strcmp(k->str, "length")) length = v->integer;
-        else if (!strcmp(k->str, "entries-added")) added = v->integer;
+        if (!strcmp(k->str, "length"))
+            length = v->integer;
+        else if (!strcmp(k->str, "entries-added"))
+            added = v->integer;
     }
     return length >= 0 && added > length ? added - length : 0;
 }
@@ -178,13 +193,14 @@ static int load_redis(const struct options *o, struct loaded *L) {
         if (coverage_name(e->element[1], L->cov[L->in.ncoverage], sizeof(L->cov[0]))) {
             L->covp[L->in.ncoverage] = L->cov[L->in.ncoverage];
             L->in.ncoverage++;
-            continue;   /* a fault's coverage, not a hold */
+            continue; /* a fault's coverage, not a hold */
         }
         event_fields(e->element[1], ev);
         L->in.nevents++;
     }
-    if (rc < 0) fprintf(stderr, "inventory-check: cannot read %s from Redis: %s\n", o->item,
-                        c->err ? c->errstr : "unexpected reply");
+    if (rc < 0)
+        fprintf(stderr, "inventory-check: cannot read %s from Redis: %s\n", o->item,
+                c->err ? c->errstr : "unexpected reply");
     for (int i = 0; i < 5; i++) freeReplyObject(r[i]);
     redisFree(c);
     L->in.ledger = L->ledger;
@@ -256,7 +272,8 @@ static void print_json(const struct options *o, const struct loaded *L, const st
     cJSON_AddBoolToObject(root, "complete", r->complete);
     cJSON_AddBoolToObject(root, "covered", r->covered);
     cJSON *needs = cJSON_AddArrayToObject(root, "needs");
-    for (int i = 0; i < o->nneeds; i++) cJSON_AddItemToArray(needs, cJSON_CreateString(o->needs[i]));
+    for (int i = 0; i < o->nneeds; i++)
+        cJSON_AddItemToArray(needs, cJSON_CreateString(o->needs[i]));
     cJSON *cov = cJSON_AddObjectToObject(root, "coverage");
     for (int i = 0; i < r->ncover; i++)
         cJSON_AddNumberToObject(cov, r->cover[i].name, (double)r->cover[i].count);
@@ -316,17 +333,17 @@ static void print_text(const struct loaded *L, const struct chk_report *r,
         word[i++] = (char)toupper((unsigned char)*v);
     word[i] = '\0';
     printf("%s: %zu events, %zu ledger entries, %zu answers; stock %lld of %lld; oversold %lld\n",
-           word,
-           L->in.nevents, L->in.nledger, L->in.ntold, L->in.stock, L->in.initial,
+           word, L->in.nevents, L->in.nledger, L->in.ntold, L->in.stock, L->in.initial,
            r->oversold_units);
     if (!r->complete)
         printf("  the history is incomplete: %lld events trimmed by history.max-events, %lld "
-               "ledger entries without their event; no verdict of safe\n", L->in.trimmed,
-               r->missing);
+               "ledger entries without their event; no verdict of safe\n",
+               L->in.trimmed, r->missing);
     if (!r->covered)
         printf("  the fault missed its window: a needed coverage event was not seen; no verdict "
                "of safe\n");
-    for (int k = 0; k < r->ncover; k++) printf("  covered %-20s %lld\n", r->cover[k].name, r->cover[k].count);
+    for (int k = 0; k < r->ncover; k++)
+        printf("  covered %-20s %lld\n", r->cover[k].name, r->cover[k].count);
     for (int k = 0; k < CHK_KINDS; k++) printf("  %-12s %lld\n", chk_kind_word(k), r->counts[k]);
     for (size_t i = 0; i < r->nfindings; i++)
         printf("  - %s: %s\n", chk_kind_word(r->findings[i].kind), r->findings[i].detail);
@@ -337,10 +354,14 @@ static void print_text(const struct loaded *L, const struct chk_report *r,
 
 static int parse_args(int argc, char **argv, struct options *o) {
     static const struct option longopts[] = {
-        {"redis", required_argument, NULL, 'r'},   {"item", required_argument, NULL, 'i'},
-        {"told", required_argument, NULL, 't'},    {"since-us", required_argument, NULL, 's'},
-        {"max-findings", required_argument, NULL, 'm'}, {"format", required_argument, NULL, 'f'},
-        {"no-overlaps", no_argument, NULL, 'O'},  {"help", no_argument, NULL, 'h'},
+        {"redis", required_argument, NULL, 'r'},
+        {"item", required_argument, NULL, 'i'},
+        {"told", required_argument, NULL, 't'},
+        {"since-us", required_argument, NULL, 's'},
+        {"max-findings", required_argument, NULL, 'm'},
+        {"format", required_argument, NULL, 'f'},
+        {"no-overlaps", no_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},
         {"need", required_argument, NULL, 'n'},
         {"synthetic", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
@@ -353,12 +374,16 @@ static int parse_args(int argc, char **argv, struct options *o) {
         case 'r':
             if (addr_parse(optarg, strlen(optarg), &o->redis, why, sizeof(why)) != 0) goto bad;
             break;
-        case 'i': o->item = optarg; break;
+        case 'i':
+            o->item = optarg;
+            break;
         case 't':
             if (o->ntold == TOLD_FILES_MAX) goto bad;
             o->told[o->ntold++] = optarg;
             break;
-        case 's': o->since_us = strtoll(optarg, NULL, 10); break;
+        case 's':
+            o->since_us = strtoll(optarg, NULL, 10);
+            break;
         case 'm':
             if (stats_parse_long(optarg, 0, 1000000, &v) != 0) goto bad;
             o->max_findings = v;
@@ -367,7 +392,9 @@ static int parse_args(int argc, char **argv, struct options *o) {
             if (strcmp(optarg, "json") && strcmp(optarg, "text")) goto bad;
             o->text = strcmp(optarg, "text") == 0;
             break;
-        case 'O': o->no_overlaps = 1; break;
+        case 'O':
+            o->no_overlaps = 1;
+            break;
         case 'n':
             for (char *save, *t = strtok_r(optarg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 if (o->nneeds == NEEDS_MAX || strlen(t) >= 32) goto bad;
@@ -378,11 +405,15 @@ static int parse_args(int argc, char **argv, struct options *o) {
             if (stats_parse_long(optarg, 1, 50000000, &v) != 0) goto bad;
             o->synthetic = v;
             break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return -1;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
         }
         continue;
-bad:
+    bad:
         stats_bad_value("inventory-check", longopts, ch, optarg);
         return -1;
     }
@@ -412,8 +443,8 @@ static int load_synthetic(long n, struct loaded *L) {
         int64_t g = t0 + (int64_t)i * 1000;
         long long unit = n - i;
         if (i == planted && i > 0) {
-            g -= 500;                       /* while the hold before still holds */
-            unit = L->events[i - 1].unit;   /* and its unit, again */
+            g -= 500; /* while the hold before still holds */
+            unit = L->events[i - 1].unit; /* and its unit, again */
         }
         char id[48];
         snprintf(id, sizeof(id), "%lld-%ld", (long long)(g / 1000), i);
@@ -462,9 +493,10 @@ int main(int argc, char **argv) {
     if (o.synthetic) {
         costp = &cost;
         rc = load_synthetic(o.synthetic, &L);
-        if (rc != 0) fprintf(stderr, "inventory-check: out of memory making %ld events\n", o.synthetic);
+        if (rc != 0)
+            fprintf(stderr, "inventory-check: out of memory making %ld events\n", o.synthetic);
         cost.make_s = mono_s() - t;
-        o.ntold = 0;   /* the answers are made too */
+        o.ntold = 0; /* the answers are made too */
     } else {
         rc = load_redis(&o, &L);
     }
@@ -483,8 +515,10 @@ int main(int argc, char **argv) {
     if (getrusage(RUSAGE_SELF, &ru) == 0) cost.max_rss_mb = (double)ru.ru_maxrss / 1024.0;
     int status = 2;
     if (rc == 0) {
-        if (o.text) print_text(&L, &r, costp);
-        else print_json(&o, &L, &r, costp);
+        if (o.text)
+            print_text(&L, &r, costp);
+        else
+            print_json(&o, &L, &r, costp);
         const char *v = chk_verdict(&r);
         status = r.safe ? 0 : !strcmp(v, "unsafe") ? 1 : !strcmp(v, "incomplete") ? 3 : 4;
         chk_report_free(&r);

@@ -6,8 +6,8 @@
 #include "checker.h"
 
 const char *chk_kind_word(enum chk_kind k) {
-    static const char *const words[CHK_KINDS] = {"overlap",     "sold_twice",   "late_write",
-                                                 "lost_sale",   "untold_sale",  "stock_ledger",
+    static const char *const words[CHK_KINDS] = {"overlap",          "sold_twice",  "late_write",
+                                                 "lost_sale",        "untold_sale", "stock_ledger",
                                                  "stale_token_write"};
     return (int)k >= 0 && k < CHK_KINDS ? words[k] : "?";
 }
@@ -18,9 +18,7 @@ struct hold {
     int64_t start, end;
 };
 
-static int wrote(const struct chk_event *e) {
-    return strcmp(e->outcome, "sold") == 0;
-}
+static int wrote(const struct chk_event *e) { return strcmp(e->outcome, "sold") == 0; }
 
 /* When e's write (or event) applied: Redis's clock, or when it was sent,
  * its lower bound, in histories that lack it. */
@@ -56,8 +54,8 @@ static int cmp_hold_start(const void *a, const void *b) {
     return (x->start > y->start) - (x->start < y->start);
 }
 
-static void add(struct chk_report *r, size_t max, enum chk_kind kind, const char *a,
-                const char *b, long long unit, const char *detail) {
+static void add(struct chk_report *r, size_t max, enum chk_kind kind, const char *a, const char *b,
+                long long unit, const char *detail) {
     r->counts[kind]++;
     if (r->nfindings >= max) return;
     struct chk_finding *f = &r->findings[r->nfindings++];
@@ -98,10 +96,11 @@ static int find_overlaps(const struct chk_input *in, size_t max, struct chk_repo
     for (size_t i = 1; i < n; i++) {
         if (h[i].start < h[longest].end) {
             char d[256];
-            snprintf(d, sizeof(d), "%.48s (%.15s) held until %lld while %.48s (%.15s) was granted "
-                     "at %lld", h[longest].first->owner, h[longest].first->instance,
-                     (long long)h[longest].end, h[i].first->owner, h[i].first->instance,
-                     (long long)h[i].start);
+            snprintf(d, sizeof(d),
+                     "%.48s (%.15s) held until %lld while %.48s (%.15s) was granted "
+                     "at %lld",
+                     h[longest].first->owner, h[longest].first->instance, (long long)h[longest].end,
+                     h[i].first->owner, h[i].first->instance, (long long)h[i].start);
             add(r, max, CHK_OVERLAP, h[longest].first->id, h[i].first->id, 0, d);
         }
         if (h[i].end > h[longest].end) longest = i;
@@ -127,19 +126,20 @@ static int find_sold_twice(const struct chk_input *in, size_t max, struct chk_re
     if (cap == 0) return 0;
     struct sale *s = malloc(cap * sizeof(*s));
     if (!s) return -1;
-    for (size_t i = 0; i < in->nledger; i++) s[n++] = (struct sale){in->ledger[i].unit, in->ledger[i].order};
+    for (size_t i = 0; i < in->nledger; i++)
+        s[n++] = (struct sale){in->ledger[i].unit, in->ledger[i].order};
     for (size_t i = 0; i < in->ntold; i++)
         if (strcmp(in->told[i].status, "sold") == 0 && in->told[i].unit > 0)
             s[n++] = (struct sale){in->told[i].unit, in->told[i].order};
     qsort(s, n, sizeof(*s), cmp_sale);
-    size_t first = 0;   /* the first distinct order of the current unit */
+    size_t first = 0; /* the first distinct order of the current unit */
     for (size_t i = 1; i < n; i++) {
         if (s[i].unit != s[first].unit) {
             first = i;
         } else if (strcmp(s[i].order, s[i - 1].order) != 0) {
             char d[256];
-            snprintf(d, sizeof(d), "unit %lld went to orders %s and %s", s[i].unit,
-                     s[first].order, s[i].order);
+            snprintf(d, sizeof(d), "unit %lld went to orders %s and %s", s[i].unit, s[first].order,
+                     s[i].order);
             add(r, max, CHK_SOLD_TWICE, s[first].order, s[i].order, s[i].unit, d);
         }
     }
@@ -181,8 +181,10 @@ static int find_lost_and_untold(const struct chk_input *in, size_t max, struct c
         const struct chk_entry *e = &in->ledger[i];
         if (has(sold, ns, e->order)) continue;
         char d[256];
-        snprintf(d, sizeof(d), "unit %lld went to order %s (port %d), which no client was told "
-                 "was sold", e->unit, e->order, e->port);
+        snprintf(d, sizeof(d),
+                 "unit %lld went to order %s (port %d), which no client was told "
+                 "was sold",
+                 e->unit, e->order, e->port);
         add(r, max, CHK_UNTOLD_SALE, e->order, NULL, e->unit, d);
     }
     free(led);
@@ -201,9 +203,10 @@ static void find_stale_tokens(const struct chk_input *in, size_t max, struct chk
         if (newest && (e->token < newest->token ||
                        (e->token == newest->token && strcmp(e->owner, newest->owner) != 0))) {
             char d[256];
-            snprintf(d, sizeof(d), "order %s wrote unit %lld with token %lld after order %s had "
-                     "written with token %lld", e->order, e->unit, e->token, newest->order,
-                     newest->token);
+            snprintf(d, sizeof(d),
+                     "order %s wrote unit %lld with token %lld after order %s had "
+                     "written with token %lld",
+                     e->order, e->unit, e->token, newest->order, newest->token);
             add(r, max, CHK_STALE_TOKEN, newest->id, e->id, e->unit, d);
             continue;
         }
@@ -261,8 +264,7 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
     r->findings = calloc(max_findings ? max_findings : 1, sizeof(*r->findings));
     if (!r->findings) return -1;
     if ((!in->skip_overlaps && find_overlaps(in, max_findings, r) < 0) ||
-        find_sold_twice(in, max_findings, r) < 0 ||
-        find_lost_and_untold(in, max_findings, r) < 0) {
+        find_sold_twice(in, max_findings, r) < 0 || find_lost_and_untold(in, max_findings, r) < 0) {
         chk_report_free(r);
         return -1;
     }
@@ -274,13 +276,15 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
         if (!wrote_late(e, in->skip_overlaps)) continue;
         char d[256];
         if (e->owned == 0)
-            snprintf(d, sizeof(d), "order %s wrote unit %lld at %lld, when Redis saw the lock was "
-                     "no longer its own (lease deadline %lld)", e->order, e->unit,
-                     (long long)e->written_us, (long long)e->lease_us);
+            snprintf(d, sizeof(d),
+                     "order %s wrote unit %lld at %lld, when Redis saw the lock was "
+                     "no longer its own (lease deadline %lld)",
+                     e->order, e->unit, (long long)e->written_us, (long long)e->lease_us);
         else
-            snprintf(d, sizeof(d), "order %s wrote unit %lld at %lld, after its lease deadline "
-                     "%lld", e->order, e->unit,
-                     (long long)(e->written_us ? e->written_us : e->released_us),
+            snprintf(d, sizeof(d),
+                     "order %s wrote unit %lld at %lld, after its lease deadline "
+                     "%lld",
+                     e->order, e->unit, (long long)(e->written_us ? e->written_us : e->released_us),
                      (long long)e->lease_us);
         add(r, max_findings, CHK_LATE_WRITE, e->id, e->order, e->unit, d);
     }
@@ -291,8 +295,10 @@ int chk_run(const struct chk_input *in, size_t max_findings, struct chk_report *
     long long given = in->initial - in->stock;
     if (given != (long long)in->nledger) {
         char d[256];
-        snprintf(d, sizeof(d), "initial %lld - stock %lld = %lld units given, but the ledger has "
-                 "%zu entries", in->initial, in->stock, given, in->nledger);
+        snprintf(d, sizeof(d),
+                 "initial %lld - stock %lld = %lld units given, but the ledger has "
+                 "%zu entries",
+                 in->initial, in->stock, given, in->nledger);
         add(r, max_findings, CHK_STOCK_LEDGER, NULL, NULL, 0, d);
     }
     r->oversold_units = (long long)in->nledger > given ? (long long)in->nledger - given : 0;

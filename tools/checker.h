@@ -66,28 +66,28 @@
 #include <stdint.h>
 
 struct chk_event {
-    char id[32];                 /* the history stream entry id */
+    char id[32]; /* the history stream entry id */
     char instance[16];
     int port;
     char owner[64];
     char order[48];
-    char outcome[24];            /* sold, sold_out, lock_lost, stale_token, bad_stock */
-    int64_t granted_us, released_us, lease_us;   /* lease_us 0: none */
-    int64_t written_us;          /* Redis's clock as the event applied; 0: not recorded */
-    int owned;                   /* the lock was the holder's as it applied: 1, 0; -1 unknown */
+    char outcome[24]; /* sold, sold_out, lock_lost, stale_token, bad_stock */
+    int64_t granted_us, released_us, lease_us; /* lease_us 0: none */
+    int64_t written_us; /* Redis's clock as the event applied; 0: not recorded */
+    int owned; /* the lock was the holder's as it applied: 1, 0; -1 unknown */
     long long unit;
-    long long token;             /* the fencing token the hold wrote with; 0: none */
+    long long token; /* the fencing token the hold wrote with; 0: none */
 };
 
-struct chk_entry {               /* one ledger entry "unit|order|port" */
+struct chk_entry { /* one ledger entry "unit|order|port" */
     long long unit;
     char order[48];
     int port;
 };
 
-struct chk_told {                /* what one client was told */
+struct chk_told { /* what one client was told */
     int64_t answered_us;
-    char status[24];             /* sold, sold_out, lock_timeout, ... */
+    char status[24]; /* sold, sold_out, lock_timeout, ... */
     char order[48];
     long long unit;
 };
@@ -100,44 +100,51 @@ struct chk_input {
     const struct chk_told *told;
     size_t ntold;
     long long stock, initial;
-    int skip_overlaps;           /* the events' clocks cannot be compared (a
+    int skip_overlaps; /* the events' clocks cannot be compared (a
                                     drifting host): judge neither overlaps nor a
                                     write's time against its lease */
-    long long trimmed;           /* events the stream's cap dropped (XINFO STREAM
+    long long trimmed; /* events the stream's cap dropped (XINFO STREAM
                                     entries-added - length); 0 when none */
     const char *const *coverage; /* the names of the coverage events recorded */
     size_t ncoverage;
-    const char *const *needs;    /* the coverage a verdict of safe needs; NULL: none */
+    const char *const *needs; /* the coverage a verdict of safe needs; NULL: none */
     size_t nneeds;
 };
 
 #define CHK_KINDS 7
 #define CHK_COVER_MAX 16
 #define CHK_LEASE_EXPIRED_INSIDE "lease_expired_inside"
-enum chk_kind { CHK_OVERLAP, CHK_SOLD_TWICE, CHK_LATE_WRITE, CHK_LOST_SALE, CHK_UNTOLD_SALE,
-                CHK_STOCK_LEDGER, CHK_STALE_TOKEN };
+enum chk_kind {
+    CHK_OVERLAP,
+    CHK_SOLD_TWICE,
+    CHK_LATE_WRITE,
+    CHK_LOST_SALE,
+    CHK_UNTOLD_SALE,
+    CHK_STOCK_LEDGER,
+    CHK_STALE_TOKEN
+};
 
 struct chk_finding {
     enum chk_kind kind;
-    char a[48], b[48];           /* the events (ids) or orders involved; "" if none */
-    long long unit;              /* the unit, where there is one */
+    char a[48], b[48]; /* the events (ids) or orders involved; "" if none */
+    long long unit; /* the unit, where there is one */
     char detail[256];
 };
 
 struct chk_report {
     long long counts[CHK_KINDS];
-    long long oversold_units;    /* entries - (initial - stock), at least 0 */
-    int complete;                /* the history has every hold's event */
-    long long missing;           /* ledger entries without a sold event */
-    int covered;                 /* every need was seen */
-    int safe;                    /* complete, covered, and no safety failure (untold
+    long long oversold_units; /* entries - (initial - stock), at least 0 */
+    int complete; /* the history has every hold's event */
+    long long missing; /* ledger entries without a sold event */
+    int covered; /* every need was seen */
+    int safe; /* complete, covered, and no safety failure (untold
                                     sales aside) */
     struct {
         char name[32];
         long long count;
-    } cover[CHK_COVER_MAX];      /* coverage seen, by name, recorded and derived */
+    } cover[CHK_COVER_MAX]; /* coverage seen, by name, recorded and derived */
     int ncover;
-    struct chk_finding *findings;   /* the first max_findings, malloc'd */
+    struct chk_finding *findings; /* the first max_findings, malloc'd */
     size_t nfindings;
 };
 

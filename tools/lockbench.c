@@ -56,9 +56,9 @@
 #include "stats.h"
 #include "strategy.h"
 
-#define EXIT_AUDIT 1       /* oversold or sold twice */
-#define EXIT_USAGE 2       /* bad options, or nothing could be set up */
-#define EXIT_INCOMPLETE 3  /* the stock was not sold out before --max-s */
+#define EXIT_AUDIT 1 /* oversold or sold twice */
+#define EXIT_USAGE 2 /* bad options, or nothing could be set up */
+#define EXIT_INCOMPLETE 3 /* the stock was not sold out before --max-s */
 
 struct options {
     const struct strategy *type;
@@ -77,34 +77,33 @@ struct options {
 /* One client's counts and samples; touched only by its thread until the
  * join. */
 struct sample {
-    monotime_us start_us;           /* when the call began */
-    int64_t lat_us;                 /* how long it took, measured here */
-    int64_t wait_ms;                /* r.wait_ms */
-    int attempts;                   /* r.attempts */
+    monotime_us start_us; /* when the call began */
+    int64_t lat_us; /* how long it took, measured here */
+    int64_t wait_ms; /* r.wait_ms */
+    int attempts; /* r.attempts */
 };
 
 struct client {
     pthread_t tid;
     long long sold, giveups, backend, other;
-    monotime_us last_sold_us;       /* when its last sold call returned */
-    struct sample *samples;         /* one per call */
+    monotime_us last_sold_us; /* when its last sold call returned */
+    struct sample *samples; /* one per call */
     size_t n, cap;
     int oom;
-    char first_error[200];          /* the first backend or other answer */
+    char first_error[200]; /* the first backend or other answer */
 };
 
 static struct service svc;
 static const struct options *opt;
 static pthread_barrier_t start_line;
 static monotime_us deadline_us;
-static atomic_int stop_all;         /* set when --max-s ran out */
+static atomic_int stop_all; /* set when --max-s ran out */
 
 static int sample_add(struct client *c, const struct sample *s) {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 256;
         struct sample *a = realloc(c->samples, cap * sizeof(*a));
-        if (a == NULL)
-            return -1;
+        if (a == NULL) return -1;
         c->samples = a;
         c->cap = cap;
     }
@@ -118,8 +117,7 @@ static void *client_run(void *arg) {
 
     pthread_barrier_wait(&start_line);
     for (;;) {
-        if (atomic_load(&stop_all))
-            break;
+        if (atomic_load(&stop_all)) break;
         monotime_us t0 = mclock_us();
         if (t0 >= deadline_us) {
             atomic_store(&stop_all, 1);
@@ -127,11 +125,9 @@ static void *client_run(void *arg) {
         }
         int st = inventory_sell(svc.inv, opt->type, NULL, NULL, &r);
         monotime_us t1 = mclock_us();
-        struct sample sm = { t0, t1 - t0, r.wait_ms, r.lock.attempts };
-        if (!c->oom && sample_add(c, &sm) < 0)
-            c->oom = 1;
-        if (st == INV_SOLD_OUT)
-            break;
+        struct sample sm = {t0, t1 - t0, r.wait_ms, r.lock.attempts};
+        if (!c->oom && sample_add(c, &sm) < 0) c->oom = 1;
+        if (st == INV_SOLD_OUT) break;
         switch (st) {
         case INV_SOLD:
             c->sold++;
@@ -150,8 +146,7 @@ static void *client_run(void *arg) {
         if (c->first_error[0] == '\0')
             snprintf(c->first_error, sizeof(c->first_error), "status %d: %.180s", st, r.errstr);
         /* Bad data (no stock key, not a number) will not mend by itself. */
-        if (st == INV_BAD_DATA)
-            break;
+        if (st == INV_BAD_DATA) break;
     }
     return NULL;
 }
@@ -159,10 +154,9 @@ static void *client_run(void *arg) {
 /* The sum of calls= over INFO commandstats of host:port, or -1 with errstr
  * set. */
 static long long commandstats_total(const char *host, int port, char *errstr, size_t errlen) {
-    struct rpool_options o = { .host = host, .port = port, .timeout_ms = 5000 };
+    struct rpool_options o = {.host = host, .port = port, .timeout_ms = 5000};
     redisContext *c = rpool_connect(&o, errstr, errlen);
-    if (c == NULL)
-        return -1;
+    if (c == NULL) return -1;
     redisReply *r = redisCommand(c, "INFO commandstats");
     long long total = -1;
     if (r == NULL) {
@@ -182,15 +176,13 @@ static long long commandstats_total(const char *host, int port, char *errstr, si
 
 /* Sums INFO commandstats over the main Redis and, when multi is set, every
  * master of the redlock spec. *main_out and *nodes_out get the parts. */
-static int commands_now(int multi, long long *main_out, long long *nodes_out,
-                        int *servers, char *errstr, size_t errlen) {
+static int commands_now(int multi, long long *main_out, long long *nodes_out, int *servers,
+                        char *errstr, size_t errlen) {
     *main_out = commandstats_total(opt->redis_host, opt->redis_port, errstr, errlen);
-    if (*main_out < 0)
-        return -1;
+    if (*main_out < 0) return -1;
     *servers = 1;
     *nodes_out = 0;
-    if (!multi)
-        return 0;
+    if (!multi) return 0;
     struct addr a[LOCK_MAX_NODES];
     char why[128];
     int nodes = addr_list_parse(opt->redlock, a, LOCK_MAX_NODES, why, sizeof(why));
@@ -200,8 +192,7 @@ static int commands_now(int multi, long long *main_out, long long *nodes_out,
     }
     for (int i = 0; i < nodes; i++) {
         long long n = commandstats_total(a[i].host, a[i].port, errstr, errlen);
-        if (n < 0)
-            return -1;
+        if (n < 0) return -1;
         *nodes_out += n;
         (*servers)++;
     }
@@ -211,7 +202,8 @@ static int commands_now(int multi, long long *main_out, long long *nodes_out,
 static void usage(FILE *f) {
     char names[512];
     strategy_names(names, sizeof(names));
-    fprintf(f,
+    fprintf(
+        f,
         "usage: lockbench --strategy S [options]\n"
         "  --strategy S        one of: %s\n"
         "  --clients C         client threads (16)\n"
@@ -250,80 +242,69 @@ int main(int argc, char **argv) {
     opt = &o;
 
     static const struct option longopts[] = {
-        { "strategy", required_argument, NULL, 's' },
-        { "clients", required_argument, NULL, 'c' },
-        { "stock", required_argument, NULL, 'n' },
-        { "redis", required_argument, NULL, 'r' },
-        { "redlock", required_argument, NULL, 'R' },
-        { "ttl-ms", required_argument, NULL, 't' },
-        { "wait-ms", required_argument, NULL, 'w' },
-        { "node-timeout-ms", required_argument, NULL, 'T' },
-        { "max-s", required_argument, NULL, 'm' },
-        { "format", required_argument, NULL, 'f' },
-        { "set", required_argument, NULL, 'S' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"strategy", required_argument, NULL, 's'},
+        {"clients", required_argument, NULL, 'c'},
+        {"stock", required_argument, NULL, 'n'},
+        {"redis", required_argument, NULL, 'r'},
+        {"redlock", required_argument, NULL, 'R'},
+        {"ttl-ms", required_argument, NULL, 't'},
+        {"wait-ms", required_argument, NULL, 'w'},
+        {"node-timeout-ms", required_argument, NULL, 'T'},
+        {"max-s", required_argument, NULL, 'm'},
+        {"format", required_argument, NULL, 'f'},
+        {"set", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
     long v;
     while ((ch = getopt_long(argc, argv, "s:c:n:r:R:t:w:T:m:f:S:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
-            if ((o.type = strategy_find(optarg)) == NULL)
-                goto bad;
+            if ((o.type = strategy_find(optarg)) == NULL) goto bad;
             break;
         case 'c':
-            if (stats_parse_long(optarg, 1, 5000, &v) != 0)
-                goto bad;
+            if (stats_parse_long(optarg, 1, 5000, &v) != 0) goto bad;
             o.clients = (int)v;
             break;
         case 'n':
-            if (stats_parse_long(optarg, 1, 100000000, &v) != 0)
-                goto bad;
+            if (stats_parse_long(optarg, 1, 100000000, &v) != 0) goto bad;
             o.stock = v;
             break;
         case 'r': {
             struct addr a;
             char why[128];
-            if (addr_parse(optarg, strlen(optarg), &a, why, sizeof(why)) != 0)
-                goto bad;
+            if (addr_parse(optarg, strlen(optarg), &a, why, sizeof(why)) != 0) goto bad;
             snprintf(o.redis_host, sizeof(o.redis_host), "%s", a.host);
             o.redis_port = a.port;
             break;
         }
         case 'R':
-            if (strlen(optarg) >= sizeof(o.redlock))
-                goto bad;
+            if (strlen(optarg) >= sizeof(o.redlock)) goto bad;
             snprintf(o.redlock, sizeof(o.redlock), "%s", optarg);
             break;
         case 't':
-            if (stats_parse_long(optarg, 1, INT_MAX / 1000, &v) != 0)
-                goto bad;
+            if (stats_parse_long(optarg, 1, INT_MAX / 1000, &v) != 0) goto bad;
             o.ttl_ms = (int)v;
             break;
         case 'w':
-            if (stats_parse_long(optarg, 0, INT_MAX / 1000, &v) != 0)
-                goto bad;
+            if (stats_parse_long(optarg, 0, INT_MAX / 1000, &v) != 0) goto bad;
             o.wait_ms = (int)v;
             break;
         case 'T':
-            if (stats_parse_long(optarg, 1, 60000, &v) != 0)
-                goto bad;
+            if (stats_parse_long(optarg, 1, 60000, &v) != 0) goto bad;
             o.node_timeout_ms = (int)v;
             break;
         case 'm':
-            if (stats_parse_long(optarg, 1, 86400, &v) != 0)
-                goto bad;
+            if (stats_parse_long(optarg, 1, 86400, &v) != 0) goto bad;
             o.max_s = (int)v;
             break;
         case 'S':
-            if (nsets == (int)(sizeof(sets) / sizeof(sets[0])))
-                goto bad;
-            sets[nsets++] = optarg;   /* applied over the other options, below */
+            if (nsets == (int)(sizeof(sets) / sizeof(sets[0]))) goto bad;
+            sets[nsets++] = optarg; /* applied over the other options, below */
             break;
         case 'f':
-            if (stats_parse_format(optarg, &o.kv) != 0)
-                goto bad;
+            if (stats_parse_format(optarg, &o.kv) != 0) goto bad;
             break;
         case 'h':
             usage(stdout);
@@ -333,7 +314,7 @@ int main(int argc, char **argv) {
             return EXIT_USAGE;
         }
         continue;
-bad:
+    bad:
         stats_bad_value("lockbench", longopts, ch, optarg);
         return EXIT_USAGE;
     }
@@ -355,8 +336,7 @@ bad:
     cfg.lock_ttl_ms = o.ttl_ms;
     cfg.lock_wait_ms = o.wait_ms;
     cfg.redis_pool_size = o.clients + 8;
-    if (cfg.redis_pool_size < 128)
-        cfg.redis_pool_size = 128;
+    if (cfg.redis_pool_size < 128) cfg.redis_pool_size = 128;
     cfg.probe = 1;
     snprintf(cfg.strategy, sizeof(cfg.strategy), "%s", o.type->name);
 
@@ -397,8 +377,8 @@ bad:
         if (rc != 0) {
             /* The barrier counts every client: without them all nobody
              * passes it, and nothing was sold yet, so stopping is clean. */
-            fprintf(stderr, "lockbench: cannot start client %d of %d: %s\n", i + 1,
-                    o.clients, strerror(rc));
+            fprintf(stderr, "lockbench: cannot start client %d of %d: %s\n", i + 1, o.clients,
+                    strerror(rc));
             _exit(EXIT_USAGE);
         }
     }
@@ -412,20 +392,17 @@ bad:
         fprintf(stderr, "lockbench: %s\n", err);
         atomic_store(&stop_all, 1);
         pthread_barrier_wait(&start_line);
-        for (int i = 0; i < o.clients; i++)
-            pthread_join(cl[i].tid, NULL);
+        for (int i = 0; i < o.clients; i++) pthread_join(cl[i].tid, NULL);
         goto out;
     }
 
     monotime_us t0 = mclock_us();
     deadline_us = t0 + (monotime_us)o.max_s * 1000000;
     pthread_barrier_wait(&start_line);
-    for (int i = 0; i < o.clients; i++)
-        pthread_join(cl[i].tid, NULL);
+    for (int i = 0; i < o.clients; i++) pthread_join(cl[i].tid, NULL);
     monotime_us t_join = mclock_us();
     int cmds_ok = commands_now(multi, &main1, &nodes1, &servers, err, sizeof(err)) == 0;
-    if (!cmds_ok)
-        fprintf(stderr, "lockbench: %s\n", err);
+    if (!cmds_ok) fprintf(stderr, "lockbench: %s\n", err);
     /* The "after" reading counts each server's "before" INFO. */
     long long cmds_main = cmds_ok ? main1 - main0 - 1 : -1;
     long long cmds_nodes = cmds_ok ? nodes1 - nodes0 - (servers - 1) : -1;
@@ -443,10 +420,8 @@ bad:
         no_sale += cl[i].sold == 0;
         n += cl[i].n;
         oom |= cl[i].oom;
-        if (cl[i].last_sold_us > last_sold)
-            last_sold = cl[i].last_sold_us;
-        if (first_error == NULL && cl[i].first_error[0] != '\0')
-            first_error = cl[i].first_error;
+        if (cl[i].last_sold_us > last_sold) last_sold = cl[i].last_sold_us;
+        if (first_error == NULL && cl[i].first_error[0] != '\0') first_error = cl[i].first_error;
     }
     int64_t *waits = malloc((n ? n : 1) * sizeof(*waits));
     int64_t *lats = malloc((n ? n : 1) * sizeof(*lats));
@@ -462,8 +437,7 @@ bad:
     for (int i = 0; i < o.clients; i++)
         for (size_t j = 0; j < cl[i].n; j++) {
             const struct sample *sm = &cl[i].samples[j];
-            if (sm->start_us >= end_us)
-                continue;
+            if (sm->start_us >= end_us) continue;
             waits[k] = sm->wait_ms;
             lats[k] = sm->lat_us;
             attempts += sm->attempts;
@@ -493,12 +467,14 @@ bad:
     if (o.kv) {
         printf("strategy=%s clients=%d stock=%lld sold=%lld elapsed_s=%.3f sales_per_s=%.1f "
                "giveups=%lld backend_errors=%lld other=%lld sold_twice=%lld oversold=%lld "
-               "violations=%lld remaining=%lld complete=%d clients_no_sale=%d calls=%zu cmds=%lld cmds_main=%lld "
+               "violations=%lld remaining=%lld complete=%d clients_no_sale=%d calls=%zu cmds=%lld "
+               "cmds_main=%lld "
                "cmds_nodes=%lld cmds_per_sale=%.2f tries_per_sale=%.2f wait_p50_ms=%" PRId64
                " wait_p99_ms=%" PRId64 " lat_p50_ms=%.3f lat_p99_ms=%.3f lat_max_ms=%.3f\n",
                o.type->name, o.clients, o.stock, sold, elapsed_s, sales_per_s, giveups, backend,
-               other, a.sold_twice, a.oversold_units, a.violations, a.stock, complete, no_sale, n, cmds,
-               cmds_main, cmds_nodes, cmds_per_sale, tries_per_sale, w50, w99, l50, l99, lmax);
+               other, a.sold_twice, a.oversold_units, a.violations, a.stock, complete, no_sale, n,
+               cmds, cmds_main, cmds_nodes, cmds_per_sale, tries_per_sale, w50, w99, l50, l99,
+               lmax);
     } else {
         printf("lockbench: strategy %s, %d clients, stock %lld\n", o.type->name, o.clients,
                o.stock);
@@ -509,18 +485,17 @@ bad:
         printf("  audit: sold twice %lld, oversold %lld, probe violations %lld, stock left %lld\n",
                a.sold_twice, a.oversold_units, a.violations, a.stock);
         printf("  redis commands %lld (main %lld, redlock masters %lld): %.2f per sale; "
-               "%.2f lock tries per sale\n", cmds, cmds_main, cmds_nodes, cmds_per_sale,
-               tries_per_sale);
+               "%.2f lock tries per sale\n",
+               cmds, cmds_main, cmds_nodes, cmds_per_sale, tries_per_sale);
         printf("  over %zu calls begun while stock remained: acquire wait p50 %" PRId64
                " ms, p99 %" PRId64 " ms;\n    sale latency p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                n, w50, w99, l50, l99, lmax);
     }
     fflush(stdout);
     if (first_error != NULL)
-        fprintf(stderr, "lockbench: %lld backend errors, %lld other; first: %s\n", backend,
-                other, first_error);
-    if (oom)
-        fprintf(stderr, "lockbench: out of memory for samples; percentiles are partial\n");
+        fprintf(stderr, "lockbench: %lld backend errors, %lld other; first: %s\n", backend, other,
+                first_error);
+    if (oom) fprintf(stderr, "lockbench: out of memory for samples; percentiles are partial\n");
 
     if (!audited)
         status = EXIT_USAGE;
@@ -533,10 +508,8 @@ bad:
 
 out:
     if (cl != NULL)
-        for (int i = 0; i < o.clients; i++)
-            free(cl[i].samples);
-    if (barrier_ready)
-        pthread_barrier_destroy(&start_line);
+        for (int i = 0; i < o.clients; i++) free(cl[i].samples);
+    if (barrier_ready) pthread_barrier_destroy(&start_line);
     free(cl);
     service_close(&svc);
     return status;

@@ -8,70 +8,60 @@
 #include <string.h>
 
 /* The 1-based nearest rank of percentile p among n > 0 samples. */
-static size_t nearest_rank(size_t n, double p)
-{
+static size_t nearest_rank(size_t n, double p) {
     size_t rank = (size_t)(p / 100.0 * (double)n + 0.999999);
-    if (rank < 1)
-        rank = 1;
-    if (rank > n)
-        rank = n;
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
     return rank;
 }
 
-double stats_percentile_double(const double *sorted, size_t n, double p)
-{
+double stats_percentile_double(const double *sorted, size_t n, double p) {
     return n == 0 ? 0.0 : sorted[nearest_rank(n, p) - 1];
 }
 
-int64_t stats_percentile_i64(const int64_t *sorted, size_t n, double p)
-{
+int64_t stats_percentile_i64(const int64_t *sorted, size_t n, double p) {
     return n == 0 ? 0 : sorted[nearest_rank(n, p) - 1];
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
+static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-struct stats_double stats_summary_double(double *v, size_t n)
-{
+struct stats_double stats_summary_double(double *v, size_t n) {
     qsort(v, n, sizeof(*v), cmp_double);
     struct stats_double s = {
-        stats_percentile_double(v, n, 50.0), stats_percentile_double(v, n, 99.0),
+        stats_percentile_double(v, n, 50.0),
+        stats_percentile_double(v, n, 99.0),
         n > 0 ? v[n - 1] : 0.0,
     };
     return s;
 }
 
-struct stats_i64 stats_summary_i64(int64_t *v, size_t n)
-{
+struct stats_i64 stats_summary_i64(int64_t *v, size_t n) {
     qsort(v, n, sizeof(*v), cmp_i64);
     struct stats_i64 s = {
-        stats_percentile_i64(v, n, 50.0), stats_percentile_i64(v, n, 99.0),
+        stats_percentile_i64(v, n, 50.0),
+        stats_percentile_i64(v, n, 99.0),
         n > 0 ? v[n - 1] : 0,
     };
     return s;
 }
 
 double stats_median_double(const double *sorted, size_t n) {
-    if (n == 0)
-        return 0.0;
-    if (n % 2 == 1)
-        return sorted[n / 2];
+    if (n == 0) return 0.0;
+    if (n % 2 == 1) return sorted[n / 2];
     return (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
 }
 
 double stats_sum_double(const double *v, size_t n) {
     double sum = 0.0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
+    for (size_t i = 0; i < n; i++) sum += v[i];
     return sum;
 }
 
@@ -80,30 +70,25 @@ double stats_mean_double(const double *v, size_t n) {
 }
 
 long stats_bucket_percentile(const double *cum, size_t n, double p) {
-    if (n == 0 || !(cum[n - 1] > 0.0))
-        return -1;
+    if (n == 0 || !(cum[n - 1] > 0.0)) return -1;
     /* Counts are whole, so reaching p% of the total is reaching the
      * nearest rank, ceil(p% of the total). */
     double need = p / 100.0 * cum[n - 1];
     for (size_t i = 0; i < n; i++)
-        if (cum[i] >= need)
-            return (long)i;
+        if (cum[i] >= need) return (long)i;
     return -1;
 }
 
-int stats_parse_long(const char *s, long min, long max, long *out)
-{
+int stats_parse_long(const char *s, long min, long max, long *out) {
     char *e;
     errno = 0;
     long v = strtol(s, &e, 10);
-    if (errno != 0 || e == s || *e != '\0' || v < min || v > max)
-        return -1;
+    if (errno != 0 || e == s || *e != '\0' || v < min || v > max) return -1;
     *out = v;
     return 0;
 }
 
-int stats_parse_format(const char *s, int *kv)
-{
+int stats_parse_format(const char *s, int *kv) {
     if (strcmp(s, "kv") == 0)
         *kv = 1;
     else if (strcmp(s, "text") == 0)
@@ -113,9 +98,7 @@ int stats_parse_format(const char *s, int *kv)
     return 0;
 }
 
-void stats_bad_value(const char *prog, const struct option *longopts, int val,
-                     const char *arg)
-{
+void stats_bad_value(const char *prog, const struct option *longopts, int val, const char *arg) {
     size_t i;
     for (i = 0; longopts[i].name != NULL && longopts[i].val != val; i++)
         ;

@@ -11,8 +11,12 @@
 #include <stdint.h>
 
 /* p50, p99 and the largest of a set of samples (all 0 for no samples). */
-struct stats_double { double p50, p99, max; };
-struct stats_i64 { int64_t p50, p99, max; };
+struct stats_double {
+    double p50, p99, max;
+};
+struct stats_i64 {
+    int64_t p50, p99, max;
+};
 
 /* Nearest-rank percentile p (0-100) of sorted[0..n); 0 when n is 0. */
 double stats_percentile_double(const double *sorted, size_t n, double p);
@@ -55,7 +59,6 @@ int stats_parse_format(const char *s, int *kv);
 
 /* On stderr, "PROG: bad value 'ARG' for --NAME", NAME being the long option
  * of longopts (ended by a NULL name) whose val is val, or "?". */
-void stats_bad_value(const char *prog, const struct option *longopts, int val,
-                     const char *arg);
+void stats_bad_value(const char *prog, const struct option *longopts, int val, const char *arg);
 
 #endif

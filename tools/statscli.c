@@ -147,9 +147,14 @@ static int parse_figure(const char *s, struct options *o) {
     static const struct {
         const char *name;
         enum figure fig;
-    } names[] = {{"count", FIG_COUNT}, {"sum", FIG_SUM},   {"min", FIG_MIN},
-                 {"max", FIG_MAX},     {"mean", FIG_MEAN}, {"median", FIG_MEDIAN},
-                 {"ratio", FIG_RATIO}, {"wilson-low", FIG_WILSON_LOW},
+    } names[] = {{"count", FIG_COUNT},
+                 {"sum", FIG_SUM},
+                 {"min", FIG_MIN},
+                 {"max", FIG_MAX},
+                 {"mean", FIG_MEAN},
+                 {"median", FIG_MEDIAN},
+                 {"ratio", FIG_RATIO},
+                 {"wilson-low", FIG_WILSON_LOW},
                  {"wilson-high", FIG_WILSON_HIGH}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(s, names[i].name) == 0) {

@@ -123,12 +123,10 @@ static void free_pieces(char **v) {
     free(v);
 }
 
-static int nul_within(const char *s, size_t n) {
-    return memchr(s, '\0', n) != NULL;
-}
+static int nul_within(const char *s, size_t n) { return memchr(s, '\0', n) != NULL; }
 
 #define STR_OK(f) CHECK(nul_within(cfg->f, sizeof cfg->f), "%s is not NUL-terminated", #f)
-#define RANGE(f, lo, hi) \
+#define RANGE(f, lo, hi)                                                                           \
     CHECK(cfg->f >= (lo) && cfg->f <= (hi), "%s=%d outside %d..%d (%s)", #f, cfg->f, lo, hi, stage)
 #define BOOL(f) CHECK(cfg->f == 0 || cfg->f == 1, "%s=%d is not a boolean (%s)", #f, cfg->f, stage)
 
@@ -170,20 +168,21 @@ static void check_fields(const struct config *cfg, const char *stage) {
     CHECK(cfg->strategy[0] != '\0', "lock.strategy is empty (%s)", stage);
     for (const char *p = cfg->strategy; *p; p++)
         CHECK((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-',
-              "lock.strategy '%s' has a byte 0x%02x outside [a-z0-9-] (%s)",
-              cfg->strategy, (unsigned char)*p, stage);
+              "lock.strategy '%s' has a byte 0x%02x outside [a-z0-9-] (%s)", cfg->strategy,
+              (unsigned char)*p, stage);
     CHECK(strcmp(cfg->lock_scope, "global") == 0 || strcmp(cfg->lock_scope, "item") == 0 ||
               strcmp(cfg->lock_scope, "auto") == 0,
           "lock.scope is '%s' (%s)", cfg->lock_scope, stage);
     size_t cl = strlen(cfg->context_path);
-    CHECK(cl >= 1 && cfg->context_path[0] == '/', "context path '%s' (%s)", cfg->context_path, stage);
+    CHECK(cl >= 1 && cfg->context_path[0] == '/', "context path '%s' (%s)", cfg->context_path,
+          stage);
     CHECK(cl == 1 || cfg->context_path[cl - 1] != '/',
           "context path '%s' keeps a trailing '/' (%s)", cfg->context_path, stage);
     for (const char *p = cfg->context_path; *p; p++)
         CHECK(!isspace((unsigned char)*p) && !iscntrl((unsigned char)*p) && *p != '?' && *p != '#',
               "context path has byte 0x%02x (%s)", (unsigned char)*p, stage);
     CHECK(cfg->bind[0] && cfg->redis_host[0] && cfg->sentinel_master[0] && cfg->stock_key[0] &&
-          cfg->lock_name[0] && cfg->redlock_nodes[0],
+              cfg->lock_name[0] && cfg->redlock_nodes[0],
           "a string key that must not be empty is empty (%s)", stage);
 }
 
@@ -191,7 +190,8 @@ static void check_fields(const struct config *cfg, const char *stage) {
 static void check_error(int rc, const char *errstr, size_t errlen, const char *stage) {
     CHECK(rc == CONFIG_OK || rc == CONFIG_ERR, "%s returned %d", stage, rc);
     if (rc == CONFIG_ERR) {
-        CHECK(nul_within(errstr, errlen), "%s: errstr not NUL-terminated within %zu", stage, errlen);
+        CHECK(nul_within(errstr, errlen), "%s: errstr not NUL-terminated within %zu", stage,
+              errlen);
         CHECK(errstr[0] != '\0', "%s: errstr is empty on error", stage);
     }
 }
@@ -309,16 +309,16 @@ static void check_round_trip(const struct config *cfg, const char *stage) {
         if (n >= 1024) continue; /* longer than config_set takes; no field is that long */
         if (strcmp(eq + 1, "****") == 0) continue; /* a secret: the dump hides its value */
         int rc = config_set(again, lines[i], err, sizeof err);
-        CHECK(rc == CONFIG_OK, "config_set refuses its own dump line '%.120s': %s (%s)",
-              lines[i], err, stage);
+        CHECK(rc == CONFIG_OK, "config_set refuses its own dump line '%.120s': %s (%s)", lines[i],
+              err, stage);
     }
     char *d2 = dump(again, 0);
     char **lines2 = split((const uint8_t *)d2, strlen(d2), "\n", 1);
     for (size_t i = 0; lines[i] && lines2[i]; i++) {
         const char *eq = strchr(lines[i], '=');
         size_t n = strlen(lines[i]);
-        if (n == 0 || (eq[1] && (isspace((unsigned char)eq[1]) ||
-                                 isspace((unsigned char)lines[i][n - 1]))) ||
+        if (n == 0 ||
+            (eq[1] && (isspace((unsigned char)eq[1]) || isspace((unsigned char)lines[i][n - 1]))) ||
             strcmp(eq + 1, "****") == 0)
             continue;
         CHECK(strcmp(lines[i], lines2[i]) == 0, "round trip changed '%.120s' into '%.120s' (%s)",

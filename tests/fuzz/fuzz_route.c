@@ -68,7 +68,7 @@ static int strategy_char(char c) {
 struct expect {
     enum route_id id;
     const char *allow;
-    const char *arg;      /* with alen bytes: the pattern's parameter */
+    const char *arg; /* with alen bytes: the pattern's parameter */
     size_t alen;
 };
 
@@ -141,8 +141,8 @@ static struct expect model(const char *url, const char *context) {
     for (int id = 1; id < ROUTE_COUNT; id++) {
         hit = (struct expect){(enum route_id)id, route_table[id].methods, "", 0};
         if (!instance(route_table[id].pattern, url, n, context, cl, &hit)) continue;
-        CHECK(hits == 0, "url '%.200s' context '%.200s' matches rows %d and %d", url, context,
-              e.id, id);
+        CHECK(hits == 0, "url '%.200s' context '%.200s' matches rows %d and %d", url, context, e.id,
+              id);
         hits++;
         e = hit;
     }
@@ -162,9 +162,7 @@ static int allowed(const char *method, const char *allow) {
     return 0;
 }
 
-static int simple_token(const char *m) {
-    return strpbrk(m, " ,") == NULL;
-}
+static int simple_token(const char *m) { return strpbrk(m, " ,") == NULL; }
 
 static void check_route(const char *method, const char *url, const char *context) {
     struct route r, again;
@@ -179,7 +177,8 @@ static void check_route(const char *method, const char *url, const char *context
     CHECK(al <= 32, "arg of %zu bytes", al);
     if (r.id == ROUTE_LAB_RUN)
         for (size_t i = 0; i < al; i++)
-            CHECK(r.arg[i] >= '0' && r.arg[i] <= '9', "run id byte 0x%02x", (unsigned char)r.arg[i]);
+            CHECK(r.arg[i] >= '0' && r.arg[i] <= '9', "run id byte 0x%02x",
+                  (unsigned char)r.arg[i]);
     if (r.id == ROUTE_SALE_NAMED)
         for (size_t i = 0; i < al; i++)
             CHECK(strategy_char(r.arg[i]), "strategy byte 0x%02x", (unsigned char)r.arg[i]);
@@ -197,15 +196,15 @@ static void check_route(const char *method, const char *url, const char *context
     }
 
     struct expect e = model(url, context);
-    CHECK(r.id == e.id, "url '%.200s' context '%.200s': id %d, model says %d", url, context,
-          r.id, e.id);
+    CHECK(r.id == e.id, "url '%.200s' context '%.200s': id %d, model says %d", url, context, r.id,
+          e.id);
     CHECK(strcmp(r.allow, e.allow) == 0, "allow '%s', model says '%s'", r.allow, e.allow);
     CHECK(al == e.alen && memcmp(r.arg, e.arg, al) == 0, "arg '%s', model says '%.*s'", r.arg,
           (int)e.alen, e.arg);
 
     if (simple_token(method)) {
-        int want = allowed(method, r.allow) ||
-                   (strcmp(method, "HEAD") == 0 && allowed("GET", r.allow));
+        int want =
+            allowed(method, r.allow) || (strcmp(method, "HEAD") == 0 && allowed("GET", r.allow));
         CHECK(r.method_allowed == want, "method '%.100s' on '%s': method_allowed %d, want %d",
               method, r.allow, r.method_allowed, want);
     }
@@ -213,8 +212,8 @@ static void check_route(const char *method, const char *url, const char *context
     /* Pure: the same answer twice; a trailing '/' changes nothing. */
     memset(&again, 0x5A, sizeof again);
     route_match(method, url, context, &again);
-    CHECK(again.id == r.id && again.method_allowed == r.method_allowed &&
-          again.allow == r.allow && strcmp(again.arg, r.arg) == 0,
+    CHECK(again.id == r.id && again.method_allowed == r.method_allowed && again.allow == r.allow &&
+              strcmp(again.arg, r.arg) == 0,
           "route_match is not deterministic");
     if (url[0] != '\0') {
         size_t ul = strlen(url);
@@ -225,7 +224,7 @@ static void check_route(const char *method, const char *url, const char *context
         slash[ul + 1] = '\0';
         route_match(method, slash, context, &again);
         CHECK(again.id == r.id && again.method_allowed == r.method_allowed &&
-              strcmp(again.allow, r.allow) == 0 && strcmp(again.arg, r.arg) == 0,
+                  strcmp(again.allow, r.allow) == 0 && strcmp(again.arg, r.arg) == 0,
               "a trailing '/' changes the route of '%.200s'", url);
         free(slash);
     }
@@ -287,7 +286,7 @@ static void check_reply_unknown_strategy(const char *name) {
     CHECK(strcmp(s, "unknown_strategy") == 0, "status '%.100s'", s);
     size_t nl = strlen(name);
     CHECK(strncmp(e, lead, sizeof lead - 1) == 0 && strncmp(e + sizeof lead - 1, name, nl) == 0 &&
-          e[sizeof lead - 1 + nl] == '\'' && strstr(e, names) != NULL,
+              e[sizeof lead - 1 + nl] == '\'' && strstr(e, names) != NULL,
           "error '%.300s' does not name '%.100s' and the known ones", e, name);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "strategies");
     CHECK(cJSON_IsArray(list) && cJSON_GetArraySize(list) == strategy_count(),
@@ -302,7 +301,7 @@ static void check_reply_unknown_strategy(const char *name) {
 
     body = reply_unknown_strategy(name, 1);
     CHECK(body != NULL && strncmp(body, lead, sizeof lead - 1) == 0 &&
-          strncmp(body + sizeof lead - 1, name, nl) == 0 && body[sizeof lead - 1 + nl] == '\'',
+              strncmp(body + sizeof lead - 1, name, nl) == 0 && body[sizeof lead - 1 + nl] == '\'',
           "text reply_unknown_strategy does not name '%.100s'", name);
     free(body);
 }

@@ -12,6 +12,7 @@ packages=(
     libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev check
     redis-server redis-tools redis-sentinel nginx-light
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
+    clang-format   # the house style, checked by tests/style.sh
     chromium
     libfaketime    # the safety matrix's clock-drift nemesis (scripts/matrix.sh)
     # the compose stack run for real (tests/compose_up.sh, scripts/images.sh)

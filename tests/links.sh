@@ -32,6 +32,7 @@ for my $f (@ARGV) {
     open(my $h, "<:encoding(UTF-8)", $f) or die "$f: $!";
     my $fence = 0;
     while (my $l = <$h>) {
+        my $line = $.;   # slugs_of reads another file, which resets $.
         $fence = !$fence if $l =~ /^```/;
         next if $fence;
         (my $dir = $f) =~ s{[^/]*$}{};
@@ -40,11 +41,11 @@ for my $f (@ARGV) {
             next if $t =~ m{^(https?:|mailto:)};
             my ($path, $anchor) = split /#/, $t, 2;
             my $target = $path eq "" ? $f : $dir . $path;
-            if (!-e $target) { print "$f:$.: $t (no file $target)\n"; $bad++; next; }
+            if (!-e $target) { print "$f:$line: $t (no file $target)\n"; $bad++; next; }
             next unless defined $anchor && $anchor ne "";
             next if -d $target || $target !~ /\.md$/;
             unless (slugs_of($target)->{$anchor}) {
-                print "$f:$.: $t (no heading #$anchor in $target)\n"; $bad++;
+                print "$f:$line: $t (no heading #$anchor in $target)\n"; $bad++;
             }
         }
     }

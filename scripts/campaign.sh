@@ -170,11 +170,13 @@ F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=()
 
 # draw_schedule SEED MIX FAMILY: fills the F_ arrays.
 draw_schedule() {
-    local seed=$1 mix=$2 fam=$3 n k count at dur tgt arg lines=() rl=() masters=(m0 m1 m2)
+    local seed=$1 mix=$2 fam=$3 n k count at dur tgt arg lines=() rl=() masters=(m0 m1 m2) mixed_used=
     rng_seed "$seed" "$mix" "$T" "$fam"
     for n in ${mix//+/ }; do
         rand 2; count=$((1 + r))
         [ "$n" = drift ] && count=1
+        # redlock's stalls hit the data Redis: once is the whole fault
+        [ "$n" = mixed ] && [ "$fam" = redlock ] && count=1
         for ((k = 0; k < count; k++)); do
             rand $((T / 2)); at=$((T / 10 + r))
             arg=0
@@ -214,7 +216,12 @@ draw_schedule() {
                     tgt=$r
                     rand 1000; dur=$((300 + r)) ;;
                 mixed)
-                    if [ "$fam" = redlock ]; then tgt=r; else pick m0 m1 m2; tgt=$r; fi
+                    # a second stall hits another master: two on one server
+                    # would queue the pause behind the stop and outlast both
+                    if [ "$fam" = redlock ]; then tgt=r
+                    elif [ -n "$mixed_used" ]; then pick ${masters[@]/$mixed_used}; tgt=$r
+                    else pick "${masters[@]}"; tgt=$r; fi
+                    mixed_used=$tgt
                     pick pause stop; arg=$r
                     # early in the run (10-30%), while A's first Redlock
                     # hold is under way, and 3-5 s long, as the review's
@@ -520,6 +527,10 @@ strike() {
         pause:r | kill:r | slow:r | mixed:* | failover:lag | failover:split) aim ;;
     esac
     local at=$(( ($(now_us) - t0_us) / 1000 ))   # when the strike began
+    # what is left of the fault's time once the aim has waited: a fault
+    # that ends by itself (CLIENT PAUSE, DEBUG SLEEP) ends when scheduled
+    local left=$(( F_AT[i] + dur - at ))
+    [ "$left" -ge 100 ] || left=100
     case $n in
         partition)
             read -r x y <<<"$(ends "$tgt")"
@@ -568,13 +579,13 @@ strike() {
             [ "$h" = 1 ] && cover holder_inside "f$i" "$tgt killed holding the lock" ;;
         drift) ;;   # A was started under libfaketime
         slow)
-            ns_cli redis-cli -h "$(net_ip "$tgt")" -p 6379 DEBUG SLEEP "$(awk -v d="$dur" 'BEGIN { printf "%.3f", d / 1000 }')" \
+            ns_cli redis-cli -h "$(net_ip "$tgt")" -p 6379 DEBUG SLEEP "$(awk -v d="$left" 'BEGIN { printf "%.3f", d / 1000 }')" \
                 >/dev/null 2>&1 &
             bg_jobs+=($!) ;;
         mixed)
             h=$aimed
             if [ "$arg" = pause ]; then
-                rc_at "$tgt" CLIENT PAUSE "$dur" ALL >/dev/null
+                rc_at "$tgt" CLIENT PAUSE "$left" ALL >/dev/null
             else
                 kill -STOP "${PID[$tgt]}" 2>/dev/null
             fi
@@ -710,9 +721,9 @@ run_one() {
     # the loads
     t0_us=$(now_us)
     local loads=() x
-    lstart() {   # NAME NODE PATH CLIENTS [TIMEOUT_MS: 4000]
+    lstart() {   # NAME NODE PATH CLIENTS [TIMEOUT_MS: 4000] [MAX_S: the run's]
         INVENTORY_LOAD_TOKEN=$token ip netns exec "$(net_ns cli)" "$load" --host "$(net_ip "$2")" --port 3786 \
-            --path "$3" --clients "$4" --requests 100000 --max-s "$time_s" --timeout-ms "${5:-4000}" \
+            --path "$3" --clients "$4" --requests 100000 --max-s "${6:-$time_s}" --timeout-ms "${5:-4000}" \
             --error-pause-ms 20 --record "$run/told-$1" --format kv >"$run/load-$1.kv" 2>"$run/load-$1.log" &
         loads+=($!)
         pids+=($!)
@@ -752,7 +763,12 @@ run_one() {
             local cw=${ch#*:}
             ch=${ch%%:*}
             case $cw in *"$x"*) ;; *) continue ;; esac
-            lstart "mix-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-$cf&hold_ms=$ch" 1 $((ch + 4000))
+            # a long hold answers after its hold, an acquire that waited
+            # lock.wait-ms, and two rounds held up by a stalled master;
+            # none begins after the run's time less its hold
+            local cmax=$(( time_s - ch / 1000 ))
+            [ "$cmax" -ge 1 ] || cmax=1
+            lstart "mix-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-$cf&hold_ms=$ch" 1 $((ch + 6000)) "$cmax"
         done
     done
     # the schedule
@@ -1043,7 +1059,7 @@ done
     echo
     echo "$(date -u +%Y-%m-%dT%H:%MZ): ${#strategies[@]} strategies x ${#mixes[@]} mixes x $nseeds seeds"
     echo "(from seed $first_seed), $time_s s of load per run, TTL $ttl ms, two instances with 4 clients"
-    echo "(hold_ms 10) each, and a long holder on A (hold_ms 600 every 2 s); $k runs ($ran of them in $elapsed s by this"
+    echo "(hold_ms 10) each, and a long holder on A (hold_ms 600 every 2 s, 0.1 s apart in mixed); $k runs ($ran of them in $elapsed s by this"
     echo "invocation, the others kept by --resume). A seed violates when"
     echo "inventory-check finds anything unsafe in it (a unit sold twice, overlapping holds, a write past"
     echo "its lease, a stale-token write, a lost sale, stock and ledger apart). Rate: violating seeds over"

@@ -110,24 +110,21 @@ static int param_valid(const char *param, const char *v, size_t n) {
 static int instance(const char *pattern, const char *url, size_t n, const char *ctx, size_t cl,
                     struct expect *e) {
     static const char cp[] = "{context-path}";
-    char lit[128];
-    size_t ul = 0;
+    size_t ul = 0; /* bytes of url matched so far: any context path, then the literal */
     const char *p = pattern;
     if (strncmp(p, cp, sizeof cp - 1) == 0) {
-        if (cl == 0 || cl > sizeof lit - 64) return 0;
-        memcpy(lit, ctx, cl);
+        if (cl == 0 || n < cl || memcmp(url, ctx, cl) != 0) return 0;
         ul = cl;
         p += sizeof cp - 1;
     }
     const char *param = strchr(p, '{');
     size_t pl = param ? (size_t)(param - p) : strlen(p);
-    CHECK(ul + pl < sizeof lit, "pattern %s too long for the model", pattern);
-    memcpy(lit + ul, p, pl);
-    ul += pl;
-    if (!param) return n == ul && memcmp(url, lit, n) == 0;
+    if (!param) return n == ul + pl && memcmp(url + ul, p, pl) == 0;
     CHECK(strchr(param + 1, '{') == NULL && param[strlen(param) - 1] == '}',
           "pattern %s: the parameter is not its last segment", pattern);
-    if (n <= ul || memcmp(url, lit, ul) != 0 || !param_valid(param, url + ul, n - ul)) return 0;
+    if (n <= ul + pl || memcmp(url + ul, p, pl) != 0) return 0;
+    ul += pl;
+    if (!param_valid(param, url + ul, n - ul)) return 0;
     e->arg = url + ul;
     e->alen = n - ul;
     return 1;

@@ -764,11 +764,8 @@ run_one() {
             ch=${ch%%:*}
             case $cw in *"$x"*) ;; *) continue ;; esac
             # a long hold answers after its hold, an acquire that waited
-            # lock.wait-ms, and two rounds held up by a stalled master;
-            # none begins after the run's time less its hold
-            local cmax=$(( time_s - ch / 1000 ))
-            [ "$cmax" -ge 1 ] || cmax=1
-            lstart "mix-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-$cf&hold_ms=$ch" 1 $((ch + 6000)) "$cmax"
+            # lock.wait-ms, and two rounds held up by a stalled master
+            lstart "mix-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-$cf&hold_ms=$ch" 1 $((ch + 6000))
         done
     done
     # the schedule

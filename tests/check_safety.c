@@ -616,7 +616,7 @@ struct item_run {
     const char *(*expect)(long n);
     atomic_long answered, failed, wrong;
     atomic_int noted;
-    char first_wrong[512]; /* the first answer that was not expect(n) */
+    char first_wrong[1024]; /* the first answer that was not expect(n) */
 };
 
 static void *item_run_main(void *arg) {
@@ -640,8 +640,9 @@ static void *item_run_main(void *arg) {
         if (strcmp(got, ir->expect(n)) != 0) {
             atomic_fetch_add(&ir->wrong, 1);
             if (atomic_exchange(&ir->noted, 1) == 0)
-                snprintf(ir->first_wrong, sizeof(ir->first_wrong), "%s answered %s, not %s: %.300s",
-                         path, got, ir->expect(n), r.body ? r.body : "");
+                snprintf(ir->first_wrong, sizeof(ir->first_wrong),
+                         "%.200s answered %.63s, not %.63s: %.300s", path, got, ir->expect(n),
+                         r.body ? r.body : "");
         }
     }
     httpc_free(h);

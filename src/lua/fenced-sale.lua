@@ -13,12 +13,9 @@
 -- ARGV[6] the lock's owner value, ARGV[7 ..] history fields and values
 -- Returns 1 when written, or an error STALE naming both tokens (the refusal
 -- is recorded in the history), or BADKEY.
-local function is(key, ...)
+local function is(key, a, b)
   local kind = redis.call('type', key)['ok']
-  for _, k in ipairs({...}) do
-    if kind == k then return true end
-  end
-  return false
+  return kind == a or kind == b
 end
 local cap = tonumber(ARGV[5])
 if not is(KEYS[1], 'string') or not is(KEYS[2], 'none', 'list') or
@@ -26,15 +23,18 @@ if not is(KEYS[1], 'string') or not is(KEYS[2], 'none', 'list') or
   return redis.error_reply('BADKEY a key of ' .. KEYS[1] .. ' has the wrong type')
 end
 local unit, order = string.match(ARGV[3], '^([^|]*)|([^|]*)|')
-local mine = is(KEYS[6], 'string') and redis.call('get', KEYS[6]) == ARGV[6]
-local t = redis.call('time')
+local tail = {}
+if cap > 0 then
+  local mine = is(KEYS[6], 'string') and redis.call('get', KEYS[6]) == ARGV[6]
+  local t = redis.call('time')
+  tail = {'unit', unit, 'order', order, 'written_us',
+          t[1] .. string.format('%06d', tonumber(t[2])), 'owned', mine and '1' or '0'}
+  for i = 7, #ARGV do tail[#tail + 1] = ARGV[i] end
+end
 local function event(outcome)
-  if cap <= 0 then return end
-  local a = {'xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', outcome, 'unit', unit,
-             'order', order, 'written_us', t[1] .. string.format('%06d', tonumber(t[2])),
-             'owned', mine and '1' or '0'}
-  for i = 7, #ARGV do a[#a + 1] = ARGV[i] end
-  redis.call(unpack(a))
+  if cap > 0 then
+    redis.call('xadd', KEYS[5], 'MAXLEN', '~', cap, '*', 'outcome', outcome, unpack(tail))
+  end
 end
 local newest = tonumber(redis.call('get', KEYS[3]) or '0')
 if tonumber(ARGV[1]) < newest then

@@ -25,12 +25,9 @@
 -- ARGV[8+n ..] history fields and values shared by the n events
 -- Returns n; an error LOST (nothing written, the event recorded); or an
 -- error BADKEY naming the key of the wrong type.
-local function is(key, ...)
+local function is(key, a, b)
   local kind = redis.call('type', key)['ok']
-  for _, k in ipairs({...}) do
-    if kind == k then return true end
-  end
-  return false
+  return kind == a or kind == b
 end
 local function owned(kind, key, field)
   if kind == 'string' then
@@ -54,31 +51,36 @@ if cap > 0 and not is(KEYS[4], 'none', 'stream') then
   return redis.error_reply('BADKEY ' .. KEYS[4] .. ' is not a stream')
 end
 local n = tonumber(ARGV[7])
-local mine = owned(ARGV[4], KEYS[5], ARGV[5])
-local t = redis.call('time')
-local seen = {'written_us', t[1] .. string.format('%06d', tonumber(t[2]))}
-if mine ~= nil then
-  seen[3] = 'owned'
-  seen[4] = mine and '1' or '0'
-end
-local function event(...)
-  if cap <= 0 then return end
-  local a = {'xadd', KEYS[4], 'MAXLEN', '~', cap, '*'}
-  for _, v in ipairs({...}) do a[#a + 1] = v end
-  for _, v in ipairs(seen) do a[#a + 1] = v end
-  for i = 8 + n, #ARGV do a[#a + 1] = ARGV[i] end
-  redis.call(unpack(a))
+-- The lock is looked at only when something needs it: the guard, or the
+-- events' owned field. Each event's fields after its own (written_us, owned
+-- and the shared ones) are built once, not per unit.
+local mine = nil
+if cap > 0 or ARGV[6] == '1' then mine = owned(ARGV[4], KEYS[5], ARGV[5]) end
+local tail = {}
+if cap > 0 then
+  local t = redis.call('time')
+  tail = {'written_us', t[1] .. string.format('%06d', tonumber(t[2]))}
+  if mine ~= nil then
+    tail[3] = 'owned'
+    tail[4] = mine and '1' or '0'
+  end
+  for i = 8 + n, #ARGV do tail[#tail + 1] = ARGV[i] end
 end
 if mine == false and ARGV[6] == '1' then
-  event('outcome', 'lock_lost')
+  if cap > 0 then
+    redis.call('xadd', KEYS[4], 'MAXLEN', '~', cap, '*', 'outcome', 'lock_lost', unpack(tail))
+  end
   return redis.error_reply('LOST the lock ' .. KEYS[5] .. ' was no longer ' .. ARGV[5] ..
                            "'s when the write arrived")
 end
 redis.call('set', KEYS[1], ARGV[1])
 redis.call('rpush', KEYS[2], unpack(ARGV, 8, 7 + n))
 redis.call('sadd', KEYS[3], ARGV[2])
-for i = 8, 7 + n do
-  local unit, order = string.match(ARGV[i], '^([^|]*)|([^|]*)|')
-  event('outcome', 'sold', 'unit', unit, 'order', order)
+if cap > 0 then
+  for i = 8, 7 + n do
+    local unit, order = string.match(ARGV[i], '^([^|]*)|([^|]*)|')
+    redis.call('xadd', KEYS[4], 'MAXLEN', '~', cap, '*', 'outcome', 'sold', 'unit', unit,
+               'order', order, unpack(tail))
+  end
 end
 return n

@@ -295,13 +295,7 @@ fi
 
 # ---- what the campaign needs -------------------------------------------------------
 [ "$(id -u)" = 0 ] || die "network namespaces need root"
-for b in inventoryd inventory-load inventory-check inventory-stats; do
-    [ -x "$build/$b" ] || die "$build/$b not found: build first (cmake --build build)"
-done
-inventoryd=$build/inventoryd
-load=$build/inventory-load
-checker=$build/inventory-check
-stats=$build/inventory-stats
+find_builds "$build"
 require_tools ip nft redis-server redis-sentinel redis-cli curl jq gnuplot cksum timeout
 faketime_lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
 mapfile -t listed < <("$inventoryd" --list-strategies)

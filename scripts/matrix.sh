@@ -88,13 +88,7 @@ stock=100000
 item=inventory001
 
 die() { echo "$tag: $*" >&2; exit 2; }
-for b in inventoryd inventory-load inventory-check inventory-stats; do
-    [ -x "$build/$b" ] || die "$build/$b not found: build first (cmake --build build)"
-done
-inventoryd=$build/inventoryd
-load=$build/inventory-load
-checker=$build/inventory-check
-stats=$build/inventory-stats
+find_builds "$build"
 require_tools redis-server redis-cli curl jq gnuplot
 [ -f "$expected" ] || die "no expected file $expected"
 mapfile -t listed < <("$inventoryd" --list-strategies)

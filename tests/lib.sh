@@ -78,6 +78,19 @@ find_stats() {
     stats=$(realpath "$1")
 }
 
+# find_builds BUILD: dies unless BUILD holds inventoryd and its three tools;
+# sets inventoryd, load, checker and stats to their paths.
+find_builds() {
+    local b
+    for b in inventoryd inventory-load inventory-check inventory-stats; do
+        [ -x "$1/$b" ] || die "$1/$b not found: build first (cmake --build build)"
+    done
+    inventoryd=$1/inventoryd
+    load=$1/inventory-load
+    checker=$1/inventory-check
+    stats=$1/inventory-stats
+}
+
 # require_tools TOOL...: exits 1 naming the first TOOL not on PATH.
 require_tools() {
     local tool

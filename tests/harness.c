@@ -345,6 +345,16 @@ int harness_redis_wait_uptime(int port, int seconds) {
     return -1;
 }
 
+long long harness_subscribers(int port, const char *channel) {
+    redisReply *n = harness_redis(port, "PUBSUB NUMSUB %s", channel);
+    long long count = n && n->type == REDIS_REPLY_ARRAY && n->elements == 2 &&
+                              n->element[1]->type == REDIS_REPLY_INTEGER
+                          ? n->element[1]->integer
+                          : -1;
+    freeReplyObject(n);
+    return count;
+}
+
 long long harness_redis_calls(int port, const char *cmd) {
     redisReply *r = harness_redis(port, "INFO commandstats");
     if (!r || r->type != REDIS_REPLY_STRING) {

@@ -102,6 +102,10 @@ int harness_redis_wait_uptime(int port, int seconds);
  * every command when cmd is NULL; -1 on error. */
 long long harness_redis_calls(int port, const char *cmd);
 
+/* How many clients are subscribed to channel (PUBSUB NUMSUB), or -1 on
+ * error. */
+long long harness_subscribers(int port, const char *channel);
+
 /* Every command one Redis runs, as MONITOR shows it: one line per command,
  * "<unix time> [<db> <client>] "CMD" "arg" ...", commands run by Lua
  * scripts included ("[<db> lua]"). */

@@ -25,7 +25,7 @@ end
 local unit, order = string.match(ARGV[3], '^([^|]*)|([^|]*)|')
 local tail = {}
 if cap > 0 then
-  local mine = is(KEYS[6], 'string') and redis.call('get', KEYS[6]) == ARGV[6]
+  local mine = redis.pcall('get', KEYS[6]) == ARGV[6] -- another type: an error, not equal
   local t = redis.call('time')
   tail = {'unit', unit, 'order', order, 'written_us',
           t[1] .. string.format('%06d', tonumber(t[2])), 'owned', mine and '1' or '0'}

@@ -29,11 +29,13 @@ local function is(key, a, b)
   local kind = redis.call('type', key)['ok']
   return kind == a or kind == b
 end
+-- (A lock key of another type answers an error table, never equal: not
+-- the owner's.)
 local function owned(kind, key, field)
   if kind == 'string' then
-    return is(key, 'string') and redis.call('get', key) == field
+    return redis.pcall('get', key) == field
   elseif kind == 'hash' then
-    return is(key, 'hash') and redis.call('hexists', key, field) == 1
+    return redis.pcall('hexists', key, field) == 1
   end
   return nil
 end

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uuid/uuid.h>
+#include "alloc.h"
 #include "lock_int.h"
 #include "mclock.h"
 #include "pubsub.h"
@@ -22,11 +23,8 @@
 /* ---- the core ------------------------------------------------------------- */
 
 struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr, size_t errlen) {
-    struct lock_core *core = calloc(1, sizeof(*core));
-    if (!core) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct lock_core *core = alloc_zeroed(sizeof(*core), errstr, errlen);
+    if (!core) return NULL;
     core->pool = o->pool;
     core->pool_wait_ms = o->pool_wait_ms > 0 ? o->pool_wait_ms : 1;
     core->ttl_ms = o->ttl_ms;
@@ -406,9 +404,15 @@ redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
     return r;
 }
 
-redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name, int numkeys,
+redisReply *lock_link_script(struct lock *l, struct lock_link *k, const char *name, int numkeys,
                              int argc, const char **argv) {
-    return script_run(c, name, numkeys, argc, argv, NULL, k->errstr, sizeof(k->errstr));
+    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
+    redisContext *c = k->get(k, pool);
+    if (!c) return NULL;
+    redisReply *r = script_run(c, name, numkeys, argc, argv, NULL, k->errstr, sizeof(k->errstr));
+    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
+    k->put(k, pool, c);
+    return r;
 }
 
 int lock_backoff(struct lock *l) {
@@ -446,6 +450,10 @@ int lock_set_nx(struct lock *l, int ttl_ms) {
     return rc;
 }
 
+static int string_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
+
+int lock_string_acquire(struct lock *l) { return lock_poll(l, string_once); }
+
 int lock_del(struct lock *l) {
     redisReply *r = lock_command(l, "DEL %s", l->key);
     int rc;
@@ -467,17 +475,27 @@ int lock_del_owned(struct lock *l) {
     return rc;
 }
 
-int lock_string_abandon(struct lock *l, struct lock_link *k) {
-    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
-    redisContext *c = k->get(k, pool);
-    if (!c) return LOCK_ERR;
-    const char *argv[] = {l->key, l->owner};
-    redisReply *r = lock_link_script(k, c, "unlock-owner", 1, 2, argv);
+int lock_link_abandon(struct lock *l, struct lock_link *k, const char *name, int numkeys, int argc,
+                      const char **argv) {
+    redisReply *r = lock_link_script(l, k, name, numkeys, argc, argv);
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
-    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, pool, c);
     return rc;
+}
+
+int lock_link_owned(struct lock *l, struct lock_link *k, const char *name, int numkeys, int argc,
+                    const char **argv) {
+    redisReply *r = lock_link_script(l, k, name, numkeys, argc, argv);
+    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR
+             : r->integer == 1                    ? LOCK_OK
+                                                  : LOCK_LOST;
+    freeReplyObject(r);
+    return rc;
+}
+
+int lock_string_abandon(struct lock *l, struct lock_link *k) {
+    const char *argv[] = {l->key, l->owner};
+    return lock_link_abandon(l, k, "unlock-owner", 1, 2, argv);
 }
 
 /* ---- giving up after a lost reply ------------------------------------------------ */

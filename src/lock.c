@@ -20,6 +20,12 @@
 #include "script.h"
 #include "watchdog.h"
 
+static int lock_compensate(struct lock *l, struct lock_link *k);
+static void lock_destroy(struct lock *l);
+
+/* What the watchdog does to an orphan: give up its holds, then free it. */
+static const struct watchdog_ops orphan_ops = {.give_up = lock_compensate, .destroy = lock_destroy};
+
 /* ---- the core ------------------------------------------------------------- */
 
 struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr, size_t errlen) {
@@ -43,7 +49,7 @@ struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr
     }
     core->pubsub = pubsub_create();
     core->gates = waitq_create();
-    core->watchdog = core->pubsub && core->gates ? watchdog_create(core) : NULL;
+    core->watchdog = core->pubsub && core->gates ? watchdog_create(core, &orphan_ops) : NULL;
     if (!core->watchdog) {
         snprintf(errstr, errlen, "out of memory, or no thread for the watchdog");
         lock_core_shutdown(core);
@@ -89,10 +95,6 @@ const char *lock_grant_word(int granted_by) {
 const char *lock_type_name(const struct lock_type *t) { return t->name; }
 const char *lock_type_family(const struct lock_type *t) { return t->family; }
 
-int lock_lease_ms(const struct lock *l) { return l->core->ttl_ms; }
-
-int64_t lock_margin_us(int ttl_ms) { return ((int64_t)ttl_ms / 100 + 2) * 1000; }
-
 /* ---- handles ---------------------------------------------------------------- */
 
 static pthread_once_t process_id_once = PTHREAD_ONCE_INIT;
@@ -132,7 +134,7 @@ static void cleanups_clear(struct lock *l) {
     l->ncleanup = 0;
 }
 
-void lock_destroy(struct lock *l) {
+static void lock_destroy(struct lock *l) {
     replies_clear(l);
     cleanups_clear(l);
     free(l);
@@ -500,7 +502,7 @@ int lock_string_abandon(struct lock *l, struct lock_link *k) {
 
 /* ---- giving up after a lost reply ------------------------------------------------ */
 
-int lock_compensate(struct lock *l, struct lock_link *k) {
+static int lock_compensate(struct lock *l, struct lock_link *k) {
     if (l->ncleanup > 0) {
         struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
         redisContext *c = k->get(k, pool);

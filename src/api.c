@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc.h"
 #include "api.h"
 #include "config.h"
 #include "http.h"
@@ -52,11 +53,8 @@ struct api *api_create(const struct config *cfg, struct inventory *inv, struct l
         snprintf(errstr, errlen, "lock.strategy: unknown strategy '%s'", cfg->strategy);
         return NULL;
     }
-    struct api *a = calloc(1, sizeof(*a));
-    if (!a) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct api *a = alloc_zeroed(sizeof(*a), errstr, errlen);
+    if (!a) return NULL;
     a->cfg = cfg;
     a->inv = inv;
     a->lab = lab;

@@ -5,6 +5,7 @@
  * grows, up to CLUSTER_NODES_MAX, so an index, a node's address and its pool
  * stay valid for the router's life: only owner[] changes, under `lock`,
  * which is never held across network I/O. */
+#include "alloc.h"
 #include "cluster.h"
 
 #include <pthread.h>
@@ -313,11 +314,8 @@ static void refresh_after_moved(struct cluster *cl) {
 }
 
 struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, size_t errlen) {
-    struct cluster *cl = calloc(1, sizeof(*cl));
-    if (cl == NULL) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct cluster *cl = alloc_zeroed(sizeof(*cl), errstr, errlen);
+    if (!cl) return NULL;
     char why[128];
     cl->nseeds = addr_list_parse(opt->nodes, cl->seeds, CLUSTER_SEEDS_MAX, why, sizeof(why));
     if (cl->nseeds < 0) {

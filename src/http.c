@@ -30,6 +30,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "alloc.h"
 #include "config.h"
 #include "http.h"
 #include "log.h"
@@ -456,11 +457,8 @@ static int listen_on(const char *bind_addr, int port, char *errstr, size_t errle
 
 struct http_server *http_start(const struct config *cfg, http_handler handler, void *cls,
                                char *errstr, size_t errlen) {
-    struct http_server *s = calloc(1, sizeof(*s));
-    if (!s) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct http_server *s = alloc_zeroed(sizeof(*s), errstr, errlen);
+    if (!s) return NULL;
     s->cfg = cfg;
     s->handler = handler;
     s->handler_cls = cls;

@@ -50,17 +50,20 @@ void inventory_keys(const struct inventory *inv, const char *item, struct item_k
 /* ---- sale.c --------------------------------------------------------------- */
 
 /* How a strategy's sale writes (strategy.h names one per strategy). */
+/* The write of the critical section: appends it to the lock's pipeline.
+ * Returns the index of its reply there (lock_reply), or -1. */
+struct sale_section;
+typedef int (*sale_commit)(struct sale_section *sec);
+
 struct sale_way {
     const char *name;
     /* Sells one unit of k's item with strategy s; fills r. */
     void (*sell)(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
                  const struct sale_faults *f, struct sale_result *r);
+    /* The write of a sale made alone under s's lock; NULL when sell writes
+     * otherwise. */
+    sale_commit commit;
 };
-
-/* The write of the critical section: appends it to the lock's pipeline.
- * Returns the index of its reply there (lock_reply), or -1. */
-struct sale_section;
-typedef int (*sale_commit)(struct sale_section *sec);
 
 /* Takes s's lock for the n sales in rs[] (faults f, rs[0]'s), runs the
  * critical section for all of them with commit as the write, releases, and

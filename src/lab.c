@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <cjson/cJSON.h>
 #include "addr.h"
+#include "alloc.h"
 #include "httpc.h"
 #include "mclock.h"
 #include "strategy.h"
@@ -571,11 +572,8 @@ static void *run_main(void *arg) {
 /* ---- the API ---------------------------------------------------------------- */
 
 struct lab *lab_create(const struct lab_options *o, char *errstr, size_t errlen) {
-    struct lab *lab = calloc(1, sizeof(*lab));
-    if (!lab) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct lab *lab = alloc_zeroed(sizeof(*lab), errstr, errlen);
+    if (!lab) return NULL;
     char why[160];
     if (o->target && o->target[0]) {
         if (addr_list_parse(o->target, &lab->target, 1, why, sizeof(why)) != 1) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uuid/uuid.h>
+#include "alloc.h"
 #include "lock_int.h"
 #include "mclock.h"
 #include "pubsub.h"
@@ -19,14 +20,17 @@
 #include "script.h"
 #include "watchdog.h"
 
+static int lock_compensate(struct lock *l, struct lock_link *k);
+static void lock_destroy(struct lock *l);
+
+/* What the watchdog does to an orphan: give up its holds, then free it. */
+static const struct watchdog_ops orphan_ops = {.give_up = lock_compensate, .destroy = lock_destroy};
+
 /* ---- the core ------------------------------------------------------------- */
 
 struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr, size_t errlen) {
-    struct lock_core *core = calloc(1, sizeof(*core));
-    if (!core) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct lock_core *core = alloc_zeroed(sizeof(*core), errstr, errlen);
+    if (!core) return NULL;
     core->pool = o->pool;
     core->pool_wait_ms = o->pool_wait_ms > 0 ? o->pool_wait_ms : 1;
     core->ttl_ms = o->ttl_ms;
@@ -45,7 +49,7 @@ struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr
     }
     core->pubsub = pubsub_create();
     core->gates = waitq_create();
-    core->watchdog = core->pubsub && core->gates ? watchdog_create(core) : NULL;
+    core->watchdog = core->pubsub && core->gates ? watchdog_create(core, &orphan_ops) : NULL;
     if (!core->watchdog) {
         snprintf(errstr, errlen, "out of memory, or no thread for the watchdog");
         lock_core_shutdown(core);
@@ -91,10 +95,6 @@ const char *lock_grant_word(int granted_by) {
 const char *lock_type_name(const struct lock_type *t) { return t->name; }
 const char *lock_type_family(const struct lock_type *t) { return t->family; }
 
-int lock_lease_ms(const struct lock *l) { return l->core->ttl_ms; }
-
-int64_t lock_margin_us(int ttl_ms) { return ((int64_t)ttl_ms / 100 + 2) * 1000; }
-
 /* ---- handles ---------------------------------------------------------------- */
 
 static pthread_once_t process_id_once = PTHREAD_ONCE_INIT;
@@ -134,7 +134,7 @@ static void cleanups_clear(struct lock *l) {
     l->ncleanup = 0;
 }
 
-void lock_destroy(struct lock *l) {
+static void lock_destroy(struct lock *l) {
     replies_clear(l);
     cleanups_clear(l);
     free(l);
@@ -406,9 +406,15 @@ redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
     return r;
 }
 
-redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name, int numkeys,
+redisReply *lock_link_script(struct lock *l, struct lock_link *k, const char *name, int numkeys,
                              int argc, const char **argv) {
-    return script_run(c, name, numkeys, argc, argv, NULL, k->errstr, sizeof(k->errstr));
+    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
+    redisContext *c = k->get(k, pool);
+    if (!c) return NULL;
+    redisReply *r = script_run(c, name, numkeys, argc, argv, NULL, k->errstr, sizeof(k->errstr));
+    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
+    k->put(k, pool, c);
+    return r;
 }
 
 int lock_backoff(struct lock *l) {
@@ -446,6 +452,10 @@ int lock_set_nx(struct lock *l, int ttl_ms) {
     return rc;
 }
 
+static int string_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
+
+int lock_string_acquire(struct lock *l) { return lock_poll(l, string_once); }
+
 int lock_del(struct lock *l) {
     redisReply *r = lock_command(l, "DEL %s", l->key);
     int rc;
@@ -467,22 +477,32 @@ int lock_del_owned(struct lock *l) {
     return rc;
 }
 
-int lock_string_abandon(struct lock *l, struct lock_link *k) {
-    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
-    redisContext *c = k->get(k, pool);
-    if (!c) return LOCK_ERR;
-    const char *argv[] = {l->key, l->owner};
-    redisReply *r = lock_link_script(k, c, "unlock-owner", 1, 2, argv);
+int lock_link_abandon(struct lock *l, struct lock_link *k, const char *name, int numkeys, int argc,
+                      const char **argv) {
+    redisReply *r = lock_link_script(l, k, name, numkeys, argc, argv);
     int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
-    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
     freeReplyObject(r);
-    k->put(k, pool, c);
     return rc;
+}
+
+int lock_link_owned(struct lock *l, struct lock_link *k, const char *name, int numkeys, int argc,
+                    const char **argv) {
+    redisReply *r = lock_link_script(l, k, name, numkeys, argc, argv);
+    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR
+             : r->integer == 1                    ? LOCK_OK
+                                                  : LOCK_LOST;
+    freeReplyObject(r);
+    return rc;
+}
+
+int lock_string_abandon(struct lock *l, struct lock_link *k) {
+    const char *argv[] = {l->key, l->owner};
+    return lock_link_abandon(l, k, "unlock-owner", 1, 2, argv);
 }
 
 /* ---- giving up after a lost reply ------------------------------------------------ */
 
-int lock_compensate(struct lock *l, struct lock_link *k) {
+static int lock_compensate(struct lock *l, struct lock_link *k) {
     if (l->ncleanup > 0) {
         struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
         redisContext *c = k->get(k, pool);

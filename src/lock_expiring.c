@@ -4,10 +4,6 @@
  * Its lease is recorded but not enforced: that is the flaw it shows. */
 #include "lock_int.h"
 
-static int expiring_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
-
-static int expiring_acquire(struct lock *l) { return lock_poll(l, expiring_once); }
-
 static int expiring_release(struct lock *l) {
     lock_release_pause(l);
     return lock_del(l);
@@ -17,7 +13,7 @@ const struct lock_type lock_type_expiring = {
     .name = "expiring",
     .family = "redis",
     .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .acquire = expiring_acquire,
+    .acquire = lock_string_acquire,
     .release = expiring_release,
     .abandon = lock_string_abandon,
     .guard = lock_string_guard,

@@ -502,22 +502,12 @@ static int handoff_release(struct lock *l) {
 
 /* renew and abandon, on a link. */
 static int handoff_link(struct lock *l, struct lock_link *k, const char *mode) {
-    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
-    redisContext *c = k->get(k, pool);
-    if (!c) return LOCK_ERR;
     char queue[224], prefix[240], lease[16];
     queue_key(l, queue, sizeof(queue));
     channel_prefix(l, prefix, sizeof(prefix));
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, queue, mode, l->owner, lease, prefix};
-    redisReply *r = lock_link_script(k, c, "handoff-lock", 2, 6, argv);
-    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR
-             : r->integer == 1                    ? LOCK_OK
-                                                  : LOCK_LOST;
-    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
-    freeReplyObject(r);
-    k->put(k, pool, c);
-    return rc;
+    return lock_link_owned(l, k, "handoff-lock", 2, 6, argv);
 }
 
 static int handoff_renew(struct lock *l, struct lock_link *k) {

@@ -65,34 +65,17 @@ int lock_hash_unlock(struct lock *l) {
 }
 
 int lock_hash_renew(struct lock *l, struct lock_link *k) {
-    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
-    redisContext *c = k->get(k, pool);
-    if (!c) return LOCK_ERR;
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, lease, l->owner};
-    redisReply *r = lock_link_script(k, c, "hash-renew", 1, 3, argv);
-    int rc = !r || r->type != REDIS_REPLY_INTEGER ? LOCK_ERR
-             : r->integer == 1                    ? LOCK_OK
-                                                  : LOCK_LOST;
-    freeReplyObject(r);
-    k->put(k, pool, c);
-    return rc;
+    return lock_link_owned(l, k, "hash-renew", 1, 3, argv);
 }
 
 int lock_hash_abandon(struct lock *l, struct lock_link *k) {
-    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
-    redisContext *c = k->get(k, pool);
-    if (!c) return LOCK_ERR;
     char channel[256];
     lock_hash_channel(l->key, channel, sizeof(channel));
     const char *argv[] = {l->key, channel, l->owner, "0"};
-    redisReply *r = lock_link_script(k, c, "hash-abandon", 2, 4, argv);
-    int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
-    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
-    freeReplyObject(r);
-    k->put(k, pool, c);
-    return rc;
+    return lock_link_abandon(l, k, "hash-abandon", 2, 4, argv);
 }
 
 int lock_hash_wait(struct lock *l, int (*try_once)(struct lock *, int64_t *), const char *channel,

@@ -193,6 +193,10 @@ void lock_release_pause(struct lock *l);
  * LOCK_OK, LOCK_BUSY or LOCK_ERR. */
 int lock_set_nx(struct lock *l, int ttl_ms);
 
+/* The acquire of the leased string locks (expiring, owner-lua,
+ * owner-check): SET key owner NX PX lease, polled with lock_poll(). */
+int lock_string_acquire(struct lock *l);
+
 /* DEL key, unconditionally. LOCK_OK when a key was deleted, LOCK_LOST when
  * there was none, LOCK_ERR. */
 int lock_del(struct lock *l);
@@ -209,20 +213,26 @@ int lock_string_abandon(struct lock *l, struct lock_link *k);
 void lock_string_guard(const struct lock *l, struct lock_guard *g);
 void lock_hash_guard(const struct lock *l, struct lock_guard *g);
 
-/* Runs an embedded script on c (any thread); NULL with errstr set. */
-redisReply *lock_link_script(struct lock_link *k, redisContext *c, const char *name, int numkeys,
+/* Runs an abandon script (one that answers an integer) on a link:
+ * LOCK_OK, or LOCK_ERR with k->errstr set. */
+int lock_link_abandon(struct lock *l, struct lock_link *k, const char *name, int numkeys, int argc,
+                      const char **argv);
+
+/* Runs a script that answers 1 when the lock was still l->owner's (a
+ * renewal) on a link: LOCK_OK, LOCK_LOST (another integer), or LOCK_ERR
+ * with k->errstr set. */
+int lock_link_owned(struct lock *l, struct lock_link *k, const char *name, int numkeys, int argc,
+                    const char **argv);
+
+/* Runs an embedded script on a connection of k to l's server (any thread)
+ * and gives the connection back. NULL with k->errstr set when there was no
+ * connection or no reply; an error reply's text is in k->errstr too. */
+redisReply *lock_link_script(struct lock *l, struct lock_link *k, const char *name, int numkeys,
                              int argc, const char **argv);
 
-/* The lease in ms, and its safety margin: TTL/100 + 2 ms. */
-int lock_lease_ms(const struct lock *l);
-int64_t lock_margin_us(int ttl_ms);
-
-/* ---- for the watchdog ------------------------------------------------------ */
-
-/* Sends l's cleanup commands, then abandons it, on k. LOCK_OK or LOCK_ERR. */
-int lock_compensate(struct lock *l, struct lock_link *k);
-
-/* Frees a handle whose holds are given up (the watchdog's orphans). */
-void lock_destroy(struct lock *l);
+/* The lease in ms, and its safety margin: TTL/100 + 2 ms. Inline, so that
+ * the watchdog reads them without calling into lock.c. */
+static inline int lock_lease_ms(const struct lock *l) { return l->core->ttl_ms; }
+static inline int64_t lock_margin_us(int ttl_ms) { return ((int64_t)ttl_ms / 100 + 2) * 1000; }
 
 #endif

@@ -5,10 +5,6 @@
 #include <string.h>
 #include "lock_int.h"
 
-static int owner_check_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
-
-static int owner_check_acquire(struct lock *l) { return lock_poll(l, owner_check_once); }
-
 static int owner_check_release(struct lock *l) {
     redisReply *r = lock_command(l, "GET %s", l->key);
     if (!r || r->type == REDIS_REPLY_ERROR) {
@@ -27,7 +23,7 @@ const struct lock_type lock_type_owner_check = {
     .name = "owner-check",
     .family = "redis",
     .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .acquire = owner_check_acquire,
+    .acquire = lock_string_acquire,
     .release = owner_check_release,
     .abandon = lock_string_abandon,
     .guard = lock_string_guard,

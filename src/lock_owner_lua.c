@@ -4,10 +4,6 @@
  * the key taken and waits for itself until lock.wait-ms runs out. */
 #include "lock_int.h"
 
-static int owner_lua_once(struct lock *l) { return lock_set_nx(l, lock_lease_ms(l)); }
-
-static int owner_lua_acquire(struct lock *l) { return lock_poll(l, owner_lua_once); }
-
 static int owner_lua_release(struct lock *l) {
     lock_release_pause(l);
     return lock_del_owned(l);
@@ -17,7 +13,7 @@ const struct lock_type lock_type_owner_lua = {
     .name = "owner-lua",
     .family = "redis",
     .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .acquire = owner_lua_acquire,
+    .acquire = lock_string_acquire,
     .release = owner_lua_release,
     .abandon = lock_string_abandon,
     .guard = lock_string_guard,

@@ -64,26 +64,12 @@ static int read_release(struct lock *l) {
     return rw_release_reply(l, lock_script(l, "rw-read-unlock", 4, 6, argv), "rw-read-unlock");
 }
 
-/* Runs an abandon script on a link. */
-static int rw_abandon(struct lock *l, struct lock_link *k, const char *script, int numkeys,
-                      int argc, const char **argv) {
-    struct rpool *pool = l->pool; /* once: the holder may follow a refusal */
-    redisContext *c = k->get(k, pool);
-    if (!c) return LOCK_ERR;
-    redisReply *r = lock_link_script(k, c, script, numkeys, argc, argv);
-    int rc = r && r->type == REDIS_REPLY_INTEGER ? LOCK_OK : LOCK_ERR;
-    if (r && r->type == REDIS_REPLY_ERROR) snprintf(k->errstr, sizeof(k->errstr), "%.120s", r->str);
-    freeReplyObject(r);
-    k->put(k, pool, c);
-    return rc;
-}
-
 static int read_abandon(struct lock *l, struct lock_link *k) {
     char channel[256], prefix[320];
     rw_channel(l, channel, sizeof(channel));
     rw_timeout_prefix(l, prefix, sizeof(prefix));
     const char *argv[] = {l->key, channel, prefix, l->owner, "0"};
-    return rw_abandon(l, k, "rw-read-abandon", 3, 5, argv);
+    return lock_link_abandon(l, k, "rw-read-abandon", 3, 5, argv);
 }
 
 static int write_try(struct lock *l, int64_t *pttl_ms) {
@@ -117,7 +103,7 @@ static int write_abandon(struct lock *l, struct lock_link *k) {
     char channel[256];
     rw_channel(l, channel, sizeof(channel));
     const char *argv[] = {l->key, channel, l->owner, "1"};
-    return rw_abandon(l, k, "rw-write-abandon", 2, 4, argv);
+    return lock_link_abandon(l, k, "rw-write-abandon", 2, 4, argv);
 }
 
 const struct lock_type lock_type_rw_read = {

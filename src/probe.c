@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc.h"
 #include "inventory_int.h"
 #include "lock.h"
 #include "mclock.h"
@@ -54,11 +55,8 @@ static void *heartbeat_main(void *arg) {
 }
 
 struct probe *probe_create(struct rpool *pool, const char *alive_key, char *errstr, size_t errlen) {
-    struct probe *p = calloc(1, sizeof(*p));
-    if (!p) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct probe *p = alloc_zeroed(sizeof(*p), errstr, errlen);
+    if (!p) return NULL;
     snprintf(p->alive_key, sizeof(p->alive_key), "%s", alive_key);
     p->opts = *rpool_options(pool);
     p->opts.on_connect = NULL;

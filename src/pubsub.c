@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "alloc.h"
 #include "mclock.h"
 #include "pubsub.h"
 #include "rpool.h"
@@ -287,11 +288,8 @@ static struct pubsub_hub *hub_for(struct pubsub *ps, struct rpool *pool, char *e
                                   size_t errlen) {
     for (struct pubsub_hub *h = ps->hubs; h; h = h->next)
         if (h->pool == pool) return h;
-    struct pubsub_hub *h = calloc(1, sizeof(*h));
-    if (!h) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct pubsub_hub *h = alloc_zeroed(sizeof(*h), errstr, errlen);
+    if (!h) return NULL;
     h->ps = ps;
     h->pool = pool;
     h->opts = *rpool_options(pool);

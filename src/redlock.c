@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "addr.h"
+#include "alloc.h"
 #include "lock_int.h"
 #include "mclock.h"
 #include "redlock.h"
@@ -72,11 +73,8 @@ static void on_node_connect(redisContext *c, void *arg) {
 
 struct redlock *redlock_create(const char *spec, const char *password, int node_timeout_ms,
                                int max_ttl_ms, int pool_size, char *errstr, size_t errlen) {
-    struct redlock *rl = calloc(1, sizeof(*rl));
-    if (!rl) {
-        snprintf(errstr, errlen, "out of memory");
-        return NULL;
-    }
+    struct redlock *rl = alloc_zeroed(sizeof(*rl), errstr, errlen);
+    if (!rl) return NULL;
     rl->node_timeout_ms = node_timeout_ms;
     rl->max_ttl_ms = max_ttl_ms;
     struct addr a[LOCK_MAX_NODES];

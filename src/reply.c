@@ -200,6 +200,17 @@ char *reply_audit(const struct audit *a, int text) {
     return render(o);
 }
 
+/* A hold's times and whether it was owned, as the history and a lab step
+ * give them (a lease, a write time and owned appear only when known). */
+static void add_hold_times(cJSON *x, int64_t granted_us, int64_t released_us, int64_t lease_us,
+                           int64_t written_us, int owned) {
+    cJSON_AddNumberToObject(x, "granted_us", (double)granted_us);
+    cJSON_AddNumberToObject(x, "released_us", (double)released_us);
+    if (lease_us) cJSON_AddNumberToObject(x, "lease_us", (double)lease_us);
+    if (written_us) cJSON_AddNumberToObject(x, "written_us", (double)written_us);
+    if (owned >= 0) cJSON_AddBoolToObject(x, "owned", owned);
+}
+
 char *reply_history(const struct history_event *ev, int n, int text) {
     if (text) {
         size_t cap = 256 + (size_t)n * 256, off = 0;
@@ -229,11 +240,7 @@ char *reply_history(const struct history_event *ev, int n, int text) {
         cJSON_AddStringToObject(x, "strategy", e->strategy);
         cJSON_AddStringToObject(x, "outcome", e->outcome);
         cJSON_AddStringToObject(x, "order", e->order);
-        cJSON_AddNumberToObject(x, "granted_us", (double)e->granted_us);
-        cJSON_AddNumberToObject(x, "released_us", (double)e->released_us);
-        if (e->lease_us) cJSON_AddNumberToObject(x, "lease_us", (double)e->lease_us);
-        if (e->written_us) cJSON_AddNumberToObject(x, "written_us", (double)e->written_us);
-        if (e->owned >= 0) cJSON_AddBoolToObject(x, "owned", e->owned);
+        add_hold_times(x, e->granted_us, e->released_us, e->lease_us, e->written_us, e->owned);
         if (e->unit) cJSON_AddNumberToObject(x, "unit", (double)e->unit);
         cJSON_AddNumberToObject(x, "stock_read", (double)e->stock_read);
         if (e->token) cJSON_AddNumberToObject(x, "token", (double)e->token);
@@ -341,11 +348,7 @@ static cJSON *lab_run_object(const struct lab_run_view *v) {
         if (st->has_hold) {
             const struct scenario_hold *h = &st->hold;
             cJSON *y = cJSON_AddObjectToObject(x, "hold");
-            cJSON_AddNumberToObject(y, "granted_us", (double)h->granted_us);
-            cJSON_AddNumberToObject(y, "released_us", (double)h->released_us);
-            if (h->lease_us) cJSON_AddNumberToObject(y, "lease_us", (double)h->lease_us);
-            if (h->written_us) cJSON_AddNumberToObject(y, "written_us", (double)h->written_us);
-            if (h->owned >= 0) cJSON_AddBoolToObject(y, "owned", h->owned);
+            add_hold_times(y, h->granted_us, h->released_us, h->lease_us, h->written_us, h->owned);
             cJSON_AddStringToObject(y, "outcome", h->outcome);
         } else {
             cJSON_AddNullToObject(x, "hold");

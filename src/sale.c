@@ -432,22 +432,11 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
 
 /* ---- the ways ------------------------------------------------------------- */
 
-static void plain_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
-                       const struct sale_faults *f, struct sale_result *r) {
-    struct sale_result *rs[1] = {r};
-    sale_locked(inv, s, k, f, rs, 1, sale_commit_plain);
-}
-
-static void fenced_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+/* One sale alone under s's lock, written by its way's commit. */
+static void locked_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
                         const struct sale_faults *f, struct sale_result *r) {
     struct sale_result *rs[1] = {r};
-    sale_locked(inv, s, k, f, rs, 1, commit_fenced);
-}
-
-static void handoff_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
-                         const struct sale_faults *f, struct sale_result *r) {
-    struct sale_result *rs[1] = {r};
-    sale_locked(inv, s, k, f, rs, 1, commit_handoff);
+    sale_locked(inv, s, k, f, rs, 1, s->way->commit);
 }
 
 /* The lock-free sale: atomic-sale.lua, no critical section, no probe. */
@@ -497,7 +486,7 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
     freeReplyObject(rep);
 }
 
-const struct sale_way sale_plain = {"plain", plain_sell};
-const struct sale_way sale_fenced = {"fenced", fenced_sell};
-const struct sale_way sale_handoff = {"handoff", handoff_sell};
-const struct sale_way sale_atomic = {"atomic", atomic_sell};
+const struct sale_way sale_plain = {"plain", locked_sell, sale_commit_plain};
+const struct sale_way sale_fenced = {"fenced", locked_sell, commit_fenced};
+const struct sale_way sale_handoff = {"handoff", locked_sell, commit_handoff};
+const struct sale_way sale_atomic = {"atomic", atomic_sell, NULL};

@@ -113,6 +113,15 @@ static void add_audit(struct scenario_verdict *v, const struct scenario_evidence
             ev->violations == 1 ? "" : "s");
 }
 
+/* Inconclusive: s got the lock within 1 ms of prev's release. */
+static void too_close(struct scenario_verdict *v, const struct scenario_sale *s,
+                      const struct scenario_sale *prev) {
+    char w[64];
+    say(v, SCENARIO_INCONCLUSIVE, 1,
+        "%c got the lock within 1 ms of %c's release, then %s: too close to tell", s->label,
+        prev->label, answered(s, w, sizeof(w)));
+}
+
 /* Inconclusive: sale s (the first) recorded no hold. */
 static void no_hold(struct scenario_verdict *v, const struct scenario_sale *s, const char *so) {
     char w[64];
@@ -152,10 +161,7 @@ static void judge_meet(const struct scenario_evidence *ev, struct scenario_verdi
     } else if (!b->has_hold) {
         say(v, SCENARIO_INCONCLUSIVE, 1, "B %s while A was inside", answered(b, w, sizeof(w)));
     } else {
-        say(v, SCENARIO_INCONCLUSIVE, 1,
-            "B got the lock within 1 ms of A's release, then %s: "
-            "too close to tell",
-            answered(b, w, sizeof(w)));
+        too_close(v, b, a);
     }
 }
 
@@ -243,10 +249,7 @@ static void judge_slow_holder(const struct scenario_evidence *ev, struct scenari
             "lock, but C %s while B was inside",
             answered(c, w, sizeof(w)));
     } else {
-        say(v, SCENARIO_INCONCLUSIVE, 1,
-            "C got the lock within 1 ms of B's release, then %s: "
-            "too close to tell",
-            answered(c, w, sizeof(w)));
+        too_close(v, c, b);
     }
 }
 
@@ -338,10 +341,7 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
         say(v, SCENARIO_INCONCLUSIVE, 1, "A worked past one TTL, but B %s while A held the lock",
             answered(b, w, sizeof(w)));
     } else {
-        say(v, SCENARIO_INCONCLUSIVE, 1,
-            "B got the lock within 1 ms of A's release, then %s: "
-            "too close to tell",
-            answered(b, w, sizeof(w)));
+        too_close(v, b, a);
     }
 }
 

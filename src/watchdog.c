@@ -73,6 +73,7 @@ struct wd_lane {
 
 struct watchdog {
     struct lock_core *core;
+    const struct watchdog_ops *ops;
     pthread_mutex_t mu;
     pthread_cond_t idle; /* a renewal or retry ended */
     int stopping;
@@ -161,7 +162,7 @@ static void retried(struct wd_lane *lane, struct lock *l, int rc) {
             break;
         }
     wd->norphans--;
-    lock_destroy(l);
+    wd->ops->destroy(l);
 }
 
 /* The most overdue lock of list due at now, or NULL; *next gets the
@@ -198,7 +199,7 @@ static void *lane_main(void *arg) {
         l->wd_busy = 1;
         pthread_mutex_unlock(&wd->mu);
         int64_t sent = mclock_us();
-        int rc = orphan ? lock_compensate(l, &k) : l->type->renew(l, &k);
+        int rc = orphan ? wd->ops->give_up(l, &k) : l->type->renew(l, &k);
         pthread_mutex_lock(&wd->mu);
         l->wd_busy = 0;
         if (orphan)
@@ -237,10 +238,11 @@ static struct rpool *home_of(const struct lock *l) {
     return (l->type->flags & LOCK_T_QUORUM) ? NULL : atomic_load(&((struct lock *)l)->pool);
 }
 
-struct watchdog *watchdog_create(struct lock_core *core) {
+struct watchdog *watchdog_create(struct lock_core *core, const struct watchdog_ops *ops) {
     struct watchdog *wd = calloc(1, sizeof(*wd));
     if (!wd) return NULL;
     wd->core = core;
+    wd->ops = ops;
     pthread_mutex_init(&wd->mu, NULL);
     mclock_cond_init(&wd->idle);
     pthread_mutex_lock(&wd->mu);
@@ -290,7 +292,7 @@ void watchdog_adopt(struct watchdog *wd, struct lock *l) {
     if (wd->norphans >= ORPHANS_MAX) {
         /* Past the bound the lease alone will free it. */
         pthread_mutex_unlock(&wd->mu);
-        lock_destroy(l);
+        wd->ops->destroy(l);
         return;
     }
     struct wd_lane *lane = lane_for(wd, home_of(l));

@@ -19,11 +19,22 @@
 
 struct lock;
 struct lock_core;
+struct lock_link;
 struct watchdog;
 
+/* What the watchdog does to an orphan, given by the lock core that owns
+ * the handles, so that the watchdog never calls back up into lock.c. */
+struct watchdog_ops {
+    /* Gives up every hold of l on k's connections: LOCK_OK or LOCK_ERR. */
+    int (*give_up)(struct lock *l, struct lock_link *k);
+    /* Frees l, given up or past retrying. */
+    void (*destroy)(struct lock *l);
+};
+
 /* Starts the first lane's thread (the core's pool); the others start when
- * a lock first needs them. NULL when no thread can be started. */
-struct watchdog *watchdog_create(struct lock_core *core);
+ * a lock first needs them. ops is the caller's and must outlive the
+ * watchdog. NULL when no thread can be started. */
+struct watchdog *watchdog_create(struct lock_core *core, const struct watchdog_ops *ops);
 
 /* Retries every orphan once more, stops and joins every lane's thread,
  * closes their connections and frees the orphans. No lock may be watched.

@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include "addr.h"
 #include "checker.h"
+#include "mclock.h"
 #include "stats.h"
 
 #define TOLD_FILES_MAX 16
@@ -420,11 +420,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
     return optind < argc ? (usage(stderr), -1) : 0;
 }
 
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double mono_s(void) { return (double)mclock_us() / 1e6; }
 
 /* --synthetic: n holds of two instances, each granted 1 ms after the one
  * before and held 0.8 ms, writing the next unit down with the next token,

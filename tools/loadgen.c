@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "httpc.h"
+#include "mclock.h"
 #include "stats.h"
 
 enum outcome {
@@ -84,11 +85,7 @@ static double *latency_ms; /* one slot per request number */
 static struct told *told; /* one slot per request number, with --record */
 static pthread_barrier_t start_line;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return (double)mclock_us() / 1e3; }
 
 /* The word in "status":"<word>", tolerating blanks around the colon.
  * Returns OUT_OTHER when there is none. */
@@ -116,10 +113,8 @@ static enum outcome classify(const char *body) {
 
 /* Keeps what request i was told, from its answer's JSON. */
 static void remember(long i, int rc, const struct httpc_response *resp, enum outcome out) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     struct told *t = &told[i];
-    t->answered_us = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    t->answered_us = mclock_wall_us();
     t->status = rc == 0 ? resp->status : 0;
     t->out = out;
     snprintf(t->order, sizeof(t->order), "-");

@@ -223,24 +223,25 @@ static void usage(FILE *f) {
         names);
 }
 
-int main(int argc, char **argv) {
-    struct config cfg;
-    config_defaults(&cfg);
-    const char *sets[32];
-    int nsets = 0;
-    static struct options o;
-    o.type = NULL;
-    o.clients = 16;
-    o.stock = 2000;
-    snprintf(o.redis_host, sizeof(o.redis_host), "127.0.0.1");
-    o.redis_port = 6379;
-    snprintf(o.redlock, sizeof(o.redlock), "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383");
-    o.ttl_ms = cfg.lock_ttl_ms;
-    o.wait_ms = 10000;
-    o.node_timeout_ms = cfg.redlock_node_timeout_ms;
-    o.max_s = 300;
-    opt = &o;
+/* The options' defaults, some of them cfg's (config_defaults). */
+static void options_defaults(struct options *o, const struct config *cfg) {
+    memset(o, 0, sizeof(*o));
+    o->clients = 16;
+    o->stock = 2000;
+    snprintf(o->redis_host, sizeof(o->redis_host), "127.0.0.1");
+    o->redis_port = 6379;
+    snprintf(o->redlock, sizeof(o->redlock), "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383");
+    o->ttl_ms = cfg->lock_ttl_ms;
+    o->wait_ms = 10000;
+    o->node_timeout_ms = cfg->redlock_node_timeout_ms;
+    o->max_s = 300;
+}
 
+/* Reads the command line into *o, and the --set settings into sets[] (at
+ * most max, *nsets of them). Returns -1 to go on, or the exit status: 0
+ * after --help, EXIT_USAGE (said on stderr) for a bad command line. */
+static int parse_options(int argc, char **argv, struct options *o, const char **sets, int max,
+                         int *nsets) {
     static const struct option longopts[] = {
         {"strategy", required_argument, NULL, 's'},
         {"clients", required_argument, NULL, 'c'},
@@ -258,53 +259,54 @@ int main(int argc, char **argv) {
     };
     int ch;
     long v;
+    *nsets = 0;
     while ((ch = getopt_long(argc, argv, "s:c:n:r:R:t:w:T:m:f:S:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
-            if ((o.type = strategy_find(optarg)) == NULL) goto bad;
+            if ((o->type = strategy_find(optarg)) == NULL) goto bad;
             break;
         case 'c':
             if (stats_parse_long(optarg, 1, 5000, &v) != 0) goto bad;
-            o.clients = (int)v;
+            o->clients = (int)v;
             break;
         case 'n':
             if (stats_parse_long(optarg, 1, 100000000, &v) != 0) goto bad;
-            o.stock = v;
+            o->stock = v;
             break;
         case 'r': {
             struct addr a;
             char why[128];
             if (addr_parse(optarg, strlen(optarg), &a, why, sizeof(why)) != 0) goto bad;
-            snprintf(o.redis_host, sizeof(o.redis_host), "%s", a.host);
-            o.redis_port = a.port;
+            snprintf(o->redis_host, sizeof(o->redis_host), "%s", a.host);
+            o->redis_port = a.port;
             break;
         }
         case 'R':
-            if (strlen(optarg) >= sizeof(o.redlock)) goto bad;
-            snprintf(o.redlock, sizeof(o.redlock), "%s", optarg);
+            if (strlen(optarg) >= sizeof(o->redlock)) goto bad;
+            snprintf(o->redlock, sizeof(o->redlock), "%s", optarg);
             break;
         case 't':
             if (stats_parse_long(optarg, 1, INT_MAX / 1000, &v) != 0) goto bad;
-            o.ttl_ms = (int)v;
+            o->ttl_ms = (int)v;
             break;
         case 'w':
             if (stats_parse_long(optarg, 0, INT_MAX / 1000, &v) != 0) goto bad;
-            o.wait_ms = (int)v;
+            o->wait_ms = (int)v;
             break;
         case 'T':
             if (stats_parse_long(optarg, 1, 60000, &v) != 0) goto bad;
-            o.node_timeout_ms = (int)v;
+            o->node_timeout_ms = (int)v;
             break;
         case 'm':
             if (stats_parse_long(optarg, 1, 86400, &v) != 0) goto bad;
-            o.max_s = (int)v;
+            o->max_s = (int)v;
             break;
         case 'S':
-            if (nsets == (int)(sizeof(sets) / sizeof(sets[0]))) goto bad;
-            sets[nsets++] = optarg; /* applied over the other options, below */
+            if (*nsets == max) goto bad;
+            sets[(*nsets)++] = optarg; /* applied over the other options, in set_up() */
             break;
         case 'f':
-            if (stats_parse_format(optarg, &o.kv) != 0) goto bad;
+            if (stats_parse_format(optarg, &o->kv) != 0) goto bad;
             break;
         case 'h':
             usage(stdout);
@@ -323,61 +325,65 @@ int main(int argc, char **argv) {
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (o.type == NULL) {
+    if (o->type == NULL) {
         fprintf(stderr, "lockbench: --strategy is required\n");
         usage(stderr);
         return EXIT_USAGE;
     }
+    return -1;
+}
 
-    snprintf(cfg.redis_host, sizeof(cfg.redis_host), "%s", o.redis_host);
-    cfg.redis_port = o.redis_port;
-    snprintf(cfg.redlock_nodes, sizeof(cfg.redlock_nodes), "%s", o.redlock);
-    cfg.redlock_node_timeout_ms = o.node_timeout_ms;
-    cfg.lock_ttl_ms = o.ttl_ms;
-    cfg.lock_wait_ms = o.wait_ms;
-    cfg.redis_pool_size = o.clients + 8;
-    if (cfg.redis_pool_size < 128) cfg.redis_pool_size = 128;
-    cfg.probe = 1;
-    snprintf(cfg.strategy, sizeof(cfg.strategy), "%s", o.type->name);
+/* Makes cfg from the options and the --set settings over them, and opens
+ * the service from it. 0, or -1 said on stderr (nothing is left open). */
+static int set_up(struct config *cfg, const struct options *o, const char **sets, int nsets) {
+    snprintf(cfg->redis_host, sizeof(cfg->redis_host), "%s", o->redis_host);
+    cfg->redis_port = o->redis_port;
+    snprintf(cfg->redlock_nodes, sizeof(cfg->redlock_nodes), "%s", o->redlock);
+    cfg->redlock_node_timeout_ms = o->node_timeout_ms;
+    cfg->lock_ttl_ms = o->ttl_ms;
+    cfg->lock_wait_ms = o->wait_ms;
+    cfg->redis_pool_size = o->clients + 8;
+    if (cfg->redis_pool_size < 128) cfg->redis_pool_size = 128;
+    cfg->probe = 1;
+    snprintf(cfg->strategy, sizeof(cfg->strategy), "%s", o->type->name);
 
     char err[256];
     for (int i = 0; i < nsets; i++) {
-        if (config_set(&cfg, sets[i], err, sizeof(err)) != CONFIG_OK) {
+        if (config_set(cfg, sets[i], err, sizeof(err)) != CONFIG_OK) {
             fprintf(stderr, "lockbench: %s\n", err);
-            return EXIT_USAGE;
+            return -1;
         }
     }
-    if (service_open(&svc, &cfg, err, sizeof(err)) != 0) {
+    if (service_open(&svc, cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "lockbench: %s\n", err);
-        return EXIT_USAGE;
+        return -1;
     }
-    int status = EXIT_USAGE;
-    struct client *cl = NULL;
-    int barrier_ready = 0;
-    /* The Redlock masters' commands count only when the lock lives there. */
-    int multi = strcmp(lock_type_family(o.type->lock), "redlock") == 0;
+    return 0;
+}
 
-    if (inventory_reset(svc.inv, NULL, o.stock, err, sizeof(err)) != 0) {
-        fprintf(stderr, "lockbench: %s\n", err);
-        goto out;
-    }
-    cl = calloc((size_t)o.clients, sizeof(*cl));
-    if (cl == NULL || pthread_barrier_init(&start_line, NULL, (unsigned)o.clients + 1) != 0) {
-        fprintf(stderr, "lockbench: out of memory\n");
-        goto out;
-    }
-    barrier_ready = 1;
+/* What one run measured. */
+struct run {
+    monotime_us t0, t_join; /* the clients were let go; the last was joined */
+    int cmds_ok; /* both INFO readings were made */
+    long long cmds_main, cmds_nodes; /* -1 unless cmds_ok */
+};
 
+/* Starts the n clients of cl[], reads the commands so far, lets the
+ * clients go at once, joins them and reads the commands again. 0, or -1
+ * said on stderr when the first reading failed (every client joined, none
+ * sold). A client that cannot be started ends the process. */
+static int run_clients(struct client *cl, int n, int multi, struct run *run) {
+    char err[256];
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
     deadline_us = INT64_MAX;
-    for (int i = 0; i < o.clients; i++) {
+    for (int i = 0; i < n; i++) {
         int rc = pthread_create(&cl[i].tid, &attr, client_run, &cl[i]);
         if (rc != 0) {
             /* The barrier counts every client: without them all nobody
              * passes it, and nothing was sold yet, so stopping is clean. */
-            fprintf(stderr, "lockbench: cannot start client %d of %d: %s\n", i + 1, o.clients,
+            fprintf(stderr, "lockbench: cannot start client %d of %d: %s\n", i + 1, n,
                     strerror(rc));
             _exit(EXIT_USAGE);
         }
@@ -392,69 +398,160 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lockbench: %s\n", err);
         atomic_store(&stop_all, 1);
         pthread_barrier_wait(&start_line);
-        for (int i = 0; i < o.clients; i++) pthread_join(cl[i].tid, NULL);
-        goto out;
+        for (int i = 0; i < n; i++) pthread_join(cl[i].tid, NULL);
+        return -1;
     }
 
-    monotime_us t0 = mclock_us();
-    deadline_us = t0 + (monotime_us)o.max_s * 1000000;
+    run->t0 = mclock_us();
+    deadline_us = run->t0 + (monotime_us)opt->max_s * 1000000;
     pthread_barrier_wait(&start_line);
-    for (int i = 0; i < o.clients; i++) pthread_join(cl[i].tid, NULL);
-    monotime_us t_join = mclock_us();
-    int cmds_ok = commands_now(multi, &main1, &nodes1, &servers, err, sizeof(err)) == 0;
-    if (!cmds_ok) fprintf(stderr, "lockbench: %s\n", err);
+    for (int i = 0; i < n; i++) pthread_join(cl[i].tid, NULL);
+    run->t_join = mclock_us();
+    run->cmds_ok = commands_now(multi, &main1, &nodes1, &servers, err, sizeof(err)) == 0;
+    if (!run->cmds_ok) fprintf(stderr, "lockbench: %s\n", err);
     /* The "after" reading counts each server's "before" INFO. */
-    long long cmds_main = cmds_ok ? main1 - main0 - 1 : -1;
-    long long cmds_nodes = cmds_ok ? nodes1 - nodes0 - (servers - 1) : -1;
+    run->cmds_main = run->cmds_ok ? main1 - main0 - 1 : -1;
+    run->cmds_nodes = run->cmds_ok ? nodes1 - nodes0 - (servers - 1) : -1;
+    return 0;
+}
 
-    long long sold = 0, giveups = 0, backend = 0, other = 0, attempts = 0;
+/* The clients' counts and samples, summed up. */
+struct summary {
+    long long sold, giveups, backend, other, attempts;
+    size_t calls; /* begun while stock remained */
+    int oom, no_sale;
+    const char *first_error; /* a client's, or NULL */
+    int64_t w50, w99; /* acquire wait, ms */
+    double l50, l99, lmax; /* sale latency, ms */
+    double elapsed_s, sales_per_s, cmds_per_sale, tries_per_sale;
+    long long cmds; /* -1 unless run->cmds_ok */
+};
+
+/* Sums up the n clients of cl[] after run. 0, or -1 said on stderr (out of
+ * memory). */
+static int summarize(const struct client *cl, int n, const struct run *run, struct summary *s) {
+    memset(s, 0, sizeof(*s));
     monotime_us last_sold = 0;
-    size_t n = 0;
-    int oom = 0, no_sale = 0;
-    const char *first_error = NULL;
-    for (int i = 0; i < o.clients; i++) {
-        sold += cl[i].sold;
-        giveups += cl[i].giveups;
-        backend += cl[i].backend;
-        other += cl[i].other;
-        no_sale += cl[i].sold == 0;
-        n += cl[i].n;
-        oom |= cl[i].oom;
+    size_t calls = 0;
+    for (int i = 0; i < n; i++) {
+        s->sold += cl[i].sold;
+        s->giveups += cl[i].giveups;
+        s->backend += cl[i].backend;
+        s->other += cl[i].other;
+        s->no_sale += cl[i].sold == 0;
+        calls += cl[i].n;
+        s->oom |= cl[i].oom;
         if (cl[i].last_sold_us > last_sold) last_sold = cl[i].last_sold_us;
-        if (first_error == NULL && cl[i].first_error[0] != '\0') first_error = cl[i].first_error;
+        if (s->first_error == NULL && cl[i].first_error[0] != '\0')
+            s->first_error = cl[i].first_error;
     }
-    int64_t *waits = malloc((n ? n : 1) * sizeof(*waits));
-    int64_t *lats = malloc((n ? n : 1) * sizeof(*lats));
+    int64_t *waits = malloc((calls ? calls : 1) * sizeof(*waits));
+    int64_t *lats = malloc((calls ? calls : 1) * sizeof(*lats));
     if (waits == NULL || lats == NULL) {
         fprintf(stderr, "lockbench: out of memory\n");
         free(waits);
         free(lats);
-        goto out;
+        return -1;
     }
     /* Every call begun while stock remained (see the design note). */
-    monotime_us end_us = last_sold ? last_sold : t_join;
+    monotime_us end_us = last_sold ? last_sold : run->t_join;
     size_t k = 0;
-    for (int i = 0; i < o.clients; i++)
+    for (int i = 0; i < n; i++)
         for (size_t j = 0; j < cl[i].n; j++) {
             const struct sample *sm = &cl[i].samples[j];
             if (sm->start_us >= end_us) continue;
             waits[k] = sm->wait_ms;
             lats[k] = sm->lat_us;
-            attempts += sm->attempts;
+            s->attempts += sm->attempts;
             k++;
         }
-    n = k;
-    struct stats_i64 ws = stats_summary_i64(waits, n), ls = stats_summary_i64(lats, n);
-    int64_t w50 = ws.p50, w99 = ws.p99;
-    double l50 = (double)ls.p50 / 1e3, l99 = (double)ls.p99 / 1e3, lmax = (double)ls.max / 1e3;
+    s->calls = k;
+    struct stats_i64 ws = stats_summary_i64(waits, k), ls = stats_summary_i64(lats, k);
+    s->w50 = ws.p50;
+    s->w99 = ws.p99;
+    s->l50 = (double)ls.p50 / 1e3;
+    s->l99 = (double)ls.p99 / 1e3;
+    s->lmax = (double)ls.max / 1e3;
     free(waits);
     free(lats);
 
-    double elapsed_s = (double)(end_us - t0) / 1e6;
-    double sales_per_s = elapsed_s > 0 ? (double)sold / elapsed_s : 0.0;
-    long long cmds = cmds_ok ? cmds_main + cmds_nodes : -1;
-    double cmds_per_sale = cmds_ok && sold > 0 ? (double)cmds / (double)sold : 0.0;
-    double tries_per_sale = sold > 0 ? (double)attempts / (double)sold : 0.0;
+    s->elapsed_s = (double)(end_us - run->t0) / 1e6;
+    s->sales_per_s = s->elapsed_s > 0 ? (double)s->sold / s->elapsed_s : 0.0;
+    s->cmds = run->cmds_ok ? run->cmds_main + run->cmds_nodes : -1;
+    s->cmds_per_sale = run->cmds_ok && s->sold > 0 ? (double)s->cmds / (double)s->sold : 0.0;
+    s->tries_per_sale = s->sold > 0 ? (double)s->attempts / (double)s->sold : 0.0;
+    return 0;
+}
+
+/* Prints the run's summary on stdout (--format), then its errors on stderr. */
+static void report(const struct options *o, const struct run *run, const struct summary *s,
+                   const struct audit *a, int complete) {
+    if (o->kv) {
+        printf("strategy=%s clients=%d stock=%lld sold=%lld elapsed_s=%.3f sales_per_s=%.1f "
+               "giveups=%lld backend_errors=%lld other=%lld sold_twice=%lld oversold=%lld "
+               "violations=%lld remaining=%lld complete=%d clients_no_sale=%d calls=%zu cmds=%lld "
+               "cmds_main=%lld "
+               "cmds_nodes=%lld cmds_per_sale=%.2f tries_per_sale=%.2f wait_p50_ms=%" PRId64
+               " wait_p99_ms=%" PRId64 " lat_p50_ms=%.3f lat_p99_ms=%.3f lat_max_ms=%.3f\n",
+               o->type->name, o->clients, o->stock, s->sold, s->elapsed_s, s->sales_per_s,
+               s->giveups, s->backend, s->other, a->sold_twice, a->oversold_units, a->violations,
+               a->stock, complete, s->no_sale, s->calls, s->cmds, run->cmds_main, run->cmds_nodes,
+               s->cmds_per_sale, s->tries_per_sale, s->w50, s->w99, s->l50, s->l99, s->lmax);
+    } else {
+        printf("lockbench: strategy %s, %d clients, stock %lld\n", o->type->name, o->clients,
+               o->stock);
+        printf("  sold %lld in %.3f s: %.1f sales/s%s\n", s->sold, s->elapsed_s, s->sales_per_s,
+               complete ? "" : " (NOT sold out)");
+        printf("  give-ups %lld, backend errors %lld, other %lld; %d of %d clients sold nothing\n",
+               s->giveups, s->backend, s->other, s->no_sale, o->clients);
+        printf("  audit: sold twice %lld, oversold %lld, probe violations %lld, stock left %lld\n",
+               a->sold_twice, a->oversold_units, a->violations, a->stock);
+        printf("  redis commands %lld (main %lld, redlock masters %lld): %.2f per sale; "
+               "%.2f lock tries per sale\n",
+               s->cmds, run->cmds_main, run->cmds_nodes, s->cmds_per_sale, s->tries_per_sale);
+        printf("  over %zu calls begun while stock remained: acquire wait p50 %" PRId64
+               " ms, p99 %" PRId64 " ms;\n    sale latency p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+               s->calls, s->w50, s->w99, s->l50, s->l99, s->lmax);
+    }
+    fflush(stdout);
+    if (s->first_error != NULL)
+        fprintf(stderr, "lockbench: %lld backend errors, %lld other; first: %s\n", s->backend,
+                s->other, s->first_error);
+    if (s->oom) fprintf(stderr, "lockbench: out of memory for samples; percentiles are partial\n");
+}
+
+int main(int argc, char **argv) {
+    struct config cfg;
+    config_defaults(&cfg);
+    static struct options o;
+    options_defaults(&o, &cfg);
+    opt = &o;
+    const char *sets[32];
+    int nsets;
+    int status = parse_options(argc, argv, &o, sets, (int)(sizeof(sets) / sizeof(sets[0])), &nsets);
+    if (status >= 0) return status;
+    if (set_up(&cfg, &o, sets, nsets) != 0) return EXIT_USAGE;
+
+    status = EXIT_USAGE;
+    char err[256];
+    struct client *cl = NULL;
+    int barrier_ready = 0;
+    /* The Redlock masters' commands count only when the lock lives there. */
+    int multi = strcmp(lock_type_family(o.type->lock), "redlock") == 0;
+    struct run run;
+    struct summary sum;
+    if (inventory_reset(svc.inv, NULL, o.stock, err, sizeof(err)) != 0) {
+        fprintf(stderr, "lockbench: %s\n", err);
+        goto out;
+    }
+    cl = calloc((size_t)o.clients, sizeof(*cl));
+    if (cl == NULL || pthread_barrier_init(&start_line, NULL, (unsigned)o.clients + 1) != 0) {
+        fprintf(stderr, "lockbench: out of memory\n");
+        goto out;
+    }
+    barrier_ready = 1;
+    if (run_clients(cl, o.clients, multi, &run) != 0) goto out;
+    if (summarize(cl, o.clients, &run, &sum) != 0) goto out;
 
     struct audit a;
     int audited = inventory_audit(svc.inv, NULL, &a, err, sizeof(err)) == 0;
@@ -463,39 +560,7 @@ int main(int argc, char **argv) {
         memset(&a, 0, sizeof(a));
     }
     int complete = audited && a.stock <= 0 && !atomic_load(&stop_all);
-
-    if (o.kv) {
-        printf("strategy=%s clients=%d stock=%lld sold=%lld elapsed_s=%.3f sales_per_s=%.1f "
-               "giveups=%lld backend_errors=%lld other=%lld sold_twice=%lld oversold=%lld "
-               "violations=%lld remaining=%lld complete=%d clients_no_sale=%d calls=%zu cmds=%lld "
-               "cmds_main=%lld "
-               "cmds_nodes=%lld cmds_per_sale=%.2f tries_per_sale=%.2f wait_p50_ms=%" PRId64
-               " wait_p99_ms=%" PRId64 " lat_p50_ms=%.3f lat_p99_ms=%.3f lat_max_ms=%.3f\n",
-               o.type->name, o.clients, o.stock, sold, elapsed_s, sales_per_s, giveups, backend,
-               other, a.sold_twice, a.oversold_units, a.violations, a.stock, complete, no_sale, n,
-               cmds, cmds_main, cmds_nodes, cmds_per_sale, tries_per_sale, w50, w99, l50, l99,
-               lmax);
-    } else {
-        printf("lockbench: strategy %s, %d clients, stock %lld\n", o.type->name, o.clients,
-               o.stock);
-        printf("  sold %lld in %.3f s: %.1f sales/s%s\n", sold, elapsed_s, sales_per_s,
-               complete ? "" : " (NOT sold out)");
-        printf("  give-ups %lld, backend errors %lld, other %lld; %d of %d clients sold nothing\n",
-               giveups, backend, other, no_sale, o.clients);
-        printf("  audit: sold twice %lld, oversold %lld, probe violations %lld, stock left %lld\n",
-               a.sold_twice, a.oversold_units, a.violations, a.stock);
-        printf("  redis commands %lld (main %lld, redlock masters %lld): %.2f per sale; "
-               "%.2f lock tries per sale\n",
-               cmds, cmds_main, cmds_nodes, cmds_per_sale, tries_per_sale);
-        printf("  over %zu calls begun while stock remained: acquire wait p50 %" PRId64
-               " ms, p99 %" PRId64 " ms;\n    sale latency p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-               n, w50, w99, l50, l99, lmax);
-    }
-    fflush(stdout);
-    if (first_error != NULL)
-        fprintf(stderr, "lockbench: %lld backend errors, %lld other; first: %s\n", backend, other,
-                first_error);
-    if (oom) fprintf(stderr, "lockbench: out of memory for samples; percentiles are partial\n");
+    report(&o, &run, &sum, &a, complete);
 
     if (!audited)
         status = EXIT_USAGE;

@@ -5,8 +5,8 @@
  * grows, up to CLUSTER_NODES_MAX, so an index, a node's address and its pool
  * stay valid for the router's life: only owner[] changes, under `lock`,
  * which is never held across network I/O. */
-#include "alloc.h"
 #include "cluster.h"
+#include "alloc.h"
 
 #include <pthread.h>
 #include <stdint.h>

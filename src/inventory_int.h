@@ -49,12 +49,12 @@ void inventory_keys(const struct inventory *inv, const char *item, struct item_k
 
 /* ---- sale.c --------------------------------------------------------------- */
 
-/* How a strategy's sale writes (strategy.h names one per strategy). */
 /* The write of the critical section: appends it to the lock's pipeline.
  * Returns the index of its reply there (lock_reply), or -1. */
 struct sale_section;
 typedef int (*sale_commit)(struct sale_section *sec);
 
+/* How a strategy's sale writes (strategy.h names one per strategy). */
 struct sale_way {
     const char *name;
     /* Sells one unit of k's item with strategy s; fills r. */

@@ -44,7 +44,7 @@
 #define LAB_BAD 1 /* the request is malformed or out of bounds (400) */
 #define LAB_BUSY 2 /* a run is already going (409) */
 #define LAB_NOT_FOUND 3 /* no such run or file (404) */
-#define LAB_ERR -1 /* out of memory, or a thread could not start (500) */
+#define LAB_ERR (-1) /* out of memory, or a thread could not start (500) */
 
 /* How each answer of a load counts, by its JSON "status" word; a request
  * that got no HTTP answer is an error. */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,12 +227,19 @@ static redisContext *conn(struct inventory *inv, const char *key, struct rpool *
     return c;
 }
 
+/* item's keys in *k, and a connection to the server of its stock key (in
+ * cluster mode every key of an item shares that slot: inventory_keys). */
+static redisContext *item_conn(struct inventory *inv, const char *item, struct item_keys *k,
+                               struct rpool **pool, char *errstr, size_t errlen) {
+    inventory_keys(inv, item, k);
+    return conn(inv, k->stock, pool, errstr, errlen);
+}
+
 int inventory_reset(struct inventory *inv, const char *item, long long stock, char *errstr,
                     size_t errlen) {
     struct item_keys k;
-    inventory_keys(inv, item, &k);
     struct rpool *pool;
-    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
+    redisContext *c = item_conn(inv, item, &k, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     /* The lock goes too when it is this item's: its own (lock.scope=item),
      * or the global one when this is the configured item. Another item's
@@ -258,11 +266,10 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock, ch
 
 int inventory_seed(struct inventory *inv, long long stock, int *seeded, char *errstr,
                    size_t errlen) {
-    struct item_keys k;
-    inventory_keys(inv, NULL, &k);
     *seeded = 0;
+    struct item_keys k;
     struct rpool *pool;
-    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
+    redisContext *c = item_conn(inv, NULL, &k, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "SET %s %lld NX", k.stock, stock);
     redisAppendCommand(c, "SET %s %lld NX", k.initial, stock);
@@ -302,11 +309,10 @@ static int count_ledger(const redisReply *ledger, struct audit *a, char *errstr,
 
 int inventory_audit(struct inventory *inv, const char *item, struct audit *a, char *errstr,
                     size_t errlen) {
-    struct item_keys k;
-    inventory_keys(inv, item, &k);
     memset(a, 0, sizeof(*a));
+    struct item_keys k;
     struct rpool *pool;
-    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
+    redisContext *c = item_conn(inv, item, &k, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     redisAppendCommand(c, "GET %s", k.stock);
     redisAppendCommand(c, "GET %s", k.initial);
@@ -334,50 +340,59 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a, ch
     return rc;
 }
 
+/* A history entry's fields as history-event.lua and sale-write.lua write
+ * them: text is copied into its array, a number is parsed into its int or
+ * 64-bit field. A field the table does not know is skipped. */
+struct history_field {
+    const char *name;
+    size_t off, size;
+    int text;
+};
+#define HISTORY_FIELD(f, is_text)                                                                  \
+    { #f, offsetof(struct history_event, f), sizeof(((struct history_event *)0)->f), is_text }
+static const struct history_field history_fields[] = {
+    HISTORY_FIELD(instance, 1),   HISTORY_FIELD(port, 0),        HISTORY_FIELD(owner, 1),
+    HISTORY_FIELD(strategy, 1),   HISTORY_FIELD(outcome, 1),     HISTORY_FIELD(order, 1),
+    HISTORY_FIELD(granted_us, 0), HISTORY_FIELD(released_us, 0), HISTORY_FIELD(lease_us, 0),
+    HISTORY_FIELD(written_us, 0), HISTORY_FIELD(owned, 0),       HISTORY_FIELD(unit, 0),
+    HISTORY_FIELD(stock_read, 0), HISTORY_FIELD(token, 0),       HISTORY_FIELD(late, 0),
+};
+_Static_assert(sizeof(long long) == sizeof(int64_t), "history numbers are int or 64-bit");
+
+static void history_set(struct history_event *e, const struct history_field *hf, const char *v) {
+    char *at = (char *)e + hf->off;
+    if (hf->text) {
+        snprintf(at, hf->size, "%s", v);
+        return;
+    }
+    long long x = strtoll(v, NULL, 10);
+    if (hf->size == sizeof(int)) {
+        int i = (int)x;
+        memcpy(at, &i, sizeof(i));
+    } else {
+        memcpy(at, &x, sizeof(x));
+    }
+}
+
 /* Fills e from one stream entry's field/value array. */
 static void history_parse(const redisReply *fields, struct history_event *e) {
     for (size_t j = 0; j + 1 < fields->elements; j += 2) {
         const char *f = fields->element[j]->str, *v = fields->element[j + 1]->str;
-        if (strcmp(f, "instance") == 0)
-            snprintf(e->instance, sizeof(e->instance), "%s", v);
-        else if (strcmp(f, "port") == 0)
-            e->port = atoi(v);
-        else if (strcmp(f, "owner") == 0)
-            snprintf(e->owner, sizeof(e->owner), "%s", v);
-        else if (strcmp(f, "strategy") == 0)
-            snprintf(e->strategy, sizeof(e->strategy), "%s", v);
-        else if (strcmp(f, "outcome") == 0)
-            snprintf(e->outcome, sizeof(e->outcome), "%s", v);
-        else if (strcmp(f, "order") == 0)
-            snprintf(e->order, sizeof(e->order), "%s", v);
-        else if (strcmp(f, "granted_us") == 0)
-            e->granted_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "released_us") == 0)
-            e->released_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "lease_us") == 0)
-            e->lease_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "unit") == 0)
-            e->unit = strtoll(v, NULL, 10);
-        else if (strcmp(f, "stock_read") == 0)
-            e->stock_read = strtoll(v, NULL, 10);
-        else if (strcmp(f, "token") == 0)
-            e->token = strtoll(v, NULL, 10);
-        else if (strcmp(f, "late") == 0)
-            e->late = atoi(v);
-        else if (strcmp(f, "written_us") == 0)
-            e->written_us = strtoll(v, NULL, 10);
-        else if (strcmp(f, "owned") == 0)
-            e->owned = atoi(v);
+        for (size_t k = 0; k < sizeof(history_fields) / sizeof(history_fields[0]); k++) {
+            if (strcmp(f, history_fields[k].name) == 0) {
+                history_set(e, &history_fields[k], v);
+                break;
+            }
+        }
     }
 }
 
 int inventory_history(struct inventory *inv, const char *item, const char *since, int max,
                       struct history_event *out, int *n, char *errstr, size_t errlen) {
-    struct item_keys k;
-    inventory_keys(inv, item, &k);
     *n = 0;
+    struct item_keys k;
     struct rpool *pool;
-    redisContext *c = conn(inv, k.stock, &pool, errstr, errlen);
+    redisContext *c = item_conn(inv, item, &k, &pool, errstr, errlen);
     if (!c) return INV_BACKEND;
     char start[40];
     if (!since || !since[0] || strcmp(since, "0") == 0)

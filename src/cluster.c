@@ -1,10 +1,15 @@
 /* cluster.c -- Redis Cluster slot routing (see cluster.h).
  *
- * owner[slot] is an index into nodes[], the masters seen so far (in a map
- * or a redirect), each with its own rpool made on first use. nodes[] only
- * grows, up to CLUSTER_NODES_MAX, so an index, a node's address and its pool
- * stay valid for the router's life: only owner[] changes, under `lock`,
- * which is never held across network I/O. */
+ * owner[slot] is an index into nodes[], the addresses of the masters seen
+ * so far (in a map or a redirect). nodes[] only grows, up to
+ * CLUSTER_NODES_MAX, so an index and its address stay valid for the
+ * router's life (cluster_node hands the index out): only owner[] changes,
+ * under `lock`, which is never held across network I/O.
+ *
+ * The router makes no connection of its own and holds no pool: CLUSTER
+ * SLOTS goes out on a connection from its owner's dial (cluster_options),
+ * and cluster_command_argv runs on connections its caller lends. So this
+ * file calls nothing in rpool.c, which sits above it. */
 #include "cluster.h"
 #include "alloc.h"
 
@@ -19,23 +24,18 @@
 #define CLUSTER_SEEDS_MAX 16
 #define NO_OWNER 0xff
 
-struct cluster_node {
-    struct addr addr;
-    struct rpool *pool; /* NULL until first used */
-};
-
 struct cluster {
     pthread_mutex_t lock;
     uint8_t owner[CLUSTER_SLOTS]; /* index into nodes[], or NO_OWNER */
-    struct cluster_node nodes[CLUSTER_NODES_MAX];
+    struct addr nodes[CLUSTER_NODES_MAX];
     int nnodes;
     struct addr seeds[CLUSTER_SEEDS_MAX];
     int nseeds;
     int max_redirects;
     int refreshing; /* a thread is reloading the map */
     struct addr last_ok; /* the node whose map was loaded last */
-    struct rpool_options node_opt;
-    char password[256];
+    redisContext *(*dial)(void *arg, const struct addr *a, char *errstr, size_t errlen);
+    void *dial_arg;
     struct cluster_stats stats;
 };
 
@@ -99,30 +99,17 @@ int cluster_reply_kind(const redisReply *r, struct cluster_redirect *out) {
  * Called with the lock held. */
 static int node_index_locked(struct cluster *cl, const struct addr *a) {
     for (int i = 0; i < cl->nnodes; i++)
-        if (cl->nodes[i].addr.port == a->port && strcmp(cl->nodes[i].addr.host, a->host) == 0)
-            return i;
+        if (cl->nodes[i].port == a->port && strcmp(cl->nodes[i].host, a->host) == 0) return i;
     if (cl->nnodes == CLUSTER_NODES_MAX) return -1;
-    cl->nodes[cl->nnodes].addr = *a;
-    cl->nodes[cl->nnodes].pool = NULL;
+    cl->nodes[cl->nnodes] = *a;
     return cl->nnodes++;
 }
 
-struct rpool *cluster_node_pool(struct cluster *cl, const struct addr *a) {
+int cluster_node(struct cluster *cl, const struct addr *a) {
     pthread_mutex_lock(&cl->lock);
     int i = node_index_locked(cl, a);
-    struct rpool *p = NULL;
-    if (i >= 0) {
-        if (cl->nodes[i].pool == NULL) {
-            /* rpool_create only copies its options: no I/O under the lock. */
-            struct rpool_options o = cl->node_opt;
-            o.host = a->host;
-            o.port = a->port;
-            cl->nodes[i].pool = rpool_create(&o);
-        }
-        p = cl->nodes[i].pool;
-    }
     pthread_mutex_unlock(&cl->lock);
-    return p;
+    return i;
 }
 
 void cluster_slot_master(struct cluster *cl, unsigned slot, struct addr *out) {
@@ -131,7 +118,7 @@ void cluster_slot_master(struct cluster *cl, unsigned slot, struct addr *out) {
     if (i == NO_OWNER)
         memset(out, 0, sizeof(*out));
     else
-        *out = cl->nodes[i].addr;
+        *out = cl->nodes[i];
     pthread_mutex_unlock(&cl->lock);
 }
 
@@ -143,7 +130,7 @@ int cluster_masters(struct cluster *cl, struct addr *out, int max) {
         uint8_t i = cl->owner[s];
         if (i == NO_OWNER || seen[i]) continue;
         seen[i] = 1;
-        if (n < max) out[n++] = cl->nodes[i].addr;
+        if (n < max) out[n++] = cl->nodes[i];
     }
     pthread_mutex_unlock(&cl->lock);
     return n;
@@ -233,14 +220,10 @@ static int install_map(struct cluster *cl, const struct addr *owner, char *errst
     return rc;
 }
 
-/* Asks the node at a for CLUSTER SLOTS and installs the map it gives. */
+/* Asks the node at a for CLUSTER SLOTS, on a connection of the owner's
+ * dial, and installs the map it gives. */
 static int refresh_from(struct cluster *cl, const struct addr *a, char *errstr, size_t errlen) {
-    struct rpool_options o = cl->node_opt;
-    o.host = a->host;
-    o.port = a->port;
-    o.load_scripts = 0;
-    o.on_connect = NULL;
-    redisContext *c = rpool_connect(&o, errstr, errlen);
+    redisContext *c = cl->dial(cl->dial_arg, a, errstr, errlen);
     if (c == NULL) return -1;
     redisReply *r = redisCommand(c, "CLUSTER SLOTS");
     if (r == NULL) {
@@ -284,7 +267,7 @@ int cluster_refresh(struct cluster *cl, char *errstr, size_t errlen) {
      * every reload its timeout), then the masters known, then the seeds. */
     pthread_mutex_lock(&cl->lock);
     if (cl->last_ok.port) cand_add(cand, &n, &cl->last_ok);
-    for (int i = 0; i < cl->nnodes; i++) cand_add(cand, &n, &cl->nodes[i].addr);
+    for (int i = 0; i < cl->nnodes; i++) cand_add(cand, &n, &cl->nodes[i]);
     for (int i = 0; i < cl->nseeds; i++) cand_add(cand, &n, &cl->seeds[i]);
     pthread_mutex_unlock(&cl->lock);
     char why[512] = "no node to ask";
@@ -326,12 +309,8 @@ struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, 
     pthread_mutex_init(&cl->lock, NULL);
     memset(cl->owner, NO_OWNER, sizeof(cl->owner));
     cl->max_redirects = opt->max_redirects;
-    cl->node_opt = opt->node;
-    snprintf(cl->password, sizeof(cl->password), "%s",
-             opt->node.password ? opt->node.password : "");
-    cl->node_opt.password = cl->password;
-    cl->node_opt.sentinels = NULL;
-    cl->node_opt.database = 0;
+    cl->dial = opt->dial;
+    cl->dial_arg = opt->dial_arg;
     if (cluster_refresh(cl, errstr, errlen) != 0) {
         cluster_free(cl);
         return NULL;
@@ -341,7 +320,6 @@ struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, 
 
 void cluster_free(struct cluster *cl) {
     if (cl == NULL) return;
-    for (int i = 0; i < cl->nnodes; i++) rpool_free(cl->nodes[i].pool);
     pthread_mutex_destroy(&cl->lock);
     free(cl);
 }
@@ -376,9 +354,9 @@ void cluster_note(struct cluster *cl, int kind, const struct cluster_redirect *r
     pthread_mutex_unlock(&cl->lock);
 }
 
-redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key, int argc,
-                                 const char **argv, const size_t *argvlen, char *errstr,
-                                 size_t errlen) {
+redisReply *cluster_command_argv(struct cluster *cl, const struct cluster_conns *via, int wait_ms,
+                                 const char *key, int argc, const char **argv,
+                                 const size_t *argvlen, char *errstr, size_t errlen) {
     struct addr target;
     unsigned slot = cluster_key_slot(key, strlen(key));
     cluster_slot_master(cl, slot, &target);
@@ -388,23 +366,22 @@ redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *ke
     }
     int asking = 0;
     for (int hops = 0;; hops++) {
-        struct rpool *p = cluster_node_pool(cl, &target);
-        redisContext *c;
-        if (p == NULL) {
-            snprintf(errstr, errlen, "%.200s:%d: more than %d masters, or out of memory",
-                     target.host, target.port, CLUSTER_NODES_MAX);
+        if (cluster_node(cl, &target) < 0) {
+            snprintf(errstr, errlen, "%.200s:%d: more than %d masters", target.host, target.port,
+                     CLUSTER_NODES_MAX);
             return NULL;
         }
-        if (rpool_get(p, wait_ms, &c, errstr, errlen) != RPOOL_OK) return NULL;
+        redisContext *c = via->get(via->arg, &target, wait_ms, errstr, errlen);
+        if (c == NULL) return NULL;
         redisReply *r = send_on(c, asking, argc, argv, argvlen);
         if (r == NULL) {
             /* It may have run: never sent again. */
             snprintf(errstr, errlen, "%.200s:%d: %s", target.host, target.port,
                      c->errstr[0] ? c->errstr : "no reply");
-            rpool_drop(p, c);
+            via->put(via->arg, &target, c, 1);
             return NULL;
         }
-        rpool_put(p, c);
+        via->put(via->arg, &target, c, 0);
         struct cluster_redirect rd;
         int kind = cluster_reply_kind(r, &rd);
         if (kind == CLUSTER_ANSWER) return r;

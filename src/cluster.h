@@ -1,13 +1,17 @@
 /* cluster.h -- Redis Cluster slot routing: the key's slot (CRC16 with hash
- * tags), the slot map from CLUSTER SLOTS, one rpool per master, and the
- * MOVED and ASK redirects, as the Cluster specification describes them.
+ * tags), the slot map from CLUSTER SLOTS, and the MOVED and ASK redirects,
+ * as the Cluster specification describes them.
  *
- * The service routes through it by key (rpool_route in rpool.c: the map and
- * the pool of each master) and follows refusals with rpool_follow, which
+ * The map knows addresses, not connections: it makes none and holds no
+ * pool. Its owner passes down how to reach a node (cluster_options.dial,
+ * one short connection per CLUSTER SLOTS), as the lock core passes
+ * struct watchdog_ops to the watchdog. The service's owner is the root
+ * pool (rpool.c): it keeps one pool per master, indexed by cluster_node,
+ * routes by key (rpool_route) and follows refusals with rpool_follow, which
  * keeps the handle's own connection and pipeline (a lock's commands, the
  * atomic sale) and uses cluster_reply_kind and cluster_note from here.
- * cluster_command_argv does the same for one command on its own (tools,
- * tests):
+ * cluster_command_argv does the same for one command on its own, on
+ * connections its caller lends (struct cluster_conns; tools, tests):
  *
  * A command goes to the master that the map names for its key's slot. An
  * error reply "MOVED <slot> <host:port>" means the slot has moved for good:
@@ -22,14 +26,13 @@
  * the caller can judge what it did.
  *
  * Thread safe: the map is guarded by a mutex held only to read or swap it,
- * never across network I/O. */
+ * never across network I/O (dial and the callbacks run unlocked). */
 #ifndef INVENTORYD_CLUSTER_H
 #define INVENTORYD_CLUSTER_H
 
 #include <stddef.h>
 #include <hiredis/hiredis.h>
 #include "addr.h"
-#include "rpool.h"
 
 #define CLUSTER_SLOTS 16384
 #define CLUSTER_NODES_MAX 64 /* masters known at once */
@@ -70,11 +73,14 @@ struct cluster;
 
 struct cluster_options {
     const char *nodes; /* seed "host:port,..." (redis.cluster.nodes) */
-    int max_redirects; /* MOVED/ASK hops per command (default 5) */
-    /* What every node's pool connects with: password, timeout_ms, size,
-     * load_scripts, on_connect. host, port, sentinels and database are
-     * ignored (a cluster has database 0 only). */
-    struct rpool_options node;
+    int max_redirects; /* MOVED/ASK hops per cluster_command_argv (default 5) */
+    /* Connects to the node at a for one CLUSTER SLOTS; the map frees the
+     * context after it. NULL with errstr set. The owner's connect (its
+     * password and timeout; a cluster has database 0 only), called with no
+     * lock held, in whichever thread loads the map. dial_arg must outlive
+     * the router. */
+    redisContext *(*dial)(void *arg, const struct addr *a, char *errstr, size_t errlen);
+    void *dial_arg;
 };
 
 /* Creates the router and loads the slot map from the first seed that
@@ -83,7 +89,7 @@ struct cluster_options {
  * master (cluster not ready?)"). The strings of opt are copied. */
 struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, size_t errlen);
 
-/* Frees the router and every node's pool (no context may be handed out). */
+/* Frees the router. Accepts NULL. */
 void cluster_free(struct cluster *cl);
 
 /* Reloads the slot map: CLUSTER SLOTS from the known masters, then the
@@ -98,19 +104,35 @@ void cluster_slot_master(struct cluster *cl, unsigned slot, struct addr *out);
  * out[] (at most max); returns how many (0 before any map). */
 int cluster_masters(struct cluster *cl, struct addr *out, int max);
 
-/* The pool of the master at a (made on first use). NULL when
- * CLUSTER_NODES_MAX masters are known already or out of memory. */
-struct rpool *cluster_node_pool(struct cluster *cl, const struct addr *a);
+/* The index of the node at a among those the router knows (a master of a
+ * map, or a redirect's target), added when new: from 0, below
+ * CLUSTER_NODES_MAX, and the same for a for the router's life, so that an
+ * owner may keep what it has per node (a pool) in an array by it. -1 when
+ * CLUSTER_NODES_MAX nodes are known already. */
+int cluster_node(struct cluster *cl, const struct addr *a);
+
+/* Connections to the nodes, lent to cluster_command_argv by its caller
+ * (e.g. one pool per node). */
+struct cluster_conns {
+    /* A connected context to the node at a, waiting at most wait_ms for
+     * one; NULL with errstr set. */
+    redisContext *(*get)(void *arg, const struct addr *a, int wait_ms, char *errstr, size_t errlen);
+    /* Takes back c, got for a; broken when its reply was lost (c must not
+     * be used again). */
+    void (*put)(void *arg, const struct addr *a, redisContext *c, int broken);
+    void *arg;
+};
 
 /* Runs one command whose key is key (argv[0] is the command name), on the
- * master of key's slot, following MOVED and ASK as described above.
- * Returns the reply (the caller frees it; an error reply that is not a
- * redirect is returned as it is), or NULL with errstr set: the node's I/O
- * error ("127.0.0.1:7001: Connection reset by peer"), "too many redirects
- * (5), last MOVED 3999 127.0.0.1:7002", or no connection within wait_ms. */
-redisReply *cluster_command_argv(struct cluster *cl, int wait_ms, const char *key, int argc,
-                                 const char **argv, const size_t *argvlen, char *errstr,
-                                 size_t errlen);
+ * master of key's slot, following MOVED and ASK as described above, on
+ * connections from via. Returns the reply (the caller frees it; an error
+ * reply that is not a redirect is returned as it is), or NULL with errstr
+ * set: the node's I/O error ("127.0.0.1:7001: Connection reset by peer"),
+ * "too many redirects (5), last MOVED 3999 127.0.0.1:7002", or via's
+ * error (no connection within wait_ms). */
+redisReply *cluster_command_argv(struct cluster *cl, const struct cluster_conns *via, int wait_ms,
+                                 const char *key, int argc, const char **argv,
+                                 const size_t *argvlen, char *errstr, size_t errlen);
 
 /* Takes a refusal of kind (cluster_reply_kind) into account before it is
  * followed: counts it and, for MOVED, makes the node it names the slot's

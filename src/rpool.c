@@ -9,7 +9,16 @@
  * rpool_get() asked them again (at most once a second), also guarded by
  * `lock`. A context's own address (c->tcp) is compared with it whenever the
  * context comes back to the pool or out of it: a mismatch means a failover
- * happened since it was dialed, and the context is freed. */
+ * happened since it was dialed, and the context is freed.
+ *
+ * In cluster mode the pool is the root: it owns the slot map (a struct
+ * cluster, which knows addresses only) and one pool per master, nodes[i]
+ * for the map's node i (cluster_node), made on first use under `lock` and
+ * freed with the root. The map reaches a node for CLUSTER SLOTS through
+ * rpool_cluster_dial, given down to it, so cluster.c calls nothing here.
+ * Every map load runs unlocked, behind `cluster_loading`: on the slot-map
+ * reloader thread (rpool_cluster_main, every second) or on the thread that
+ * routes first or after a MOVED. */
 #include <errno.h>
 #include <stdarg.h>
 #include <poll.h>
@@ -42,6 +51,7 @@ struct rpool {
     int refreshing; /* a thread is asking the sentinels */
     char cluster_nodes[512]; /* cluster mode: the seeds */
     struct cluster *cluster; /* its router, once a map was loaded */
+    struct rpool *nodes[CLUSTER_NODES_MAX]; /* the pool of the map's node i, once used */
     int64_t cluster_ms; /* when the map was last (re)loaded, or tried */
     int cluster_loading; /* a thread is loading it */
     int cluster_stale; /* a MOVED said the map is wrong */
@@ -105,6 +115,7 @@ void rpool_free(struct rpool *p) {
     pthread_mutex_unlock(&p->lock);
     if (up) pthread_join(p->cluster_thread, NULL);
     cluster_free(p->cluster);
+    for (int i = 0; i < CLUSTER_NODES_MAX; i++) rpool_free(p->nodes[i]);
     for (int i = 0; i < p->nidle; i++) redisFree(p->idle[i]);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->freed);
@@ -355,6 +366,45 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
 /* How old the cluster's slot map may grow before rpool_route() reloads it. */
 #define RPOOL_CLUSTER_REFRESH_MS 1000
 
+/* What a cluster node's connections use: the root's options (password,
+ * timeout, size, scripts, on_connect) at a, with no seeds, no sentinels and
+ * database 0 (a cluster has no other). Its host is a's. */
+static struct rpool_options rpool_node_options(const struct rpool *p, const struct addr *a) {
+    struct rpool_options o = p->opt;
+    o.host = a->host;
+    o.port = a->port;
+    o.cluster_nodes = NULL;
+    o.sentinels = NULL;
+    o.database = 0;
+    return o;
+}
+
+/* The map's dial (cluster_options): one connection to the node at a for a
+ * CLUSTER SLOTS, without scripts or on_connect. Takes no lock. */
+static redisContext *rpool_cluster_dial(void *arg, const struct addr *a, char *errstr,
+                                        size_t errlen) {
+    struct rpool_options o = rpool_node_options(arg, a);
+    o.load_scripts = 0;
+    o.on_connect = NULL;
+    return rpool_connect(&o, errstr, errlen);
+}
+
+/* The pool of the cluster node at a (made on first use), or NULL when the
+ * map knows CLUSTER_NODES_MAX nodes already or out of memory. */
+static struct rpool *rpool_node(struct rpool *p, struct cluster *cl, const struct addr *a) {
+    int i = cluster_node(cl, a);
+    if (i < 0) return NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->nodes[i] == NULL) {
+        /* rpool_create only copies its options: no I/O under the lock. */
+        struct rpool_options o = rpool_node_options(p, a);
+        p->nodes[i] = rpool_create(&o);
+    }
+    struct rpool *np = p->nodes[i];
+    pthread_mutex_unlock(&p->lock);
+    return np;
+}
+
 /* Loads or reloads the slot map (the caller set cluster_loading). */
 static void rpool_cluster_load(struct rpool *p) {
     pthread_mutex_lock(&p->lock);
@@ -369,9 +419,8 @@ static void rpool_cluster_load(struct rpool *p) {
     } else {
         struct cluster_options o = {.nodes = p->cluster_nodes,
                                     .max_redirects = p->opt.cluster_max_redirects,
-                                    .node = p->opt};
-        o.node.cluster_nodes = NULL;
-        o.node.sentinels = NULL;
+                                    .dial = rpool_cluster_dial,
+                                    .dial_arg = p};
         cl = cluster_create(&o, why, sizeof(why));
     }
     pthread_mutex_lock(&p->lock);
@@ -466,7 +515,7 @@ int rpool_masters(struct rpool *p, struct rpool **out, int max, char *errstr, si
     struct addr a[CLUSTER_NODES_MAX];
     int n = cluster_masters(cl, a, max < CLUSTER_NODES_MAX ? max : CLUSTER_NODES_MAX), got = 0;
     for (int i = 0; i < n; i++) {
-        struct rpool *m = cluster_node_pool(cl, &a[i]);
+        struct rpool *m = rpool_node(p, cl, &a[i]);
         if (m) out[got++] = m;
     }
     return got;
@@ -478,7 +527,7 @@ int rpool_follow(struct rpool *root, const redisReply *r, int *hops, struct rpoo
     int kind = cluster_reply_kind(r, &rd);
     struct cluster *cl = kind == CLUSTER_ANSWER ? NULL : rpool_cluster(root);
     if (!cl || *hops >= root->opt.cluster_max_redirects) return 0;
-    struct rpool *next = kind == CLUSTER_TRYAGAIN ? *pool : cluster_node_pool(cl, &rd.to);
+    struct rpool *next = kind == CLUSTER_TRYAGAIN ? *pool : rpool_node(root, cl, &rd.to);
     if (!next) return 0; /* more masters than CLUSTER_NODES_MAX: r stands */
     cluster_note(cl, kind, &rd);
     if (kind == CLUSTER_MOVED) rpool_note_error(root, r->str);
@@ -513,7 +562,7 @@ struct rpool *rpool_route(struct rpool *p, const char *key) {
     if (!cl) return p;
     struct addr a;
     cluster_slot_master(cl, cluster_key_slot(key, strlen(key)), &a);
-    struct rpool *np = a.port ? cluster_node_pool(cl, &a) : NULL;
+    struct rpool *np = a.port ? rpool_node(p, cl, &a) : NULL;
     return np ? np : p;
 }
 

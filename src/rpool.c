@@ -363,6 +363,8 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
     return c ? RPOOL_OK : RPOOL_ERR;
 }
 
+_Static_assert(RPOOL_MASTERS_MAX == CLUSTER_NODES_MAX, "one pool per master the map can name");
+
 /* How old the cluster's slot map may grow before rpool_route() reloads it. */
 #define RPOOL_CLUSTER_REFRESH_MS 1000
 

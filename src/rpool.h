@@ -103,6 +103,10 @@ const struct rpool_options *rpool_options(const struct rpool *p);
  * Contexts go back to the pool they came from. */
 struct rpool *rpool_route(struct rpool *p, const char *key);
 
+/* The most masters a pool routes to (cluster mode: one pool each), so the
+ * most distinct pools rpool_route() and rpool_masters() give. */
+#define RPOOL_MASTERS_MAX 64
+
 /* The pools of every master the service may write to, into out[] (at most
  * max): p itself, or in cluster mode the pool of each master that the slot
  * map names (loading the map first when there is none yet). Returns how

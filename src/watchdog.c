@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cluster.h"
 #include "lock_int.h"
 #include "mclock.h"
 #include "rpool.h"
@@ -43,9 +42,9 @@
 
 /* The single-master pool or, in cluster mode, one pool per cluster master,
  * and the Redlock masters: the servers a lane may need. */
-#define LINKS_MAX (LOCK_MAX_NODES + 1 + CLUSTER_NODES_MAX)
+#define LINKS_MAX (LOCK_MAX_NODES + 1 + RPOOL_MASTERS_MAX)
 /* One lane per cluster master, one for the core's pool, one for Redlock. */
-#define LANES_MAX (CLUSTER_NODES_MAX + 2)
+#define LANES_MAX (RPOOL_MASTERS_MAX + 2)
 #define ORPHAN_RETRY_MS 250
 #define ORPHANS_MAX 4096
 #define LINK_REST_MS 100

@@ -297,6 +297,10 @@ static void refresh_after_moved(struct cluster *cl) {
 }
 
 struct cluster *cluster_create(const struct cluster_options *opt, char *errstr, size_t errlen) {
+    if (!opt->dial) {
+        snprintf(errstr, errlen, "cluster: no dial given");
+        return NULL;
+    }
     struct cluster *cl = alloc_zeroed(sizeof(*cl), errstr, errlen);
     if (!cl) return NULL;
     char why[128];

@@ -74,7 +74,7 @@ struct cluster;
 struct cluster_options {
     const char *nodes; /* seed "host:port,..." (redis.cluster.nodes) */
     int max_redirects; /* MOVED/ASK hops per cluster_command_argv (default 5) */
-    /* Connects to the node at a for one CLUSTER SLOTS; the map frees the
+    /* Required. Connects to the node at a for one CLUSTER SLOTS; the map frees the
      * context after it. NULL with errstr set. The owner's connect (its
      * password and timeout; a cluster has database 0 only), called with no
      * lock held, in whichever thread loads the map. dial_arg must outlive

@@ -341,36 +341,48 @@ int inventory_audit(struct inventory *inv, const char *item, struct audit *a, ch
 }
 
 /* A history entry's fields as history-event.lua and sale-write.lua write
- * them: text is copied into its array, a number is parsed into its int or
- * 64-bit field. A field the table does not know is skipped. */
+ * them: text is copied into its array, a number is parsed into its field
+ * by the field's own type. _Generic picks the kind from the member's type,
+ * so a field of a type not listed here does not compile. A field the table
+ * does not know is skipped. */
+enum history_kind { HF_TEXT, HF_INT, HF_LONG, HF_LLONG };
 struct history_field {
     const char *name;
     size_t off, size;
-    int text;
+    enum history_kind kind;
 };
-#define HISTORY_FIELD(f, is_text)                                                                  \
-    { #f, offsetof(struct history_event, f), sizeof(((struct history_event *)0)->f), is_text }
+#define HISTORY_MEMBER(f) (((struct history_event *)0)->f)
+#define HISTORY_KIND(m)                                                                            \
+    _Generic((m), char * : HF_TEXT, int : HF_INT, long : HF_LONG, long long : HF_LLONG)
+#define HISTORY_FIELD(f)                                                                           \
+    {                                                                                              \
+        .name = #f, .off = offsetof(struct history_event, f), .size = sizeof(HISTORY_MEMBER(f)),   \
+        .kind = HISTORY_KIND(HISTORY_MEMBER(f))                                                    \
+    }
 static const struct history_field history_fields[] = {
-    HISTORY_FIELD(instance, 1),   HISTORY_FIELD(port, 0),        HISTORY_FIELD(owner, 1),
-    HISTORY_FIELD(strategy, 1),   HISTORY_FIELD(outcome, 1),     HISTORY_FIELD(order, 1),
-    HISTORY_FIELD(granted_us, 0), HISTORY_FIELD(released_us, 0), HISTORY_FIELD(lease_us, 0),
-    HISTORY_FIELD(written_us, 0), HISTORY_FIELD(owned, 0),       HISTORY_FIELD(unit, 0),
-    HISTORY_FIELD(stock_read, 0), HISTORY_FIELD(token, 0),       HISTORY_FIELD(late, 0),
+    HISTORY_FIELD(instance),   HISTORY_FIELD(port),        HISTORY_FIELD(owner),
+    HISTORY_FIELD(strategy),   HISTORY_FIELD(outcome),     HISTORY_FIELD(order),
+    HISTORY_FIELD(granted_us), HISTORY_FIELD(released_us), HISTORY_FIELD(lease_us),
+    HISTORY_FIELD(written_us), HISTORY_FIELD(owned),       HISTORY_FIELD(unit),
+    HISTORY_FIELD(stock_read), HISTORY_FIELD(token),       HISTORY_FIELD(late),
 };
-_Static_assert(sizeof(long long) == sizeof(int64_t), "history numbers are int or 64-bit");
 
 static void history_set(struct history_event *e, const struct history_field *hf, const char *v) {
     char *at = (char *)e + hf->off;
-    if (hf->text) {
+    long long x = hf->kind == HF_TEXT ? 0 : strtoll(v, NULL, 10);
+    switch (hf->kind) {
+    case HF_TEXT:
         snprintf(at, hf->size, "%s", v);
-        return;
-    }
-    long long x = strtoll(v, NULL, 10);
-    if (hf->size == sizeof(int)) {
-        int i = (int)x;
-        memcpy(at, &i, sizeof(i));
-    } else {
+        break;
+    case HF_INT:
+        memcpy(at, &(int){(int)x}, sizeof(int));
+        break;
+    case HF_LONG:
+        memcpy(at, &(long){(long)x}, sizeof(long));
+        break;
+    case HF_LLONG:
         memcpy(at, &x, sizeof(x));
+        break;
     }
 }
 
@@ -432,8 +444,8 @@ int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
     return rc;
 }
 
-/* Most masters inventory_ready asks (a cluster has at most CLUSTER_NODES_MAX). */
-#define READY_MASTERS_MAX 64
+/* Most masters inventory_ready asks: every pool rpool_masters can give. */
+#define READY_MASTERS_MAX RPOOL_MASTERS_MAX
 
 int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
     struct rpool *m[READY_MASTERS_MAX];

@@ -193,7 +193,9 @@ int lock_try_conn(struct lock *l) {
     return rc == RPOOL_OK ? LOCK_OK : rc == RPOOL_BUSY ? LOCK_BUSY : LOCK_ERR;
 }
 
-redisContext *lock_conn(struct lock *l) {
+/* The holder's connection: the handle's own, taken from the pool when it
+ * has none. NULL with l->errstr set when none could be had. */
+static redisContext *lock_conn(struct lock *l) {
     if (l->c && l->c->err) {
         snprintf(l->errstr, sizeof(l->errstr), "the connection failed: %.100s", l->c->errstr);
         return NULL;
@@ -278,7 +280,7 @@ int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argv
     return 0;
 }
 
-const redisReply *lock_reply(const struct lock *l, int i) {
+const struct redisReply *lock_reply(const struct lock *l, int i) {
     return i >= 0 && i < l->nreplies ? l->replies[i] : NULL;
 }
 

@@ -23,9 +23,12 @@
  * one thread at a time: not thread safe.
  *
  * Connections. A handle takes a pooled connection only to use it: for a try,
- * and from a successful acquire to its release (lock_conn lends it to the
- * holder for its own commands). While it waits (in the gate, between polls,
- * for an unlock message) it holds none. Background work (renewal, retries)
+ * and from a successful acquire to its release. The holder's own commands
+ * go on that connection too, but only through the handle (lock_append,
+ * lock_flush, lock_run_script, lock_reply): the connection never leaves
+ * the core, so what was sent on it, and whether a reply was lost, is known
+ * here. While it waits (in the gate, between polls, for an unlock message)
+ * it holds none. Background work (renewal, retries)
  * runs on the watchdog's own connections, never on pooled ones.
  *
  * Leases. A lease is dated from when the command that granted or renewed it
@@ -61,8 +64,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <hiredis/hiredis.h>
 
+struct redisReply; /* hiredis's, for lock_reply: callers that read one include hiredis */
 struct rpool;
 struct redlock;
 struct lock;
@@ -232,13 +235,6 @@ void lock_guard(const struct lock *l, struct lock_guard *g);
  * type enforces); 0 for locks without a lease. */
 int lock_lease_passed(const struct lock *l);
 
-/* The holder's connection to the core's Redis: the handle's own, taken
- * from the pool when it has none. NULL with lock_errstr set when no
- * connection could be had. The holder may pipeline on it, and must not keep
- * it past lock_free. If a command on it fails, the connection is dropped
- * and the holds are given up on a fresh one at release. */
-redisContext *lock_conn(struct lock *l);
-
 /* Makes sure the holder has its connection to the core's Redis: the
  * handle's own, taken from the pool when it has none (waiting at most
  * redis.timeout). 0, or -1 with lock_errstr set when none could be had.
@@ -284,7 +280,7 @@ int lock_flush(struct lock *l);
 
 /* The reply of command i (see lock_append), once sent (NULL if lost or not
  * sent). Owned by the handle. */
-const redisReply *lock_reply(const struct lock *l, int i);
+const struct redisReply *lock_reply(const struct lock *l, int i);
 
 /* The key whose value travels with the lock, for the types that carry one
  * (handoff): each grant hands over its value, read in Redis as the lock

@@ -144,15 +144,11 @@ int inventory_sell(struct inventory *inv, const struct strategy *s, const char *
     return r->status;
 }
 
-/* GET stock on c, parsed. */
-static int read_stock(const struct item_keys *k, redisContext *c, long long *stock, char *errstr,
-                      size_t errlen) {
-    redisReply *r = redisCommand(c, "GET %s", k->stock);
+/* A reply to GET stock, parsed. */
+static int read_stock(const struct item_keys *k, const redisReply *r, long long *stock,
+                      char *errstr, size_t errlen) {
     int rc = INV_SOLD;
-    if (!r) {
-        snprintf(errstr, errlen, "GET stock: %.120s", c->errstr);
-        rc = INV_BACKEND;
-    } else if (r->type == REDIS_REPLY_NIL) {
+    if (r->type == REDIS_REPLY_NIL) {
         snprintf(errstr, errlen, "stock key %s does not exist; POST /inventory/reset first",
                  k->stock);
         rc = INV_BAD_DATA;
@@ -164,7 +160,6 @@ static int read_stock(const struct item_keys *k, redisContext *c, long long *sto
                  r->str);
         rc = INV_BAD_DATA;
     }
-    freeReplyObject(r);
     return rc;
 }
 
@@ -179,9 +174,16 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
         return INV_BACKEND;
     }
     int rc = lock_acquire(l);
-    redisContext *c = rc == LOCK_OK ? lock_conn(l) : NULL;
-    if (c) {
-        rc = read_stock(&k, c, stock, errstr, errlen);
+    /* The GET goes on the holder's connection, through the handle. */
+    const char *get[] = {"GET", k.stock};
+    int got = rc == LOCK_OK ? lock_append(l, 2, get, NULL) : -1;
+    if (got >= 0) {
+        if (lock_flush(l) < 0) {
+            snprintf(errstr, errlen, "GET stock: %.120s", lock_errstr(l));
+            rc = INV_BACKEND;
+        } else {
+            rc = read_stock(&k, lock_reply(l, got), stock, errstr, errlen);
+        }
         mclock_sleep_ms(hold_ms);
     } else if (rc == LOCK_BUSY) {
         snprintf(errstr, errlen, "read lock %.80s still busy after waiting %d ms", k.lock,

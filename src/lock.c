@@ -193,7 +193,9 @@ int lock_try_conn(struct lock *l) {
     return rc == RPOOL_OK ? LOCK_OK : rc == RPOOL_BUSY ? LOCK_BUSY : LOCK_ERR;
 }
 
-redisContext *lock_conn(struct lock *l) {
+/* The holder's connection: the handle's own, taken from the pool when it
+ * has none. NULL with l->errstr set when none could be had. */
+static redisContext *lock_conn(struct lock *l) {
     if (l->c && l->c->err) {
         snprintf(l->errstr, sizeof(l->errstr), "the connection failed: %.100s", l->c->errstr);
         return NULL;
@@ -203,21 +205,40 @@ redisContext *lock_conn(struct lock *l) {
     return rc == RPOOL_OK ? l->c : NULL;
 }
 
+int lock_connect(struct lock *l) { return lock_conn(l) ? 0 : -1; }
+
 /* ---- the holder's pipeline ---------------------------------------------------- */
 
+/* Whether one more reply fits, and the connection to append it to. */
+static int pipe_room(struct lock *l, const char *what) {
+    if (l->npending + l->nreplies >= LOCK_PIPE_MAX) {
+        snprintf(l->errstr, sizeof(l->errstr), "%s: more than %d commands in one hold", what,
+                 LOCK_PIPE_MAX);
+        return 0;
+    }
+    return lock_conn(l) != NULL;
+}
+
+/* Counts one appended command; its reply index. */
+static int appended(struct lock *l) { return l->nreplies + l->npending++; }
+
 int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen) {
-    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
-    if (redisAppendCommandArgv(l->c, argc, argv, argvlen) != REDIS_OK) return -1;
-    l->npending++;
-    return 0;
+    if (!pipe_room(l, "append")) return -1;
+    if (redisAppendCommandArgv(l->c, argc, argv, argvlen) != REDIS_OK) {
+        snprintf(l->errstr, sizeof(l->errstr), "append: out of memory");
+        return -1;
+    }
+    return appended(l);
 }
 
 int lock_append_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
                        const size_t *argvlen) {
-    if (l->npending + l->nreplies >= LOCK_PIPE_MAX || !lock_conn(l)) return -1;
-    if (script_append(l->c, name, numkeys, argc, argv, argvlen) != REDIS_OK) return -1;
-    l->npending++;
-    return 0;
+    if (!pipe_room(l, name)) return -1;
+    if (script_append(l->c, name, numkeys, argc, argv, argvlen) != REDIS_OK) {
+        snprintf(l->errstr, sizeof(l->errstr), "%.40s: cannot build the command", name);
+        return -1;
+    }
+    return appended(l);
 }
 
 int lock_append_release(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
@@ -259,7 +280,7 @@ int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argv
     return 0;
 }
 
-const redisReply *lock_reply(const struct lock *l, int i) {
+const struct redisReply *lock_reply(const struct lock *l, int i) {
     return i >= 0 && i < l->nreplies ? l->replies[i] : NULL;
 }
 
@@ -303,6 +324,23 @@ static int pipeline_flush(struct lock *l, int with_cleanups) {
 }
 
 int lock_flush(struct lock *l) { return pipeline_flush(l, l->holds == 0); }
+
+int lock_run_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
+                    const size_t *argvlen) {
+    if (pipeline_flush(l, 0) < 0 || !pipe_room(l, name)) return -1;
+    char err[128];
+    l->sent_us = mclock_us();
+    redisReply *r = script_run(l->c, name, numkeys, argc, argv, argvlen, err, sizeof(err));
+    if (!r) {
+        /* Unknown script (nothing sent), or a lost reply: the connection
+         * has failed, and the release gives the holds up. */
+        if (l->c->err) l->unknown = 1;
+        snprintf(l->errstr, sizeof(l->errstr), "%.40s: %.120s", name, err);
+        return -1;
+    }
+    l->replies[l->nreplies] = r;
+    return l->nreplies++;
+}
 
 /* ---- commands for the types ---------------------------------------------------- */
 

@@ -23,9 +23,12 @@
  * one thread at a time: not thread safe.
  *
  * Connections. A handle takes a pooled connection only to use it: for a try,
- * and from a successful acquire to its release (lock_conn lends it to the
- * holder for its own commands). While it waits (in the gate, between polls,
- * for an unlock message) it holds none. Background work (renewal, retries)
+ * and from a successful acquire to its release. The holder's own commands
+ * go on that connection too, but only through the handle (lock_append,
+ * lock_flush, lock_run_script, lock_reply): the connection never leaves
+ * the core, so what was sent on it, and whether a reply was lost, is known
+ * here. While it waits (in the gate, between polls, for an unlock message)
+ * it holds none. Background work (renewal, retries)
  * runs on the watchdog's own connections, never on pooled ones.
  *
  * Leases. A lease is dated from when the command that granted or renewed it
@@ -45,7 +48,9 @@
  * Pipelining. Commands the holder appends (lock_append) and its cleanup
  * commands go out in the same write as the release, ahead of it, so a sale's
  * write, its probe exit and its history event cost no round trip of their
- * own; their replies are read back with lock_reply().
+ * own; their replies are read back with lock_reply(). What the holder needs
+ * answered while it holds (a sale's probe entry and its stock read) goes
+ * out with lock_flush: what was appended, in one write.
  *
  * Handing on. A type may hand its lock straight to the next waiter
  * (handoff): then the holder's write may itself end the hold, in the same
@@ -59,8 +64,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <hiredis/hiredis.h>
 
+struct redisReply; /* hiredis's, for lock_reply: callers that read one include hiredis */
 struct rpool;
 struct redlock;
 struct lock;
@@ -230,35 +235,52 @@ void lock_guard(const struct lock *l, struct lock_guard *g);
  * type enforces); 0 for locks without a lease. */
 int lock_lease_passed(const struct lock *l);
 
-/* The holder's connection to the core's Redis: the handle's own, taken
- * from the pool when it has none. NULL with lock_errstr set when no
- * connection could be had. The holder may pipeline on it, and must not keep
- * it past lock_free. If a command on it fails, the connection is dropped
- * and the holds are given up on a fresh one at release. */
-redisContext *lock_conn(struct lock *l);
+/* Makes sure the holder has its connection to the core's Redis: the
+ * handle's own, taken from the pool when it has none (waiting at most
+ * redis.timeout). 0, or -1 with lock_errstr set when none could be had.
+ * For a holder that wants to know it can reach Redis before it appends:
+ * the holder's commands go on that connection only through the calls
+ * below, and it never sees the connection itself. */
+int lock_connect(struct lock *l);
 
 /* Appends a command to the holder's connection, to be sent with the next
- * release (or lock_flush). Its reply is lock_reply(l, i), i counting from 0
- * in append order. Returns 0, or -1 (no connection, out of room: at most 8).
- * Never resent: a lost reply leaves lock_reply NULL. */
+ * release (or lock_flush). Returns its reply index i, for lock_reply(l, i):
+ * every command of the handle whose reply it keeps (appended here, run by
+ * lock_run_script, or appended by lock_append_release, the cleanups it
+ * appends included) counts, from 0, in the order they were added. -1
+ * with lock_errstr set (no connection, out of room: at most 8, out of
+ * memory). Never resent: a lost reply leaves lock_reply NULL. */
 int lock_append(struct lock *l, int argc, const char **argv, const size_t *argvlen);
 
-/* As lock_append, for an embedded script run by EVALSHA. */
+/* As lock_append, for an embedded script run by EVALSHA. A NOSCRIPT reply
+ * (the script did not run) is the holder's to handle, with
+ * lock_run_script. */
 int lock_append_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
                        const size_t *argvlen);
+
+/* Runs an embedded script now on the holder's connection, after sending
+ * whatever was appended, by EVALSHA, and when Redis answers NOSCRIPT by
+ * SCRIPT LOAD and EVALSHA again (script_run): for a script appended
+ * earlier that answered NOSCRIPT, so did not run. Returns its reply index
+ * (lock_reply), or -1 with lock_errstr set (no connection, out of room, or
+ * its reply was lost: then, as after any lost reply, the holds are given
+ * up at release). */
+int lock_run_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
+                    const size_t *argvlen);
 
 /* Registers an idempotent command that must reach the core's Redis before
  * the lock is given up (the probe's exit): sent ahead of the release, and
  * again ahead of any compensating release. At most 4. Returns 0 or -1. */
 int lock_cleanup(struct lock *l, int argc, const char **argv, const size_t *argvlen);
 
-/* Sends what was appended, without releasing; 0, or -1 when the replies
- * were lost. */
+/* Sends what was appended, in one write, and reads the replies, without
+ * releasing (when nothing is held, the cleanups go too); 0, or -1 with
+ * lock_errstr set when the replies were lost. */
 int lock_flush(struct lock *l);
 
-/* The reply to appended command i, once sent (NULL if lost or not sent).
- * Owned by the handle. */
-const redisReply *lock_reply(const struct lock *l, int i);
+/* The reply of command i (see lock_append), once sent (NULL if lost or not
+ * sent). Owned by the handle. */
+const struct redisReply *lock_reply(const struct lock *l, int i);
 
 /* The key whose value travels with the lock, for the types that carry one
  * (handoff): each grant hands over its value, read in Redis as the lock

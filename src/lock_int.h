@@ -14,6 +14,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <hiredis/hiredis.h>
 #include "lock.h"
 #include "waitq.h"
 

@@ -1,7 +1,8 @@
 /* probe.c -- the mutual-exclusion probe and its heartbeat (see probe.h).
  *
- * Threads: sale threads call probe_enter (no shared state but the alive
- * key's name); one heartbeat thread per probe owns its connection. */
+ * Threads: sale threads call probe_enter and probe_entered (no shared
+ * state but the alive key's name; the Redis work goes through their lock
+ * handles); one heartbeat thread per probe owns its connection. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -85,17 +86,31 @@ void probe_free(struct probe *p) {
     free(p);
 }
 
-int probe_enter(struct probe *p, struct lock *l, redisContext *c, const struct item_keys *k,
-                const char *order) {
-    const char *exit_argv[] = {"HDEL", k->holders, order};
-    if (lock_cleanup(l, 3, exit_argv, NULL) < 0) return -1;
-    const char *argv[] = {k->holders, k->violations, order, p->alive_key};
-    return script_append(c, "probe-enter", 2, 4, argv, NULL) == REDIS_OK ? 0 : -1;
+/* The entry's arguments: KEYS holders, violations; ARGV order, alive key. */
+static void entry_args(const struct probe *p, const struct item_keys *k, const char *order,
+                       const char *argv[4]) {
+    argv[0] = k->holders;
+    argv[1] = k->violations;
+    argv[2] = order;
+    argv[3] = p->alive_key;
 }
 
-redisReply *probe_enter_again(struct probe *p, redisContext *c, const struct item_keys *k,
-                              const char *order) {
-    const char *argv[] = {k->holders, k->violations, order, p->alive_key};
-    char err[128];
-    return script_run(c, "probe-enter", 2, 4, argv, NULL, err, sizeof(err));
+int probe_enter(struct probe *p, struct lock *l, const struct item_keys *k, const char *order) {
+    const char *exit_argv[] = {"HDEL", k->holders, order};
+    if (lock_cleanup(l, 3, exit_argv, NULL) < 0) return -1;
+    const char *argv[4];
+    entry_args(p, k, order, argv);
+    return lock_append_script(l, "probe-enter", 2, 4, argv, NULL);
+}
+
+int probe_entered(struct probe *p, struct lock *l, const struct item_keys *k, const char *order,
+                  int i) {
+    const redisReply *r = lock_reply(l, i);
+    if (script_missing(r)) {
+        const char *argv[4];
+        entry_args(p, k, order, argv);
+        r = lock_reply(l, lock_run_script(l, "probe-enter", 2, 4, argv, NULL));
+    }
+    if (!r) return -1;
+    return r->type == REDIS_REPLY_INTEGER && r->integer > 1;
 }

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <hiredis/hiredis.h>
 #include "lock.h"
 
 struct redlock;

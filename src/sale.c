@@ -6,7 +6,13 @@
  * A locked sale costs two round trips besides its acquire: the probe's entry
  * pipelined with GET stock; then the write (one all-or-nothing script that
  * also records the lock family and the history event), the probe's exit and
- * the release, in one write.
+ * the release, in one write. Both go through the lock's handle, on the
+ * holder's connection, which this file never sees: the entry (probe.c) and
+ * the GET are appended (lock_append) and sent together (lock_flush); the
+ * write is appended, and goes out with the release. Their replies come
+ * back by index (lock_reply), each command of the hold counting, the
+ * probe's entry first. Only atomic_sell, which takes no lock, runs its
+ * script on a pooled connection of its own.
  *
  * The commit point. Right before the write is built, lock_commit_check()
  * stops the lock's renewal (waiting only for a renewal of this lock in
@@ -222,46 +228,37 @@ static int parse_stock(const char *s, long long *out) {
     return 0;
 }
 
-/* Reads the probe's entry (when sent) and the stock: from the GET sent
- * (read 1), or as the lock's grant carried it (read 0: *carried is the
- * value, NULL when the key did not exist). Returns 0, or the status of a
- * failure set in rs[0]. */
-static int section_read(struct sale_section *sec, redisContext *c, int probed, int read,
-                        const char *carried) {
+/* Sends the section's read, appended to the lock's pipeline (lock_flush:
+ * one write), and reads it back: the probe's entry (reply index entry, -1
+ * when none was appended) and the stock, from the GET (reply index got),
+ * or, with got -1, as the lock's grant carried it (carried is the value,
+ * NULL when the key did not exist). Returns 0, or the status of a failure
+ * set in rs[0]. */
+static int section_read(struct sale_section *sec, int entry, int got, const char *carried) {
     struct sale_result *r = sec->rs[0];
-    redisReply *rep[2] = {NULL, NULL};
-    for (int i = 0; i < probed + read; i++) {
-        if (redisGetReply(c, (void **)&rep[i]) != REDIS_OK) {
-            freeReplyObject(rep[0]);
-            return sale_backend(r, read ? "GET stock" : "probe", c->errstr);
-        }
-    }
-    if (probed && script_missing(rep[0])) {
-        freeReplyObject(rep[0]);
-        rep[0] = probe_enter_again(sec->inv->probe, c, sec->k, r->order);
-        if (!rep[0]) {
-            freeReplyObject(rep[1]);
-            return sale_backend(r, "probe", c->errstr);
-        }
-    }
-    int violation = probed && rep[0]->type == REDIS_REPLY_INTEGER && rep[0]->integer > 1;
+    if (lock_flush(sec->l) < 0)
+        return sale_backend(r, got >= 0 ? "GET stock" : "probe", lock_errstr(sec->l));
+    int violation =
+        entry >= 0 ? probe_entered(sec->inv->probe, sec->l, sec->k, r->order, entry) : 0;
+    if (violation < 0) return sale_backend(r, "probe", lock_errstr(sec->l));
     for (int i = 0; i < sec->n; i++) sec->rs[i]->violation = violation;
-    redisReply *st = read ? rep[probed] : NULL;
-    int rc = 0;
+    const redisReply *st = got >= 0 ? lock_reply(sec->l, got) : NULL;
+    if (got >= 0 && !st) return sale_backend(r, "GET stock", "no reply");
     if (st && st->type == REDIS_REPLY_ERROR) {
         rpool_note_error(sec->inv->pool, st->str);
-        rc = sale_backend(r, "GET stock", st->str);
-    } else if (st ? st->type == REDIS_REPLY_NIL : !carried) {
+        return sale_backend(r, "GET stock", st->str);
+    }
+    if (st ? st->type == REDIS_REPLY_NIL : !carried) {
         snprintf(r->errstr, sizeof(r->errstr),
                  "stock key %s does not exist; POST /inventory/reset first", sec->k->stock);
-        rc = r->status = INV_BAD_DATA;
-    } else if (st ? inv_parse_ll(st, &sec->stock) < 0 : parse_stock(carried, &sec->stock) < 0) {
+        return r->status = INV_BAD_DATA;
+    }
+    if (st ? inv_parse_ll(st, &sec->stock) < 0 : parse_stock(carried, &sec->stock) < 0) {
         snprintf(r->errstr, sizeof(r->errstr), "stock key %.60s holds '%.40s', not a whole number",
                  sec->k->stock, st ? st->str : carried);
-        rc = r->status = INV_BAD_DATA;
+        return r->status = INV_BAD_DATA;
     }
-    for (int i = 0; i < probed + read; i++) freeReplyObject(rep[i]);
-    return rc;
+    return 0;
 }
 
 /* Appends the write of the units sold, or the history event of a hold that
@@ -292,22 +289,25 @@ static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
 static void section_run(struct sale_section *sec, const struct sale_faults *f, sale_commit commit) {
     struct sale_result *r = sec->rs[0];
     struct inventory *inv = sec->inv;
-    redisContext *c = lock_conn(sec->l);
-    if (!c) {
+    if (lock_connect(sec->l) < 0) {
         sale_backend(r, "connection", lock_errstr(sec->l));
         sale_fail_all(sec->rs, sec->n, r->status, r->errstr);
         return;
     }
-    int probed = inv->probe && probe_enter(inv->probe, sec->l, c, sec->k, r->order) == 0;
+    int entry = inv->probe ? probe_enter(inv->probe, sec->l, sec->k, r->order) : -1;
     /* A lock that carries the stock with its grant spares the GET. */
     const char *carried = NULL;
-    int read = !lock_carried(sec->l, &carried);
-    if (read) redisAppendCommand(c, "GET %s", sec->k->stock);
-    int rc = section_read(sec, c, probed, read, carried);
+    int got = -1, rc = 0;
+    if (!lock_carried(sec->l, &carried)) {
+        const char *get[] = {"GET", sec->k->stock};
+        got = lock_append(sec->l, 2, get, NULL);
+        if (got < 0) rc = sale_backend(r, "GET stock", lock_errstr(sec->l));
+    }
+    if (rc == 0) rc = section_read(sec, entry, got, carried);
     mclock_sleep_ms(f->hold_ms);
     if (rc == INV_BACKEND) {
         sale_fail_all(sec->rs, sec->n, rc, r->errstr);
-        return; /* the connection failed: the release gives the lock up */
+        return; /* nothing read: if the connection failed, the release gives the lock up */
     }
     sec->sold = rc || sec->stock <= 0 ? 0 : (sec->stock < sec->n ? sec->stock : sec->n);
     /* The commit point: no renewal from here on, and the last check of the

@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "inventory.h"
 #include "mclock.h"
+#include "script.h"
 #include "service.h"
 #include "strategy.h"
 
@@ -248,6 +249,59 @@ START_TEST(test_a_script_flushed_from_redis_is_loaded_again) {
 }
 END_TEST
 
+/* errorstat_<code>'s count in INFO errorstats: how many replies Redis has
+ * answered with that error. */
+static long long errors_answered(const char *code) {
+    redisReply *r = harness_redis(redis_port, "INFO errorstats");
+    ck_assert_ptr_nonnull(r);
+    char key[64];
+    snprintf(key, sizeof(key), "errorstat_%s:count=", code);
+    const char *at = r->type == REDIS_REPLY_STRING ? strstr(r->str, key) : NULL;
+    long long n = at ? atoll(at + strlen(key)) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* The probe's entry goes out with the GET, through the lock's pipeline. If
+ * Redis lost the script (SCRIPT FLUSH), the entry answers NOSCRIPT and did
+ * not run: it is loaded and run again, and still sees a holder inside. */
+START_TEST(test_a_probe_entry_that_answers_noscript_runs_again_and_sees_the_holder_inside) {
+    struct slow_sale a = {.strategy = "none", .hold_ms = 3000};
+    pthread_t ta;
+    pthread_create(&ta, NULL, run_sale, &a);
+    for (int64_t end = mclock_ms() + 10000;
+         harness_redis_int(redis_port, "HLEN inventory001:holders") < 1 && mclock_ms() < end;)
+        mclock_sleep_ms(5);
+    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 1);
+    /* A second pooled connection, made (and its scripts loaded) now, for the
+     * next sale: a connection made later would load every script again. */
+    long long stock;
+    char err[256];
+    ck_assert_int_eq(inventory_stock(svc.inv, NULL, 0, &stock, err, sizeof(err)), INV_SOLD);
+    /* Every script but the probe's entry is there again: that one alone
+     * answers NOSCRIPT. */
+    harness_redis_int(redis_port, "SCRIPT FLUSH");
+    for (int i = 0; script_sources[i].name; i++)
+        if (strcmp(script_sources[i].name, "probe-enter") != 0)
+            freeReplyObject(harness_redis(redis_port, "SCRIPT LOAD %s", script_sources[i].body));
+    long long noscript = errors_answered("NOSCRIPT");
+    long long loads = harness_redis_calls(redis_port, "script|load");
+    struct sale_result b;
+    ck_assert_int_eq(inventory_sell(svc.inv, type("none"), NULL, NULL, &b), INV_SOLD);
+    /* The fault: the entry answered NOSCRIPT (pipelined with the GET, then
+     * once more as script_run tries EVALSHA first), then was loaded once. */
+    ck_assert_int_eq(errors_answered("NOSCRIPT"), noscript + 2);
+    ck_assert_int_eq(harness_redis_calls(redis_port, "script|load"), loads + 1);
+    /* Run again, it saw the first sale inside. */
+    ck_assert_msg(b.violation, "the entry run again did not see the holder inside");
+    pthread_join(ta, NULL);
+    ck_assert_int_eq(a.r.status, INV_SOLD);
+    struct audit au = audit_now();
+    ck_assert_int_eq(au.violations, 1);
+    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 0);
+}
+END_TEST
+
 struct batch_run {
     int sales;
     long long units[64];
@@ -384,6 +438,8 @@ Suite *inventory_suite(void) {
     tcase_add_test(core, test_local_serialises_two_sales_in_one_process);
     tcase_add_test(core, test_a_stock_that_is_not_a_number_is_refused_without_a_write);
     tcase_add_test(core, test_a_script_flushed_from_redis_is_loaded_again);
+    tcase_add_test(core,
+                   test_a_probe_entry_that_answers_noscript_runs_again_and_sees_the_holder_inside);
     tcase_add_test(core, test_batched_sells_each_unit_once_to_its_own_sale_under_shared_holds);
     tcase_add_test(core, test_batched_never_mixes_items_that_share_the_global_lock);
     suite_add_tcase(s, core);

@@ -166,7 +166,7 @@ sentinel_topology() {
 
 # F_AT F_NEM F_TGT F_DUR F_ARG: the faults, by index, ordered by time
 # (F_LEDGER: the promoted replica's ledger length, for a split brain).
-F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=()
+F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=(); F_SKIP=()
 
 # draw_schedule SEED MIX FAMILY: fills the F_ arrays.
 draw_schedule() {
@@ -362,6 +362,7 @@ port_of() { case $1 in sen) echo 26379 ;; a | b) echo 3786 ;; *) echo 6379 ;; es
 start_redis_in() {
     local node=$1 i
     shift
+    ns_empty "$node"
     (cd "$work" && exec ip netns exec "$(net_ns "$node")" redis-server --port 6379 \
         --bind 0.0.0.0 --protected-mode no --save '' --appendonly no --daemonize no \
         --dir "$work" --dbfilename "$node.rdb" --repl-diskless-sync-delay 0 \
@@ -370,7 +371,13 @@ start_redis_in() {
     PID[$node]=$!
     pids+=("${PID[$node]}")
     for i in $(seq 1 100); do
-        [ "$(net_exec "$node" redis-cli -p 6379 ping 2>/dev/null)" = PONG ] && return 0
+        if [ "$(net_exec "$node" redis-cli -p 6379 ping 2>/dev/null)" = PONG ]; then
+            # the one that answers is the one just started
+            [ "$(net_exec "$node" redis-cli -p 6379 info server 2>/dev/null | tr -d '\r' |
+                sed -n 's/^process_id://p')" = "${PID[$node]}" ] ||
+                fail "redis-server in $node: another process answers on its port"
+            return 0
+        fi
         kill -0 "${PID[$node]}" 2>/dev/null || fail "redis-server in $node exited at start-up"
         sleep 0.05
     done
@@ -404,6 +411,7 @@ EOF
 declare -A ID=()
 start_inst() {
     local node=$1 pre=() i
+    ns_empty "$node"
     if [ "$node" = a ] && [ -n "$drift_rate" ]; then
         [ -n "$faketime_lib" ] || fail "drift needs libfaketime (scripts/deps.sh)"
         pre=(env LD_PRELOAD="$faketime_lib" FAKETIME="+0 x$drift_rate" FAKETIME_NO_CACHE=1)
@@ -422,6 +430,14 @@ start_inst() {
     admin "$node" POST /inventory/reset '{"stock":1000000,"item":"campaign-id"}' >/dev/null
     ID[$node]=$(ns_cli curl -s --max-time 5 "http://$(net_ip "$node"):3786/inventory/sale/atomic?item=campaign-id" |
         jq -r '.order // "" | split("-")[0]')
+}
+
+# ns_empty NODE: NODE's namespace holds no process, or the campaign fails:
+# a server left over from an earlier run would answer in this run's place.
+ns_empty() {
+    local left
+    left=$(ip netns pids "$(net_ns "$1")" 2>/dev/null | tr '\n' ' ')
+    [ -z "$left" ] || fail "the namespace of $1 still holds process(es) $left from an earlier run"
 }
 
 # admin NODE METHOD PATH [BODY]: an admin request to the instance on NODE.
@@ -514,6 +530,18 @@ aim_long() {
 
 strike() {
     local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h
+    # Two faults that kill the same server overlap: the second finds it down
+    # and is skipped, and so is its heal. (Restarting it twice would start a
+    # second server that cannot bind, and lose the first one's pid: a
+    # server that outlives the run and answers the next runs.)
+    case $n:$tgt in
+        kill:* | redlock-restart:* | failover:m*)
+            if [ -z "${PID[$tgt]:-}" ]; then
+                F_SKIP[$i]=1
+                echo "$(( ($(now_us) - t0_us) / 1000 )) strike f$i $n $tgt skipped: $tgt is down" >>"$run/faults.log"
+                return
+            fi ;;
+    esac
     case $n:$tgt in
         partition:* | loss:*) aim "${tgt%%|*}" ;;
         pause:[ab] | kill:[ab]) aim "$tgt" ;;
@@ -611,6 +639,10 @@ mid() {
 heal() {
     local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} at
     at=$(( ($(now_us) - t0_us) / 1000 ))   # when the heal began
+    if [ "${F_SKIP[$i]:-0}" = 1 ]; then
+        echo "$at heal f$i $n $tgt skipped" >>"$run/faults.log"
+        return
+    fi
     case $n in
         partition | loss | failover)
             if [ "$n" = failover ] && [ "$tgt" = split ]; then
@@ -764,6 +796,7 @@ run_one() {
     done
     # the schedule
     local ev=() t k
+    F_SKIP=()
     for ((i = 0; i < ${#F_AT[@]}; i++)); do
         ev+=("$(printf '%08d 1 strike %d' "${F_AT[$i]}" "$i")")
         case ${F_NEM[$i]} in

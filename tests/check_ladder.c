@@ -53,29 +53,6 @@ static void at(int64_t t0, int ms) {
     if (left > 0) mclock_sleep_ms((int)left);
 }
 
-/* The order in which the service took a sale in: its order id is
- * "<instance>-<n>", n counted as sales come in; -1 if absent. Sales sent
- * a few ms apart may come in out of the order they were sent in (a loaded
- * machine schedules their threads as it likes): order tests compare what
- * was served with this, not with the sending order. */
-static long arrival(const char *body) {
-    const char *order = harness_json_str(body, "order");
-    const char *dash = strrchr(order, '-');
-    return dash ? atol(dash + 1) : -1;
-}
-
-/* Fills rank[] (n entries) with the indices of s[from..from+n-1] in the
- * order the service took them in. */
-static void by_arrival(const struct harness_bg *s, int from, int n, int *rank) {
-    for (int i = 0; i < n; i++) rank[i] = from + i;
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && arrival(s[rank[j]].body) < arrival(s[rank[j - 1]].body); j--) {
-            int t = rank[j];
-            rank[j] = rank[j - 1];
-            rank[j - 1] = t;
-        }
-}
-
 /* Waits (10 s at most) until the Redis at port has run more commands cmd
  * (INFO commandstats) than `than`; 1 when it has. */
 static int calls_above(int port, const char *cmd, long long than) {
@@ -383,22 +360,8 @@ START_TEST(test_redisson_serves_the_sales_of_one_process_in_arrival_order) {
     mclock_sleep_ms(1000);
     ck_assert_int_eq(harness_redisson_unlock(redis_port, LOCK_KEY, OTHER_OWNER), 1);
     for (int i = 0; i < N; i++) harness_bg_join(&s[i]);
-    int rank[N];
-    for (int i = 0; i < N; i++)
-        ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
-    by_arrival(s, 0, N, rank);
-    for (int r = 0; r < N; r++) {
-        const char *body = s[rank[r]].body;
-        ck_assert_msg(
-            harness_json_num(body, "unit") == 200 - r,
-            "the %d-th sale to come in (sale %d, order %s) sold unit %.0f, not %d: not served in "
-            "arrival order",
-            r + 1, rank[r], harness_json_str(body, "order"), harness_json_num(body, "unit"),
-            200 - r);
-        if (r > 0)
-            ck_assert_msg(harness_json_num(body, "lock.attempts") == 1,
-                          "sale %d contended while queued: %s", rank[r], body);
-    }
+    char why[1200];
+    ck_assert_msg(harness_served_in_arrival_order(s, 0, N, 200, why, sizeof(why)), "%s", why);
 }
 END_TEST
 
@@ -408,7 +371,7 @@ END_TEST
  * batch); then X (x_query), 300 ms later five plain sales and Z
  * (hold_ms=3000), in that order, 40 ms apart, queue behind it. L is seen waiting (its first try ran
  * in Redis) before the others are sent; they may come in in another order
- * (see arrival()). The client unlocks 1 s after the last. Fills s[0..7] in
+ * (see harness_arrival()). The client unlocks 1 s after the last. Fills s[0..7] in
  * the sending order; `during`, when not NULL, runs once L has sold and the
  * second batch holds the lock. */
 enum { QUEUED = 8 };
@@ -467,7 +430,7 @@ START_TEST(test_batched_sends_one_acquire_and_one_read_and_write_per_batch_led_b
      * its sales came in. */
     ck_assert_int_eq(harness_json_num(s[0].body, "unit"), 200);
     int rank[QUEUED - 1];
-    by_arrival(s, 1, QUEUED - 1, rank);
+    harness_by_arrival(s, 1, QUEUED - 1, rank);
     for (int r = 0; r < QUEUED - 1; r++)
         ck_assert_msg(harness_json_num(s[rank[r]].body, "unit") == 199 - r,
                       "the %d-th sale of the second batch to come in (sale %d): %s", r + 1, rank[r],
@@ -513,10 +476,10 @@ START_TEST(test_a_batch_larger_than_the_stock_sells_only_the_stock) {
     batch_stock = 0;
     ck_assert_msg(s[0].status == 200 && harness_json_num(s[0].body, "unit") == 4, "L: %d %s",
                   s[0].status, s[0].body);
-    /* A sold_out answer has no order id: by_arrival puts those first, and
+    /* A sold_out answer has no order id: harness_by_arrival puts those first, and
      * the sold ones after them in the order they came in. */
     int rank[QUEUED - 1], out = 0;
-    by_arrival(s, 1, QUEUED - 1, rank);
+    harness_by_arrival(s, 1, QUEUED - 1, rank);
     for (int r = 0; r < QUEUED - 1; r++) {
         struct harness_bg *b = &s[rank[r]];
         ck_assert_msg(b->status == 200, "sale %d: %d %s", rank[r], b->status, b->body);

@@ -486,8 +486,12 @@ END_TEST
 /* ---- the FIFO gate ------------------------------------------------------------ */
 
 /* Six sales, 60 ms apart, queue behind another client's lock; once it is
- * freed they are served one by one in the order they came, none starved,
- * and none but the first sent an acquire while it waited. */
+ * freed they are served one by one in the order they came in (the gate:
+ * none starves): the units, taken in the order of their arrival (their
+ * order ids, harness_arrival), go down one by one; and none but the first
+ * sent an acquire while it waited. Sales 60 ms apart may come in out of
+ * their sending order on a loaded machine, as in the ladder's redisson
+ * case. */
 START_TEST(test_redlock_serves_the_sales_of_one_process_in_arrival_order) {
     start_pair(3000, 8000, NULL);
     for (int i = 0; i < 3; i++)
@@ -502,17 +506,8 @@ START_TEST(test_redlock_serves_the_sales_of_one_process_in_arrival_order) {
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(harness_redisson_unlock(master_port[i], LOCK_KEY, OTHER_OWNER), 1);
     for (int i = 0; i < N; i++) harness_bg_join(&s[i]);
-    for (int i = 0; i < N; i++) {
-        ck_assert_msg(s[i].status == 200, "sale %d: %d %s", i, s[i].status, s[i].body);
-        ck_assert_msg(harness_json_num(s[i].body, "unit") == 200 - i,
-                      "sale %d (sent %d-th) sold unit %.0f, not %d: not served in arrival order", i,
-                      i + 1, harness_json_num(s[i].body, "unit"), 200 - i);
-        /* Only the head of the gate contends in Redis: the others sent one
-         * acquire each, when their turn came. */
-        if (i > 0)
-            ck_assert_msg(harness_json_num(s[i].body, "lock.attempts") == 1,
-                          "sale %d contended while queued: %s", i, s[i].body);
-    }
+    char why[1200];
+    ck_assert_msg(harness_served_in_arrival_order(s, 0, N, 200, why, sizeof(why)), "%s", why);
 }
 END_TEST
 

@@ -396,6 +396,52 @@ void harness_bg_start(struct harness_bg *b, int port, const char *path, int dela
 
 void harness_bg_join(struct harness_bg *b) { pthread_join(b->thread, NULL); }
 
+long harness_arrival(const char *body) {
+    const char *order = harness_json_str(body, "order");
+    const char *dash = strrchr(order, '-');
+    return dash ? atol(dash + 1) : -1;
+}
+
+void harness_by_arrival(const struct harness_bg *b, int from, int n, int *rank) {
+    for (int i = 0; i < n; i++) rank[i] = from + i;
+    for (int i = 1; i < n; i++)
+        for (int j = i;
+             j > 0 && harness_arrival(b[rank[j]].body) < harness_arrival(b[rank[j - 1]].body);
+             j--) {
+            int t = rank[j];
+            rank[j] = rank[j - 1];
+            rank[j - 1] = t;
+        }
+}
+
+int harness_served_in_arrival_order(const struct harness_bg *b, int from, int n, int top, char *why,
+                                    size_t len) {
+    int rank[64];
+    if (n > 64) n = 64;
+    for (int i = from; i < from + n; i++)
+        if (b[i].status != 200) {
+            snprintf(why, len, "sale %d: %d %s", i, b[i].status, b[i].body);
+            return 0;
+        }
+    harness_by_arrival(b, from, n, rank);
+    for (int r = 0; r < n; r++) {
+        const char *body = b[rank[r]].body;
+        if (harness_json_num(body, "unit") != top - r) {
+            snprintf(why, len,
+                     "the %d-th sale to come in (sale %d, order %s) sold unit %.0f, not %d: not "
+                     "served in arrival order",
+                     r + 1, rank[r], harness_json_str(body, "order"),
+                     harness_json_num(body, "unit"), top - r);
+            return 0;
+        }
+        if (r > 0 && harness_json_num(body, "lock.attempts") != 1) {
+            snprintf(why, len, "sale %d contended while queued: %s", rank[r], body);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 double harness_json_num(const char *body, const char *path) {
     cJSON *root = cJSON_Parse(body);
     const cJSON *o = root;

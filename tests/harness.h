@@ -175,6 +175,27 @@ struct harness_bg {
 void harness_bg_start(struct harness_bg *b, int port, const char *path, int delay_ms);
 void harness_bg_join(struct harness_bg *b);
 
+/* The order in which an instance took a sale in: its answer's order id is
+ * "<instance>-<n>", n counted as sales come in (inventory_sell); -1 if
+ * absent. Sales sent a few tens of ms apart may come in out of the order
+ * they were sent in (a loaded machine schedules their threads as it
+ * likes): order tests compare what was served with this, not with the
+ * sending order. */
+long harness_arrival(const char *body);
+
+/* Fills rank[] (n entries) with the indices of b[from..from+n-1] in the
+ * order the instance took them in (harness_arrival); answers without an
+ * order id come first. */
+void harness_by_arrival(const struct harness_bg *b, int from, int n, int *rank);
+
+/* Whether the sales b[from..from+n-1] were served as a FIFO gate serves
+ * them: all answered 200, the units top, top-1, ... went to them in the
+ * order they came in (harness_by_arrival), and every one but the first to
+ * come in took the lock at its first attempt (lock.attempts 1: it did not
+ * contend while queued). 1 when so; 0 with what was not, in why. */
+int harness_served_in_arrival_order(const struct harness_bg *b, int from, int n, int top, char *why,
+                                    size_t len);
+
 /* A number in a JSON body by dotted path ("lock.wait_ms"); -1 if absent. */
 double harness_json_num(const char *body, const char *path);
 

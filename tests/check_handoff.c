@@ -58,12 +58,6 @@ static double audit(const char *field) {
     return v;
 }
 
-/* Waits until `ms` after t0. */
-static void at(int64_t t0, int ms) {
-    int64_t left = t0 + ms - mclock_ms();
-    if (left > 0) mclock_sleep_ms((int)left);
-}
-
 static void sold(const struct harness_bg *b, const char *who) {
     ck_assert_msg(b->status == 200 && strcmp(harness_json_str(b->body, "status"), "sold") == 0,
                   "%s: %d %s", who, b->status, b->body);
@@ -118,33 +112,53 @@ static long long queued(long long n) {
     return len;
 }
 
+/* Polls until the lock key exists (at most 5 s): its holder took it. */
+static int held(void) { return harness_redis_until(redis_port, 1, 5000, "EXISTS " LOCK_KEY); }
+
 /* ---- Herd: redisson's flaw, and the fix --------------------------------- */
 
 #define OTHER_OWNER "b983c153-7421-469a-addb-44fb92259a1b:1"
+#define REDISSON_CHANNEL "redisson_lock__channel:{" LOCK_KEY "}"
 
-/* W1 (on A) and W2 (on B) queue behind a holder H, 200 ms apart, each to
- * hold 200 ms; the
- * commands Redis runs from when both wait until both sold are recorded.
- * H is a Redisson client (release_h NULL: its unlock) or a sale on A
- * holding 800 ms. Returns the log. */
+/* Polls (at most 5 s) until n waiters wait behind the holder: for handoff,
+ * n entries in its queue; for redisson, n instances subscribed to the
+ * unlock channel and n waiters' second tries run since tries0 (a waiter
+ * tries, subscribes and tries again: lock_hash.c). 1 when they do. */
+static int waiting(int redisson, int n, long long tries0) {
+    if (!redisson) return queued(n) == n;
+    for (int64_t end = mclock_ms() + 5000; mclock_ms() < end; mclock_sleep_ms(5))
+        if (harness_subscribers(redis_port, REDISSON_CHANNEL) >= n &&
+            harness_redis_calls(redis_port, "evalsha") >= tries0 + 2 * n)
+            return 1;
+    return 0;
+}
+
+/* W1 (on A) and W2 (on B) queue behind a holder H, W2 once W1 waits, each
+ * to hold 200 ms; the commands Redis runs from when both wait until both
+ * sold are recorded. H is a Redisson client (h NULL: its unlock) or a sale
+ * on B holding 500 ms, seen holding before W1 is sent: long enough for
+ * both to queue, short enough that neither waits the 1 s after which a
+ * handoff waiter re-checks (RECHECK_MS). Returns the log. */
 static char *two_waiters(const char *strategy, struct harness_bg *h, struct harness_bg *w1,
                          struct harness_bg *w2) {
     start_pair(30000, 8000, NULL);
     char ph[96], pw[96];
-    snprintf(ph, sizeof(ph), "/inventory/sale/%s?hold_ms=800", strategy);
+    snprintf(ph, sizeof(ph), "/inventory/sale/%s?hold_ms=500", strategy);
     /* The waiters hold 200 ms: long enough that the loser of a race tries
      * while the winner is still inside. */
     snprintf(pw, sizeof(pw), "/inventory/sale/%s?hold_ms=200", strategy);
     int client = h == NULL;
-    if (client)
+    if (client) {
         ck_assert_int_eq(harness_redisson_lock(redis_port, LOCK_KEY, OTHER_OWNER, 30000), 1);
-    int64_t t0 = mclock_ms();
-    if (!client) harness_bg_start(h, b_port, ph, 0);
-    at(t0, 100);
+    } else {
+        harness_bg_start(h, b_port, ph, 0);
+        ck_assert_msg(held(), "H never took the lock");
+    }
+    long long tries0 = harness_redis_calls(redis_port, "evalsha");
     harness_bg_start(w1, a_port, pw, 0);
-    at(t0, 300);
+    ck_assert_msg(waiting(client, 1, tries0), "W1 never waited behind H");
     harness_bg_start(w2, b_port, pw, 0);
-    at(t0, 500);
+    ck_assert_msg(waiting(client, 2, tries0), "W2 never waited behind H");
     struct harness_monitor *m = harness_monitor_start(redis_port);
     ck_assert_ptr_nonnull(m);
     if (client)
@@ -203,21 +217,23 @@ END_TEST
 
 /* ---- Order ---------------------------------------------------------------- */
 
-/* H holds 1.5 s on A; six sales come 150 ms apart, alternating B and A:
- * they are granted in that order, each handed the lock by the one before. */
+/* H holds 1.5 s on A; six sales come one after another, alternating B and
+ * A, each sent once the one before is queued in Redis (a rider of A queues
+ * itself once it has waited RIDE_MAX for A's holder), so that the order
+ * they queued in is the order they were sent in, whatever a loaded machine
+ * does to their threads: they are granted in that order, each handed the
+ * lock by the one before. */
 START_TEST(test_waiters_of_two_instances_are_granted_in_the_order_they_queued) {
     start_pair(30000, 8000, NULL);
     enum { N = 6 };
     struct harness_bg h, w[N];
-    int64_t t0 = mclock_ms();
     harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=1500", 0);
+    ck_assert_msg(held(), "H never took the lock");
     for (int i = 0; i < N; i++) {
-        at(t0, 100 + 150 * i);
         harness_bg_start(&w[i], i % 2 == 0 ? b_port : a_port, "/inventory/sale/handoff", 0);
+        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
     }
-    /* All of them queued in Redis while H still held (a rider of A queues
-     * itself once it has waited RIDE_MAX for A's holder). */
-    ck_assert_int_eq(queued(N), N);
+    /* All of them queued in Redis while H still held. */
     ck_assert_msg(harness_redis_int(redis_port, "EXISTS inventory001:sold") == 0,
                   "H sold too early");
     harness_bg_join(&h);
@@ -237,10 +253,11 @@ END_TEST
 
 /* ---- HotPath -------------------------------------------------------------- */
 
-/* The same queue behind H as above, watched: no client reads the stock,
- * each sale sends exactly one script, its write, and each waiter's lock
- * came in the grant message ("handed"). A queued waiter that has had no
- * grant for RECHECK_MS (1 s: H's hold, stretched by a loaded machine) may
+/* A queue of four behind H as above (H holds 500 ms), watched: no client
+ * reads the stock, each sale sends exactly one script, its write, and each
+ * waiter's lock came in the grant message ("handed"). A queued waiter that
+ * has had no grant for RECHECK_MS (1 s: H's hold, stretched by a loaded
+ * machine) may
  * also send a "check" of the lock: that is the timeout path, not the hot
  * one, so it is counted apart, and must not be what granted anyone. */
 START_TEST(test_the_next_holder_reads_nothing_the_grant_carries_the_stock) {
@@ -250,13 +267,12 @@ START_TEST(test_the_next_holder_reads_nothing_the_grant_carries_the_stock) {
     evalsha_of("handoff-sale", commit, sizeof(commit));
     enum { N = 4 };
     struct harness_bg h, w[N];
-    int64_t t0 = mclock_ms();
-    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=700", 0);
+    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=500", 0);
+    ck_assert_msg(held(), "H never took the lock");
     for (int i = 0; i < N; i++) {
-        at(t0, 100 + 120 * i);
         harness_bg_start(&w[i], i % 2 == 0 ? b_port : a_port, "/inventory/sale/handoff", 0);
+        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
     }
-    ck_assert_int_eq(queued(N), N);
     struct harness_monitor *m = harness_monitor_start(redis_port);
     ck_assert_ptr_nonnull(m);
     harness_bg_join(&h);
@@ -372,18 +388,18 @@ END_TEST
 
 /* ---- Faults --------------------------------------------------------------- */
 
-/* A sells holding 400 ms and is SIGSTOPped inside; its lease (600 ms) ends,
- * B sells; A is resumed: its write is refused, 409 lock_lost. */
+/* A sells holding 400 ms and is SIGSTOPped inside (once the probe has its
+ * entry); its lease (600 ms) ends and its key with it; B sells; A is
+ * resumed: its write is refused, 409 lock_lost. */
 START_TEST(test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost) {
     start_pair(600, 3000, NULL);
     struct harness_bg a, b;
-    int64_t t0 = mclock_ms();
     harness_bg_start(&a, a_port, "/inventory/sale/handoff?hold_ms=400", 0);
-    at(t0, 150);
-    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"),
-                     1); /* A is inside */
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never came inside");
     kill(a_pid, SIGSTOP);
-    at(t0, 900);
+    ck_assert_msg(harness_redis_until(redis_port, 0, 5000, "EXISTS " LOCK_KEY),
+                  "fault missed its window: A's lock outlived its lease while A was stopped");
     harness_bg_start(&b, b_port, "/inventory/sale/handoff", 0);
     harness_bg_join(&b);
     /* The fault's window: B sold while A, inside, was stopped past its
@@ -407,9 +423,8 @@ END_TEST
 START_TEST(test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells) {
     start_pair(600, 5000, NULL);
     struct harness_bg a, b;
-    int64_t t0 = mclock_ms();
     harness_bg_start(&a, a_port, "/inventory/sale/handoff?commit_delay_ms=900", 0);
-    at(t0, 100);
+    ck_assert_msg(held(), "A never took the lock");
     harness_bg_start(&b, b_port, "/inventory/sale/handoff", 0);
     harness_bg_join(&b);
     harness_bg_join(&a);
@@ -434,16 +449,16 @@ START_TEST(test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_wait
 }
 END_TEST
 
-/* H holds 800 ms on A; W (on B) queues behind it, then C (on A). W's
+/* H holds 800 ms on A; W (on B) queues behind it, then C (on A), each sent
+ * once the one before holds or is queued. W's
  * process is stopped, so H's write grants the lock to W, which cannot use
  * it; W's process is then killed. C waits out W's lease (1.5 s), and its
  * re-check grants the lock to itself. */
 START_TEST(test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends) {
     start_pair(1500, 8000, NULL);
     struct harness_bg h, w, c;
-    int64_t t0 = mclock_ms();
     harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=800", 0);
-    at(t0, 100);
+    ck_assert_msg(held(), "H never took the lock");
     harness_bg_start(&w, b_port, "/inventory/sale/handoff", 0);
     ck_assert_int_eq(queued(1), 1);
     redisReply *e = harness_redis(redis_port, "LINDEX " QUEUE_KEY " 0");
@@ -454,7 +469,6 @@ START_TEST(test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_
              strchr(e->str, '|') + 1);
     freeReplyObject(e);
     kill(b_pid, SIGSTOP);
-    at(t0, 300);
     harness_bg_start(&c, a_port, "/inventory/sale/handoff", 0);
     ck_assert_int_eq(queued(2), 2);
     harness_bg_join(&h);

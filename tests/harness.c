@@ -293,16 +293,13 @@ int harness_http(int port, const char *method, const char *path, const char *hea
     return resp->status;
 }
 
-long long harness_redis_int(int port, const char *fmt, ...) {
+static long long redis_vint(int port, const char *fmt, va_list ap) {
     redisContext *c = redisConnect("127.0.0.1", port);
     if (!c || c->err) {
         redisFree(c);
         return -1;
     }
-    va_list ap;
-    va_start(ap, fmt);
     redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
     long long v = -1;
     if (r && r->type == REDIS_REPLY_INTEGER)
         v = r->integer;
@@ -315,6 +312,27 @@ long long harness_redis_int(int port, const char *fmt, ...) {
     freeReplyObject(r);
     redisFree(c);
     return v;
+}
+
+long long harness_redis_int(int port, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    long long v = redis_vint(port, fmt, ap);
+    va_end(ap);
+    return v;
+}
+
+int harness_redis_until(int port, long long want, int limit_ms, const char *fmt, ...) {
+    int64_t end = mclock_ms() + limit_ms;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        long long v = redis_vint(port, fmt, ap);
+        va_end(ap);
+        if (v == want) return 1;
+        if (mclock_ms() > end) return 0;
+        mclock_sleep_ms(5);
+    }
 }
 
 redisReply *harness_redis(int port, const char *fmt, ...) {

@@ -94,6 +94,12 @@ long long harness_redis_int(int port, const char *fmt, ...);
  * with freeReplyObject), or NULL. */
 redisReply *harness_redis(int port, const char *fmt, ...);
 
+/* Polls the Redis at port (every 5 ms, at most limit_ms) until the command
+ * (printf-style) answers want, read as harness_redis_int reads it: waits
+ * for an event ("the holder took the lock": EXISTS of the lock key is 1)
+ * instead of a time. 1 when it did, 0 when the limit passed first. */
+int harness_redis_until(int port, long long want, int limit_ms, const char *fmt, ...);
+
 /* Waits until the Redis at port has been up for at least seconds (its
  * INFO uptime_in_seconds), at most seconds + 3 s. 0, or -1 on timeout. */
 int harness_redis_wait_uptime(int port, int seconds);

@@ -523,18 +523,21 @@ END_TEST
 
 /* ---- Fencing: a paused holder --------------------------------------------- */
 
-/* A starts a sale holding 400 ms and is SIGSTOPped inside it; the TTL (600)
- * passes, B sells; A is resumed and tries to write what it read. */
+/* A starts a sale holding 400 ms and is SIGSTOPped inside it, once the
+ * probe has its entry (sent with the GET of the stock, in one write: A has
+ * read); the TTL (600) passes and A's key expires, B sells; A is resumed
+ * and tries to write what it read. */
 static void paused_holder(const char *strategy, struct harness_bg *a, struct harness_bg *b) {
     start_pair(600, 3000, NULL);
     char pa[128], pb[128];
     sale_path(pa, sizeof(pa), strategy, "hold_ms=400");
     sale_path(pb, sizeof(pb), strategy, "");
-    int64_t t0 = mclock_ms();
     harness_bg_start(a, a_port, pa, 0);
-    at(t0, 150);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never came inside");
     kill(a_pid, SIGSTOP);
-    at(t0, 900);
+    ck_assert_msg(harness_redis_until(redis_port, 0, 5000, "EXISTS " LOCK_KEY),
+                  "fault missed its window: A's lock outlived its TTL while A was stopped");
     harness_bg_start(b, b_port, pb, 0);
     harness_bg_join(b);
     kill(a_pid, SIGCONT);

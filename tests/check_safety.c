@@ -99,12 +99,6 @@ static double audit(const char *field) {
     return v;
 }
 
-/* Waits until `at` ms after t0. */
-static void at(int64_t t0, int ms) {
-    int64_t left = t0 + ms - mclock_ms();
-    if (left > 0) mclock_sleep_ms((int)left);
-}
-
 static void reset_stock(int port, int stock) {
     struct httpc_response r;
     char body[64];
@@ -1235,12 +1229,14 @@ END_TEST
 START_TEST(test_fenced_a_paused_holder_is_refused_after_a_reset_the_counter_only_grows) {
     start_pair(600, 3000, NULL);
     struct harness_bg a, b;
-    int64_t t0 = mclock_ms();
     harness_bg_start(&a, a_port, "/inventory/sale/fenced?hold_ms=400", 0);
-    at(t0, 150);
+    /* Inside: the probe has its entry, sent with the GET of the stock. */
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN " HOLDERS_KEY),
+                  "A never came inside");
     kill(a_pid, SIGSTOP);
     long long fence_before = harness_redis_int(redis_port, "GET " LOCK_KEY ":fence");
-    at(t0, 900);
+    ck_assert_msg(harness_redis_until(redis_port, 0, 5000, "EXISTS " LOCK_KEY),
+                  "fault missed its window: A's lock outlived its TTL while A was stopped");
     reset_stock(b_port, 200);
     long long fence_after = harness_redis_int(redis_port, "GET " LOCK_KEY ":fence");
     harness_bg_start(&b, b_port, "/inventory/sale/fenced", 0);

@@ -663,10 +663,12 @@ START_TEST(test_metrics_count_what_the_sales_did) {
     ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
     ck_assert_int_gt(harness_json_num(r.body, "lock.attempts"), 5);
     harness_redis_int(redis_port, "DEL RedisDistributedLock");
-    /* stale_token: a holder outlives its 600 ms lease; a newer one writes. */
+    /* stale_token: a holder outlives its 600 ms lease (its key expires);
+     * a newer one writes. */
     struct harness_bg slow;
     harness_bg_start(&slow, m_port, "/inventory/sale/fenced?hold_ms=1000", 0);
-    mclock_sleep_ms(700);
+    ck_assert(harness_redis_until(redis_port, 1, 5000, "EXISTS RedisDistributedLock"));
+    ck_assert(harness_redis_until(redis_port, 0, 5000, "EXISTS RedisDistributedLock"));
     ck_assert_int_eq(sale(w, n, "/inventory/sale/fenced", &r), 200);
     harness_bg_join(&slow);
     saw(w, n, slow.body);
@@ -674,7 +676,7 @@ START_TEST(test_metrics_count_what_the_sales_did) {
     ck_assert_str_eq(harness_json_str(slow.body, "status"), "stale_token");
     /* lock_lost: the lock vanishes under a watchdog holder. */
     harness_bg_start(&slow, m_port, "/inventory/sale/watchdog?hold_ms=700", 0);
-    mclock_sleep_ms(100);
+    ck_assert(harness_redis_until(redis_port, 1, 5000, "EXISTS RedisDistributedLock"));
     ck_assert_int_eq(harness_redis_int(redis_port, "DEL RedisDistributedLock"), 1);
     harness_bg_join(&slow);
     saw(w, n, slow.body);
@@ -692,10 +694,11 @@ START_TEST(test_metrics_count_what_the_sales_did) {
     int renewals = harness_lines(log, renew_cmd, NULL);
     free(log);
     ck_assert_int_ge(renewals, 4);
-    /* violations: two sales of `none` inside at once. */
+    /* violations: two sales of `none` inside at once (the second sent once
+     * the probe has the first's entry). */
     struct harness_bg first;
     harness_bg_start(&first, m_port, "/inventory/sale/none?hold_ms=300", 0);
-    mclock_sleep_ms(100);
+    ck_assert(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"));
     ck_assert_int_eq(sale(w, n, "/inventory/sale/none", &r), 200);
     harness_bg_join(&first);
     saw(w, n, first.body);
@@ -753,7 +756,7 @@ START_TEST(test_a_reset_clears_the_probe_the_lock_and_the_counters) {
                          200);
     struct harness_bg first;
     harness_bg_start(&first, m_port, "/inventory/sale/none?hold_ms=300", 0);
-    mclock_sleep_ms(100);
+    ck_assert(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"));
     ck_assert_int_eq(harness_http(m_port, "GET", "/inventory/sale/none", NULL, NULL, &r), 200);
     harness_bg_join(&first);
     ck_assert_int_eq(harness_audit(m_port, "violations"), 1);

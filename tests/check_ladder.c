@@ -267,8 +267,10 @@ START_TEST(test_a_failed_renewal_marks_the_lock_lost_and_the_sale_refuses_to_com
     start_pair(600, 5000, NULL);
     struct harness_bg a;
     harness_bg_start(&a, a_port, "/inventory/sale/watchdog?hold_ms=900", 0);
-    mclock_sleep_ms(100);
-    harness_redis_int(redis_port, "DEL " LOCK_KEY); /* e.g. a failover lost it */
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "EXISTS " LOCK_KEY),
+                  "A never took the lock");
+    /* e.g. a failover lost it */
+    ck_assert_int_eq(harness_redis_int(redis_port, "DEL " LOCK_KEY), 1);
     harness_bg_join(&a);
     ck_assert_int_eq(a.status, 409);
     ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");

@@ -109,29 +109,31 @@ END_TEST
 
 struct slow_sale {
     const char *strategy;
-    int delay_ms; /* start this late */
     int hold_ms; /* work this long inside */
     struct sale_result r;
 };
 
 static void *run_sale(void *arg) {
     struct slow_sale *s = arg;
-    mclock_sleep_ms(s->delay_ms);
     struct sale_faults f = {.hold_ms = s->hold_ms};
     inventory_sell(svc.inv, strategy_find(s->strategy), NULL, &f, &s->r);
     return NULL;
 }
 
-/* Two sales: the first reads the stock and works 300 ms before writing; the
- * second starts 100 ms later, inside the first one's critical section. */
+/* Two sales: the first reads the stock and works 500 ms before writing; the
+ * second starts once the first is inside its critical section (the probe
+ * has its entry, which goes out with the GET of the stock), not at a time a
+ * loaded machine may not keep. */
 static void overlap(const char *strategy, struct slow_sale *a, struct slow_sale *b) {
-    *a = (struct slow_sale){.strategy = strategy, .delay_ms = 0, .hold_ms = 300};
-    *b = (struct slow_sale){.strategy = strategy, .delay_ms = 100, .hold_ms = 0};
+    *a = (struct slow_sale){.strategy = strategy, .hold_ms = 500};
+    *b = (struct slow_sale){.strategy = strategy, .hold_ms = 0};
     pthread_t ta, tb;
     pthread_create(&ta, NULL, run_sale, a);
+    int inside = harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders");
     pthread_create(&tb, NULL, run_sale, b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
+    ck_assert_msg(inside, "the first sale never came inside");
 }
 
 START_TEST(test_none_sells_the_same_unit_twice_and_the_probe_sees_two_holders) {

@@ -61,13 +61,21 @@ static int calls_above(int port, const char *cmd, long long than) {
     return 0;
 }
 
+/* Waits (5 s at most) until the lock key exists: the first sale holds it,
+ * and the next can be sent to find it held. */
+static void held(void) {
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "EXISTS " LOCK_KEY),
+                  "the first sale never took " LOCK_KEY);
+}
+
 /* ---- Spin: a lock in Redis, then one that never expires ---------------- */
 
 START_TEST(test_setnx_spin_serialises_two_instances_where_local_did_not) {
     start_pair(10000, 5000, NULL);
     struct harness_bg a, b;
-    harness_bg_start(&a, a_port, "/inventory/sale/setnx-spin?hold_ms=400", 0);
-    harness_bg_start(&b, b_port, "/inventory/sale/setnx-spin", 100);
+    harness_bg_start(&a, a_port, "/inventory/sale/setnx-spin?hold_ms=600", 0);
+    held();
+    harness_bg_start(&b, b_port, "/inventory/sale/setnx-spin", 0);
     harness_bg_join(&a);
     harness_bg_join(&b);
     ck_assert_int_eq(a.status, 200);
@@ -209,11 +217,17 @@ START_TEST(test_reentrant_nested_acquire_succeeds_and_the_count_returns_to_zero)
     start_pair(10000, 300, NULL);
     struct harness_bg a;
     harness_bg_start(&a, a_port, "/inventory/sale/reentrant?nested=2&hold_ms=400", 0);
-    mclock_sleep_ms(200);
-    redisReply *h = harness_redis(redis_port, "HGETALL " LOCK_KEY);
-    ck_assert_ptr_nonnull(h);
-    ck_assert_int_eq(h->elements, 2); /* one owner field ... */
-    ck_assert_str_eq(h->element[1]->str, "3"); /* ... held three times */
+    /* While it works: one owner field, held three times. */
+    redisReply *h = NULL;
+    int thrice = 0;
+    for (int64_t end = mclock_ms() + 5000; !thrice && mclock_ms() < end; mclock_sleep_ms(5)) {
+        freeReplyObject(h);
+        h = harness_redis(redis_port, "HGETALL " LOCK_KEY);
+        thrice = h && h->type == REDIS_REPLY_ARRAY && h->elements == 2 &&
+                 strcmp(h->element[1]->str, "3") == 0;
+    }
+    ck_assert_msg(thrice, "the lock was never one owner held three times (%zu fields)",
+                  h ? h->elements / 2 : 0);
     ck_assert_ptr_nonnull(strchr(h->element[0]->str, ':'));
     freeReplyObject(h);
     harness_bg_join(&a);
@@ -572,8 +586,9 @@ END_TEST
 
 /* ---- Scope: one lock per item ------------------------------------------- */
 
-/* A sale of inventory001 holds its lock 800 ms; 150 ms in, a sale of
- * inventory002 starts. Returns how long the second one waited. */
+/* A sale of inventory001 holds its lock 800 ms; once it is inside (the
+ * probe has its entry), a sale of inventory002 starts. Returns how long the
+ * second one waited. */
 static int second_item_wait(const char *scope) {
     start_pair(10000, 5000, scope);
     struct httpc_response r;
@@ -582,7 +597,9 @@ static int second_item_wait(const char *scope) {
                      200);
     struct harness_bg a, b;
     harness_bg_start(&a, a_port, "/inventory/sale/owner-lua?item=inventory001&hold_ms=800", 0);
-    harness_bg_start(&b, b_port, "/inventory/sale/owner-lua?item=inventory002", 150);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the sale of inventory001 never came inside");
+    harness_bg_start(&b, b_port, "/inventory/sale/owner-lua?item=inventory002", 0);
     harness_bg_join(&a);
     harness_bg_join(&b);
     ck_assert_int_eq(a.status, 200);
@@ -640,8 +657,7 @@ START_TEST(test_readers_share_the_read_lock) {
     start_pair(10000, 5000, "lock.read-lock=true");
     struct harness_bg a, b;
     harness_bg_start(&a, a_port, "/inventory?hold_ms=800", 0);
-    harness_bg_start(&b, b_port, "/inventory?hold_ms=0", 200);
-    mclock_sleep_ms(400);
+    held();
     redisReply *mode = harness_redis(redis_port, "HGET " LOCK_KEY " mode");
     ck_assert_str_eq(mode->str, "read");
     freeReplyObject(mode);
@@ -649,6 +665,7 @@ START_TEST(test_readers_share_the_read_lock) {
     redisReply *keys = harness_redis(redis_port, "KEYS {" LOCK_KEY "}:*:rwlock_timeout:1");
     ck_assert_int_eq(keys->elements, 1);
     freeReplyObject(keys);
+    harness_bg_start(&b, b_port, "/inventory?hold_ms=0", 0);
     harness_bg_join(&a);
     harness_bg_join(&b);
     ck_assert_int_eq(a.status, 200);
@@ -662,7 +679,8 @@ START_TEST(test_a_sale_waits_for_readers_and_readers_wait_for_a_sale) {
     start_pair(10000, 5000, "lock.read-lock=true");
     struct harness_bg r1, w1;
     harness_bg_start(&r1, a_port, "/inventory?hold_ms=800", 0);
-    harness_bg_start(&w1, b_port, "/inventory/sale/redisson", 200);
+    held();
+    harness_bg_start(&w1, b_port, "/inventory/sale/redisson", 0);
     harness_bg_join(&r1);
     harness_bg_join(&w1);
     ck_assert_int_eq(w1.status, 200);
@@ -670,11 +688,11 @@ START_TEST(test_a_sale_waits_for_readers_and_readers_wait_for_a_sale) {
 
     struct harness_bg w2, r2;
     harness_bg_start(&w2, a_port, "/inventory/sale/redisson?hold_ms=800", 0);
-    harness_bg_start(&r2, b_port, "/inventory", 200);
-    mclock_sleep_ms(400);
+    held();
     redisReply *mode = harness_redis(redis_port, "HGET " LOCK_KEY " mode");
     ck_assert_str_eq(mode->str, "write");
     freeReplyObject(mode);
+    harness_bg_start(&r2, b_port, "/inventory", 0);
     harness_bg_join(&w2);
     harness_bg_join(&r2);
     ck_assert_int_eq(r2.status, 200);
@@ -692,8 +710,8 @@ START_TEST(test_a_holder_killed_inside_the_section_is_not_counted_against_later_
     start_pair(1500, 5000, NULL);
     struct harness_bg a;
     harness_bg_start(&a, a_port, "/inventory/sale/redisson?hold_ms=5000", 0);
-    mclock_sleep_ms(300);
-    ck_assert_int_eq(harness_redis_int(redis_port, "HLEN inventory001:holders"), 1);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the holder never came inside");
     kill(a_pid, SIGKILL); /* dies inside the critical section */
     harness_bg_join(&a);
     waitpid(a_pid, NULL, 0);

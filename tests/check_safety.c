@@ -1296,7 +1296,8 @@ static void read_lock_excludes(const char *strategy) {
     snprintf(path, sizeof(path), "/inventory/sale/%s?hold_ms=800", strategy);
     struct harness_bg w, rd;
     harness_bg_start(&w, a_port, path, 0);
-    harness_bg_start(&rd, b_port, "/inventory", 200);
+    ck_assert(redis_wait_int(redis_port, 1, 5000, "EXISTS %s", LOCK_KEY));
+    harness_bg_start(&rd, b_port, "/inventory", 0);
     harness_bg_join(&w);
     harness_bg_join(&rd);
     ck_assert_int_eq(w.status, 200);
@@ -1309,7 +1310,8 @@ static void read_lock_excludes(const char *strategy) {
     snprintf(path, sizeof(path), "/inventory/sale/%s", strategy);
     struct harness_bg r2, w2;
     harness_bg_start(&r2, b_port, "/inventory?hold_ms=800", 0);
-    harness_bg_start(&w2, a_port, path, 200);
+    ck_assert(redis_wait_int(redis_port, 1, 5000, "EXISTS %s", LOCK_KEY));
+    harness_bg_start(&w2, a_port, path, 0);
     harness_bg_join(&r2);
     harness_bg_join(&w2);
     ck_assert_int_eq(r2.status, 200);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "check_main.h"
 #include "cluster.h"
@@ -477,23 +476,18 @@ START_TEST(test_a_command_whose_reply_was_lost_is_not_sent_again) {
     redisReply *r = run(cl, key, 3, set0, err, sizeof(err));
     ck_assert_msg(r != NULL, "SET: %s", err);
     freeReplyObject(r);
-    /* The owner sleeps 0.6 s: it reads the INCR but answers after the
-     * router's 300 ms timeout, so the reply is lost and the INCR ran. */
-    pid_t sleeper = fork();
-    ck_assert_int_ge(sleeper, 0);
-    if (sleeper == 0) {
-        redisReply *s = harness_redis(owner, "DEBUG SLEEP 0.6");
-        if (s) freeReplyObject(s);
-        _exit(0);
-    }
-    usleep(150 * 1000);
+    /* The owner sleeps 0.6 s, from before the INCR is sent (not from a
+     * guessed moment): it reads the INCR but answers after the router's
+     * 300 ms timeout, so the reply is lost and the INCR ran. */
+    redisContext *sleeper = harness_redis_sleep_begin(owner, "0.6");
+    ck_assert_ptr_nonnull(sleeper);
     const char *incr[] = {"INCR", key};
     r = run(cl, key, 2, incr, err, sizeof(err));
     ck_assert_ptr_null(r);
     char want[32];
     snprintf(want, sizeof(want), "127.0.0.1:%d: ", owner);
     ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "err names the node: %s", err);
-    waitpid(sleeper, NULL, 0);
+    ck_assert_int_eq(harness_redis_sleep_end(sleeper), 0);
     /* Awake, the server has run the INCR it read: once, not twice. */
     redisReply *g = harness_redis(owner, "GET %s", key);
     ck_assert_ptr_nonnull(g);

@@ -438,26 +438,15 @@ START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
 }
 END_TEST
 
-/* A connection whose next command Redis will run only after `seconds` of
- * sleep: DEBUG SLEEP written on a connection Redis has already accepted
- * (see the lost-acquire test). Free with sleep_end, which waits for the
- * sleep's reply: Redis is awake again then. */
+/* The test's Redis asleep for `seconds` before it runs the next command
+ * (harness_redis_sleep_begin); sleep_end waits until it is awake again. */
 static redisContext *sleep_begin(const char *seconds) {
-    redisContext *c = redisConnect("127.0.0.1", redis_port);
-    ck_assert(c && !c->err);
-    freeReplyObject(redisCommand(c, "PING"));
-    ck_assert_int_eq(redisAppendCommand(c, "DEBUG SLEEP %s", seconds), REDIS_OK);
-    int done = 0;
-    while (!done) ck_assert_int_eq(redisBufferWrite(c, &done), REDIS_OK);
+    redisContext *c = harness_redis_sleep_begin(redis_port, seconds);
+    ck_assert_ptr_nonnull(c);
     return c;
 }
 
-static void sleep_end(redisContext *c) {
-    void *r = NULL;
-    ck_assert_int_eq(redisGetReply(c, &r), REDIS_OK);
-    freeReplyObject(r);
-    redisFree(c);
-}
+static void sleep_end(redisContext *c) { ck_assert_int_eq(harness_redis_sleep_end(c), 0); }
 
 /* The watchdog lane's compensation retries so far (0 if no lane yet). */
 static long long lane_retries(void) {

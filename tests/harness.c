@@ -349,6 +349,27 @@ redisReply *harness_redis(int port, const char *fmt, ...) {
     return r;
 }
 
+redisContext *harness_redis_sleep_begin(int port, const char *seconds) {
+    redisContext *c = redisConnect("127.0.0.1", port);
+    redisReply *pong = c && !c->err ? redisCommand(c, "PING") : NULL;
+    int done = 0, ok = pong && redisAppendCommand(c, "DEBUG SLEEP %s", seconds) == REDIS_OK;
+    freeReplyObject(pong);
+    while (ok && !done) ok = redisBufferWrite(c, &done) == REDIS_OK;
+    if (!ok) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+int harness_redis_sleep_end(redisContext *c) {
+    void *r = NULL;
+    int ok = c && redisGetReply(c, &r) == REDIS_OK;
+    freeReplyObject(r);
+    redisFree(c);
+    return ok ? 0 : -1;
+}
+
 int harness_redis_wait_uptime(int port, int seconds) {
     int64_t deadline = mclock_ms() + (int64_t)seconds * 1000 + 3000;
     while (mclock_ms() < deadline) {

@@ -100,6 +100,18 @@ redisReply *harness_redis(int port, const char *fmt, ...);
  * instead of a time. 1 when it did, 0 when the limit passed first. */
 int harness_redis_until(int port, long long want, int limit_ms, const char *fmt, ...);
 
+/* Makes the Redis at port sleep `seconds` (DEBUG SLEEP) before it runs any
+ * command sent after this returns: the sleep is written on a connection
+ * Redis has already accepted (a PING answered on it), so its bytes are
+ * ready before those of any later command, and Redis, which serves ready
+ * sockets in the order they became ready, sleeps first. Returns that
+ * connection (give it to harness_redis_sleep_end), or NULL on error. */
+redisContext *harness_redis_sleep_begin(int port, const char *seconds);
+
+/* Waits for the sleep's reply (Redis is awake again) and frees c. 0, or -1
+ * when no reply came. */
+int harness_redis_sleep_end(redisContext *c);
+
 /* Waits until the Redis at port has been up for at least seconds (its
  * INFO uptime_in_seconds), at most seconds + 3 s. 0, or -1 on timeout. */
 int harness_redis_wait_uptime(int port, int seconds);

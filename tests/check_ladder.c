@@ -134,24 +134,26 @@ END_TEST
 
 /* ---- Expiry: who deletes whose lock ------------------------------------ */
 
-/* TTL 1000. A holds 1500 (its key expires at 1000 and B takes the lock);
- * B holds 1000..1900. A releases at 1500. At 1650 the test looks at the key
- * and sends C. Returns C's wait; *key_left tells whether B's key was still
- * there at 1650. */
+/* TTL 1500. A holds 2200 (its key expires at 1500 and B, sent once A
+ * holds, takes the lock then); B holds 1200 (300 ms inside its TTL), to
+ * about 2700. A releases at 2200; once A has answered (after its release),
+ * the test looks at the key and sends C: events, not times, and 500 ms
+ * between A's release and B's, so that a loaded machine does not move one
+ * past the other. Returns C's wait; *key_left tells whether B's key was
+ * still there once A had let go. */
 static int after_slow_holder(const char *strategy, const char *a_query, int *key_left) {
-    start_pair(1000, 5000, NULL);
+    start_pair(1500, 5000, NULL);
     char pa[128], pb[128], pc[128];
     sale_path(pa, sizeof(pa), strategy, a_query);
-    sale_path(pb, sizeof(pb), strategy, "hold_ms=900");
+    sale_path(pb, sizeof(pb), strategy, "hold_ms=1200");
     sale_path(pc, sizeof(pc), strategy, "");
     struct harness_bg a, b, c;
-    int64_t t0 = mclock_ms();
     harness_bg_start(&a, a_port, pa, 0);
-    harness_bg_start(&b, b_port, pb, 250);
-    at(t0, 1650);
+    held();
+    harness_bg_start(&b, b_port, pb, 0);
+    harness_bg_join(&a);
     *key_left = (int)harness_redis_int(redis_port, "EXISTS " LOCK_KEY);
     harness_bg_start(&c, a_port, pc, 0);
-    harness_bg_join(&a);
     harness_bg_join(&b);
     harness_bg_join(&c);
     ck_assert_int_eq(b.status, 200);
@@ -162,7 +164,7 @@ static int after_slow_holder(const char *strategy, const char *a_query, int *key
 
 START_TEST(test_an_expiring_holder_slower_than_the_ttl_deletes_the_next_owners_lock) {
     int key_left;
-    int c_wait = after_slow_holder("expiring", "hold_ms=1500", &key_left);
+    int c_wait = after_slow_holder("expiring", "hold_ms=2200", &key_left);
     ck_assert_int_eq(key_left, 0); /* A's DEL removed B's lock */
     ck_assert_int_lt(c_wait, 150); /* so C walked in while B held it */
     ck_assert_int_ge(audit("violations"), 2); /* A with B, then B with C */
@@ -171,18 +173,18 @@ END_TEST
 
 START_TEST(test_owner_check_does_not_delete_the_next_owners_lock) {
     int key_left;
-    int c_wait = after_slow_holder("owner-check", "hold_ms=1500", &key_left);
+    int c_wait = after_slow_holder("owner-check", "hold_ms=2200", &key_left);
     ck_assert_int_eq(key_left, 1); /* A saw B's value and kept off */
-    ck_assert_int_ge(c_wait, 120); /* C waited for B's release at 1900 */
+    ck_assert_int_ge(c_wait, 120); /* C waited for B's release at about 2700 */
     /* A and B still overlapped (A outlived its TTL): fixed by the watchdog. */
     ck_assert_int_eq(audit("violations"), 1);
 }
 END_TEST
 
 START_TEST(test_owner_check_with_a_slow_release_deletes_another_owners_lock) {
-    /* A checks at 200 (still its own), pauses 1300 ms, deletes at 1500. */
+    /* A checks at 200 (still its own), pauses 2000 ms, deletes at 2200. */
     int key_left;
-    int c_wait = after_slow_holder("owner-check", "hold_ms=200&release_delay_ms=1300", &key_left);
+    int c_wait = after_slow_holder("owner-check", "hold_ms=200&release_delay_ms=2000", &key_left);
     ck_assert_int_eq(key_left, 0);
     ck_assert_int_lt(c_wait, 150);
     ck_assert_int_ge(audit("violations"), 1); /* B with C */
@@ -191,7 +193,7 @@ END_TEST
 
 START_TEST(test_owner_lua_never_deletes_another_owners_lock) {
     int key_left;
-    int c_wait = after_slow_holder("owner-lua", "hold_ms=200&release_delay_ms=1300", &key_left);
+    int c_wait = after_slow_holder("owner-lua", "hold_ms=200&release_delay_ms=2000", &key_left);
     ck_assert_int_eq(key_left, 1);
     ck_assert_int_ge(c_wait, 120);
     ck_assert_int_eq(audit("violations"), 0);

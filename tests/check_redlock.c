@@ -533,8 +533,9 @@ static pid_t replica_of(int master, int *port) {
 
 /* Holder A takes the lock on a master whose replica is frozen (SIGSTOP)
  * and cut off (the master closes the replication link, so no byte of the
- * lock is even in the replica's socket), the master is killed, the replica
- * resumes and is promoted; B, whose Redis is now the replica, sells. */
+ * lock is even in the replica's socket), the master is killed once A holds
+ * the lock there, the replica resumes and is promoted; B, whose Redis is
+ * now the replica, sells. */
 static void failover(const char *strategy, int master, pid_t master_proc, int replica_port,
                      pid_t replica_pid, struct harness_bg *a, struct harness_bg *b) {
     char pa[128], pb[128];
@@ -544,8 +545,7 @@ static void failover(const char *strategy, int master, pid_t master_proc, int re
     redisReply *cut = harness_redis(master, "CLIENT KILL TYPE replica");
     freeReplyObject(cut);
     harness_bg_start(a, a_port, pa, 0);
-    mclock_sleep_ms(200);
-    long long held = harness_redis_int(master, "EXISTS " LOCK_KEY);
+    int held = harness_redis_until(master, 1, 5000, "EXISTS " LOCK_KEY); /* A holds it there */
     kill(master_proc, SIGKILL);
     waitpid(master_proc, NULL, 0);
     kill(replica_pid, SIGCONT);
@@ -553,7 +553,7 @@ static void failover(const char *strategy, int master, pid_t master_proc, int re
     freeReplyObject(r);
     /* The hazard really happened: A held the lock on the master, and the
      * promoted replica never heard of it. */
-    ck_assert_msg(held == 1, "A did not hold the lock on the master when it was killed");
+    ck_assert_msg(held, "A did not hold the lock on the master when it was killed");
     ck_assert_msg(harness_redis_int(replica_port, "EXISTS " LOCK_KEY) == 0,
                   "the lock reached the replica: the failover lost nothing");
     harness_bg_start(b, b_port, pb, 100);

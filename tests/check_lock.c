@@ -213,8 +213,21 @@ START_TEST(test_a_watched_lock_that_is_gone_is_reported_lost_and_not_committed) 
         struct lock *a = lock_new(core, c->type, KEY);
         ck_assert_int_eq(lock_acquire(a), LOCK_OK);
         harness_redis_int(redis_port, "DEL " KEY); /* e.g. lost in a failover */
-        mclock_sleep_ms(TTL_MS / 3 + 150); /* the next renewal finds it gone */
-        ck_assert_msg(lock_check(a) == LOCK_LOST, "%s: a lock that is gone may commit",
+        /* The next renewal finds it gone: reported lost while its lease
+         * still runs (once the lease has passed, lock_check says lost
+         * anyway). Waited for, not slept: a loaded machine may run the
+         * renewal late. */
+        int rc = LOCK_OK, lease_left = 0;
+        for (int64_t end = mclock_ms() + 5000; rc != LOCK_LOST && mclock_ms() < end;) {
+            lease_left = !lock_lease_passed(a);
+            rc = lock_check(a);
+            if (rc != LOCK_LOST) mclock_sleep_ms(5);
+        }
+        ck_assert_msg(rc == LOCK_LOST, "%s: a lock that is gone may commit",
+                      lock_type_name(c->type));
+        ck_assert_msg(lease_left,
+                      "%s: reported lost only once its lease had run out: no renewal found it "
+                      "gone",
                       lock_type_name(c->type));
         ck_assert_msg(lock_release(a) == LOCK_LOST, "%s: released a lock that was gone",
                       lock_type_name(c->type));

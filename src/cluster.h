@@ -11,7 +11,7 @@
  * keeps the handle's own connection and pipeline (a lock's commands, the
  * atomic sale) and uses cluster_reply_kind and cluster_note from here.
  * cluster_command_argv does the same for one command on its own, on
- * connections its caller lends (struct cluster_conns; tools, tests):
+ * connections its caller lends (struct cluster_conns; the cluster tests):
  *
  * A command goes to the master that the map names for its key's slot. An
  * error reply "MOVED <slot> <host:port>" means the slot has moved for good:

@@ -488,8 +488,10 @@ END_TEST
 
 /* ---- the FIFO gate ------------------------------------------------------------ */
 
-/* Six sales, 60 ms apart, queue behind another client's lock; once it is
- * freed they are served one by one in the order they came in (the gate:
+/* Six sales, 60 ms apart, queue behind another client's lock (each is shown
+ * to have come in before the lock was freed, and the first to have met it
+ * held: harness_queued_before); once it is freed they are served one by
+ * one in the order they came in (the gate:
  * none starves): the units, taken in the order of their arrival (their
  * order ids, harness_arrival), go down one by one; and none but the first
  * sent an acquire while it waited. Sales 60 ms apart may come in out of
@@ -506,10 +508,12 @@ START_TEST(test_redlock_serves_the_sales_of_one_process_in_arrival_order) {
         mclock_sleep_ms(60);
     }
     mclock_sleep_ms(200);
+    int64_t freed = mclock_ms();
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(harness_redisson_unlock(master_port[i], LOCK_KEY, OTHER_OWNER), 1);
     for (int i = 0; i < N; i++) harness_bg_join(&s[i]);
     char why[1200];
+    ck_assert_msg(harness_queued_before(s, 0, N, freed, why, sizeof(why)), "%s", why);
     ck_assert_msg(harness_served_in_arrival_order(s, 0, N, 200, why, sizeof(why)), "%s", why);
 }
 END_TEST

@@ -481,6 +481,32 @@ int harness_served_in_arrival_order(const struct harness_bg *b, int from, int n,
     return 1;
 }
 
+int harness_queued_before(const struct harness_bg *b, int from, int n, int64_t freed_ms, char *why,
+                          size_t len) {
+    int rank[64];
+    if (n > 64) n = 64;
+    harness_by_arrival(b, from, n, rank);
+    for (int i = from; i < from + n; i++) {
+        double wait = harness_json_num(b[i].body, "lock.wait_ms");
+        /* it came in no later than its grant, which was no later than its answer */
+        int64_t in_by = b[i].sent_ms + b[i].took_ms - (int64_t)(wait < 0 ? 0 : wait);
+        if (wait < 0 || in_by >= freed_ms) {
+            snprintf(why, len,
+                     "fault missed its window: sale %d may have come in %lld ms after the lock was "
+                     "freed (it waited %.0f ms): %s",
+                     i, (long long)(in_by - freed_ms), wait, b[i].body);
+            return 0;
+        }
+    }
+    if (harness_json_num(b[rank[0]].body, "lock.attempts") < 2) {
+        snprintf(why, len,
+                 "fault missed its window: the first sale to come in never met the held lock: %s",
+                 b[rank[0]].body);
+        return 0;
+    }
+    return 1;
+}
+
 double harness_json_num(const char *body, const char *path) {
     cJSON *root = cJSON_Parse(body);
     const cJSON *o = root;

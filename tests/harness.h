@@ -214,6 +214,16 @@ void harness_by_arrival(const struct harness_bg *b, int from, int n, int *rank);
 int harness_served_in_arrival_order(const struct harness_bg *b, int from, int n, int top, char *why,
                                     size_t len);
 
+/* Whether every sale of b[from..from+n-1] was inside the instance, waiting,
+ * before `freed_ms` (mclock_ms() when the lock they queued behind was
+ * freed): a sale came in no later than its answer less its lock.wait_ms,
+ * so an answer that ends more than its wait after the sending began proves
+ * nothing of the kind. And the first to come in contended (lock.attempts
+ * above 1): it met the held lock. 1 when so; 0 with why ("fault missed its
+ * window: ..."). */
+int harness_queued_before(const struct harness_bg *b, int from, int n, int64_t freed_ms, char *why,
+                          size_t len);
+
 /* A number in a JSON body by dotted path ("lock.wait_ms"); -1 if absent. */
 double harness_json_num(const char *body, const char *path);
 

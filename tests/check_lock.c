@@ -726,6 +726,42 @@ START_TEST(test_waiters_hold_no_pooled_connection_and_the_watchdog_needs_none) {
 }
 END_TEST
 
+/* A waiter that met another instance's lock in Redis (not this process's
+ * gate) waits on the unlock channel with no pooled connection: with two,
+ * one taken by the test as a holder would, the other is free while the
+ * waiter waits, and a waiter that kept its connection between tries would
+ * leave none for this get's 50 ms. */
+START_TEST(test_a_waiter_on_another_instances_lock_keeps_no_pooled_connection) {
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    core_start(2, 1000);
+    freeReplyObject(harness_redis(redis_port, "HSET " KEY " another-instance:1 1"));
+    freeReplyObject(harness_redis(redis_port, "PEXPIRE " KEY " 5000"));
+    redisContext *held = NULL, *spare = NULL;
+    char err[256] = "";
+    ck_assert_int_eq(rpool_get(pool, 1000, &held, err, sizeof(err)), RPOOL_OK);
+    struct other b;
+    other_start(&b, &lock_type_redisson, 0, 0);
+    /* its first try is made, and met the lock, once it has subscribed */
+    int64_t end = mclock_ms() + 5000;
+    long long subs = 0;
+    for (; subs < 1 && mclock_ms() < end; mclock_sleep_ms(5)) {
+        redisReply *r = harness_redis(redis_port, "PUBSUB NUMSUB redisson_lock__channel:{" KEY "}");
+        subs = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : 0;
+        freeReplyObject(r);
+    }
+    int get = rpool_get(pool, 50, &spare, err, sizeof(err));
+    other_join(&b);
+    ck_assert_msg(subs == 1, "fault missed its window: the waiter never subscribed");
+    rpool_put(pool, spare);
+    rpool_put(pool, held);
+    ck_assert_int_eq(b.rc, LOCK_BUSY);
+    ck_assert_msg(b.took_ms >= WAIT_MS - 20, "fault missed its window: b gave up after %lld ms",
+                  (long long)b.took_ms);
+    ck_assert_msg(get == RPOOL_OK, "a waiter holds a pooled connection while it waits: %s", err);
+}
+END_TEST
+
 Suite *lock_suite(void) {
     Suite *s = suite_create("lock");
     TCase *contract = tcase_create("Contract");
@@ -754,6 +790,7 @@ Suite *lock_suite(void) {
     tcase_add_test(faults, test_the_watchdog_retries_a_compensation_that_failed_until_it_succeeds);
     tcase_add_test(faults, test_a_stalled_renewal_round_trip_holds_no_mutex_another_lock_needs);
     tcase_add_test(faults, test_waiters_hold_no_pooled_connection_and_the_watchdog_needs_none);
+    tcase_add_test(faults, test_a_waiter_on_another_instances_lock_keeps_no_pooled_connection);
     suite_add_tcase(s, faults);
     return s;
 }

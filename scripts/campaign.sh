@@ -298,6 +298,17 @@ fi
 find_builds "$build"
 require_tools ip nft redis-server redis-sentinel redis-cli curl jq gnuplot cksum timeout
 faketime_lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+# The first line of the expectations that matches a cell decides it: a line
+# that an earlier one already matches (its strategy and mix, or "*") is never
+# read, and would leave a claim silently unjudged.
+if [ -f "$expected" ]; then
+    shadowed=$(awk -F'\t' 'BEGIN { n = 0 } !/^#/ && NF >= 3 {
+            for (i = 0; i < n; i++)
+                if ((S[i] == $1 || S[i] == "*") && (M[i] == $2 || M[i] == "*"))
+                    printf "line %d (%s %s) is shadowed by line %d (%s %s); ", NR, $1, $2, L[i], S[i], M[i]
+            S[n] = $1; M[n] = $2; L[n] = NR; n++ }' "$expected")
+    [ -z "$shadowed" ] || die "$expected: ${shadowed%; }: put the narrower line first"
+fi
 mapfile -t listed < <("$inventoryd" --list-strategies)
 redis_backed=()
 for s in "${listed[@]}"; do
@@ -1113,9 +1124,10 @@ width=$((ncells * 34 + 200))
 gnuplot <<EOF || log "gnuplot failed: no campaign.png"
 set terminal pngcairo size $width,640 font "DejaVu Sans,10"
 set output "$results/campaign.png"
-set title "Fault campaign: violating seeds per cell, with Wilson 95% intervals (green: expected safe, red: known flaw, grey: no claim)"
+set title "Fault campaign: violating seeds per cell, with Wilson 95% intervals\n(bar and dot below it: green expected safe, red known flaw, grey no claim)"
 set ylabel "violating seeds (%)"
-set yrange [0:105]
+set yrange [-5:105]
+set ytics 0, 20, 100
 set xrange [-0.7:$ncells - 0.3]
 set xtics rotate by -60 scale 0 font "DejaVu Sans,9"
 set grid ytics
@@ -1124,7 +1136,8 @@ set boxwidth 0.7
 set bmargin 14
 set rmargin 10
 plot "$dat" using 1:2:(0.7):5:xtic(6) with boxes lc rgb variable notitle, \
-     "$dat" using 1:2:3:4 with yerrorbars lc rgb "black" pt 0 lw 1.5 notitle
+     "$dat" using 1:2:3:4 with yerrorbars lc rgb "black" pt 0 lw 1.5 notitle, \
+     "$dat" using 1:(-2.5):5 with points pt 7 ps 1.2 lc rgb variable notitle
 EOF
 
 echo

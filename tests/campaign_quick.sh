@@ -15,6 +15,8 @@
 #      which is not cut), and sales from A again after.
 #   5. Two kills of one server that overlap start it again once: the
 #      second kill and its heal are skipped.
+#   And first: an expectations file with a line that an earlier line
+#   shadows (the first match decides) is refused, exit 2.
 # Needs root (network namespaces): exits 77 (skipped) otherwise.
 set -uo pipefail
 tag=campaign-test
@@ -47,6 +49,16 @@ no_namespaces() {
     [ -z "$left" ] || fail "$2: namespaces left: $left"
     log "$2: no namespace $1-* is left"
 }
+
+# ---- 0. An expectation that an earlier line shadows is refused ---------------------
+shadow=$out/shadowed.tsv
+printf '*\tfailover\tflaw\tany\nredlock\tfailover\tsafe\tthe narrower claim\n' >"$shadow"
+CAMPAIGN_EXPECTED=$shadow "$campaign" --quick --results "$out/shadow" >"$out/shadow.log" 2>&1
+rc=$?
+[ "$rc" = 2 ] && grep -q "line 2 (redlock failover) is shadowed by line 1" "$out/shadow.log" ||
+    fail "a shadowed expectation was not refused (exit $rc): $(tail -n 3 "$out/shadow.log")"
+[ ! -e "$out/shadow" ] || fail "a refused campaign wrote $out/shadow"
+log "an expectation line that an earlier one shadows is refused"
 
 # ---- 1. Ctrl-C ------------------------------------------------------------------
 # In its own process group (job control on: a job of a script without it

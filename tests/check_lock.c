@@ -101,6 +101,7 @@ struct other {
     int rc; /* of the acquire */
     int release_rc;
     int64_t took_ms; /* the acquire */
+    int64_t done_ms; /* mclock_ms() once its handle was freed */
     pthread_t thread;
 };
 
@@ -116,6 +117,7 @@ static void *other_main(void *arg) {
         o->release_rc = lock_release(l);
     }
     lock_free(l);
+    o->done_ms = mclock_ms();
     return NULL;
 }
 
@@ -751,8 +753,13 @@ START_TEST(test_a_waiter_on_another_instances_lock_keeps_no_pooled_connection) {
         freeReplyObject(r);
     }
     int get = rpool_get(pool, 50, &spare, err, sizeof(err));
+    int64_t got_ms = mclock_ms();
     other_join(&b);
     ck_assert_msg(subs == 1, "fault missed its window: the waiter never subscribed");
+    ck_assert_msg(got_ms < b.done_ms,
+                  "fault missed its window: the waiter had gone %lld ms "
+                  "before the get ended",
+                  (long long)(got_ms - b.done_ms));
     rpool_put(pool, spare);
     rpool_put(pool, held);
     ck_assert_int_eq(b.rc, LOCK_BUSY);

@@ -9,12 +9,5 @@ static int expiring_release(struct lock *l) {
     return lock_del(l);
 }
 
-const struct lock_type lock_type_expiring = {
-    .name = "expiring",
-    .family = "redis",
-    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .acquire = lock_string_acquire,
-    .release = expiring_release,
-    .abandon = lock_string_abandon,
-    .guard = lock_string_guard,
-};
+const struct lock_type lock_type_expiring =
+    LOCK_STRING_TYPE("expiring", LOCK_T_LEASED, lock_string_acquire, expiring_release, 0, NULL);

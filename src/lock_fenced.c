@@ -47,14 +47,6 @@ static void fenced_report(const struct lock *l, struct lock_report *r) {
     r->token = st->token;
 }
 
-const struct lock_type lock_type_fenced = {
-    .name = "fenced",
-    .family = "redis",
-    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .priv_size = sizeof(struct fenced_state),
-    .acquire = fenced_acquire,
-    .release = fenced_release,
-    .abandon = lock_string_abandon,
-    .report = fenced_report,
-    .guard = lock_string_guard,
-};
+const struct lock_type lock_type_fenced =
+    LOCK_STRING_TYPE("fenced", LOCK_T_LEASED, fenced_acquire, fenced_release,
+                     sizeof(struct fenced_state), fenced_report);

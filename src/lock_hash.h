@@ -51,4 +51,15 @@ void lock_redisson_suffixed(const char *key, const char *suffix, char *buf, size
 /* The unlock channel of a lock key: redisson_lock__channel:{key}. */
 void lock_hash_channel(const char *key, char *buf, size_t len);
 
+/* The table of a type whose lock is Redisson's hash (reentrant, watchdog,
+ * redisson): leased, released by hash-unlock.lua, abandoned and guarded by
+ * the owner's field. A step names its flags beyond those, its acquire, and
+ * its renew (lock_hash_renew with LOCK_T_WATCHED, else NULL). */
+#define LOCK_HASH_TYPE(name_, flags_, acquire_, renew_)                                            \
+    {                                                                                              \
+        .name = (name_), .family = "redis", .flags = LOCK_T_REDIS | LOCK_T_LEASED | (flags_),      \
+        .acquire = (acquire_), .release = lock_hash_unlock, .renew = (renew_),                     \
+        .abandon = lock_hash_abandon, .guard = lock_hash_guard,                                    \
+    }
+
 #endif

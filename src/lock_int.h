@@ -214,6 +214,18 @@ int lock_string_abandon(struct lock *l, struct lock_link *k);
 void lock_string_guard(const struct lock *l, struct lock_guard *g);
 void lock_hash_guard(const struct lock *l, struct lock_guard *g);
 
+/* The table of a type whose lock is a string key holding the owner id (the
+ * SET NX steps of the ladder, setnx-retry to fenced): the family's abandon
+ * (compare-and-delete) and guard (GET) go with the key's layout, so a step
+ * names only what it changes: flags beyond LOCK_T_REDIS, acquire, release,
+ * and its own state and report (0 and NULL when it has none). */
+#define LOCK_STRING_TYPE(name_, flags_, acquire_, release_, priv_size_, report_)                   \
+    {                                                                                              \
+        .name = (name_), .family = "redis", .flags = LOCK_T_REDIS | (flags_),                      \
+        .priv_size = (priv_size_), .acquire = (acquire_), .release = (release_),                   \
+        .abandon = lock_string_abandon, .report = (report_), .guard = lock_string_guard,           \
+    }
+
 /* Runs an abandon script (one that answers an integer) on a link:
  * LOCK_OK, or LOCK_ERR with k->errstr set. */
 int lock_link_abandon(struct lock *l, struct lock_link *k, const char *name, int numkeys, int argc,

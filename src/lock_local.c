@@ -42,7 +42,6 @@ static int local_release(struct lock *l) {
 const struct lock_type lock_type_local = {
     .name = "local",
     .family = "local",
-    .flags = 0,
     .acquire = local_acquire,
     .release = local_release,
 };

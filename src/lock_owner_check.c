@@ -19,12 +19,5 @@ static int owner_check_release(struct lock *l) {
     return lock_del(l);
 }
 
-const struct lock_type lock_type_owner_check = {
-    .name = "owner-check",
-    .family = "redis",
-    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .acquire = lock_string_acquire,
-    .release = owner_check_release,
-    .abandon = lock_string_abandon,
-    .guard = lock_string_guard,
-};
+const struct lock_type lock_type_owner_check = LOCK_STRING_TYPE(
+    "owner-check", LOCK_T_LEASED, lock_string_acquire, owner_check_release, 0, NULL);

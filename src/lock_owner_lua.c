@@ -9,12 +9,5 @@ static int owner_lua_release(struct lock *l) {
     return lock_del_owned(l);
 }
 
-const struct lock_type lock_type_owner_lua = {
-    .name = "owner-lua",
-    .family = "redis",
-    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .acquire = lock_string_acquire,
-    .release = owner_lua_release,
-    .abandon = lock_string_abandon,
-    .guard = lock_string_guard,
-};
+const struct lock_type lock_type_owner_lua =
+    LOCK_STRING_TYPE("owner-lua", LOCK_T_LEASED, lock_string_acquire, owner_lua_release, 0, NULL);

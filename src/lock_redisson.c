@@ -14,13 +14,5 @@ static int redisson_acquire(struct lock *l) {
     return lock_hash_wait(l, lock_hash_try, channel, 0);
 }
 
-const struct lock_type lock_type_redisson = {
-    .name = "redisson",
-    .family = "redis",
-    .flags = LOCK_T_REDIS | LOCK_T_LEASED | LOCK_T_WATCHED | LOCK_T_CHECKED | LOCK_T_GATED,
-    .acquire = redisson_acquire,
-    .release = lock_hash_unlock,
-    .renew = lock_hash_renew,
-    .abandon = lock_hash_abandon,
-    .guard = lock_hash_guard,
-};
+const struct lock_type lock_type_redisson = LOCK_HASH_TYPE(
+    "redisson", LOCK_T_WATCHED | LOCK_T_CHECKED | LOCK_T_GATED, redisson_acquire, lock_hash_renew);

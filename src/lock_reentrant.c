@@ -6,12 +6,4 @@
  * holder still runs, and still writes. */
 #include "lock_hash.h"
 
-const struct lock_type lock_type_reentrant = {
-    .name = "reentrant",
-    .family = "redis",
-    .flags = LOCK_T_REDIS | LOCK_T_LEASED,
-    .acquire = lock_hash_poll,
-    .release = lock_hash_unlock,
-    .abandon = lock_hash_abandon,
-    .guard = lock_hash_guard,
-};
+const struct lock_type lock_type_reentrant = LOCK_HASH_TYPE("reentrant", 0, lock_hash_poll, NULL);

@@ -35,7 +35,7 @@ static int read_try(struct lock *l, int64_t *pttl_ms) {
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
     snprintf(writer, sizeof(writer), "%s:write", l->owner);
     const char *argv[] = {l->key, prefix, lease, l->owner, writer};
-    return lock_hash_script_try(l, "rw-read-lock", 2, 5, argv, pttl_ms);
+    return lock_hash_script_try(l, "rw-lock", 2, 5, argv, pttl_ms);
 }
 
 static int read_acquire(struct lock *l) {
@@ -69,14 +69,14 @@ static int read_abandon(struct lock *l, struct lock_link *k) {
     rw_channel(l, channel, sizeof(channel));
     rw_timeout_prefix(l, prefix, sizeof(prefix));
     const char *argv[] = {l->key, channel, prefix, l->owner, "0"};
-    return lock_link_abandon(l, k, "rw-read-abandon", 3, 5, argv);
+    return lock_link_abandon(l, k, "rw-abandon", 3, 5, argv);
 }
 
 static int write_try(struct lock *l, int64_t *pttl_ms) {
     char lease[24];
     snprintf(lease, sizeof(lease), "%d", lock_lease_ms(l));
-    const char *argv[] = {l->key, lease, l->owner};
-    return lock_hash_script_try(l, "rw-write-lock", 1, 3, argv, pttl_ms);
+    const char *argv[] = {l->key, lease, l->owner, l->owner}; /* l->owner ends in ":write" */
+    return lock_hash_script_try(l, "rw-lock", 1, 4, argv, pttl_ms);
 }
 
 static int write_acquire(struct lock *l) {
@@ -103,7 +103,7 @@ static int write_abandon(struct lock *l, struct lock_link *k) {
     char channel[256];
     rw_channel(l, channel, sizeof(channel));
     const char *argv[] = {l->key, channel, l->owner, "1"};
-    return lock_link_abandon(l, k, "rw-write-abandon", 2, 4, argv);
+    return lock_link_abandon(l, k, "rw-abandon", 2, 4, argv);
 }
 
 const struct lock_type lock_type_rw_read = {

@@ -62,14 +62,6 @@ static void setnx_retry_report(const struct lock *l, struct lock_report *r) {
     r->depth = st->depth;
 }
 
-const struct lock_type lock_type_setnx_retry = {
-    .name = "setnx-retry",
-    .family = "redis",
-    .flags = LOCK_T_REDIS,
-    .priv_size = sizeof(struct retry_state),
-    .acquire = setnx_retry_acquire,
-    .release = lock_del,
-    .abandon = lock_string_abandon,
-    .report = setnx_retry_report,
-    .guard = lock_string_guard,
-};
+const struct lock_type lock_type_setnx_retry =
+    LOCK_STRING_TYPE("setnx-retry", 0, setnx_retry_acquire, lock_del, sizeof(struct retry_state),
+                     setnx_retry_report);

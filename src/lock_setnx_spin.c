@@ -7,12 +7,5 @@ static int setnx_once(struct lock *l) { return lock_set_nx(l, 0); }
 
 static int setnx_spin_acquire(struct lock *l) { return lock_poll(l, setnx_once); }
 
-const struct lock_type lock_type_setnx_spin = {
-    .name = "setnx-spin",
-    .family = "redis",
-    .flags = LOCK_T_REDIS,
-    .acquire = setnx_spin_acquire,
-    .release = lock_del,
-    .abandon = lock_string_abandon,
-    .guard = lock_string_guard,
-};
+const struct lock_type lock_type_setnx_spin =
+    LOCK_STRING_TYPE("setnx-spin", 0, setnx_spin_acquire, lock_del, 0, NULL);

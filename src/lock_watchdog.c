@@ -6,13 +6,5 @@
  * Redis master: a failover can lose the lock. */
 #include "lock_hash.h"
 
-const struct lock_type lock_type_watchdog = {
-    .name = "watchdog",
-    .family = "redis",
-    .flags = LOCK_T_REDIS | LOCK_T_LEASED | LOCK_T_WATCHED | LOCK_T_CHECKED,
-    .acquire = lock_hash_poll,
-    .release = lock_hash_unlock,
-    .renew = lock_hash_renew,
-    .abandon = lock_hash_abandon,
-    .guard = lock_hash_guard,
-};
+const struct lock_type lock_type_watchdog =
+    LOCK_HASH_TYPE("watchdog", LOCK_T_WATCHED | LOCK_T_CHECKED, lock_hash_poll, lock_hash_renew);

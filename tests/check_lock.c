@@ -377,8 +377,13 @@ START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
         {&lock_type_redisson, "hash-lock"},
         {&lock_type_setnx_spin, "\"SET\" \"" KEY "\" \""},
         {&lock_type_fenced, "fenced-lock"},
+        {&lock_type_rw_write, "rw-lock"},
+        {&lock_type_rw_read, "rw-lock"},
     };
     char hash_lock[48], fenced_lock[48], unlock_owner[48], hash_abandon[48];
+    char rw_lock[48], rw_abandon[48];
+    snprintf(rw_lock, sizeof(rw_lock), "%s", harness_script_sha(redis_port, "rw-lock"));
+    snprintf(rw_abandon, sizeof(rw_abandon), "%s", harness_script_sha(redis_port, "rw-abandon"));
     snprintf(hash_lock, sizeof(hash_lock), "%s", harness_script_sha(redis_port, "hash-lock"));
     snprintf(fenced_lock, sizeof(fenced_lock), "%s", harness_script_sha(redis_port, "fenced-lock"));
     snprintf(unlock_owner, sizeof(unlock_owner), "%s",
@@ -429,6 +434,8 @@ START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
             shape = hash_lock;
         else if (strcmp(shape, "fenced-lock") == 0)
             shape = fenced_lock;
+        else if (strcmp(shape, "rw-lock") == 0)
+            shape = rw_lock;
         long acquired = line_with(log, -1, shape, rep.owner);
         if (acquired < 0) fprintf(stderr, "%s", log);
         ck_assert_msg(acquired >= 0,
@@ -454,11 +461,21 @@ START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
          * acquire, and nothing is held. */
         long released = line_with(log, acquired, rep.owner, unlock_owner);
         if (released < 0) released = line_with(log, acquired, rep.owner, hash_abandon);
+        if (released < 0) released = line_with(log, acquired, rep.owner, rw_abandon);
         if (released <= acquired) fprintf(stderr, "%s", log);
         ck_assert_msg(released > acquired, "%s: no checked release of the owner after the acquire",
                       name);
         free(log);
         ck_assert_msg(key_exists() == 0, "%s: an orphan hold was left", name);
+        /* A read hold also has its lease key ({key}:owner:rwlock_timeout:1). */
+        redisContext *q = redisConnect("127.0.0.1", redis_port);
+        ck_assert(q && !q->err);
+        redisReply *left = redisCommand(q, "KEYS *rwlock_timeout*");
+        ck_assert_msg(left && left->type == REDIS_REPLY_ARRAY && left->elements == 0,
+                      "%s: a read hold's lease key was left: %s", name,
+                      left && left->elements ? left->element[0]->str : "?");
+        freeReplyObject(left);
+        redisFree(q);
         struct lock *b = lock_new(core, cases[i].type, KEY);
         ck_assert_int_eq(lock_acquire(b), LOCK_OK);
         ck_assert_int_eq(lock_release(b), LOCK_OK);

@@ -1013,14 +1013,20 @@
     });
   }
 
-  function renderMatrix() {
-    const box = $('matrix');
+  /* Empties the view's box; when its results file is missing, says which
+   * script writes it there (what, in brackets, it runs) and returns null. */
+  function resultsBox(id, csv, file, script, what) {
+    const box = $(id);
     box.textContent = '';
-    if (!S.matrix) {
-      box.append(h('p', { class: 'hint' }, 'No results/matrix.csv beside this instance: scripts/matrix.sh (every strategy under every ' +
-        'fault) writes it there; this view shows it when the file exists.'));
-      return;
-    }
+    if (csv) return box;
+    box.append(h('p', { class: 'hint' }, `No results/${file} beside this instance: ${script} (${what}) writes it there; ` +
+      'this view shows it when the file exists.'));
+    return null;
+  }
+
+  function renderMatrix() {
+    const box = resultsBox('matrix', S.matrix, 'matrix.csv', 'scripts/matrix.sh', 'every strategy under every fault');
+    if (!box) return;
     const hd = S.matrix.header, ix = (k) => hd.indexOf(k);
     if (ix('strategy') < 0 || ix('nemesis') < 0 || ix('verdict') < 0) { box.append(csvTable(S.matrix)); return; }
     /* scripts/matrix.sh's long form (one row per strategy and fault), as a
@@ -1072,12 +1078,9 @@
    * counterexample (results/campaign-counterexample.json) on a timeline of
    * the holds, as the lab draws them. */
   function renderCampaigns() {
-    const box = $('campaign');
-    box.textContent = '';
-    if (!S.campaign) {
-      box.append(h('p', { class: 'hint' }, 'No results/campaign.csv beside this instance: scripts/campaign.sh (seeded ' +
-        'random faults, many runs per strategy and mix) writes it there; this view shows it when the file exists.'));
-    } else {
+    const box = resultsBox('campaign', S.campaign, 'campaign.csv', 'scripts/campaign.sh',
+      'seeded random faults, many runs per strategy and mix');
+    if (box) {
       const hd = S.campaign.header, ix = (k) => hd.indexOf(k);
       const need = ['strategy', 'mix', 'seeds', 'violating_seeds', 'rate', 'ci_low', 'ci_high', 'covered_seeds'];
       if (need.some((k) => ix(k) < 0)) box.append(csvTable(S.campaign));

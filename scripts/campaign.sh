@@ -348,6 +348,7 @@ cleanup() {
     finish_work
 }
 
+net_sweep || log "some namespaces of a run that is gone could not be removed (ip netns list)"
 net_init "$net_prefix_want" 1 || die "could not make the hub namespace $net_prefix_want-hub"
 for nh in cli:10 a:21 b:22 r:31 rr:32 sen:33 m0:41 m1:42 m2:43; do
     net_node "${nh%%:*}" "${nh#*:}" || fail "could not make the namespace for ${nh%%:*}"

@@ -18,6 +18,16 @@
 # the run (net_init), so that runs of other users never collide; a veth is
 # "v-NODE" inside the hub (the names inside a namespace are its own).
 #
+# A run that is killed outright (SIGKILL, a lost machine session) runs no
+# trap, and would leave its namespaces and the processes inside them. So
+# each run records itself before it makes anything: a file named after its
+# prefix in $NET_RUNS_DIR (/run/inventoryd-net) holding the pid and the
+# start time of its script. net_sweep, called by the next run, removes what
+# a recorded run that is gone left: it kills the processes inside that
+# run's namespaces (by the pids `ip netns pids` lists), deletes the
+# namespaces and the record. A run still alive, or a namespace of no
+# record, is never touched.
+#
 # State shared with the script: net_prefix, net_sub (the third octet),
 # net_nodes (the nodes made, in order), NET_HOST[NODE] (the host byte).
 # Needs root, ip (iproute2) and nft (nftables).
@@ -26,6 +36,45 @@ net_prefix=
 net_sub=
 net_nodes=()
 declare -A NET_HOST=()
+net_runs_dir=${NET_RUNS_DIR:-/run/inventoryd-net}
+
+# net_started PID: the process's start time (field 22 of /proc/PID/stat,
+# after the command's parentheses), on stdout; nothing when it is gone.
+net_started() {
+    local stat f
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+    read -r -a f <<<"${stat##*) }"
+    echo "${f[19]}"
+}
+
+# net_sweep: removes what every recorded run that is gone left (see above),
+# and says so on stderr, a line a run. Returns 1 when something could not be
+# removed.
+net_sweep() {
+    local f prefix pid start ns p rc=0
+    [ -d "$net_runs_dir" ] || return 0
+    for f in "$net_runs_dir"/*; do
+        [ -f "$f" ] || continue
+        prefix=${f##*/}
+        read -r pid start <"$f"
+        [ -n "$pid" ] && [ "$(net_started "$pid")" = "$start" ] && continue
+        for ns in $(net_list "$prefix"); do
+            for p in $(ip netns pids "$ns" 2>/dev/null); do
+                kill -CONT "$p" 2>/dev/null
+                kill -KILL "$p" 2>/dev/null
+            done
+            ip netns delete "$ns" 2>/dev/null || rc=1
+        done
+        if [ -z "$(net_list "$prefix")" ]; then
+            rm -f "$f"
+            echo "net: removed the namespaces of $prefix, a run that is gone (pid ${pid:-?}), and the processes in them" >&2
+        else
+            echo "net: could not remove $(net_list "$prefix" | tr '\n' ' ')" >&2
+            rc=1
+        fi
+    done
+    return $rc
+}
 
 # net_init PREFIX [SUB]: the hub namespace and its bridge; sets net_prefix
 # and net_sub (the third octet of 10.251.SUB.0/24, 1 unless given). Fails
@@ -39,6 +88,7 @@ net_init() {
         echo "net: namespaces named $net_prefix-* exist already" >&2
         return 1
     fi
+    mkdir -p "$net_runs_dir" && echo "$$ $(net_started $$)" >"$net_runs_dir/$net_prefix" || return 1
     ip netns add "$net_prefix-hub" &&
         ip -n "$net_prefix-hub" link add br0 type bridge &&
         ip -n "$net_prefix-hub" link set br0 up &&
@@ -154,5 +204,6 @@ net_down() {
     local ns
     [ -n "$net_prefix" ] || return 0
     for ns in $(net_list); do ip netns delete "$ns" 2>/dev/null; done
-    [ -z "$(net_list)" ]
+    [ -z "$(net_list)" ] || return 1
+    rm -f "$net_runs_dir/$net_prefix"
 }

@@ -15,6 +15,9 @@
 #      which is not cut), and sales from A again after.
 #   5. Two kills of one server that overlap start it again once: the
 #      second kill and its heal are skipped.
+#   6. A campaign killed outright (SIGKILL: no trap runs) leaves its
+#      namespaces and the processes in them; the next campaign removes
+#      them (and only them: a live run's record is kept), and says so.
 #   And first: an expectations file with a line that an earlier line
 #   shadows (the first match decides) is refused, exit 2.
 # Needs root (network namespaces): exits 77 (skipped) otherwise.
@@ -30,9 +33,13 @@ if [ "$(id -u)" != 0 ]; then
     exit 77
 fi
 out=$(mktemp -d /tmp/inventoryd-campaign-test.XXXXXX)
+# The runs' records (scripts/lib-net.sh) of this test's campaigns only.
+export NET_RUNS_DIR=$out/runs
 bgpid=
+live=
 cleanup() {
     [ -n "$bgpid" ] && kill -TERM "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
+    [ -n "$live" ] && ip netns delete "$live-hub" 2>/dev/null
     [ "${failed:-0}" = 1 ] && echo "$tag: kept $out" >&2 || rm -rf "$out"
 }
 trap cleanup EXIT
@@ -215,4 +222,44 @@ if grep -q 'Address already in use' "$run/logs/redis-r.log"; then
 fi
 no_namespaces "$(prefix_of "$out/kill.log")" "after the kills' replay"
 log "two overlapping kills of Redis: the second and its heal were skipped, Redis started once"
+
+# ---- 6. a campaign killed outright ---------------------------------------------------
+# A live run's record (this test's own pid and start time) and its hub: the
+# sweep must leave both.
+. "$root/scripts/lib-net.sh"
+live=cg$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+ip netns add "$live-hub" || fail "could not make $live-hub"
+echo "$$ $(net_started $$)" >"$NET_RUNS_DIR/$live"
+"$campaign" --replay "$out/kill" --out "$out/killed" >"$out/killed.log" 2>&1 &
+bgpid=$!
+for _ in $(seq 1 300); do
+    [ -s "$out/killed/told-a" ] && break
+    kill -0 "$bgpid" 2>/dev/null || fail "the campaign to kill ended first: $(tail -5 "$out/killed.log")"
+    sleep 0.1
+done
+dead=$(prefix_of "$out/killed.log")
+kill -KILL "$bgpid"
+wait "$bgpid" 2>/dev/null
+bgpid=
+# The fault: what the killed run made is still there, processes inside.
+[ -n "$dead" ] && [ -n "$(net_list "$dead")" ] || fail "the killed campaign left no namespace to sweep"
+[ -f "$NET_RUNS_DIR/$dead" ] || fail "the killed campaign left no record of itself"
+inside=$(for ns in $(net_list "$dead"); do ip netns pids "$ns"; done | tr '\n' ' ')
+[ -n "${inside// /}" ] || fail "no process was left inside the killed campaign's namespaces"
+log "a campaign killed outright left $(net_list "$dead" | wc -l) namespaces $dead-* and processes $inside"
+# The next campaign sweeps them.
+"$campaign" --replay "$out/kill" --out "$out/after" >"$out/after.log" 2>&1 ||
+    fail "the campaign after the killed one failed: $(tail -5 "$out/after.log")"
+grep -q "net: removed the namespaces of $dead, a run that is gone" "$out/after.log" ||
+    fail "the next campaign did not say it removed $dead-*: $(head -5 "$out/after.log")"
+no_namespaces "$dead" "after the next campaign"
+[ ! -f "$NET_RUNS_DIR/$dead" ] || fail "the record of the killed run is left"
+for p in $inside; do
+    kill -0 "$p" 2>/dev/null && fail "process $p of the killed campaign still runs: $(tr '\0' ' ' </proc/"$p"/cmdline)"
+done
+[ -n "$(net_list "$live")" ] && [ -f "$NET_RUNS_DIR/$live" ] || fail "the sweep removed a live run's $live-*"
+ip netns delete "$live-hub"
+live=
+no_namespaces "$(prefix_of "$out/after.log")" "after the sweeping campaign"
+log "the next campaign removed what the killed one left, and kept a live run's namespaces"
 log "PASS"

@@ -58,6 +58,10 @@ net_sweep() {
         prefix=${f##*/}
         read -r pid start <"$f"
         [ -n "$pid" ] && [ "$(net_started "$pid")" = "$start" ] && continue
+        if [ -z "$(net_list "$prefix")" ]; then
+            rm -f "$f" # it was gone before it could remove its record: nothing left
+            continue
+        fi
         for ns in $(net_list "$prefix"); do
             for p in $(ip netns pids "$ns" 2>/dev/null); do
                 kill -CONT "$p" 2>/dev/null

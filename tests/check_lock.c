@@ -468,14 +468,11 @@ START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
         free(log);
         ck_assert_msg(key_exists() == 0, "%s: an orphan hold was left", name);
         /* A read hold also has its lease key ({key}:owner:rwlock_timeout:1). */
-        redisContext *q = redisConnect("127.0.0.1", redis_port);
-        ck_assert(q && !q->err);
-        redisReply *left = redisCommand(q, "KEYS *rwlock_timeout*");
+        redisReply *left = harness_redis(redis_port, "KEYS *rwlock_timeout*");
         ck_assert_msg(left && left->type == REDIS_REPLY_ARRAY && left->elements == 0,
                       "%s: a read hold's lease key was left: %s", name,
                       left && left->elements ? left->element[0]->str : "?");
         freeReplyObject(left);
-        redisFree(q);
         struct lock *b = lock_new(core, cases[i].type, KEY);
         ck_assert_int_eq(lock_acquire(b), LOCK_OK);
         ck_assert_int_eq(lock_release(b), LOCK_OK);

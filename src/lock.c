@@ -135,6 +135,7 @@ static void cleanups_clear(struct lock *l) {
 }
 
 static void lock_destroy(struct lock *l) {
+    lock_carry_end(l, 0);
     replies_clear(l);
     cleanups_clear(l);
     free(l);
@@ -148,6 +149,31 @@ void lock_set_wait(struct lock *l, int wait_ms) { l->wait_ms = wait_ms; }
 
 void lock_carry(struct lock *l, const char *key) {
     snprintf(l->carry_key, sizeof(l->carry_key), "%s", key);
+}
+
+void lock_carry_try(struct lock *l) { l->carry_try = 1; }
+
+void lock_carry_end(struct lock *l, int granted) {
+    redisReply *g = l->carry_reply;
+    l->carry_reply = NULL;
+    l->carry_try = 0;
+    if (!g) return;
+    if (granted && g->type == REDIS_REPLY_NIL) {
+        l->carried = 2;
+    } else if (granted && g->type == REDIS_REPLY_STRING && g->len < sizeof(l->carried_value)) {
+        memcpy(l->carried_value, g->str, g->len);
+        l->carried_value[g->len] = '\0';
+        l->carried = 1;
+    } /* else (an error, a value too long): the holder reads for itself */
+    freeReplyObject(g);
+}
+
+/* Whether the carried key's GET rides behind the command about to go out
+ * (see lock_carry_try). */
+static int carry_rides(const struct lock *l) {
+    if (!l->carry_try || !l->carry_key[0] || l->holds > 0 || !l->core->pool) return 0;
+    const char *cluster = rpool_options(l->core->pool)->cluster_nodes;
+    return !cluster || !cluster[0];
 }
 
 int lock_carried(const struct lock *l, const char **value) {
@@ -386,7 +412,8 @@ static int cleanups_due(const struct lock *l) { return l->holds == 0 && l->nclea
  * move). NULL on a lost reply (l->unknown set) or when no connection could
  * be had (the command did not run). */
 static redisReply *command_send(struct lock *l, const char *cmd, size_t len, const char *what) {
-    int hops = 0;
+    int hops = 0, carry = carry_rides(l);
+    lock_carry_end(l, 0);
     for (;;) {
         if (!lock_conn(l)) return NULL;
         int ncleanup = cleanups_due(l) ? cleanups_append(l, l->c) : 0;
@@ -394,8 +421,19 @@ static redisReply *command_send(struct lock *l, const char *cmd, size_t len, con
             snprintf(l->errstr, sizeof(l->errstr), "%s: out of memory", what);
             return NULL;
         }
+        if (carry && redisAppendCommand(l->c, "GET %s", l->carry_key) != REDIS_OK) {
+            snprintf(l->errstr, sizeof(l->errstr), "%s: out of memory", what);
+            conn_drop(l); /* the try must not go out with the next command */
+            return NULL;
+        }
         redisReply *r = command_finish(l, ncleanup, what);
-        if (!r || ncleanup) return r;
+        if (r && carry && redisGetReply(l->c, (void **)&l->carry_reply) != REDIS_OK) {
+            freeReplyObject(r);
+            l->unknown = 1;
+            lock_fail(l, NULL, "GET of the carried key");
+            return NULL;
+        }
+        if (!r || ncleanup || carry) return r; /* (carrying: never in cluster mode) */
         struct rpool *pool = l->pool;
         int f = rpool_follow(l->core->pool, r, &hops, &pool, &l->c, l->core->pool_wait_ms,
                              l->errstr, sizeof(l->errstr));
@@ -432,7 +470,8 @@ redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
     redisReply *r = command_send(l, cmd, (size_t)len, name);
     redisFreeCommand(cmd);
     if (script_missing(r)) {
-        /* It did not run (SCRIPT FLUSH): loaded, and run once more. */
+        /* It did not run (SCRIPT FLUSH): loaded, and run once more, alone. */
+        lock_carry_end(l, 0); /* a GET that rode behind it read before any grant */
         freeReplyObject(r);
         char err[128];
         r = script_run(l->c, name, numkeys, argc, argv, NULL, err, sizeof(err));
@@ -480,12 +519,14 @@ int lock_set_nx(struct lock *l, int ttl_ms) {
     int rc = lock_try_conn(l);
     if (rc != LOCK_OK) return rc;
     l->attempts++;
+    lock_carry_try(l);
     redisReply *r = ttl_ms > 0 ? lock_command(l, "SET %s %s NX PX %d", l->key, l->owner, ttl_ms)
                                : lock_command(l, "SET %s %s NX", l->key, l->owner);
     if (!r || r->type == REDIS_REPLY_ERROR)
         rc = lock_fail(l, r, "SET NX");
     else
         rc = r->type == REDIS_REPLY_STATUS ? LOCK_OK : LOCK_BUSY;
+    lock_carry_end(l, rc == LOCK_OK);
     freeReplyObject(r);
     return rc;
 }

@@ -58,7 +58,11 @@
  * script needs; lock_append_release appends it, after the cleanups), and
  * the release sends no command of its own. Such a type may also carry a
  * value with the lock (lock_carry): each grant hands the next holder the
- * value of one key as it was when granted, so the holder reads nothing. */
+ * value of one key as it was when granted, so the holder reads nothing.
+ * The string and hash types carry it too: a GET of the key rides right
+ * behind each try, in the same write, and a granted try hands its value
+ * to the hold (not in cluster mode, where the two keys may be on two
+ * masters). */
 #ifndef INVENTORYD_LOCK_H
 #define INVENTORYD_LOCK_H
 
@@ -282,10 +286,13 @@ int lock_flush(struct lock *l);
  * sent). Owned by the handle. */
 const struct redisReply *lock_reply(const struct lock *l, int i);
 
-/* The key whose value travels with the lock, for the types that carry one
- * (handoff): each grant hands over its value, read in Redis as the lock
- * was granted. Set before lock_acquire; the other types ignore it. key is
- * copied; at most 127 bytes. */
+/* The key whose value travels with the lock, for the types that carry one:
+ * each grant hands over its value, read in Redis as the lock was granted
+ * (handoff: by the script that grants it; the string and hash types: by a
+ * GET sent right behind the try, on its connection, so Redis runs it after
+ * the try, and its reply is kept only when the try was granted; not
+ * in cluster mode). Set before lock_acquire; Redlock and the in-process
+ * types ignore it. key is copied; at most 127 bytes. */
 void lock_carry(struct lock *l, const char *key);
 
 /* The carried key's value as the current hold's grant handed it over: 1

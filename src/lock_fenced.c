@@ -21,6 +21,7 @@ static int fenced_once(struct lock *l) {
     snprintf(ttl, sizeof(ttl), "%d", lock_lease_ms(l));
     const char *argv[] = {l->key, fence, l->owner, ttl};
     l->attempts++;
+    lock_carry_try(l);
     redisReply *r = lock_script(l, "fenced-lock", 2, 4, argv);
     if (!r) return LOCK_ERR;
     if (r->type != REDIS_REPLY_INTEGER) {
@@ -31,6 +32,7 @@ static int fenced_once(struct lock *l) {
     } else {
         rc = LOCK_BUSY;
     }
+    lock_carry_end(l, rc == LOCK_OK);
     freeReplyObject(r);
     return rc;
 }

@@ -12,6 +12,7 @@ int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int ar
     int rc = lock_try_conn(l);
     if (rc != LOCK_OK) return rc;
     l->attempts++;
+    lock_carry_try(l);
     redisReply *r = lock_script(l, script, numkeys, argc, argv);
     if (!r) return LOCK_ERR;
     if (r->type == REDIS_REPLY_NIL) {
@@ -22,6 +23,7 @@ int lock_hash_script_try(struct lock *l, const char *script, int numkeys, int ar
     } else {
         rc = lock_fail(l, r, script);
     }
+    lock_carry_end(l, rc == LOCK_OK);
     freeReplyObject(r);
     return rc;
 }

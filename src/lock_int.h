@@ -135,6 +135,11 @@ struct lock {
     char carry_key[128];
     int carried; /* 0: none; 1: carried_value; 2: the key did not exist */
     char carried_value[64];
+    /* The string and hash types: the next command is a try that a GET of
+     * the carried key rides behind (lock_carry_try), and that GET's reply
+     * until the try's outcome is known. */
+    int carry_try;
+    redisReply *carry_reply;
 
     /* The holder's pipeline (lock_append) and cleanups (lock_cleanup). */
     int releasing; /* 1 + the reply index of an appended script that
@@ -171,6 +176,17 @@ redisReply *lock_command(struct lock *l, const char *fmt, ...);
 
 /* Runs an embedded script on l->c the same way. */
 redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc, const char **argv);
+
+/* The next lock_command or lock_script is a try for the lock: unless the
+ * handle already holds it, or is in cluster mode (the lock's key and the
+ * carried one may be on two masters, and move one by one), a GET of the
+ * carried key (lock_carry) goes out right behind it in the same write, and
+ * is read after it: were the try's reply or the GET's lost, the command
+ * answers NULL with l->unknown set. Then lock_carry_end(l, granted): a
+ * granted try hands its GET's reply to the hold (lock_carried), so the
+ * holder's critical section needs no read of its own; another drops it. */
+void lock_carry_try(struct lock *l);
+void lock_carry_end(struct lock *l, int granted);
 
 /* Sets l->errstr from reply (an error reply) or l->c; returns LOCK_ERR.
  * Either may be NULL. */

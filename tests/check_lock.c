@@ -290,6 +290,136 @@ END_TEST
  * 100 ms, so that an unsubscribe a few hundred ms early cannot hide in a
  * late return either (a loaded machine may return late: up to three
  * tries). */
+#define CARRIED "check-lock-stock"
+
+static long find_at(const char *log, const char *needle, long from);
+static long line_with(const char *log, long from, const char *a, const char *b);
+
+/* The start of the line of log holding offset `at` (-1: -1). */
+static long line_of(const char *log, long at) {
+    while (at > 0 && log[at - 1] != '\n') at--;
+    return at;
+}
+
+/* The line of log before offset `at` that a client sent (not a script);
+ * -1 if none. */
+static long client_line_before(const char *log, long at) {
+    long found = -1;
+    for (long p = 0; p >= 0 && p < at;) {
+        double ts;
+        char addr[64];
+        const char *cmd;
+        if (harness_monitor_parse(log + p, &ts, addr, sizeof(addr), &cmd) == 0 &&
+            strcmp(addr, "lua") != 0)
+            found = p;
+        long next = find_at(log, "\n", p);
+        p = next < 0 ? -1 : next + 1;
+    }
+    return found;
+}
+
+/* lock_carry, for the string and hash types: the GET of the carried key
+ * rides right behind the try that takes the lock (so it reads under the
+ * lock, in the same write, and the holder reads nothing), and the value is
+ * handed to the hold only when that try was granted. A busy try's GET is
+ * dropped, a missing key is carried as missing, the GET that rode behind a
+ * script Redis no longer knew (it did not run; it is sent again alone) is
+ * not carried, and Redlock (its lock lives on the masters) carries none. */
+START_TEST(test_a_granted_try_carries_the_value_it_read_right_behind_it) {
+    for (int i = 0; i < NCONTRACTS; i++) {
+        const struct lock_type *t = contracts[i].type;
+        const char *name = lock_type_name(t);
+        int rides = t != &lock_type_redlock;
+        /* Every script back in Redis, after the last type's SCRIPT FLUSH. */
+        const char *scripts[] = {"hash-lock",    "fenced-lock", "rw-lock",
+                                 "unlock-owner", "hash-unlock", "rw-write-unlock"};
+        for (size_t j = 0; j < sizeof(scripts) / sizeof(scripts[0]); j++)
+            ck_assert_str_ne(harness_script_sha(redis_port, scripts[j]), "");
+        freeReplyObject(harness_redis(redis_port, "SET %s 42", CARRIED));
+        struct lock *a = lock_new(core, t, KEY);
+        lock_carry(a, CARRIED);
+        struct lock_report rep;
+        lock_report(a, &rep);
+        struct harness_monitor *m = harness_monitor_start(redis_port);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        const char *v = NULL;
+        int carried = lock_carried(a, &v);
+        char *log = harness_monitor_stop(m);
+        ck_assert_ptr_nonnull(log);
+        if (!rides) {
+            ck_assert_msg(carried == 0, "%s: carried a value its lock did not read", name);
+            ck_assert_int_eq(lock_release(a), LOCK_OK);
+            lock_free(a);
+            free(log);
+            continue;
+        }
+        ck_assert_msg(carried == 1 && v && strcmp(v, "42") == 0, "%s: carried %d '%s', not 42",
+                      name, carried, v ? v : "(null)");
+        /* In Redis: the GET came on the try's connection, right after the
+         * try that took the lock (owner id in it). */
+        long got = line_of(log, find_at(log, "\"GET\" \"" CARRIED "\"", 0));
+        long before = got > 0 ? client_line_before(log, got) : -1;
+        if (before < 0 || line_with(log, before - 1, rep.owner, "\"") != before)
+            fprintf(stderr, "%s", log);
+        ck_assert_msg(got > 0 && before >= 0, "%s: no GET of the carried key after a try", name);
+        ck_assert_msg(line_with(log, before - 1, rep.owner, "\"") == before,
+                      "%s: the GET did not follow the try that took the lock", name);
+        char addr_try[64], addr_get[64];
+        double ts;
+        const char *cmd;
+        ck_assert_int_eq(harness_monitor_parse(log + before, &ts, addr_try, sizeof(addr_try), &cmd),
+                         0);
+        ck_assert_int_eq(harness_monitor_parse(log + got, &ts, addr_get, sizeof(addr_get), &cmd),
+                         0);
+        ck_assert_msg(strcmp(addr_try, addr_get) == 0, "%s: the GET went on another connection",
+                      name);
+        free(log);
+        ck_assert_int_eq(lock_release(a), LOCK_OK);
+
+        /* A missing key is carried as missing. */
+        freeReplyObject(harness_redis(redis_port, "DEL %s", CARRIED));
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        ck_assert_msg(lock_carried(a, &v) == 1 && v == NULL,
+                      "%s: a missing key was not carried as missing", name);
+        ck_assert_int_eq(lock_release(a), LOCK_OK);
+
+        /* A busy try carries nothing; the try that then takes the lock
+         * carries what it read. */
+        freeReplyObject(harness_redis(redis_port, "SET %s 42", CARRIED));
+        struct lock *b = lock_new(core, t, KEY);
+        ck_assert_int_eq(lock_acquire(b), LOCK_OK);
+        lock_set_wait(a, 50);
+        ck_assert_int_eq(lock_acquire(a), LOCK_BUSY);
+        ck_assert_msg(lock_carried(a, &v) == 0, "%s: a busy try carried a value", name);
+        freeReplyObject(harness_redis(redis_port, "SET %s 41", CARRIED));
+        ck_assert_int_eq(lock_release(b), LOCK_OK);
+        lock_free(b);
+        lock_set_wait(a, WAIT_MS);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        ck_assert_msg(lock_carried(a, &v) == 1 && v && strcmp(v, "41") == 0,
+                      "%s: carried '%s' after the busy try, not 41", name, v ? v : "(null)");
+        ck_assert_int_eq(lock_release(a), LOCK_OK);
+
+        /* The try is a script Redis has forgotten: NOSCRIPT, then loaded
+         * and sent again alone. The GET behind the first send read before
+         * any grant: not carried. */
+        freeReplyObject(harness_redis(redis_port, "SCRIPT FLUSH"));
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        int after_flush = lock_carried(a, &v);
+        ck_assert_int_eq(lock_release(a), LOCK_OK);
+        lock_free(a);
+        /* (SET NX is no script: it carries as before.) */
+        int scripted = t != &lock_type_setnx_retry && t != &lock_type_setnx_spin &&
+                       t != &lock_type_expiring && t != &lock_type_owner_check &&
+                       t != &lock_type_owner_lua;
+        ck_assert_msg(after_flush == !scripted,
+                      "%s: after SCRIPT FLUSH, carried %d (the GET %s before the grant)", name,
+                      after_flush, scripted ? "ran" : "did not run");
+    }
+}
+END_TEST
+
 START_TEST(test_an_unlock_channel_nobody_waits_on_is_unsubscribed_after_2_s) {
     const char *other = "b983c153-7421-469a-addb-44fb92259a1b:1";
     const char *channel = "redisson_lock__channel:{" KEY "}";
@@ -359,7 +489,8 @@ static void pool_warm(int n) {
 }
 
 /* Redis sleeps through the acquire's reply (DEBUG SLEEP), so the client
- * times out not knowing whether it was granted; it was. The test first
+ * times out not knowing whether it was granted; it was. (So was the GET of
+ * the carried key that rode behind it: both replies are lost.) The test first
  * proves the fault: in what Redis ran (MONITOR, which does not show DEBUG),
  * the acquire itself, carrying this handle's owner id, ran more than the
  * client's 200 ms after it was sent, and the client had waited those
@@ -394,6 +525,7 @@ START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
         const char *name = lock_type_name(cases[i].type);
         pool_warm(4);
         struct lock *a = lock_new(core, cases[i].type, KEY);
+        lock_carry(a, CARRIED); /* as a sale does: the GET rides behind the try */
         struct lock_report rep;
         lock_report(a, &rep);
         struct harness_monitor *m = harness_monitor_start(redis_port);
@@ -449,6 +581,11 @@ START_TEST(test_a_lost_acquire_reply_leaves_no_hold_behind) {
             ran_s * 1e6 >= (double)sent_wall_us + 200e3,
             "%s: fault missed its window: Redis ran the acquire %.0f ms after it was sent", name,
             (ran_s * 1e6 - (double)sent_wall_us) / 1e3);
+        /* Both replies were lost: the try's, and the carried key's GET's,
+         * which rode right behind it. */
+        long carried_get = line_of(log, find_at(log, "\"GET\" \"" CARRIED "\"", acquired));
+        ck_assert_msg(carried_get > acquired && client_line_before(log, carried_get) == acquired,
+                      "%s: the carried key's GET did not ride behind the lost try", name);
         long loaded = find_at(log, "\"SCRIPT\" \"LOAD\"", 0);
         ck_assert_msg(loaded < 0 || loaded > acquired, "%s: a SCRIPT LOAD ran before the acquire",
                       name);
@@ -797,6 +934,7 @@ Suite *lock_suite(void) {
     tcase_add_test(contract,
                    test_a_checked_lease_refuses_the_commit_once_renewals_cannot_reach_redis);
     tcase_add_test(contract, test_an_unlock_channel_nobody_waits_on_is_unsubscribed_after_2_s);
+    tcase_add_test(contract, test_a_granted_try_carries_the_value_it_read_right_behind_it);
     suite_add_tcase(s, contract);
     TCase *faults = tcase_create("Faults");
     tcase_add_checked_fixture(faults, setup, teardown);

@@ -452,6 +452,7 @@ redisReply *lock_command(struct lock *l, const char *fmt, ...) {
     va_end(ap);
     if (len < 0) {
         snprintf(l->errstr, sizeof(l->errstr), "out of memory");
+        l->carry_try = 0; /* nothing was sent */
         return NULL;
     }
     redisReply *r = command_send(l, cmd, (size_t)len, fmt);
@@ -465,6 +466,7 @@ redisReply *lock_script(struct lock *l, const char *name, int numkeys, int argc,
     long long len = script_format(&cmd, name, numkeys, argc, argv, NULL);
     if (len < 0) {
         snprintf(l->errstr, sizeof(l->errstr), "%s: cannot build the command", name);
+        l->carry_try = 0; /* nothing was sent */
         return NULL;
     }
     redisReply *r = command_send(l, cmd, (size_t)len, name);

@@ -381,11 +381,23 @@ int lock_fail(struct lock *l, const redisReply *reply, const char *what) {
     return LOCK_ERR;
 }
 
+static void gate_leave(struct lock *l);
+
 /* Sends what is appended to l->c (the holder's pipeline and, on the last
  * release, its cleanups), then reads those replies and the command's own.
- * NULL with l->unknown set on a lost reply. */
+ * The last release of a gated lock passes the gate on as soon as it is
+ * written: the next thread's try then goes out while this one waits for
+ * its answer, and Redis, which runs what one connection sent in order,
+ * most often runs the release first (if not, the try is busy and waits
+ * for the unlock message, as any waiter would: Redis decides who holds,
+ * never the gate). NULL with l->unknown set on a lost reply. */
 static redisReply *command_finish(struct lock *l, int ncleanup, const char *what) {
     l->sent_us = mclock_us();
+    if (l->gate_at_send) {
+        int done = 0;
+        while (!done && redisBufferWrite(l->c, &done) == REDIS_OK) {}
+        lock_gate_pass(l);
+    }
     void *r = NULL;
     if (pipeline_read(l, ncleanup) < 0 || redisGetReply(l->c, &r) != REDIS_OK) {
         l->unknown = 1;
@@ -623,6 +635,13 @@ static void gate_leave(struct lock *l) {
     waitq_leave(l->core->gates, &l->gate);
 }
 
+void lock_gate_pass(void *arg) {
+    struct lock *l = arg;
+    if (!l->gate_at_send) return;
+    l->gate_at_send = 0;
+    gate_leave(l);
+}
+
 /* Takes l back from the watchdog, once. */
 static void unwatch(struct lock *l) {
     if (!l->watching) return;
@@ -775,7 +794,9 @@ int lock_release(struct lock *l) {
     }
     if (l->holds == 1) unwatch(l);
     l->holds--;
+    l->gate_at_send = l->holds == 0 && l->gated;
     int rc = l->type->release(l);
+    l->gate_at_send = 0;
     if (rc == LOCK_ERR) {
         l->holds++;
         give_up(l);

@@ -115,6 +115,8 @@ struct lock {
 
     struct waitq_node gate; /* its place in the gate */
     int gated; /* it holds the gate */
+    int gate_at_send; /* the command being sent ends the last hold: the gate
+                         passes on once it is written, not once answered */
 
     int64_t acquired_us; /* when the outermost acquire returned */
     int64_t granted_wall_us;
@@ -191,6 +193,11 @@ void lock_carry_end(struct lock *l, int granted);
 /* Sets l->errstr from reply (an error reply) or l->c; returns LOCK_ERR.
  * Either may be NULL. */
 int lock_fail(struct lock *l, const redisReply *reply, const char *what);
+
+/* The command that ends l's last hold has been written (not answered yet):
+ * a gated lock passes its gate on now, so the next thread's try goes out
+ * behind it. Does nothing otherwise. Takes a struct lock *. */
+void lock_gate_pass(void *l);
 
 /* Gives l->c back to the pool: a waiter holds no connection. */
 void lock_park(struct lock *l);

@@ -64,7 +64,7 @@ static int give_back(struct lock *l, const int *which, int *unanswered, struct l
     int ours = 0;
     if (l->holds == 0) {
         const char *argv[] = {l->key, channel, l->owner, "0"};
-        redlock_round(rl, legs, "hash-abandon", 2, 4, argv);
+        redlock_round_then(rl, legs, "hash-abandon", 2, 4, argv, lock_gate_pass, l);
     } else {
         const char *argv[] = {l->key, channel, "0", lease, l->owner};
         redlock_round(rl, legs, "hash-unlock", 2, 5, argv);

@@ -247,6 +247,11 @@ void redlock_legs_close(struct redlock *rl, struct redlock_leg *legs, struct loc
 
 void redlock_round(struct redlock *rl, struct redlock_leg *legs, const char *script, int numkeys,
                    int argc, const char **argv) {
+    redlock_round_then(rl, legs, script, numkeys, argc, argv, NULL, NULL);
+}
+
+void redlock_round_then(struct redlock *rl, struct redlock_leg *legs, const char *script,
+                        int numkeys, int argc, const char **argv, void (*sent)(void *), void *arg) {
     for (int i = 0; i < rl->n; i++) {
         struct redlock_leg *g = &legs[i];
         if (!g->c || g->c->err || g->skip) continue;
@@ -259,6 +264,7 @@ void redlock_round(struct redlock *rl, struct redlock_leg *legs, const char *scr
         while (g->sent && !done)
             if (redisBufferWrite(g->c, &done) != REDIS_OK) break;
     }
+    if (sent) sent(arg);
     for (int i = 0; i < rl->n; i++) {
         struct redlock_leg *g = &legs[i];
         if (!g->sent || g->c->err) {

@@ -75,6 +75,11 @@ void redlock_legs_open(struct redlock *rl, struct redlock_leg *legs, const int *
 void redlock_round(struct redlock *rl, struct redlock_leg *legs, const char *script, int numkeys,
                    int argc, const char **argv);
 
+/* The same, calling sent(arg) once every leg is written, before any reply
+ * is read (the lock core passes its gate on then: lock_gate_pass). */
+void redlock_round_then(struct redlock *rl, struct redlock_leg *legs, const char *script,
+                        int numkeys, int argc, const char **argv, void (*sent)(void *), void *arg);
+
 /* Frees the replies and gives every connection back (a failed one is
  * dropped). */
 void redlock_legs_close(struct redlock *rl, struct redlock_leg *legs, struct lock_link *k);

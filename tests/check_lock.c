@@ -11,6 +11,7 @@
  * whose flaw that is); and a lost reply leaves no hold behind. */
 #include "check_main.h"
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,9 @@ static const struct contract contracts[] = {
 
 static void core_start_ttl(int pool_size, int timeout_ms, int ttl_ms);
 
+/* The Redlock masters' answer timeout the next core_start uses. */
+static int node_timeout_ms = 200;
+
 static void core_start(int pool_size, int timeout_ms) {
     core_start_ttl(pool_size, timeout_ms, TTL_MS);
 }
@@ -68,7 +72,7 @@ static void core_start_ttl(int pool_size, int timeout_ms, int ttl_ms) {
         .pool = pool,
         .pool_wait_ms = timeout_ms,
         .redlock_nodes = nodes,
-        .redlock_node_timeout_ms = 200,
+        .redlock_node_timeout_ms = node_timeout_ms,
         .redlock_pool_size = 4,
         .ttl_ms = ttl_ms,
         .wait_ms = WAIT_MS,
@@ -628,6 +632,91 @@ static redisContext *sleep_begin(const char *seconds) {
 
 static void sleep_end(redisContext *c) { ck_assert_int_eq(harness_redis_sleep_end(c), 0); }
 
+/* How many sockets that the Redis at port accepted hold bytes it has not
+ * read yet (/proc/net/tcp, ESTABLISHED, rx_queue above 0); -1 on error. */
+static int redis_sockets_unread(int port) {
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f) return -1;
+    char line[512];
+    int n = fgets(line, sizeof(line), f) ? 0 : -1;
+    while (n >= 0 && fgets(line, sizeof(line), f)) {
+        unsigned lport, st, tx, rx;
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %x:%x", &lport, &st, &tx, &rx) == 4 &&
+            lport == (unsigned)port && st == 1 && rx > 0)
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
+/* A thread that releases a held lock, or acquires one (wait 3 s). */
+struct step {
+    struct lock *l;
+    int acquire;
+    int rc;
+    atomic_int done;
+    pthread_t thread;
+};
+
+static void *step_main(void *arg) {
+    struct step *s = arg;
+    s->rc = s->acquire ? lock_acquire(s->l) : lock_release(s->l);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+/* The gated types pass the gate on once the last release is written, not
+ * once it is answered: the next thread's try goes out right behind it, and
+ * Redis, which decides, runs the release first (Redlock: its unlock round,
+ * here on one master, the test's Redis). The test makes Redis sleep
+ * (DEBUG SLEEP) just before the holder releases, and looks into the kernel
+ * while it sleeps: the release and the next thread's try both wait unread in
+ * Redis's sockets. The window first: neither the release nor the acquire
+ * had returned then; then the outcome: both succeed once Redis wakes. */
+START_TEST(test_the_gate_passes_on_once_the_last_release_is_written_not_answered) {
+    lock_core_shutdown(core);
+    rpool_free(pool);
+    node_timeout_ms = 2000; /* the master's answer outlasts the sleep */
+    core_start_ttl(8, 2000, 3000); /* no renewal comes due meanwhile (every 1 s) */
+    ck_assert_int_eq(harness_redis_wait_uptime(redis_port, 3), 0); /* the master votes */
+    const struct lock_type *types[] = {&lock_type_redisson, &lock_type_rw_write,
+                                       &lock_type_redlock};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        const char *name = lock_type_name(types[i]);
+        pool_warm(4);
+        struct lock *a = lock_new(core, types[i], KEY);
+        ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+        struct step next = {.l = lock_new(core, types[i], KEY), .acquire = 1};
+        lock_set_wait(next.l, 3000);
+        ck_assert_int_eq(pthread_create(&next.thread, NULL, step_main, &next), 0);
+        mclock_sleep_ms(100); /* it waits in the gate */
+        ck_assert_int_eq(redis_sockets_unread(redis_port), 0);
+        redisContext *c = sleep_begin("0.6");
+        struct step release = {.l = a};
+        ck_assert_int_eq(pthread_create(&release.thread, NULL, step_main, &release), 0);
+        mclock_sleep_ms(300);
+        int unread = redis_sockets_unread(redis_port);
+        int released = atomic_load(&release.done), acquired = atomic_load(&next.done);
+        sleep_end(c);
+        pthread_join(release.thread, NULL);
+        pthread_join(next.thread, NULL);
+        ck_assert_msg(!released && !acquired,
+                      "%s: fault missed its window: Redis was not asleep (release %s, acquire %s)",
+                      name, released ? "returned" : "waiting", acquired ? "returned" : "waiting");
+        ck_assert_msg(unread >= 2,
+                      "%s: while Redis slept, %d of its sockets held a command: the next "
+                      "thread's try did not go out behind the release",
+                      name, unread);
+        ck_assert_int_eq(release.rc, LOCK_OK);
+        ck_assert_msg(next.rc == LOCK_OK, "%s: the next thread was not granted (%d)", name,
+                      next.rc);
+        ck_assert_int_eq(lock_release(next.l), LOCK_OK);
+        lock_free(next.l);
+        lock_free(a);
+    }
+}
+END_TEST
+
 /* The watchdog lane's compensation retries so far (0 if no lane yet). */
 static long long lane_retries(void) {
     struct lock_lane_stats st[8];
@@ -940,6 +1029,7 @@ Suite *lock_suite(void) {
     tcase_add_checked_fixture(faults, setup, teardown);
     tcase_set_timeout(faults, 60);
     tcase_add_test(faults, test_a_lost_acquire_reply_leaves_no_hold_behind);
+    tcase_add_test(faults, test_the_gate_passes_on_once_the_last_release_is_written_not_answered);
     tcase_add_test(
         faults,
         test_a_lost_release_reply_is_followed_by_the_cleanups_and_a_checked_release_on_another_connection);

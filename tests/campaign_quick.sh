@@ -238,11 +238,14 @@ ip netns add "$live-hub" || fail "could not make $live-hub"
 echo "$$ $(net_started $$)" >"$NET_RUNS_DIR/$live"
 "$campaign" --replay "$out/kill" --out "$out/killed" >"$out/killed.log" 2>&1 &
 bgpid=$!
+# killed once its first fault struck, its loads under way (not on a load's
+# --record file, which is written as the load ends)
 for _ in $(seq 1 300); do
-    [ -s "$out/killed/told-a" ] && break
+    grep -q ' strike ' "$out/killed/faults.log" 2>/dev/null && break
     kill -0 "$bgpid" 2>/dev/null || fail "the campaign to kill ended first: $(tail -5 "$out/killed.log")"
     sleep 0.1
 done
+kill -0 "$bgpid" 2>/dev/null || fail "the campaign to kill ended first: $(tail -5 "$out/killed.log")"
 dead=$(prefix_of "$out/killed.log")
 kill -KILL "$bgpid"
 wait "$bgpid" 2>/dev/null

@@ -57,7 +57,9 @@
 # request after this), MATRIX_HOLD_MS (10: each sale's hold_ms),
 # MATRIX_ERROR_PAUSE_MS (20: after a request with no answer or a 5xx, its
 # client waits this long, so that a dead instance's refusals do not make up
-# most of the requests), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
+# most of the requests), MATRIX_STRIKE_LATE_MS (0: the holder nemeses strike
+# this much later, past the holder's hold; the test that a missed window is
+# inconclusive, tests/matrix_missed.sh), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
 # (loadtest/matrix-expected.tsv), MATRIX_BUILD_DIR (build).
 # Writes $MATRIX_RESULTS_DIR/matrix.md, matrix.csv, matrix.png, and per cell
 # matrix/<strategy>-<nemesis>/ (the answers, the checker's JSON, logs).
@@ -78,6 +80,7 @@ requests=${MATRIX_REQUESTS:-100000}
 max_s=${MATRIX_MAX_S:-5}
 hold=${MATRIX_HOLD_MS:-10}
 pause=${MATRIX_ERROR_PAUSE_MS:-20}
+strike_late_ms=${MATRIX_STRIKE_LATE_MS:-0}
 results=${MATRIX_RESULTS_DIR:-$root/results}
 expected=${MATRIX_EXPECTED:-$root/loadtest/matrix-expected.tsv}
 build=${MATRIX_BUILD_DIR:-$root/build}
@@ -88,6 +91,7 @@ stock=100000
 item=inventory001
 
 die() { echo "$tag: $*" >&2; exit 2; }
+case "$strike_late_ms" in ''|*[!0-9]*) die "MATRIX_STRIKE_LATE_MS must be a whole number of ms" ;; esac
 find_builds "$build"
 require_tools redis-server redis-cli curl jq gnuplot
 [ -f "$expected" ] || die "no expected file $expected"
@@ -207,8 +211,10 @@ special() {
 # hit_inside S HOLD: sends A a sale of S holding HOLD ms, again (at most 4
 # sales) when it is refused in the lock's wait, until one of A's sales stays
 # inside the critical section: the probe lists the same sale of A in three
-# looks 60 ms apart (a long hold, not a passing 10 ms one). Returns 1, and
-# says so in the cell, when none ever did.
+# looks 60 ms apart (a long hold, not a passing 10 ms one); sets
+# inside_order. Returns 1, and says so in the cell, when none ever did.
+# Seeing it inside is not the coverage: the fault strikes later, and
+# inside_at_strike says whether the sale was still inside then.
 hit_inside() {
     local s=$1 h=$2 i tries=0 now p1=" " p2=" " o
     for i in $(seq 1 120); do
@@ -220,7 +226,7 @@ hit_inside() {
         now=" $(rcli HGETALL "$item:holders" | paste - - |
             awk -v k=":alive:$id_a" '$2 ~ k"$" { printf "%s ", $1 }')"
         for o in $now; do
-            case "$p1$p2" in *" $o "*" $o "*) covered holder_inside; inside_order=$o; return 0 ;; esac
+            case "$p1$p2" in *" $o "*" $o "*) inside_order=$o; return 0 ;; esac
         done
         p2=$p1
         p1=$now
@@ -228,6 +234,21 @@ hit_inside() {
     done
     echo "missed: no sale of A stayed inside" >>"$cell/nemesis"
     return 1
+}
+
+# inside_at_strike WHAT: the sale of A that hit_inside saw inside is inside
+# still (its entry in the probe's holders, which its exit deletes): the
+# fault WHAT met it, and holder_inside is covered. Else the cell says that
+# the fault missed it, and nothing is covered: a holder seen inside 0.3 s
+# earlier may have left. Called at the strike (after A is stopped, for the
+# faults that stop it: a command it sent just before is applied within
+# the 50 ms they wait).
+inside_at_strike() {
+    if [ -n "${inside_order:-}" ] && [ "$(rcli HEXISTS "$item:holders" "$inside_order")" = 1 ]; then
+        covered holder_inside "$1 met A's sale $inside_order inside"
+    else
+        echo "missed: A's sale ${inside_order:-?} had left the section when the $1 struck" >>"$cell/nemesis"
+    fi
 }
 
 # covered EVENT [DETAIL]: the nemesis reached this part of its window. Kept
@@ -314,20 +335,25 @@ no_redis_lock() { case $1 in none | local | atomic) return 0 ;; esac; return 1; 
 # for seconds (a slow spin, a slowed clock) and strike after the loads ended.
 holder_first() { case $1 in kill | pause | pool | drift | latency | restart) return 0 ;; esac; return 1; }
 
-# loads_then_strike S: the loads, in flight for 0.2 s; sets struck.
+# loads_then_strike S: the loads, in flight for 0.2 s (and
+# MATRIX_STRIKE_LATE_MS more); sets struck.
 loads_then_strike() {
     loads_start "$1"
     sleep 0.2
+    [ "$strike_late_ms" -gt 0 ] && sleep "$(awk -v t="$strike_late_ms" 'BEGIN { print t / 1000 }')"
     struck=$(now_us)
 }
 
 nemesis_kill() {
     hit_inside "$1" 800 || return 0
     loads_then_strike "$1"
+    kill -STOP "$a_pid"
+    sleep 0.05
+    inside_at_strike kill
     kill -KILL "$a_pid" 2>/dev/null
     wait "$a_pid" 2>/dev/null
     forget_pid "$a_pid"
-    echo "A killed inside the section" >>"$cell/nemesis"
+    echo "A killed" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 1.5 * t / 1000 }')"
     instance "$port_a" "$redis_port" "$nodes"; a_pid=$inst_pid
     id_a=$(instance_id "$port_a")
@@ -337,7 +363,9 @@ nemesis_pause() {
     hit_inside "$1" 800 || return 0
     loads_then_strike "$1"
     kill -STOP "$a_pid"
-    echo "A paused inside the section for $((2 * ttl)) ms" >>"$cell/nemesis"
+    sleep 0.05
+    inside_at_strike pause
+    echo "A paused for $((2 * ttl)) ms" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
     kill -CONT "$a_pid"
     wait "$special_pid" 2>/dev/null
@@ -367,6 +395,7 @@ nemesis_latency() {
     else
         hit_inside "$s" 900 || return 0
         loads_then_strike "$s"
+        inside_at_strike "Redis's sleep"
     fi
     local said
     said=$(rcli DEBUG SLEEP "$secs")
@@ -394,6 +423,7 @@ nemesis_restart() {
     else
         hit_inside "$1" 800 || return 0
         loads_then_strike "$1"
+        inside_at_strike restart
         lock_exists "$1" && covered lock_held_at_restart
     fi
     stop_pid "$data_pid"
@@ -427,6 +457,7 @@ nemesis_redlock_restart() {
 nemesis_pool() {
     hit_inside "$1" "$((ttl * 13 / 10))" || return 0
     loads_then_strike "$1"
+    inside_at_strike "loads' contention"
     echo "a holder on A (pool of 2) works $((ttl * 13 / 10)) ms" >>"$cell/nemesis"
     wait "$special_pid" 2>/dev/null
     held_for_ms=0
@@ -436,6 +467,7 @@ nemesis_pool() {
 nemesis_drift() {
     hit_inside "$1" 270 || return 0
     loads_then_strike "$1"
+    inside_at_strike "loads' contention"
     echo "a holder on A (clock at x0.2) works 270 ms by its clock" >>"$cell/nemesis"
     wait "$special_pid" 2>/dev/null
     # A's clock is slowed: its events cannot be compared with Redis's, so the
@@ -522,6 +554,7 @@ cell_failover() {
         cut_replica "${masters[0]}"
         if hit_inside "$s" 1500; then
             loads_then_strike "$s"
+            inside_at_strike failover
             echo "master 0 failed over to its replica before the lock reached it" >"$cell/nemesis"
         else
             loads_start "$s"

@@ -157,7 +157,7 @@ cat >"$out/cut/schedule.json" <<'EOF'
   "strategy": "redisson",
   "mix": "partition",
   "family": "single",
-  "time_s": 6,
+  "time_s": 8,
   "ttl_ms": 1000,
   "needs": "partition_while_held",
   "faults": [

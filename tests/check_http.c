@@ -175,7 +175,9 @@ START_TEST(test_local_oversells_across_two_instances) {
      * write; the second, on the other instance, has a mutex of its own. */
     struct harness_bg a, b;
     harness_bg_start(&a, inst_port, "/inventory/sale/local?hold_ms=400", 0);
-    harness_bg_start(&b, b_port, "/inventory/sale/local", 100);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the first sale never went inside");
+    harness_bg_start(&b, b_port, "/inventory/sale/local", 0);
     harness_bg_join(&a);
     harness_bg_join(&b);
     harness_stop(b_pid);
@@ -408,12 +410,13 @@ START_TEST(test_redis_stopped_gives_503_then_sales_recover) {
 }
 END_TEST
 
-/* A sale holds its lock 800 ms; 200 ms in, the signal. While the sale
+/* A sale holds its lock 800 ms; once it is inside, the signal. While the sale
  * finishes, the port takes no new connection; then the process exits 0. */
 static void a_sale_in_flight_finishes_through(int sig) {
     struct harness_bg sale;
     harness_bg_start(&sale, inst_port, "/inventory/sale/local?hold_ms=800", 0);
-    mclock_sleep_ms(200);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the sale never went inside");
     kill(inst_pid, sig);
     mclock_sleep_ms(200);
     int refused = harness_refused(inst_port);
@@ -452,7 +455,9 @@ START_TEST(test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_
     ck_assert_ptr_nonnull(m);
     struct harness_bg sale;
     harness_bg_start(&sale, inst_port, "/inventory/sale/local?hold_ms=600", 0);
-    mclock_sleep_ms(300);
+    /* inside: its probe entry, and the stock's read with it, are done */
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the sale never went inside");
     kill(redis_pid, SIGSTOP);
     harness_bg_join(&sale);
     mclock_sleep_ms(300); /* any re-send would have gone out by now */

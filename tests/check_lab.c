@@ -497,7 +497,12 @@ END_TEST
 START_TEST(test_sigterm_during_a_run_stops_it_and_the_instance_exits_0) {
     start_instance(1, 0);
     start_run("{\"strategy\":\"owner-lua\",\"clients\":100,\"requests\":20000,\"stock\":100000}");
-    mclock_sleep_ms(800);
+    /* under way: it has sold (however slowly it started), not finished */
+    ck_assert_msg(harness_redis_until(redis_port, 1, 10000, "EXISTS inventory001:sold"),
+                  "the run sold nothing in 10 s");
+    mclock_sleep_ms(200);
+    ck_assert_msg(harness_redis_int(redis_port, "LLEN inventory001:sold") < 20000,
+                  "the run finished before the signal");
     int64_t t0 = mclock_ms();
     kill(inst_pid, SIGTERM);
     int st = 0;

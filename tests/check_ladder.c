@@ -243,7 +243,8 @@ START_TEST(test_reentrant_work_longer_than_the_ttl_loses_the_lock_and_the_probe_
     start_pair(600, 5000, NULL);
     struct harness_bg a, b;
     harness_bg_start(&a, a_port, "/inventory/sale/reentrant?hold_ms=1200", 0);
-    harness_bg_start(&b, b_port, "/inventory/sale/reentrant?hold_ms=200", 150);
+    held(); /* A is inside before B comes */
+    harness_bg_start(&b, b_port, "/inventory/sale/reentrant?hold_ms=200", 0);
     harness_bg_join(&a);
     harness_bg_join(&b);
     ck_assert_int_eq(b.status, 200);
@@ -258,7 +259,8 @@ START_TEST(test_watchdog_keeps_the_lock_through_work_three_times_the_ttl) {
     struct harness_bg a, b;
     int64_t t0 = mclock_ms();
     harness_bg_start(&a, a_port, "/inventory/sale/watchdog?hold_ms=1800", 0);
-    harness_bg_start(&b, b_port, "/inventory/sale/watchdog", 150);
+    held(); /* A is inside before B comes */
+    harness_bg_start(&b, b_port, "/inventory/sale/watchdog", 0);
     for (int ms = 700; ms <= 1600; ms += 300) {
         at(t0, ms);
         long long pttl = harness_redis_int(redis_port, "PTTL " LOCK_KEY);

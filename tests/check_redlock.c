@@ -507,7 +507,7 @@ START_TEST(test_redlock_serves_the_sales_of_one_process_in_arrival_order) {
         harness_bg_start(&s[i], a_port, "/inventory/sale/redlock", 0);
         mclock_sleep_ms(60);
     }
-    mclock_sleep_ms(200);
+    mclock_sleep_ms(1000); /* every one in, on a loaded machine too (as the ladder's) */
     int64_t freed = mclock_ms();
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(harness_redisson_unlock(master_port[i], LOCK_KEY, OTHER_OWNER), 1);

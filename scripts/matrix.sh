@@ -495,11 +495,17 @@ replica_of() {
 }
 
 # promote MASTER_PID MASTER_PORT: freezes the replica, cuts it off, lets the
-# master take writes it will never pass on for 0.4 s, then fails over
-# (promoted).
+# master take writes it will never pass on (0.4 s, and until it has taken a
+# sale, at most 5 s more), then fails over (promoted).
 promote() {
+    local at i
     cut_replica "$2"
+    at=$(redis-cli -p "$2" LLEN "$item:sold" 2>/dev/null)
     sleep 0.4
+    for i in $(seq 1 100); do
+        [ "$(redis-cli -p "$2" LLEN "$item:sold" 2>/dev/null)" -gt "${at:-0}" ] 2>/dev/null && break
+        sleep 0.05
+    done
     promoted "$@"
 }
 
@@ -583,7 +589,13 @@ cell_failover() {
     judge_port=$replica_port
     b_late=1
     loads_start "$s"
+    # the loads selling on the master: 0.8 s, and until a sale is in (at
+    # most 10 s more), however slowly they started
     sleep 0.8
+    for i in $(seq 1 200); do
+        [ "$(redis-cli -p "$mport" LLEN "$item:sold" 2>/dev/null)" -gt 0 ] 2>/dev/null && break
+        sleep 0.05
+    done
     struck=$(now_us)
     promote "$mpid" "$mport"
     echo "the data Redis failed over before the lock and the last sales reached the replica" >"$cell/nemesis"

@@ -79,16 +79,18 @@ find_stats() {
 }
 
 # find_builds BUILD: dies unless BUILD holds inventoryd and its three tools;
-# sets inventoryd, load, checker and stats to their paths.
+# sets inventoryd, load, checker and stats to their real paths (a relative
+# BUILD stays right once the script works in another directory).
 find_builds() {
-    local b
+    local b d
     for b in inventoryd inventory-load inventory-check inventory-stats; do
         [ -x "$1/$b" ] || die "$1/$b not found: build first (cmake --build build)"
     done
-    inventoryd=$1/inventoryd
-    load=$1/inventory-load
-    checker=$1/inventory-check
-    stats=$1/inventory-stats
+    d=$(realpath "$1")
+    inventoryd=$d/inventoryd
+    load=$d/inventory-load
+    checker=$d/inventory-check
+    stats=$d/inventory-stats
 }
 
 # require_tools TOOL...: exits 1 naming the first TOOL not on PATH.

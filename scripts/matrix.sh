@@ -399,7 +399,7 @@ nemesis_latency() {
     fi
     local said
     said=$(rcli DEBUG SLEEP "$secs")
-    echo "DEBUG SLEEP $secs s while A's holder was inside: $said" >"$cell/nemesis"
+    echo "DEBUG SLEEP $secs s: $said" >>"$cell/nemesis"
     if lock_free "$s"; then
         loads_wait
         answers_lost && covered reply_lost "a sale's reply timed out while Redis slept"
@@ -435,7 +435,7 @@ nemesis_restart() {
     # free the lock of a sale in progress, an overlap the restart did not make.
     since=$(now_us)
     rcli MSET "$item" "$stock" "$item:initial" "$stock" >/dev/null
-    echo "the data Redis restarted empty; stock set again" >"$cell/nemesis"
+    echo "the data Redis restarted empty; stock set again" >>"$cell/nemesis"
     if lock_free "$1"; then
         loads_wait
         answers_lost && covered reply_lost "a sale in flight lost its connection in the restart"
@@ -451,7 +451,7 @@ nemesis_redlock_restart() {
     sleep 0.3
     start_redis "${masters[1]}" master-1
     master_pids[1]=$redis_pid
-    echo "master 1 killed and restarted empty" >"$cell/nemesis"
+    echo "master 1 killed and restarted empty" >>"$cell/nemesis"
 }
 
 nemesis_pool() {
@@ -561,7 +561,7 @@ cell_failover() {
         if hit_inside "$s" 1500; then
             loads_then_strike "$s"
             inside_at_strike failover
-            echo "master 0 failed over to its replica before the lock reached it" >"$cell/nemesis"
+            echo "master 0 failed over to its replica before the lock reached it" >>"$cell/nemesis"
         else
             loads_start "$s"
         fi
@@ -598,7 +598,7 @@ cell_failover() {
     done
     struck=$(now_us)
     promote "$mpid" "$mport"
-    echo "the data Redis failed over before the lock and the last sales reached the replica" >"$cell/nemesis"
+    echo "the data Redis failed over before the lock and the last sales reached the replica" >>"$cell/nemesis"
     b_late=0
     load_b_start "$s"
     loads_wait

@@ -108,6 +108,12 @@ runners=(
 declare -A S       # S[name|C|round] = sales/s
 status=0
 
+# ceiling_out: redis-benchmark's requests per second (its --csv, second
+# line, second field) as the runners' sales_per_s, in $work/out.
+ceiling_out() {
+    printf 'sales_per_s=%.0f\n' "$(sed -n '2p' "$work/out.csv" | cut -d, -f2 | tr -d '"')" >"$work/out"
+}
+
 run_one() {
     local name=$1 kind=$2 what=$3 c=$4 r=$5 out n
     if [ "$kind" = ceiling ] && [ "$what" = return-1 ]; then
@@ -115,7 +121,7 @@ run_one() {
         start_load "$work/out.csv" "$work/err" redis-benchmark -p "$redis_port" -c 1 -n "$ceiling_n" --csv \
             EVAL "return 1" 0
         wait_load
-        printf 'sales_per_s=%.0f\n' "$(sed -n '2p' "$work/out.csv" | cut -d, -f2 | tr -d '"')" >"$work/out"
+        ceiling_out
     elif [ "$kind" = ceiling ]; then
         # keys of their own; the lock is the caller's ("p1:t1": process p1)
         local sha k=peers-ceiling
@@ -132,7 +138,7 @@ run_one() {
         # one write each, and the lock still the caller's: every run did the whole path
         n=$(rcli LLEN "$k:ledger")
         if [ "$load_rc" -eq 0 ] && [ "$n" = "$ceiling_n" ] && [ "$(rcli GET "$k:lock")" = p1:t1 ]; then
-            printf 'sales_per_s=%.0f\n' "$(sed -n '2p' "$work/out.csv" | cut -d, -f2 | tr -d '"')" >"$work/out"
+            ceiling_out
         else
             echo "the ceiling's commits did not all commit: $n of $ceiling_n written" >>"$work/err"
             : >"$work/out"

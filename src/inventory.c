@@ -305,6 +305,7 @@ static int count_ledger(const redisReply *ledger, struct audit *a, char *errstr,
     a->sold = (long long)n;
     long long given = a->initial - a->stock;
     a->oversold_units = a->sold > given ? a->sold - given : 0;
+    a->stock_lost = given > a->sold ? given - a->sold : 0;
     a->oversold = a->sold_twice > 0 || a->oversold_units > 0 || a->stock < 0;
     return 0;
 }

@@ -39,7 +39,8 @@ struct inventory;
 #define INV_BAD_DATA 5 /* the stock in Redis is missing or not a number */
 #define INV_LOCK_LOST 6 /* the lock was lost before the write: refused */
 #define INV_NOT_ALLOWED 7 /* lock.allowed does not name the strategy */
-#define INV_STATUS_COUNT 8
+#define INV_STOCK_CHANGED 8 /* the stock was set under the hold (a reset): refused */
+#define INV_STATUS_COUNT 9
 
 /* Faults injected into one sale (all 0 = none). */
 struct sale_faults {
@@ -75,6 +76,7 @@ struct audit {
     long long sold; /* entries in the ledger */
     long long sold_twice; /* entries whose unit was already sold */
     long long oversold_units; /* sold - (initial - stock), at least 0 */
+    long long stock_lost; /* (initial - stock) - sold, at least 0: units gone unsold */
     int oversold; /* any unit sold twice, or more sold than stock given */
     long long violations; /* overlapping holders seen by the probe */
     int nfamilies; /* lock families the stock was sold under since its reset */

@@ -167,6 +167,8 @@ char *metrics_render(void) {
         {INV_LOCK_LOST, "inventoryd_lost_locks_total", "Sales refused because the lock was lost."},
         {INV_BAD_DATA, "inventoryd_bad_stock_total",
          "Sales refused because the stock in Redis is not a number."},
+        {INV_STOCK_CHANGED, "inventoryd_stock_changed_total",
+         "Writes refused because the stock was set under the hold (a reset)."},
         {INV_NOT_ALLOWED, "inventoryd_not_allowed_total",
          "Sales refused because lock.allowed does not name the strategy."},
     };

@@ -18,6 +18,7 @@ int reply_sale_http_status(int s) {
         return 200;
     case INV_STALE_TOKEN:
     case INV_LOCK_LOST:
+    case INV_STOCK_CHANGED:
         return 409;
     case INV_BAD_DATA:
         return 409;
@@ -44,6 +45,8 @@ const char *reply_sale_status_word(int s) {
         return "bad_stock";
     case INV_NOT_ALLOWED:
         return "strategy_not_allowed";
+    case INV_STOCK_CHANGED:
+        return "stock_changed";
     default:
         return "backend_unavailable";
     }
@@ -158,6 +161,17 @@ char *reply_stock(long long stock, int port, int text) {
     return render(o);
 }
 
+/* The audit's warning when units left the stock with no sale in the
+ * ledger, into buf; "" when none did. */
+static void audit_lost_warning(const struct audit *a, char *buf, size_t len) {
+    buf[0] = '\0';
+    if (a->stock_lost <= 0) return;
+    snprintf(buf, len,
+             "%lld units left the stock with no sale in the ledger (initial %lld, stock %lld, "
+             "sold %lld): a write overwrote a newer stock, such as a reset during a sale",
+             a->stock_lost, a->initial, a->stock, a->sold);
+}
+
 /* The audit's warning when the stock was sold under more than one lock
  * family since its reset, into buf; "" when there is none. */
 static void audit_warning(const struct audit *a, char *buf, size_t len) {
@@ -176,14 +190,17 @@ static void audit_warning(const struct audit *a, char *buf, size_t len) {
 }
 
 char *reply_audit(const struct audit *a, int text) {
-    char warning[512];
+    char warning[512], lost[256];
     audit_warning(a, warning, sizeof(warning));
+    audit_lost_warning(a, lost, sizeof(lost));
     if (text)
         return format("stock: %lld\ninitial: %lld\nsold: %lld\nsold_twice: %lld\n"
-                      "oversold_units: %lld\noversold: %s\nviolations: %lld\n%s%s%s",
+                      "oversold_units: %lld\noversold: %s\nstock_lost: %lld\nviolations: "
+                      "%lld\n%s%s%s%s%s%s",
                       a->stock, a->initial, a->sold, a->sold_twice, a->oversold_units,
-                      a->oversold ? "yes" : "no", a->violations, warning[0] ? "warning: " : "",
-                      warning, warning[0] ? "\n" : "");
+                      a->oversold ? "yes" : "no", a->stock_lost, a->violations,
+                      lost[0] ? "warning: " : "", lost, lost[0] ? "\n" : "",
+                      warning[0] ? "warning: " : "", warning, warning[0] ? "\n" : "");
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "stock", (double)a->stock);
     cJSON_AddNumberToObject(o, "initial", (double)a->initial);
@@ -191,11 +208,13 @@ char *reply_audit(const struct audit *a, int text) {
     cJSON_AddNumberToObject(o, "sold_twice", (double)a->sold_twice);
     cJSON_AddNumberToObject(o, "oversold_units", (double)a->oversold_units);
     cJSON_AddBoolToObject(o, "oversold", a->oversold);
+    cJSON_AddNumberToObject(o, "stock_lost", (double)a->stock_lost);
     cJSON_AddNumberToObject(o, "violations", (double)a->violations);
     cJSON *fam = cJSON_AddArrayToObject(o, "families");
     for (int i = 0; i < a->nfamilies; i++)
         cJSON_AddItemToArray(fam, cJSON_CreateString(a->families[i]));
     cJSON *w = cJSON_AddArrayToObject(o, "warnings");
+    if (lost[0]) cJSON_AddItemToArray(w, cJSON_CreateString(lost));
     if (warning[0]) cJSON_AddItemToArray(w, cJSON_CreateString(warning));
     return render(o);
 }

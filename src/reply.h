@@ -8,13 +8,13 @@
 #include "inventory.h"
 
 /* The HTTP status for a sale result: 200 sold/sold_out, 503 lock_timeout
- * and backend_unavailable, 409 stale_token, lock_lost and bad_stock, 403
- * strategy_not_allowed. */
+ * and backend_unavailable, 409 stale_token, lock_lost, stock_changed and
+ * bad_stock, 403 strategy_not_allowed. */
 int reply_sale_http_status(int inv_status);
 
 /* The status word for a sale result: "sold", "sold_out", "lock_timeout",
- * "backend_unavailable", "stale_token", "lock_lost", "bad_stock",
- * "strategy_not_allowed". */
+ * "backend_unavailable", "stale_token", "lock_lost", "stock_changed",
+ * "bad_stock", "strategy_not_allowed". */
 const char *reply_sale_status_word(int inv_status);
 
 /* A sale answer. JSON:

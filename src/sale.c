@@ -352,6 +352,12 @@ static void section_finish(struct sale_section *sec) {
     } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "BADKEY", 6) == 0) {
         snprintf(r->errstr, sizeof(r->errstr), "nothing was written: %.200s", w->str + 7);
         rc = r->status = INV_BAD_DATA;
+    } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "CHANGED", 7) == 0) {
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "write refused by Redis: %.200s (a reset, or a sale under another lock or "
+                 "none, came in between); nothing was sold",
+                 w->str + 8);
+        rc = r->status = INV_STOCK_CHANGED;
     } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "LOST", 4) == 0) {
         snprintf(r->errstr, sizeof(r->errstr), "write refused by Redis: %.200s; nothing was sold",
                  w->str + 5);

@@ -454,11 +454,13 @@ START_TEST(test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale
 }
 END_TEST
 
-START_TEST(test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late) {
-    /* Redis was paused with the write in its socket: the lease ran out (the
-     * lock had expired when it applied: owned 0), but no newer token was
-     * issued, so the fence let it through and no one else could have read
-     * the stock meanwhile. A write without a token is late in that case. */
+START_TEST(test_a_fenced_write_applied_when_the_lock_was_not_its_own_is_late_whatever_its_token) {
+    /* The review's double sale: a fenced holder's lease ran out, and a lock
+     * that does not bump the fence (handoff, owner-lua, a hash lock) took the
+     * key, sold and let go. The stale write still carried the newest token,
+     * and Redis saw the lock was not its own as it applied (owned 0): late,
+     * token or not. Where Redis did not look (owned unknown), the newest
+     * token is judged by the fence alone and is not late. */
     struct chk_event e[] = {ev("1-0", "a:1", 100, 110, 1000, "sold", 10, 0),
                             ev("2-0", "b:1", 5000, 5100, 6000, "sold", 9, 1)};
     e[0].written_us = 4500;
@@ -468,14 +470,21 @@ START_TEST(test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_no
     struct chk_input in = {
         .events = e, .nevents = 2, .ledger = l, .nledger = 2, .stock = 8, .initial = 10};
     struct chk_report r = judge(&in);
-    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
     ck_assert_int_eq(r.counts[CHK_STALE_TOKEN], 0);
-    ck_assert(r.safe);
+    ck_assert(!r.safe);
     chk_report_free(&r);
     e[0].token = e[1].token = 0;
     r = judge(&in);
     ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 1);
     ck_assert(!r.safe);
+    chk_report_free(&r);
+    e[0].token = 77;
+    e[1].token = 78;
+    e[0].owned = -1;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_LATE_WRITE], 0);
+    ck_assert(r.safe);
     chk_report_free(&r);
 }
 END_TEST
@@ -562,7 +571,8 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_a_grant_whose_lease_had_run_out_held_nothing_and_overlaps_nobody);
     tcase_add_test(
         c, test_a_write_with_an_older_token_applied_after_a_newer_one_is_a_stale_token_write);
-    tcase_add_test(c, test_a_fenced_write_applied_after_its_lease_with_no_newer_token_is_not_late);
+    tcase_add_test(
+        c, test_a_fenced_write_applied_when_the_lock_was_not_its_own_is_late_whatever_its_token);
     tcase_add_test(c, test_the_counterexample_is_the_double_sale_and_the_holds_around_it);
     suite_add_tcase(s, c);
     return s;

@@ -415,6 +415,167 @@ START_TEST(test_no_item_name_reaches_another_key_and_the_fence_never_rewinds) {
 }
 END_TEST
 
+/* ---- Fence: fenced and another lock of its family on one key ------------- */
+
+/* The item's audit (GET /inventory/audit?item= on A), parsed. */
+static cJSON *audit_of(const char *item) {
+    struct httpc_response r;
+    char path[128];
+    snprintf(path, sizeof(path), "/inventory/audit?item=%s", item);
+    ck_assert_int_eq(harness_http(a_port, "GET", path, NULL, NULL, &r), 200);
+    cJSON *doc = cJSON_Parse(r.body);
+    ck_assert_ptr_nonnull(doc);
+    return doc;
+}
+
+static double field(const cJSON *o, const char *name) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, name);
+    ck_assert_msg(cJSON_IsNumber(x), "no number %s", name);
+    return x->valuedouble;
+}
+
+/* The review's recipe, with the lock's TTL at 1 s: A's fenced sale works
+ * 2.5 s; once its key has expired, B sells under `other`, a lock of the
+ * same key that takes an expired key without bumping the fence. A's write
+ * still carries the newest token, but the lock is not A's: it must be
+ * refused (409 stale_token) and the unit sold once. The window first: A
+ * inside (the probe's entry) when its key expired, and still inside when
+ * B sold. */
+static void stale_fenced_write_refused_after(const char *other) {
+    reset_item(STOCK_KEY, 100);
+    /* A known fence: A's acquire takes it one up, and B's must not. */
+    long long fence = harness_redis_int(redis_port, "INCR " LOCK_KEY ":fence");
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, "/inventory/sale/fenced?hold_ms=2500", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN " STOCK_KEY ":holders"),
+                  "A never came inside");
+    ck_assert_msg(harness_redis_until(redis_port, 0, 5000, "EXISTS " LOCK_KEY),
+                  "fault missed its window: A's key outlived its 1 s lease");
+    char path[96];
+    snprintf(path, sizeof(path), "/inventory/sale/%s", other);
+    struct httpc_response r;
+    int code = harness_http(b_port, "GET", path, NULL, NULL, &r);
+    ck_assert_msg(code == 200 && strcmp(harness_json_str(r.body, "status"), "sold") == 0,
+                  "%s did not sell on the expired key: %d %s", other, code, r.body);
+    ck_assert_msg(harness_redis_int(redis_port, "HLEN " STOCK_KEY ":holders") == 1,
+                  "fault missed its window: A had left before %s sold", other);
+    ck_assert_msg(harness_redis_int(redis_port, "GET " LOCK_KEY ":fence") == fence + 1,
+                  "fault missed its window: %s bumped the fence, so A's token is stale anyway",
+                  other);
+    double unit = harness_json_num(r.body, "unit");
+    harness_bg_join(&a);
+    ck_assert_msg(a.status == 409,
+                  "A's stale fenced write (token %.0f, the newest) landed after %s sold unit "
+                  "%.0f: %d %s",
+                  harness_json_num(a.body, "lock.token"), other, unit, a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
+    cJSON *au = audit_of(STOCK_KEY);
+    ck_assert_msg(field(au, "sold_twice") == 0 && field(au, "sold") == 1 &&
+                      field(au, "stock") == 99,
+                  "after %s: sold %.0f, sold twice %.0f, stock %.0f", other, field(au, "sold"),
+                  field(au, "sold_twice"), field(au, "stock"));
+    cJSON_Delete(au);
+}
+
+START_TEST(test_a_stale_fenced_write_is_refused_when_handoff_took_the_expired_key) {
+    start_pair(1000, 3000, NULL);
+    stale_fenced_write_refused_after("handoff");
+}
+END_TEST
+
+START_TEST(test_a_stale_fenced_write_is_refused_when_owner_lua_or_watchdog_took_the_expired_key) {
+    start_pair(1000, 3000, NULL);
+    stale_fenced_write_refused_after("owner-lua");
+    stale_fenced_write_refused_after("watchdog");
+}
+END_TEST
+
+/* ---- Reset: a reset while a sale is inside ------------------------------- */
+
+/* The review's recipe: A's sale of item is inside its hold (800 ms) when B
+ * resets the item's stock to 500. For the configured item the reset also
+ * frees the lock; for another item under the global scope it cannot (a
+ * sale of some other item may hold it), so only the write's look at the
+ * stock stands between A and the reset. The window first: A inside when
+ * the reset was sent, and A's answer after the reset's. The outcome for
+ * each strategy whose write Redis checks: nothing written (409), and the
+ * audit exactly the reset's. */
+static void reset_in_flight(const char *strategy, const char *item, cJSON **audit, int *status,
+                            char *word, size_t wordlen) {
+    reset_item(item, 100);
+    char path[160], body[96];
+    snprintf(path, sizeof(path), "/inventory/sale/%s?hold_ms=800&item=%s", strategy, item);
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, path, 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN %s:holders", item),
+                  "%s: A never came inside", strategy);
+    snprintf(body, sizeof(body), "{\"stock\":500,\"item\":\"%s\"}", item);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(b_port, "POST", "/inventory/reset", NULL, body, &r), 200);
+    int64_t reset_at = mclock_ms();
+    harness_bg_join(&a);
+    ck_assert_msg(a.status != 0 && a.sent_ms + a.took_ms >= reset_at - 5,
+                  "fault missed its window: %s's sale of %s answered before the reset (%d %s)",
+                  strategy, item, a.status, a.body);
+    *status = a.status;
+    snprintf(word, wordlen, "%s", a.status ? harness_json_str(a.body, "status") : "");
+    *audit = audit_of(item);
+}
+
+START_TEST(test_a_reset_during_a_sale_is_never_overwritten_by_a_lock_whose_write_redis_checks) {
+    start_pair(10000, 5000, NULL);
+    static const char *const strategies[] = {"fenced", "watchdog", "redisson", "handoff",
+                                             "batched"};
+    static const char *const items[] = {STOCK_KEY, "inventory002"};
+    char bad[1024] = "";
+    for (size_t i = 0; i < sizeof(strategies) / sizeof(strategies[0]); i++) {
+        for (size_t j = 0; j < 2; j++) {
+            cJSON *au;
+            int status;
+            char word[32];
+            reset_in_flight(strategies[i], items[j], &au, &status, word, sizeof(word));
+            if (status != 409 || field(au, "stock") != 500 || field(au, "sold") != 0 ||
+                field(au, "stock_lost") != 0)
+                snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad),
+                         " %s on %s (answered %d %s; stock %.0f, sold %.0f, lost %.0f);",
+                         strategies[i], items[j], status, word, field(au, "stock"),
+                         field(au, "sold"), field(au, "stock_lost"));
+            else if (j == 1)
+                ck_assert_msg(strcmp(word, "stock_changed") == 0,
+                              "%s on %s: the lock was never freed, but A answered %s",
+                              strategies[i], items[j], word);
+            cJSON_Delete(au);
+        }
+    }
+    ck_assert_msg(bad[0] == '\0', "a reset during a sale was overwritten by:%s", bad);
+}
+END_TEST
+
+/* The steps whose write Redis does not check keep their flaw, and the audit
+ * says so: owner-lua's stale write lands over the reset, and the audit
+ * counts the 400 units gone as stock_lost, with a warning: never clean. */
+START_TEST(test_a_reset_overwritten_by_an_unchecked_write_is_reported_as_stock_lost) {
+    start_pair(10000, 5000, NULL);
+    cJSON *au;
+    int status;
+    char word[32];
+    reset_in_flight("owner-lua", "inventory002", &au, &status, word, sizeof(word));
+    ck_assert_msg(status == 200 && strcmp(word, "sold") == 0,
+                  "owner-lua's write did not land over the reset: %d %s", status, word);
+    ck_assert_msg(field(au, "stock") == 99 && field(au, "initial") == 500 &&
+                      field(au, "sold") == 1 && field(au, "stock_lost") == 400,
+                  "the audit of an overwritten reset: stock %.0f, initial %.0f, sold %.0f, "
+                  "stock_lost %.0f",
+                  field(au, "stock"), field(au, "initial"), field(au, "sold"),
+                  field(au, "stock_lost"));
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(au, "warnings");
+    const cJSON *first = cJSON_GetArrayItem(w, 0);
+    ck_assert_msg(cJSON_IsString(first) && strstr(first->valuestring, "400 units left the stock"),
+                  "no warning of the lost units");
+    cJSON_Delete(au);
+}
+END_TEST
+
 /* ---- Core: the lock core on its own ---------------------------------------- */
 
 static struct rpool *pool;
@@ -630,13 +791,58 @@ START_TEST(test_a_lease_is_dated_from_the_acquire_sent_not_from_its_late_reply) 
 }
 END_TEST
 
+/* A renewed lease is dated from when the renewal was sent, as an acquired
+ * one is (the test above): a renewal whose reply comes late must not
+ * stretch the lease past the key's. TTL 3 s, renewed every second. Right
+ * after a renewal Redis holds writes for 1.7 s (CLIENT PAUSE WRITE, below
+ * the 2 s socket timeout), so the next renewal, sent about a second in, is
+ * answered only when the pause ends. The window: the renewal count grew no
+ * sooner than 1.5 s after the pause began. The rule: the lease ends a TTL,
+ * less the 32 ms margin, after that send (at most 1 s + 2968 ms after the
+ * pause began, with 250 ms for a slow scheduler), where one dated from the
+ * reply would end at least 1.5 s + 2968 ms after it. */
+START_TEST(test_a_renewed_lease_is_dated_from_the_renewal_sent_not_from_its_late_reply) {
+    core_start(3000, 3000, 200);
+    struct lock *l = lock_new(core, &lock_type_watchdog, "commit-renew");
+    ck_assert_int_eq(lock_acquire(l), LOCK_OK);
+    struct lock_report r;
+    lock_report(l, &r);
+    int before = r.renewals;
+    for (int64_t end = mclock_ms() + 3000; r.renewals == before && mclock_ms() < end;) {
+        mclock_sleep_ms(1);
+        lock_report(l, &r);
+    }
+    ck_assert_msg(r.renewals > before, "the hold was never renewed");
+    int base = r.renewals;
+    redis_ok(redis_port, "CLIENT PAUSE 1700 WRITE");
+    int64_t paused_wall = mclock_wall_us(), paused = mclock_ms();
+    while (r.renewals == base && mclock_ms() < paused + 4000) {
+        mclock_sleep_ms(1);
+        lock_report(l, &r);
+    }
+    int64_t grew = mclock_ms() - paused;
+    ck_assert_msg(r.renewals > base && grew >= 1500,
+                  "fault missed its window: the renewal after the pause was answered %lld ms in "
+                  "(renewals %d, %d before)",
+                  (long long)grew, r.renewals, base);
+    int64_t lease_ms = (r.lease_wall_us - paused_wall) / 1000;
+    ck_assert_msg(lease_ms <= 1000 + 2968 + 250,
+                  "the renewed lease ends %lld ms after the pause began: dated from the reply "
+                  "(%lld ms in), not from the send (about 1000 ms in)",
+                  (long long)lease_ms, (long long)grew);
+    ck_assert_int_eq(lock_holds(l), 1);
+    lock_free(l);
+    core_stop();
+}
+END_TEST
+
 Suite *commit_suite(void) {
     Suite *s = suite_create("commit");
     struct {
         const char *name;
         void (*setup)(void);
         int timeout;
-        const TTest *tests[4];
+        const TTest *tests[5];
     } cases[] = {
         {"Stall",
          setup_masters,
@@ -650,19 +856,30 @@ Suite *commit_suite(void) {
           test_redlock_a_pause_after_the_last_check_lets_a_stale_write_land_and_the_checker_dates_it}},
         {"History", setup, 60, {test_a_history_trimmed_by_its_cap_is_judged_incomplete_never_safe}},
         {"Keys", setup, 60, {test_no_item_name_reaches_another_key_and_the_fence_never_rewinds}},
+        {"Fence",
+         setup,
+         60,
+         {test_a_stale_fenced_write_is_refused_when_handoff_took_the_expired_key,
+          test_a_stale_fenced_write_is_refused_when_owner_lua_or_watchdog_took_the_expired_key}},
+        {"Reset",
+         setup,
+         90,
+         {test_a_reset_during_a_sale_is_never_overwritten_by_a_lock_whose_write_redis_checks,
+          test_a_reset_overwritten_by_an_unchecked_write_is_reported_as_stock_lost}},
         {"Core",
          setup_masters,
          60,
          {test_a_hold_of_one_lock_family_never_queues_another_familys_acquire_in_the_gate,
           test_a_failed_nested_redlock_acquire_never_takes_the_outer_holds_count_where_its_answer_was_lost,
           test_a_hold_whose_renewal_waits_behind_a_stalled_one_is_refused_its_commit_once_its_lease_passes,
-          test_a_lease_is_dated_from_the_acquire_sent_not_from_its_late_reply}},
+          test_a_lease_is_dated_from_the_acquire_sent_not_from_its_late_reply,
+          test_a_renewed_lease_is_dated_from_the_renewal_sent_not_from_its_late_reply}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_add_checked_fixture(tc, cases[i].setup, teardown);
         tcase_set_timeout(tc, cases[i].timeout);
-        for (int j = 0; j < 4 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        for (int j = 0; j < 5 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
         suite_add_tcase(s, tc);
     }
     return s;

@@ -34,13 +34,16 @@ static int64_t hold_end(const struct chk_event *e) {
     return end;
 }
 
-/* Whether e wrote when the lock was no longer its own (see checker.h). A
- * write that carried a fencing token is judged by the fence instead
- * (find_stale_tokens): Redis applied it only if no newer token had been
- * issued, so no other holder could have read or written meanwhile. */
+/* Whether e wrote when the lock was no longer its own (see checker.h).
+ * Where Redis said so as it applied the write (owned 0), it is late, token
+ * or not: a fence holds off only the holders that bump it, and a lock of
+ * another kind on the same key (owner-lua, handoff, a hash lock) takes an
+ * expired key without bumping it. Where Redis did not look, a write that
+ * carried a fencing token is judged by the fence (find_stale_tokens). */
 static int wrote_late(const struct chk_event *e, int clocks_apart) {
-    if (!wrote(e) || e->token > 0) return 0;
+    if (!wrote(e)) return 0;
     if (e->owned >= 0) return e->owned == 0;
+    if (e->token > 0) return 0;
     return !clocks_apart && e->lease_us > 0 && applied(e) > e->lease_us;
 }
 

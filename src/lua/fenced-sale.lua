@@ -4,15 +4,22 @@
 -- holder that lost its lock (paused past its TTL while another owner took
 -- it) cannot write what it read before. All or nothing, as sale-write.lua:
 -- key types are checked first. Its events carry written_us (Redis's clock
--- when it applied) and owned (whether the lock was still the caller's): the
--- fence, not the lock, decides.
+-- when it applied) and owned (whether the lock was still the caller's).
+--
+-- The fence alone is not enough where other locks share the key: owner-lua,
+-- handoff or a hash lock can take the expired key without bumping the
+-- counter, so a stale holder's token would still be the newest. The write
+-- therefore also needs the lock to be the caller's (the guard), and the
+-- stock to be the one it read (ARGV[2] + 1): one set under the hold (a
+-- reset, a sale under another lock or none) is never overwritten.
 -- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] fencing counter,
 -- KEYS[4] families set, KEYS[5] history stream, KEYS[6] lock
 -- ARGV[1] token, ARGV[2] new stock, ARGV[3] ledger entry "unit|order|port",
 -- ARGV[4] lock family, ARGV[5] history cap (0: no history),
 -- ARGV[6] the lock's owner value, ARGV[7 ..] history fields and values
--- Returns 1 when written, or an error STALE naming both tokens (the refusal
--- is recorded in the history), or BADKEY.
+-- Returns 1 when written; an error STALE naming both tokens, or naming the
+-- lock that is no longer the caller's; an error CHANGED naming the stock
+-- found (each refusal recorded in the history); or BADKEY.
 local function is(key, a, b)
   local kind = redis.call('type', key)['ok']
   return kind == a or kind == b
@@ -24,8 +31,8 @@ if not is(KEYS[1], 'string') or not is(KEYS[2], 'none', 'list') or
 end
 local unit, order = string.match(ARGV[3], '^([^|]*)|([^|]*)|')
 local tail = {}
+local mine = redis.pcall('get', KEYS[6]) == ARGV[6] -- another type: an error, not equal
 if cap > 0 then
-  local mine = redis.pcall('get', KEYS[6]) == ARGV[6] -- another type: an error, not equal
   local t = redis.call('time')
   tail = {'unit', unit, 'order', order, 'written_us',
           t[1] .. string.format('%06d', tonumber(t[2])), 'owned', mine and '1' or '0'}
@@ -40,6 +47,17 @@ local newest = tonumber(redis.call('get', KEYS[3]) or '0')
 if tonumber(ARGV[1]) < newest then
   event('stale_token')
   return redis.error_reply('STALE token ' .. ARGV[1] .. ' is older than token ' .. newest)
+end
+if not mine then
+  event('stale_token')
+  return redis.error_reply('STALE token ' .. ARGV[1] .. ' holds no more: the lock ' .. KEYS[6] ..
+                           ' is no longer this holder\'s (expired, reset, or taken by another lock)')
+end
+local now = redis.call('get', KEYS[1])
+if tonumber(now) ~= tonumber(ARGV[2]) + 1 then
+  event('stock_changed')
+  return redis.error_reply('CHANGED the stock ' .. KEYS[1] .. ' is ' .. tostring(now) ..
+                           ', not the ' .. (tonumber(ARGV[2]) + 1) .. ' this hold read')
 end
 redis.call('set', KEYS[1], ARGV[2])
 redis.call('rpush', KEYS[2], ARGV[3])

@@ -33,8 +33,8 @@
 -- owner id, carried key), ARGV[#ARGV] n
 -- Returns, when written, "<Redis time in us>", followed by " <owner> <us>
 -- <=stock>" when the lock went to a thread of the caller's process (the
--- grant, not published); an error LOST (nothing written, no rider
--- queued); or an error BADKEY naming the key of the wrong type (nothing
+-- grant, not published); an error LOST or CHANGED (nothing written, no
+-- rider queued, the lock handed on); or an error BADKEY naming the key of the wrong type (nothing
 -- written, no rider queued, the lock handed on).
 local key, queue, owner, lease, prefix = KEYS[5], KEYS[6], ARGV[4], ARGV[5], ARGV[6]
 local cap = tonumber(ARGV[3])
@@ -101,6 +101,16 @@ end
 if cap > 0 and not ({none = 1, stream = 1})[redis.call('type', KEYS[4])['ok']] then
   if not grant(stock_now()) then redis.call('del', key) end
   return redis.error_reply('BADKEY ' .. KEYS[4] .. ' is not a stream')
+end
+-- The stock must be the one this hold was handed (ARGV[1] + 1): one set
+-- under it (a reset, a sale under another lock or none) is never
+-- overwritten; the lock goes on with the stock as it is.
+local found = stock_now()
+if tonumber(found) ~= tonumber(ARGV[1]) + 1 then
+  event(true, 'outcome', 'stock_changed')
+  if not grant(found) then redis.call('del', key) end
+  return redis.error_reply('CHANGED the stock ' .. KEYS[1] .. ' is ' .. tostring(found) ..
+                           ', not the ' .. (tonumber(ARGV[1]) + 1) .. ' this hold read')
 end
 local pushed = redis.pcall('rpush', KEYS[2], ARGV[7])
 if type(pushed) == 'table' then

@@ -15,6 +15,13 @@
 -- write goes ahead and its events say what the script saw (owned 1 or 0).
 -- Every event carries written_us, Redis's own clock when it applied.
 --
+-- A hold that enforces its lease also finds the stock it read (ARGV[1] + n):
+-- any other value was set under it, by a reset or by a sale that took no
+-- lock or another lock, and writing would overwrite it. Nothing is written,
+-- the event says stock_changed, and the script answers CHANGED. (The steps
+-- that do not enforce keep their flaw: they overwrite, and the audit
+-- counts what they lost.)
+--
 -- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] families set,
 -- KEYS[4] history stream, KEYS[5] lock
 -- ARGV[1] new stock, ARGV[2] lock family, ARGV[3] history cap (0: no history)
@@ -23,8 +30,8 @@
 -- ARGV[6] 1: refuse the write when the lock is not the owner's
 -- ARGV[7] n, ARGV[8 .. 7+n] ledger entries "unit|order|port"
 -- ARGV[8+n ..] history fields and values shared by the n events
--- Returns n; an error LOST (nothing written, the event recorded); or an
--- error BADKEY naming the key of the wrong type.
+-- Returns n; an error LOST or CHANGED (nothing written, the event
+-- recorded); or an error BADKEY naming the key of the wrong type.
 local function is(key, a, b)
   local kind = redis.call('type', key)['ok']
   return kind == a or kind == b
@@ -74,6 +81,16 @@ if mine == false and ARGV[6] == '1' then
   end
   return redis.error_reply('LOST the lock ' .. KEYS[5] .. ' was no longer ' .. ARGV[5] ..
                            "'s when the write arrived")
+end
+if ARGV[6] == '1' then
+  local now = redis.call('get', KEYS[1])
+  if tonumber(now) ~= tonumber(ARGV[1]) + n then
+    if cap > 0 then
+      redis.call('xadd', KEYS[4], 'MAXLEN', '~', cap, '*', 'outcome', 'stock_changed', unpack(tail))
+    end
+    return redis.error_reply('CHANGED the stock ' .. KEYS[1] .. ' is ' .. tostring(now) ..
+                             ', not the ' .. (tonumber(ARGV[1]) + n) .. ' this hold read')
+  end
 end
 redis.call('set', KEYS[1], ARGV[1])
 redis.call('rpush', KEYS[2], unpack(ARGV, 8, 7 + n))

@@ -454,6 +454,9 @@
     if (a.oversold) {
       p.append(h('span', { class: 'bad' }, '\u2717 OVERSOLD: '),
         `${num(a.sold_twice)} unit(s) sold twice, ${num(a.oversold_units)} oversold; ${num(a.violations)} time(s) two holders were inside at once. ${said}`);
+    } else if (a.stock_lost > 0) {
+      p.append(h('span', { class: 'bad' }, `\u2717 STOCK LOST: `),
+        `${num(a.stock_lost)} unit(s) left the stock with no sale in the ledger: a write overwrote a newer stock (a reset during a sale?). ${said}`);
     } else if (a.violations > 0) {
       p.append(h('span', { class: 'bad' }, `\u26a0 ${num(a.violations)} violation(s): `),
         `two holders were inside the critical section at once, though no unit was sold twice this time. ${said}`);

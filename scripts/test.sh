@@ -6,12 +6,24 @@
 # UndefinedBehaviorSanitizer build with clang in build-asan/. The tests start
 # their own redis-server and nginx on free ports.
 #
+#   scripts/test.sh           everything, twice (what CI runs; about 30 min)
+#   scripts/test.sh --quick   the quick tier, once, in build/: the unit tests
+#                             and one integration test per module (ctest
+#                             labels unit and quick; under 3 min once built),
+#                             what a contributor runs before every commit
+#
 # Exits non-zero if anything failed; the last line is always
 #   tests: N passed, N failed, N skipped
 # summed over both runs (a build that failed counts as one failed test; a
 # test that skipped itself, exit 77, is neither passed nor failed).
 set -uo pipefail
 
+quick=0
+case "${1:-}" in
+    --quick) quick=1 ;;
+    "") ;;
+    *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -40,7 +52,7 @@ run_suite() {
     fi
     echo "==== $name: ctest"
     log="$dir/ctest-output.log"
-    ctest --test-dir "$dir" --output-on-failure -j1 2>&1 | tee "$log"
+    ctest --test-dir "$dir" --output-on-failure -j1 "${ctest_args[@]}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     # "100% tests passed, 0 tests failed out of 12"
     line=$(grep -E '[0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1)
@@ -63,6 +75,15 @@ run_suite() {
         status=1
     fi
 }
+
+ctest_args=()
+if [ "$quick" = 1 ]; then
+    ctest_args=(-L '^(unit|quick)$')
+    run_suite "quick" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    echo "tests: $passed passed, $failed failed, $skipped skipped"
+    [ "$failed" -gt 0 ] && exit 1
+    exit "$status"
+fi
 
 run_suite "plain" build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 

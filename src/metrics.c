@@ -150,9 +150,8 @@ static void put_histogram(struct out *o, const char *name, const char *help) {
     }
 }
 
-char *metrics_render(void) {
-    struct out o = {malloc(8192), 0, 8192, 0};
-    if (!o.buf) return NULL;
+/* The counters of sale results, one series per strategy. */
+static void put_statuses(struct out *o) {
     static const struct {
         int status;
         const char *name, *help;
@@ -173,12 +172,16 @@ char *metrics_render(void) {
          "Sales refused because lock.allowed does not name the strategy."},
     };
     for (size_t c = 0; c < sizeof(counters) / sizeof(counters[0]); c++) {
-        put(&o, "# HELP %s %s\n# TYPE %s counter\n", counters[c].name, counters[c].help,
+        put(o, "# HELP %s %s\n# TYPE %s counter\n", counters[c].name, counters[c].help,
             counters[c].name);
         for (int i = 0; strategies[i].name && i < METRICS_MAX; i++)
-            put(&o, "%s{strategy=\"%s\"} %lld\n", counters[c].name, strategies[i].name,
+            put(o, "%s{strategy=\"%s\"} %lld\n", counters[c].name, strategies[i].name,
                 load(&rows[i].by_status[counters[c].status]));
     }
+}
+
+/* The lock's own counters, one series per strategy. */
+static void put_sums(struct out *o) {
     static const struct {
         size_t offset;
         const char *name, *help;
@@ -197,72 +200,96 @@ char *metrics_render(void) {
          "redis.timeout."},
     };
     for (size_t k = 0; k < sizeof(sums) / sizeof(sums[0]); k++) {
-        put(&o, "# HELP %s %s\n# TYPE %s counter\n", sums[k].name, sums[k].help, sums[k].name);
+        put(o, "# HELP %s %s\n# TYPE %s counter\n", sums[k].name, sums[k].help, sums[k].name);
         for (int i = 0; strategies[i].name && i < METRICS_MAX; i++)
-            put(&o, "%s{strategy=\"%s\"} %lld\n", sums[k].name, strategies[i].name,
+            put(o, "%s{strategy=\"%s\"} %lld\n", sums[k].name, strategies[i].name,
                 load((atomic_llong *)((char *)&rows[i] + sums[k].offset)));
     }
-    put(&o, "# HELP inventoryd_lock_grants_total Holds of the locks that hand on (handoff), by how "
-            "each was granted: free (its own acquire), handed (by the holder before it), checked "
-            "(its own re-check, after a lease ran out or a missed grant).\n"
-            "# TYPE inventoryd_lock_grants_total counter\n");
+}
+
+/* How the holds of the locks that hand on were granted. */
+static void put_grants(struct out *o) {
+    put(o, "# HELP inventoryd_lock_grants_total Holds of the locks that hand on (handoff), by how "
+           "each was granted: free (its own acquire), handed (by the holder before it), checked "
+           "(its own re-check, after a lease ran out or a missed grant).\n"
+           "# TYPE inventoryd_lock_grants_total counter\n");
     for (int i = 0; strategies[i].name && i < METRICS_MAX; i++) {
         long long g[LOCK_GRANTS], any = 0;
         for (int k = 1; k < LOCK_GRANTS; k++) any |= g[k] = load(&rows[i].grants[k]);
         for (int k = 1; k < LOCK_GRANTS && any; k++)
-            put(&o, "inventoryd_lock_grants_total{strategy=\"%s\",by=\"%s\"} %lld\n",
+            put(o, "inventoryd_lock_grants_total{strategy=\"%s\",by=\"%s\"} %lld\n",
                 strategies[i].name, lock_grant_word(k), g[k]);
     }
+}
+
+/* The Redlock masters' votes, when there are masters. */
+static void put_votes(struct out *o) {
+    if (!redlock_nodes_seen) return;
+    put(o, "# HELP inventoryd_redlock_votes_total Redlock votes by master and outcome.\n"
+           "# TYPE inventoryd_redlock_votes_total counter\n");
+    for (int i = 0; i < redlock_nodes(redlock_nodes_seen); i++) {
+        long long n[4];
+        static const int outcome[] = {LOCK_VOTE_YES, LOCK_VOTE_BUSY, LOCK_VOTE_ERROR,
+                                      LOCK_VOTE_RESTARTED};
+        redlock_node_counts(redlock_nodes_seen, i, &n[0], &n[1], &n[2], &n[3]);
+        for (int k = 0; k < 4; k++)
+            put(o, "inventoryd_redlock_votes_total{node=\"%s\",outcome=\"%s\"} %lld\n",
+                redlock_node_name(redlock_nodes_seen, i), lock_vote_word(outcome[k]), n[k]);
+    }
+}
+
+/* The watchdog's lanes, one per server. */
+static void put_lanes(struct out *o) {
+    if (!core_seen) return;
+    struct lock_lane_stats lanes[16];
+    int n = lock_core_lanes(core_seen, lanes, 16);
+    put(o, "# HELP inventoryd_watchdog_renewals_total Lease renewals by the watchdog lane "
+           "of each server, by outcome.\n"
+           "# TYPE inventoryd_watchdog_renewals_total counter\n");
+    for (int i = 0; i < n; i++)
+        put(o,
+            "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"renewed\"} %lld\n"
+            "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"lost\"} %lld\n"
+            "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"unreached\"} %lld\n",
+            lanes[i].name, lanes[i].renewed, lanes[i].name, lanes[i].lost, lanes[i].name,
+            lanes[i].unreached);
+    put(o, "# HELP inventoryd_watchdog_longest_renewal_ms The longest renewal of each lane, "
+           "from its send to its outcome.\n"
+           "# TYPE inventoryd_watchdog_longest_renewal_ms gauge\n");
+    for (int i = 0; i < n; i++)
+        put(o, "inventoryd_watchdog_longest_renewal_ms{lane=\"%s\"} %lld\n", lanes[i].name,
+            (long long)(lanes[i].longest_us / 1000));
+}
+
+/* Redis Cluster's refusals followed and slot map loads, in cluster mode. */
+static void put_cluster(struct out *o) {
+    if (!cluster_root) return;
+    struct cluster_stats st;
+    rpool_cluster_stats(cluster_root, &st);
+    put(o,
+        "# HELP inventoryd_cluster_refusals_followed_total Commands refused by a cluster "
+        "node (they did not run) and sent again where the refusal said.\n"
+        "# TYPE inventoryd_cluster_refusals_followed_total counter\n"
+        "inventoryd_cluster_refusals_followed_total{kind=\"moved\"} %lld\n"
+        "inventoryd_cluster_refusals_followed_total{kind=\"ask\"} %lld\n"
+        "inventoryd_cluster_refusals_followed_total{kind=\"tryagain\"} %lld\n"
+        "# HELP inventoryd_cluster_map_loads_total Slot map loads (CLUSTER SLOTS).\n"
+        "# TYPE inventoryd_cluster_map_loads_total counter\n"
+        "inventoryd_cluster_map_loads_total %lld\n",
+        st.moved, st.ask, st.tryagain, st.refreshes);
+}
+
+char *metrics_render(void) {
+    struct out o = {malloc(8192), 0, 8192, 0};
+    if (!o.buf) return NULL;
+    put_statuses(&o);
+    put_sums(&o);
+    put_grants(&o);
     put_histogram(&o, "inventoryd_lock_wait_ms", "Time spent acquiring the lock, in ms.");
     put_histogram(&o, "inventoryd_lock_hold_ms", "Time the lock was held, in ms.");
-    if (redlock_nodes_seen) {
-        put(&o, "# HELP inventoryd_redlock_votes_total Redlock votes by master and outcome.\n"
-                "# TYPE inventoryd_redlock_votes_total counter\n");
-        for (int i = 0; i < redlock_nodes(redlock_nodes_seen); i++) {
-            long long n[4];
-            static const int outcome[] = {LOCK_VOTE_YES, LOCK_VOTE_BUSY, LOCK_VOTE_ERROR,
-                                          LOCK_VOTE_RESTARTED};
-            redlock_node_counts(redlock_nodes_seen, i, &n[0], &n[1], &n[2], &n[3]);
-            for (int k = 0; k < 4; k++)
-                put(&o, "inventoryd_redlock_votes_total{node=\"%s\",outcome=\"%s\"} %lld\n",
-                    redlock_node_name(redlock_nodes_seen, i), lock_vote_word(outcome[k]), n[k]);
-        }
-    }
-    if (core_seen) {
-        struct lock_lane_stats lanes[16];
-        int n = lock_core_lanes(core_seen, lanes, 16);
-        put(&o, "# HELP inventoryd_watchdog_renewals_total Lease renewals by the watchdog lane "
-                "of each server, by outcome.\n"
-                "# TYPE inventoryd_watchdog_renewals_total counter\n");
-        for (int i = 0; i < n; i++)
-            put(&o,
-                "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"renewed\"} %lld\n"
-                "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"lost\"} %lld\n"
-                "inventoryd_watchdog_renewals_total{lane=\"%s\",outcome=\"unreached\"} %lld\n",
-                lanes[i].name, lanes[i].renewed, lanes[i].name, lanes[i].lost, lanes[i].name,
-                lanes[i].unreached);
-        put(&o, "# HELP inventoryd_watchdog_longest_renewal_ms The longest renewal of each lane, "
-                "from its send to its outcome.\n"
-                "# TYPE inventoryd_watchdog_longest_renewal_ms gauge\n");
-        for (int i = 0; i < n; i++)
-            put(&o, "inventoryd_watchdog_longest_renewal_ms{lane=\"%s\"} %lld\n", lanes[i].name,
-                (long long)(lanes[i].longest_us / 1000));
-    }
-    if (cluster_root) {
-        struct cluster_stats st;
-        rpool_cluster_stats(cluster_root, &st);
-        put(&o,
-            "# HELP inventoryd_cluster_refusals_followed_total Commands refused by a cluster "
-            "node (they did not run) and sent again where the refusal said.\n"
-            "# TYPE inventoryd_cluster_refusals_followed_total counter\n"
-            "inventoryd_cluster_refusals_followed_total{kind=\"moved\"} %lld\n"
-            "inventoryd_cluster_refusals_followed_total{kind=\"ask\"} %lld\n"
-            "inventoryd_cluster_refusals_followed_total{kind=\"tryagain\"} %lld\n"
-            "# HELP inventoryd_cluster_map_loads_total Slot map loads (CLUSTER SLOTS).\n"
-            "# TYPE inventoryd_cluster_map_loads_total counter\n"
-            "inventoryd_cluster_map_loads_total %lld\n",
-            st.moved, st.ask, st.tryagain, st.refreshes);
-    }
+    put_votes(&o);
+    put_lanes(&o);
+    put_cluster(&o);
     put(&o, "# HELP inventoryd_http_requests_total HTTP requests answered, by status class.\n"
             "# TYPE inventoryd_http_requests_total counter\n");
     for (int c = 1; c <= 5; c++)

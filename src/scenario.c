@@ -345,20 +345,14 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
     }
 }
 
-/* herd: B, C and D arrive while A holds the lock. Flaw: A's unlock only
- * woke them, so a woken waiter had to try again (a third attempt after the
- * try, subscribe and try of a Redisson waiter; a fourth when it lost the
- * race), or the lock went out of the order they came in. Fix: each was
- * handed the lock in order, with one attempt. */
-static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdict *v) {
+/* The waiters of herd, sorted by grant time into by_grant (*n of them).
+ * 0, or -1 with the verdict said: one came too late or never sold (the
+ * window was missed), or two were inside together (the flaw). */
+static int herd_waiters(const struct scenario_evidence *ev, struct scenario_verdict *v,
+                        const struct scenario_sale **by_grant, int *n) {
     const struct scenario_sale *a = &ev->sale[0];
     char w[64];
-    if (!a->has_hold) {
-        no_hold(v, a, "there was no hold for the others to wait behind");
-        return;
-    }
-    const struct scenario_sale *by_grant[SCENARIO_STEPS_MAX - 1];
-    int n = 0;
+    *n = 0;
     for (int i = 1; i < ev->nsales; i++) {
         const struct scenario_sale *x = &ev->sale[i];
         int64_t us;
@@ -367,41 +361,34 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
                 "%c %s after A had left: nobody waited for it to "
                 "go",
                 x->label, x->sent ? "was sent" : "was never sent, not even");
-            return;
+            return -1;
         }
         if (!x->has_hold || !sold(x)) {
             say(v, SCENARIO_INCONCLUSIVE, 1, "%c %s while A held the lock", x->label,
                 answered(x, w, sizeof(w)));
-            return;
+            return -1;
         }
         for (int j = 0; j < i; j++) {
             if (together(&ev->sale[j], x, &us)) {
                 say(v, SCENARIO_FLAW_SHOWN, 1, "%c and %c were inside together", ev->sale[j].label,
                     x->label);
                 add_audit(v, ev);
-                return;
+                return -1;
             }
         }
-        int k = n++; /* insertion by grant time */
+        int k = (*n)++; /* insertion by grant time */
         while (k > 0 && by_grant[k - 1]->hold.granted_us > x->hold.granted_us) {
             by_grant[k] = by_grant[k - 1];
             k--;
         }
         by_grant[k] = x;
     }
-    for (int i = 0; i < n; i++) {
-        if (by_grant[i] != &ev->sale[i + 1]) {
-            say(v, SCENARIO_FLAW_SHOWN, 1,
-                "A's unlock woke the waiters and they raced: %c got "
-                "the lock before %c, who came first",
-                by_grant[i]->label, ev->sale[i + 1].label);
-            return;
-        }
-    }
-    int most = 0;
-    const struct scenario_sale *m = NULL;
-    for (int i = 0; i < n; i++)
-        if (by_grant[i]->attempts > most) most = by_grant[i]->attempts, m = by_grant[i];
+    return 0;
+}
+
+/* The verdict of herd from the most attempts any waiter m made. */
+static void herd_attempts(const struct scenario_evidence *ev, struct scenario_verdict *v,
+                          const struct scenario_sale *m, int most) {
     if (most > 3) {
         say(v, SCENARIO_FLAW_SHOWN, 1,
             "A's unlock woke the waiters and they raced: %c lost and "
@@ -424,6 +411,36 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
             "at most %d attempts each: no race showed this time",
             most);
     }
+}
+
+/* herd: B, C and D arrive while A holds the lock. Flaw: A's unlock only
+ * woke them, so a woken waiter had to try again (a third attempt after the
+ * try, subscribe and try of a Redisson waiter; a fourth when it lost the
+ * race), or the lock went out of the order they came in. Fix: each was
+ * handed the lock in order, with one attempt. */
+static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdict *v) {
+    const struct scenario_sale *a = &ev->sale[0];
+    if (!a->has_hold) {
+        no_hold(v, a, "there was no hold for the others to wait behind");
+        return;
+    }
+    const struct scenario_sale *by_grant[SCENARIO_STEPS_MAX - 1];
+    int n;
+    if (herd_waiters(ev, v, by_grant, &n) < 0) return;
+    for (int i = 0; i < n; i++) {
+        if (by_grant[i] != &ev->sale[i + 1]) {
+            say(v, SCENARIO_FLAW_SHOWN, 1,
+                "A's unlock woke the waiters and they raced: %c got "
+                "the lock before %c, who came first",
+                by_grant[i]->label, ev->sale[i + 1].label);
+            return;
+        }
+    }
+    int most = 0;
+    const struct scenario_sale *m = NULL;
+    for (int i = 0; i < n; i++)
+        if (by_grant[i]->attempts > most) most = by_grant[i]->attempts, m = by_grant[i];
+    herd_attempts(ev, v, m, most);
 }
 
 /* ---- the table ----------------------------------------------------------------- */

@@ -211,18 +211,22 @@ static void usage(FILE *f) {
                "run completed, 1 when no request got any answer, 2 on bad usage.\n");
 }
 
-int main(int argc, char **argv) {
-    struct options o = {
-        .host = "127.0.0.1",
-        .port = 8080,
-        .path = "/inventory/sale/atomic",
-        .method = "GET",
-        .body = NULL,
-        .clients = 200,
-        .requests = 3000,
-        .timeout_ms = 30000,
-        .kv = 0,
-    };
+/* What getopt left, and the path. -1 to go on, or the exit status. */
+static int check_options(int argc, char **argv, const struct options *o) {
+    if (optind < argc) {
+        fprintf(stderr, "inventory-load: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (o->path[0] != '/') {
+        fprintf(stderr, "inventory-load: --path must start with '/'\n");
+        return 2;
+    }
+    return -1;
+}
+
+/* Reads the command line into o. -1 to go on, or the exit status. */
+static int parse_options(int argc, char **argv, struct options *o) {
     static const struct option longopts[] = {
         {"host", required_argument, NULL, 'H'},
         {"port", required_argument, NULL, 'p'},
@@ -245,46 +249,46 @@ int main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "H:p:P:m:b:c:n:t:f:r:x:e:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'H':
-            o.host = optarg;
+            o->host = optarg;
             break;
         case 'P':
-            o.path = optarg;
+            o->path = optarg;
             break;
         case 'm':
-            o.method = optarg;
+            o->method = optarg;
             break;
         case 'b':
-            o.body = optarg;
+            o->body = optarg;
             break;
         case 'r':
-            o.record = optarg;
+            o->record = optarg;
             break;
         case 'x':
             if (stats_parse_long(optarg, 1, 86400, &v) != 0) goto bad;
-            o.max_s = v;
+            o->max_s = v;
             break;
         case 'e':
             if (stats_parse_long(optarg, 0, 60000, &v) != 0) goto bad;
-            o.error_pause_ms = v;
+            o->error_pause_ms = v;
             break;
         case 'p':
             if (stats_parse_long(optarg, 1, 65535, &v) != 0) goto bad;
-            o.port = (int)v;
+            o->port = (int)v;
             break;
         case 'c':
             if (stats_parse_long(optarg, 1, 20000, &v) != 0) goto bad;
-            o.clients = (int)v;
+            o->clients = (int)v;
             break;
         case 'n':
             if (stats_parse_long(optarg, 0, 100000000, &v) != 0) goto bad;
-            o.requests = v;
+            o->requests = v;
             break;
         case 't':
             if (stats_parse_long(optarg, 1, INT_MAX, &v) != 0) goto bad;
-            o.timeout_ms = (int)v;
+            o->timeout_ms = (int)v;
             break;
         case 'f':
-            if (stats_parse_format(optarg, &o.kv) != 0) goto bad;
+            if (stats_parse_format(optarg, &o->kv) != 0) goto bad;
             break;
         case 'h':
             usage(stdout);
@@ -298,70 +302,61 @@ int main(int argc, char **argv) {
         stats_bad_value("inventory-load", longopts, c, optarg);
         return 2;
     }
-    if (optind < argc) {
-        fprintf(stderr, "inventory-load: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
-    if (o.path[0] != '/') {
-        fprintf(stderr, "inventory-load: --path must start with '/'\n");
-        return 2;
-    }
-    if (o.clients > o.requests && o.requests > 0) o.clients = (int)o.requests;
-    const char *token = getenv("INVENTORY_LOAD_TOKEN");
-    if (token != NULL && token[0] != '\0') {
-        if (strpbrk(token, "\r\n") != NULL || strlen(token) > 512) {
-            fprintf(stderr,
-                    "inventory-load: INVENTORY_LOAD_TOKEN must be one line of at most 512 bytes\n");
-            return 2;
-        }
-        size_t len = strlen(token) + 32;
-        o.headers = malloc(len);
-        if (o.headers == NULL) {
-            fprintf(stderr, "inventory-load: out of memory\n");
-            return 1;
-        }
-        snprintf(o.headers, len, "Authorization: Bearer %s\r\n", token);
-    }
+    return check_options(argc, argv, o);
+}
 
-    latency_ms = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(double));
-    if (o.record != NULL) told = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(*told));
-    struct worker *w = calloc((size_t)o.clients, sizeof(*w));
-    if (latency_ms == NULL || w == NULL || (o.record != NULL && told == NULL)) {
+/* INVENTORY_LOAD_TOKEN, when set, as a header line of every request. -1 to
+ * go on, or the exit status. */
+static int set_token(struct options *o) {
+    const char *token = getenv("INVENTORY_LOAD_TOKEN");
+    if (token == NULL || token[0] == '\0') return -1;
+    if (strpbrk(token, "\r\n") != NULL || strlen(token) > 512) {
+        fprintf(stderr,
+                "inventory-load: INVENTORY_LOAD_TOKEN must be one line of at most 512 bytes\n");
+        return 2;
+    }
+    size_t len = strlen(token) + 32;
+    o->headers = malloc(len);
+    if (o->headers == NULL) {
         fprintf(stderr, "inventory-load: out of memory\n");
         return 1;
     }
-    if (pthread_barrier_init(&start_line, NULL, (unsigned)o.clients + 1) != 0) {
-        fprintf(stderr, "inventory-load: pthread_barrier_init failed\n");
-        return 1;
-    }
+    snprintf(o->headers, len, "Authorization: Bearer %s\r\n", token);
+    return -1;
+}
 
+/* Starts the clients at once (a barrier), waits for them all, and returns
+ * the seconds they took; exits if a client cannot start. */
+static double run_clients(struct options *o, struct worker *w) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
-    for (int i = 0; i < o.clients; i++) {
-        w[i].opt = &o;
+    for (int i = 0; i < o->clients; i++) {
+        w[i].opt = o;
         int rc = pthread_create(&w[i].tid, &attr, worker_run, &w[i]);
         if (rc != 0) {
             /* The barrier counts every client: without them all, nobody
              * could pass it. Nothing was sent yet, so stopping is clean. */
-            fprintf(stderr, "inventory-load: cannot start client %d of %d: %s\n", i + 1, o.clients,
+            fprintf(stderr, "inventory-load: cannot start client %d of %d: %s\n", i + 1, o->clients,
                     strerror(rc));
             exit(1);
         }
     }
     pthread_attr_destroy(&attr);
-
     double t0 = now_ms();
     started_ms = t0;
     pthread_barrier_wait(&start_line);
-    for (int i = 0; i < o.clients; i++) pthread_join(w[i].tid, NULL);
-    double elapsed_s = (now_ms() - t0) / 1e3;
-    pthread_barrier_destroy(&start_line);
+    for (int i = 0; i < o->clients; i++) pthread_join(w[i].tid, NULL);
+    return (now_ms() - t0) / 1e3;
+}
 
-    long total[OUT_COUNT] = {0};
+/* Prints the run's summary from the clients' counts into total[]; returns
+ * the requests answered or failed. */
+static long report(const struct options *o, const struct worker *w, double elapsed_s,
+                   long total[OUT_COUNT]) {
     const char *first_error = NULL, *first_other = NULL;
-    for (int i = 0; i < o.clients; i++) {
+    for (int k = 0; k < OUT_COUNT; k++) total[k] = 0;
+    for (int i = 0; i < o->clients; i++) {
         for (int k = 0; k < OUT_COUNT; k++) total[k] += w[i].counts[k];
         if (first_error == NULL && w[i].first_error[0] != '\0') first_error = w[i].first_error;
         if (first_other == NULL && w[i].first_other[0] != '\0') first_other = w[i].first_other;
@@ -373,7 +368,7 @@ int main(int argc, char **argv) {
     double req_per_s = elapsed_s > 0 ? (double)done / elapsed_s : 0.0;
     double sales_per_s = elapsed_s > 0 ? (double)total[OUT_SOLD] / elapsed_s : 0.0;
 
-    if (o.kv) {
+    if (o->kv) {
         printf("requests=%ld sold=%ld sold_out=%ld lock_timeout=%ld "
                "backend_unavailable=%ld other=%ld errors=%ld elapsed_s=%.3f "
                "req_per_s=%.1f sales_per_s=%.1f p50_ms=%.2f p99_ms=%.2f "
@@ -382,8 +377,8 @@ int main(int argc, char **argv) {
                total[OUT_BACKEND], total[OUT_OTHER], total[OUT_ERROR], elapsed_s, req_per_s,
                sales_per_s, lat.p50, lat.p99, lat.max);
     } else {
-        printf("%s %s:%d%s: %ld requests by %d clients in %.3f s\n", o.method, o.host, o.port,
-               o.path, done, o.clients, elapsed_s);
+        printf("%s %s:%d%s: %ld requests by %d clients in %.3f s\n", o->method, o->host, o->port,
+               o->path, done, o->clients, elapsed_s);
         printf("  sold %ld, sold_out %ld, lock_timeout %ld, "
                "backend_unavailable %ld, other %ld, errors %ld\n",
                total[OUT_SOLD], total[OUT_SOLD_OUT], total[OUT_LOCK_TIMEOUT], total[OUT_BACKEND],
@@ -399,6 +394,41 @@ int main(int argc, char **argv) {
         fprintf(stderr, "inventory-load: %ld other answers, first: %s\n", total[OUT_OTHER],
                 first_other);
     fflush(stdout);
+    return done;
+}
+
+int main(int argc, char **argv) {
+    struct options o = {
+        .host = "127.0.0.1",
+        .port = 8080,
+        .path = "/inventory/sale/atomic",
+        .method = "GET",
+        .body = NULL,
+        .clients = 200,
+        .requests = 3000,
+        .timeout_ms = 30000,
+        .kv = 0,
+    };
+    int rc = parse_options(argc, argv, &o);
+    if (rc < 0) rc = set_token(&o);
+    if (rc >= 0) return rc;
+    if (o.clients > o.requests && o.requests > 0) o.clients = (int)o.requests;
+
+    latency_ms = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(double));
+    if (o.record != NULL) told = calloc(o.requests > 0 ? (size_t)o.requests : 1, sizeof(*told));
+    struct worker *w = calloc((size_t)o.clients, sizeof(*w));
+    if (latency_ms == NULL || w == NULL || (o.record != NULL && told == NULL)) {
+        fprintf(stderr, "inventory-load: out of memory\n");
+        return 1;
+    }
+    if (pthread_barrier_init(&start_line, NULL, (unsigned)o.clients + 1) != 0) {
+        fprintf(stderr, "inventory-load: pthread_barrier_init failed\n");
+        return 1;
+    }
+    double elapsed_s = run_clients(&o, w);
+    pthread_barrier_destroy(&start_line);
+    long total[OUT_COUNT];
+    long done = report(&o, w, elapsed_s, total);
 
     int recorded = o.record == NULL || write_record(o.record, done) == 0;
     free(latency_ms);

@@ -240,6 +240,57 @@ static void options_defaults(struct options *o, const struct config *cfg) {
 /* Reads the command line into *o, and the --set settings into sets[] (at
  * most max, *nsets of them). Returns -1 to go on, or the exit status: 0
  * after --help, EXIT_USAGE (said on stderr) for a bad command line. */
+/* Applies one option with its value: 0, or -1 when the value is bad. */
+static int set_option(int ch, const char *arg, struct options *o, const char **sets, int max,
+                      int *nsets) {
+    long v;
+    struct addr a;
+    char why[128];
+    switch (ch) {
+    case 's':
+        return (o->type = strategy_find(arg)) == NULL ? -1 : 0;
+    case 'c':
+        if (stats_parse_long(arg, 1, 5000, &v) != 0) return -1;
+        o->clients = (int)v;
+        return 0;
+    case 'n':
+        if (stats_parse_long(arg, 1, 100000000, &v) != 0) return -1;
+        o->stock = v;
+        return 0;
+    case 'r':
+        if (addr_parse(arg, strlen(arg), &a, why, sizeof(why)) != 0) return -1;
+        snprintf(o->redis_host, sizeof(o->redis_host), "%s", a.host);
+        o->redis_port = a.port;
+        return 0;
+    case 'R':
+        if (strlen(arg) >= sizeof(o->redlock)) return -1;
+        snprintf(o->redlock, sizeof(o->redlock), "%s", arg);
+        return 0;
+    case 't':
+        if (stats_parse_long(arg, 1, INT_MAX / 1000, &v) != 0) return -1;
+        o->ttl_ms = (int)v;
+        return 0;
+    case 'w':
+        if (stats_parse_long(arg, 0, INT_MAX / 1000, &v) != 0) return -1;
+        o->wait_ms = (int)v;
+        return 0;
+    case 'T':
+        if (stats_parse_long(arg, 1, 60000, &v) != 0) return -1;
+        o->node_timeout_ms = (int)v;
+        return 0;
+    case 'm':
+        if (stats_parse_long(arg, 1, 86400, &v) != 0) return -1;
+        o->max_s = (int)v;
+        return 0;
+    case 'S':
+        if (*nsets == max) return -1;
+        sets[(*nsets)++] = arg; /* applied over the other options, in set_up() */
+        return 0;
+    default: /* 'f' */
+        return stats_parse_format(arg, &o->kv) != 0 ? -1 : 0;
+    }
+}
+
 static int parse_options(int argc, char **argv, struct options *o, const char **sets, int max,
                          int *nsets) {
     static const struct option longopts[] = {
@@ -258,67 +309,20 @@ static int parse_options(int argc, char **argv, struct options *o, const char **
         {NULL, 0, NULL, 0},
     };
     int ch;
-    long v;
     *nsets = 0;
     while ((ch = getopt_long(argc, argv, "s:c:n:r:R:t:w:T:m:f:S:h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 's':
-            if ((o->type = strategy_find(optarg)) == NULL) goto bad;
-            break;
-        case 'c':
-            if (stats_parse_long(optarg, 1, 5000, &v) != 0) goto bad;
-            o->clients = (int)v;
-            break;
-        case 'n':
-            if (stats_parse_long(optarg, 1, 100000000, &v) != 0) goto bad;
-            o->stock = v;
-            break;
-        case 'r': {
-            struct addr a;
-            char why[128];
-            if (addr_parse(optarg, strlen(optarg), &a, why, sizeof(why)) != 0) goto bad;
-            snprintf(o->redis_host, sizeof(o->redis_host), "%s", a.host);
-            o->redis_port = a.port;
-            break;
-        }
-        case 'R':
-            if (strlen(optarg) >= sizeof(o->redlock)) goto bad;
-            snprintf(o->redlock, sizeof(o->redlock), "%s", optarg);
-            break;
-        case 't':
-            if (stats_parse_long(optarg, 1, INT_MAX / 1000, &v) != 0) goto bad;
-            o->ttl_ms = (int)v;
-            break;
-        case 'w':
-            if (stats_parse_long(optarg, 0, INT_MAX / 1000, &v) != 0) goto bad;
-            o->wait_ms = (int)v;
-            break;
-        case 'T':
-            if (stats_parse_long(optarg, 1, 60000, &v) != 0) goto bad;
-            o->node_timeout_ms = (int)v;
-            break;
-        case 'm':
-            if (stats_parse_long(optarg, 1, 86400, &v) != 0) goto bad;
-            o->max_s = (int)v;
-            break;
-        case 'S':
-            if (*nsets == max) goto bad;
-            sets[(*nsets)++] = optarg; /* applied over the other options, in set_up() */
-            break;
-        case 'f':
-            if (stats_parse_format(optarg, &o->kv) != 0) goto bad;
-            break;
-        case 'h':
+        if (ch == 'h') {
             usage(stdout);
             return 0;
-        default:
+        }
+        if (!strchr("scnrRtwTmfS", ch)) {
             usage(stderr);
             return EXIT_USAGE;
         }
-        continue;
-    bad:
-        stats_bad_value("lockbench", longopts, ch, optarg);
-        return EXIT_USAGE;
+        if (set_option(ch, optarg, o, sets, max, nsets) != 0) {
+            stats_bad_value("lockbench", longopts, ch, optarg);
+            return EXIT_USAGE;
+        }
     }
     if (optind < argc) {
         fprintf(stderr, "lockbench: unexpected argument '%s'\n", argv[optind]);

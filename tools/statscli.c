@@ -394,7 +394,9 @@ static int print_text(const struct options *o, const char *key, const char *text
     return 0;
 }
 
-int main(int argc, char **argv) {
+/* Reads the options and the figure into o. -1 to go on, or the exit
+ * status. */
+static int parse_options(int argc, char **argv, struct options *o) {
     static const struct option longopts[] = {
         {"by-key", no_argument, NULL, 'k'},
         {"decimals", required_argument, NULL, 'd'},
@@ -405,39 +407,30 @@ int main(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct options o = {.decimals = -1, .significant = 15};
-    char buf[512];
-    int c, status = 0;
+    int c;
     long v;
-
     /* "+": options end at FIGURE, so that a "-5" after it is a number. */
     while ((c = getopt_long(argc, argv, "+kd:g:e:sph", longopts, NULL)) != -1) {
         switch (c) {
         case 'k':
-            o.by_key = 1;
+            o->by_key = 1;
             break;
         case 'e':
-            o.empty = optarg;
+            o->empty = optarg;
             break;
         case 's':
-            o.skip = 1;
+            o->skip = 1;
             break;
         case 'p':
-            o.positive = 1;
+            o->positive = 1;
             break;
         case 'd':
-            if (stats_parse_long(optarg, 0, 17, &v) != 0) {
-                stats_bad_value(PROG, longopts, c, optarg);
-                return 2;
-            }
-            o.decimals = (int)v;
-            break;
         case 'g':
-            if (stats_parse_long(optarg, 1, 15, &v) != 0) {
+            if (stats_parse_long(optarg, c == 'd' ? 0 : 1, c == 'd' ? 17 : 15, &v) != 0) {
                 stats_bad_value(PROG, longopts, c, optarg);
                 return 2;
             }
-            o.significant = (int)v;
+            *(c == 'd' ? &o->decimals : &o->significant) = (int)v;
             break;
         case 'h':
             usage(stdout);
@@ -447,37 +440,55 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    return -1;
+}
+
+/* The figure named at optind, and what may follow it. -1 to go on, or the
+ * exit status. */
+static int parse_figure_arg(int argc, char **argv, struct options *o) {
     if (optind >= argc) {
         usage(stderr);
         return 2;
     }
-    if (parse_figure(argv[optind], &o) != 0) {
+    if (parse_figure(argv[optind], o) != 0) {
         fprintf(stderr, PROG ": unknown figure '%s'\n", argv[optind]);
         usage(stderr);
         return 2;
     }
     optind++;
-    if (o.by_key && optind < argc) {
+    if (o->by_key && optind < argc) {
         fprintf(stderr, PROG ": with --by-key the numbers come from standard input only\n");
         return 2;
     }
+    return -1;
+}
 
-    if (o.fig == FIG_HIST) {
-        if (o.by_key || o.skip || o.positive || o.decimals >= 0 || o.significant != 15) {
-            fprintf(stderr, PROG ": hist-pN takes none of --by-key, --decimals, --significant, "
-                                 "--skip, --positive\n");
-            return 2;
-        }
-        if (optind == argc) {
-            read_words();
-        } else {
-            words = argv + optind;
-            nwords = (size_t)(argc - optind);
-        }
-        int rc = hist_text(&o, words, nwords, buf, sizeof(buf));
-        return rc < 0 ? 2 : print_text(&o, NULL, rc == 1 ? buf : NULL);
+/* hist-pN: a percentile of a histogram given as words. */
+static int run_hist(int argc, char **argv, const struct options *o, char *buf, size_t len) {
+    if (o->by_key || o->skip || o->positive || o->decimals >= 0 || o->significant != 15) {
+        fprintf(stderr, PROG ": hist-pN takes none of --by-key, --decimals, --significant, "
+                             "--skip, --positive\n");
+        return 2;
     }
+    if (optind == argc) {
+        read_words();
+    } else {
+        words = argv + optind;
+        nwords = (size_t)(argc - optind);
+    }
+    int rc = hist_text(o, words, nwords, buf, len);
+    return rc < 0 ? 2 : print_text(o, NULL, rc == 1 ? buf : NULL);
+}
 
+int main(int argc, char **argv) {
+    struct options o = {.decimals = -1, .significant = 15};
+    char buf[512];
+    int status = parse_options(argc, argv, &o);
+    if (status < 0) status = parse_figure_arg(argc, argv, &o);
+    if (status >= 0) return status;
+    if (o.fig == FIG_HIST) return run_hist(argc, argv, &o, buf, sizeof(buf));
+
+    status = 0;
     if (!o.by_key) group_of(NULL); /* the figure of no number at all is still asked for */
     if (optind < argc) {
         for (int i = optind; i < argc; i++)

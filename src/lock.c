@@ -267,8 +267,8 @@ int lock_append_script(struct lock *l, const char *name, int numkeys, int argc, 
     return appended(l);
 }
 
-int lock_append_release(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
-                        const size_t *argvlen) {
+int lock_append_release(struct lock *l, const char *name, const char *const *own, int numkeys,
+                        int argc, const char **argv, const size_t *argvlen) {
     enum { ARGS = 300 };
     if (l->holds == 0 || l->releasing || !l->type->handover || argc > ARGS ||
         l->npending + l->nreplies + l->ncleanup + 1 > LOCK_PIPE_MAX || !lock_conn(l))
@@ -293,6 +293,7 @@ int lock_append_release(struct lock *l, const char *name, int numkeys, int argc,
     if (script_append(l->c, name, numkeys, argc + extra, all, lens) != REDIS_OK) return -1;
     l->npending++;
     l->releasing = l->nreplies + l->npending;
+    l->release_own = own;
     return l->releasing - 1;
 }
 
@@ -752,11 +753,23 @@ int lock_acquire(struct lock *l) {
     return rc;
 }
 
+/* Whether the answer of the script that ends the hold says it ran to its
+ * end: anything but an error, or an error whose first word is one of the
+ * script's own (lock_append_release). */
+static int release_ran(const struct lock *l, const redisReply *answer) {
+    if (!answer || answer->type != REDIS_REPLY_ERROR) return answer != NULL;
+    size_t word = strcspn(answer->str, " ");
+    for (const char *const *o = l->release_own; o && *o; o++)
+        if (strlen(*o) == word && strncmp(answer->str, *o, word) == 0) return 1;
+    return 0;
+}
+
 /* The hold ends with the script the holder appended (lock_append_release):
  * sends the pipeline and reads it. 1 when the script ran (every hold has
- * ended in Redis, whatever it answered), 0 when it answered NOSCRIPT (it
- * did not run: the caller releases as usual), -1 when the replies were
- * lost (everything was given up). */
+ * ended in Redis, whatever it answered), 0 when it did not run to its end
+ * (refused: NOSCRIPT, OOM, MOVED, READONLY, BUSY, ...; or an error
+ * partway): the caller releases as usual, checked against the owner, -1
+ * when the replies were lost (everything was given up). */
 static int release_appended(struct lock *l) {
     int i = l->releasing - 1;
     l->releasing = 0;
@@ -767,6 +780,12 @@ static int release_appended(struct lock *l) {
     }
     const redisReply *answer = lock_reply(l, i);
     if (script_missing(answer)) return 0;
+    if (!release_ran(l, answer)) {
+        /* What it did, if anything, is not known to the type: its riders
+         * check before they queue. The lock may still be the holder's. */
+        if (l->type->handed) l->type->handed(l, NULL);
+        return 0;
+    }
     if (l->type->handed) l->type->handed(l, answer);
     cleanups_clear(l);
     unwatch(l);

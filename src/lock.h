@@ -323,13 +323,19 @@ int lock_handover(const struct lock *l, struct lock_handover *h);
 
 /* Appends the holder's cleanup commands, then the embedded script name
  * that ends every hold of l when it runs (it checks the lock, writes, and
- * hands the lock on: see lock_handover). The next lock_release sends them
- * and, once the script has answered, counts every hold as ended, sending
- * no release of its own (if it answered NOSCRIPT, it did not run, and the
- * usual release follows). Returns the script's reply index (lock_reply),
- * or -1 (not held, no connection, out of room). */
-int lock_append_release(struct lock *l, const char *name, int numkeys, int argc, const char **argv,
-                        const size_t *argvlen);
+ * hands the lock on: see lock_handover). own lists (NULL-terminated) the
+ * first words of the errors the script answers itself, having ended the
+ * hold all the same ("LOST", "BADKEY"). The next lock_release sends them
+ * and, once the script has answered anything else than an error, or one of
+ * its own errors, counts every hold as ended, sending no release of its
+ * own. Any other error means the script did not run to its end: Redis
+ * refused it (NOSCRIPT, OOM, MOVED, ASK, TRYAGAIN, READONLY, BUSY,
+ * LOADING, ...) or it failed partway; the usual release, checked against
+ * the owner, follows then, so the lock is not left held for its lease.
+ * Returns the script's reply index (lock_reply), or -1 (not held, no
+ * connection, out of room). */
+int lock_append_release(struct lock *l, const char *name, const char *const *own, int numkeys,
+                        int argc, const char **argv, const size_t *argvlen);
 
 /* Fault injection: sleep ms between the release's ownership check and its
  * delete (or before a one-step release). */

@@ -80,8 +80,10 @@ struct lock_type {
     /* Called with the answer of the script that ended the hold (see
      * lock_append_release), for what it says to the type (handoff: a
      * grant to hand over in-process, the riders it queued); and with NULL
-     * whenever the core gives the handle's holds up (the answer, if any,
-     * is unknown). May be NULL. */
+     * whenever what the script did is not known: the core gives the
+     * handle's holds up (the answer, if any, is lost), or the answer was
+     * an error not the script's own (it was refused, or stopped partway).
+     * May be NULL. */
     void (*handed)(struct lock *l, const redisReply *answer);
 };
 
@@ -146,6 +148,7 @@ struct lock {
     /* The holder's pipeline (lock_append) and cleanups (lock_cleanup). */
     int releasing; /* 1 + the reply index of an appended script that
                                     ends the hold (lock_append_release); 0: none */
+    const char *const *release_own; /* the first words of that script's own errors */
     int npending; /* appended, reply not read yet */
     int nreplies;
     redisReply *replies[LOCK_PIPE_MAX];

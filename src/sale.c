@@ -188,6 +188,11 @@ static int commit_fenced(struct sale_section *sec) {
     return lock_append_script(sec->l, "fenced-sale", 6, 12 + sec->nhist, argv, NULL);
 }
 
+/* The errors handoff-sale.lua answers itself, the lock handed on all the
+ * same: any other error means it did not run (or stopped partway), and
+ * the release follows. */
+static const char *const handoff_sale_errors[] = {"LOST", "BADKEY", NULL};
+
 /* The handoff write: one script checks the lease, writes, and hands the
  * lock on with the new stock (handoff-sale.lua); it ends the hold, so the
  * release sends nothing more. */
@@ -212,7 +217,8 @@ static int commit_handoff(struct sale_section *sec) {
                                            h.channel_prefix,
                                            sec->entries[0]};
     memcpy(argv + 13, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    return lock_append_release(sec->l, "handoff-sale", 6, 13 + sec->nhist, argv, NULL);
+    return lock_append_release(sec->l, "handoff-sale", handoff_sale_errors, 6, 13 + sec->nhist,
+                               argv, NULL);
 }
 
 /* ---- the critical section ------------------------------------------------- */

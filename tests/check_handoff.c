@@ -505,6 +505,47 @@ START_TEST(test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_
 }
 END_TEST
 
+/* ---- Liveness: no free lock waits out a lease (issue 34) ------------------- */
+
+/* A's commit reaches Redis while Redis refuses every write (maxmemory 1,
+ * noeviction): the commit script does not run, so nothing of it ended the
+ * hold. The sale answers 503 naming OOM (the fault hit the commit), and
+ * the lock is released there and then, not left for its 10 s lease: the
+ * next sale sells at once. */
+START_TEST(test_a_commit_redis_refuses_without_running_it_releases_the_lock_at_once) {
+    start_pair(10000, 5000, NULL);
+    struct harness_bg a, b;
+    harness_bg_start(&a, a_port, "/inventory/sale/handoff?hold_ms=600", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never came inside");
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 1);
+    redisReply *c = harness_redis(redis_port, "CONFIG SET maxmemory-policy noeviction");
+    ck_assert_msg(c && c->type == REDIS_REPLY_STATUS, "CONFIG SET maxmemory-policy failed");
+    freeReplyObject(c);
+    c = harness_redis(redis_port, "CONFIG SET maxmemory 1");
+    ck_assert_msg(c && c->type == REDIS_REPLY_STATUS, "CONFIG SET maxmemory failed");
+    freeReplyObject(c);
+    harness_bg_join(&a);
+    c = harness_redis(redis_port, "CONFIG SET maxmemory 0");
+    ck_assert_msg(c && c->type == REDIS_REPLY_STATUS, "CONFIG SET maxmemory 0 failed");
+    freeReplyObject(c);
+    /* The fault's window: Redis refused the commit itself, for memory. */
+    ck_assert_msg(a.status == 503 && strstr(harness_json_str(a.body, "error"), "OOM") != NULL,
+                  "fault missed its window: A answered %d %s, not the refused commit", a.status,
+                  a.body);
+    long long pttl = harness_redis_int(redis_port, "PTTL " LOCK_KEY);
+    ck_assert_msg(pttl == -2, "A's lock is still held after its refused commit (PTTL %lld ms)",
+                  pttl);
+    harness_bg_start(&b, b_port, "/inventory/sale/handoff", 0);
+    harness_bg_join(&b);
+    sold(&b, "B");
+    ck_assert_msg(b.took_ms < 2000, "B took %lld ms", (long long)b.took_ms);
+    ck_assert_int_eq(harness_json_num(b.body, "unit"), 200);
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
 /* ---- Interop -------------------------------------------------------------- */
 
 /* Handoff, owner-lua and fenced sell one stock on one lock key from both
@@ -666,6 +707,7 @@ Suite *handoff_suite(void) {
          {test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost,
           test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells,
           test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends}},
+        {"Liveness", {test_a_commit_redis_refuses_without_running_it_releases_the_lock_at_once}},
         {"Interop", {test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly}},
         {"Lab", {test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order}},
     };

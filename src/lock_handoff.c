@@ -210,6 +210,7 @@ struct handoff_answer {
     int granted;
     int64_t pttl_ms; /* the holder's remaining lease; -1: none */
     int64_t redis_us; /* waiting: Redis's clock as the script ran */
+    int queued; /* waiting: this script queued the caller (anew, for a check) */
 };
 
 static void queue_key(const struct lock *l, char *buf, size_t len) {
@@ -250,8 +251,8 @@ static int64_t reply_ll(const redisReply *r) {
     return -1;
 }
 
-/* One run of handoff-lock.lua in mode (acquire, check, cancel) on l's
- * connection. Counts an attempt. LOCK_OK (answer in *a), LOCK_BUSY (no
+/* One run of handoff-lock.lua in mode (acquire, check, cancel, ensure) on
+ * l's connection. Counts an attempt. LOCK_OK (answer in *a), LOCK_BUSY (no
  * connection to be had from the pool in time: nothing was sent), LOCK_ERR. */
 static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *a) {
     int rc = lock_try_conn(l);
@@ -269,7 +270,7 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
     redisReply *r = carries ? lock_script(l, "handoff-lock", 3, 8, argv)
                             : lock_script(l, "handoff-lock", 2, 7, argv2);
     if (!r) return LOCK_ERR;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
         r->element[0]->type != REDIS_REPLY_INTEGER) {
         rc = lock_fail(l, r, "handoff-lock");
         freeReplyObject(r);
@@ -295,6 +296,7 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
     } else {
         a->pttl_ms = reply_ll(r->element[1]);
         a->redis_us = reply_ll(r->element[2]);
+        a->queued = r->elements > 3 && reply_ll(r->element[3]) == 1;
     }
     freeReplyObject(r);
     return LOCK_OK;
@@ -443,13 +445,19 @@ static int handoff_acquire(struct lock *l) {
             if (slept) {
                 /* Woken without a grant: the holder's lease is over, or
                  * the subscriber reconnected (a grant may have been
-                 * missed). One script says, and grants the first waiter
-                 * if the lock has gone without a grant. */
+                 * missed), or a second passed. One script says, and grants
+                 * the first waiter if the lock has gone without a grant;
+                 * a waiter no longer in the queue (its entry lost) is
+                 * queued anew there, from then on. */
                 rc = handoff_run(l, "check", &a);
                 if (rc == LOCK_BUSY)
                     rc = LOCK_OK; /* no connection now: wait on */
                 else if (rc != LOCK_OK || a.granted)
                     break;
+                else if (a.queued) {
+                    queued_sent_us = l->sent_us;
+                    queued_redis_us = a.redis_us;
+                }
             }
         }
         lock_park(l);

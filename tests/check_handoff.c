@@ -546,6 +546,36 @@ START_TEST(test_a_commit_redis_refuses_without_running_it_releases_the_lock_at_o
 }
 END_TEST
 
+/* H holds 3 s on A; four waiters queue on B; then the queue's key is
+ * deleted (as an eviction, a failover or a restart the connections
+ * survive would). Each waiter, at its next re-check, finds itself neither
+ * granted nor queued and queues anew: all four sell, none times out. */
+START_TEST(test_waiters_whose_queue_entry_vanished_queue_anew_and_all_sell) {
+    start_pair(10000, 8000, NULL);
+    enum { N = 4 };
+    struct harness_bg h, w[N];
+    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=3000", 0);
+    ck_assert_msg(held(), "H never took the lock");
+    for (int i = 0; i < N; i++) {
+        harness_bg_start(&w[i], b_port, "/inventory/sale/handoff", 0);
+        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
+    }
+    /* The fault: the queue, with its four entries, gone while H holds. */
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:sold"), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "DEL " QUEUE_KEY), 1);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:sold"), 0);
+    harness_bg_join(&h);
+    sold(&h, "H");
+    for (int i = 0; i < N; i++) {
+        harness_bg_join(&w[i]);
+        sold(&w[i], "waiter");
+    }
+    ck_assert_int_eq(audit("sold"), N + 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("violations"), 0);
+}
+END_TEST
+
 /* ---- Interop -------------------------------------------------------------- */
 
 /* Handoff, owner-lua and fenced sell one stock on one lock key from both
@@ -707,7 +737,9 @@ Suite *handoff_suite(void) {
          {test_a_paused_holder_past_its_lease_sells_nothing_409_lock_lost,
           test_a_commit_stalled_past_its_lease_is_refused_in_redis_and_the_waiter_sells,
           test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends}},
-        {"Liveness", {test_a_commit_redis_refuses_without_running_it_releases_the_lock_at_once}},
+        {"Liveness",
+         {test_a_commit_redis_refuses_without_running_it_releases_the_lock_at_once,
+          test_waiters_whose_queue_entry_vanished_queue_anew_and_all_sell}},
         {"Interop", {test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly}},
         {"Lab", {test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order}},
     };

@@ -19,7 +19,7 @@
 --
 -- KEYS[1] lock, KEYS[2] queue, KEYS[3] the caller's carried key (optional)
 -- ARGV[1] mode, ARGV[2] owner id, ARGV[3] lease in ms, ARGV[4] channel
--- prefix, ARGV[5] (acquire) the caller's longest wait in ms
+-- prefix, ARGV[5] (acquire, check, ensure) the caller's wait left in ms
 -- Modes and what they return:
 --   acquire  free and nobody queued: the lock is the caller's. Held by the
 --            caller already: its lease is renewed (re-entry). Else the
@@ -27,16 +27,20 @@
 --            first waiter, not to the newcomer).
 --   check    a waiter's re-check: granted when the lock is the caller's
 --            (its grant message was missed, or not read yet), or when it
---            was free and the caller was the first live waiter.
+--            was free and the caller was the first live waiter. Neither
+--            granted nor queued (its entry was lost: the queue's key
+--            deleted, evicted, or lost in a failover): as acquire, queued
+--            anew at the tail, or granted the lock if it is free and
+--            nobody else waits.
 --   cancel   a waiter whose time ran out: granted as check, else its entry
 --            leaves the queue (no grant can come after this).
 --   ensure   a waiter that does not know whether it was queued (the
 --            script of the holder that was to queue it lost its answer):
---            granted as check; queued already, still waiting; else as
---            acquire.
+--            as check.
 --            All four: {1, value or false, PTTL} granted, with the carried
 --            key's value; {0, the holder's PTTL (-1: none), Redis time in
---            us} still waiting (cancel: no longer queued).
+--            us, 1 when this script queued the caller, else 0} still
+--            waiting (cancel: no longer queued).
 --   renew    the watchdog: 1 when the lock was the caller's and its lease
 --            was reset, 0 when not.
 --   release  1 when the caller's lock was handed on (or deleted: nobody
@@ -59,12 +63,13 @@ local function carried(k)
 end
 
 -- Grants the lock to the first waiter whose deadline has not passed (the
--- expired ones are dropped); returns its owner id, or nil when nobody
--- waits.
+-- expired ones are dropped); returns its owner id, or false when nobody
+-- waits. (The LPOP comes first: under maxmemory, Redis lets the SET of a
+-- script through once it has written.)
 local function grant()
   while true do
     local e = redis.call('lpop', queue)
-    if not e then return nil end
+    if not e then return false end
     local deadline, next, ck = string.match(e, '^(%d+)|([^|]*)|(.*)$')
     if deadline and tonumber(deadline) > now_ms then
       redis.call('set', key, next, 'PX', lease)
@@ -95,19 +100,19 @@ local function granted()
   return {1, v ~= '-' and string.sub(v, 2) or false, redis.call('pttl', key)}
 end
 
-local function waiting()
-  return {0, redis.call('pttl', key), string.format('%.0f', now_us)}
+local function waiting(queued)
+  return {0, redis.call('pttl', key), string.format('%.0f', now_us), queued and 1 or 0}
 end
 
 -- false: free; else the holder's id (a string lock) or true (another kind).
 local holder = redis.pcall('get', key)
 if type(holder) == 'table' then holder = true end
 
-if mode == 'ensure' then
+if mode == 'check' or mode == 'ensure' then
   if holder == false then holder = grant() end
   if holder == owner then return granted() end
-  if entry() then return waiting() end
-  mode = 'acquire'
+  if entry() then return waiting(false) end
+  mode = 'acquire' -- not queued: queued anew, or granted the free lock
 end
 if mode == 'acquire' then
   if holder == owner then
@@ -121,12 +126,12 @@ if mode == 'acquire' then
   local life = tonumber(ARGV[5]) + tonumber(lease)
   redis.call('rpush', queue, (now_ms + tonumber(ARGV[5])) .. '|' .. owner .. '|' .. (KEYS[3] or ''))
   if redis.call('pttl', queue) < life then redis.call('pexpire', queue, life) end
-  return waiting()
-elseif mode == 'check' or mode == 'cancel' then
+  return waiting(true)
+elseif mode == 'cancel' then
   if holder == false then holder = grant() end
   if holder == owner then return granted() end
-  if mode == 'cancel' then dequeue() end
-  return waiting()
+  dequeue()
+  return waiting(false)
 elseif mode == 'renew' then
   if holder ~= owner then return 0 end
   redis.call('pexpire', key, lease)

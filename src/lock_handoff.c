@@ -24,12 +24,17 @@
  * script answered), or its own deadline. When it wakes without a grant it
  * re-checks in one script, which also grants the first waiter when the
  * lock has gone without a grant (a holder whose lease ran out, a grantee
- * that died before using its grant, a lock deleted by a reset): a dead
- * waiter blocks the queue only until its lease ends. A waiter that missed
- * its message (the subscriber reconnected: every waiter is woken then)
- * learns of its grant by that re-check. At its deadline a waiter sends
- * "cancel": granted if it was, else out of the queue, atomically, so no
- * grant goes to a waiter that left.
+ * that died before using its grant, a lock deleted by a reset), and
+ * queues the waiter anew when its entry has gone (the queue's key lost).
+ * A grant passes over the waiters of a process that no longer listens on
+ * its channel (it died, so Redis dropped its subscriber): a dead process's
+ * waiters cost nothing; one whose grant was made while it still listened
+ * (stopped, or dying just then) blocks the queue until its lease ends. A
+ * waiter that missed its message (the subscriber reconnected: every
+ * waiter is woken then) learns of its grant by that re-check. At its
+ * deadline a waiter sends "cancel": granted if it was, else out of the
+ * queue, atomically, so no grant goes to a waiter that left; a grant that
+ * the cancel answers is taken, used and handed on by the commit.
  *
  * Leases are dated from the send. A grant by message happened in Redis at
  * the time it carries; mapped onto this host's monotonic clock through the
@@ -110,6 +115,7 @@ static struct station *stations;
 
 struct handoff_state {
     int granted_by; /* LOCK_GRANT_* of the outermost hold */
+    int polls; /* the acquire in progress could not subscribe: it polls */
     struct station *st; /* referred to while acquiring or carrying */
     int carrying;
     struct rider *taken; /* the riders its commit carries, until told */
@@ -264,11 +270,12 @@ static int handoff_run(struct lock *l, const char *mode, struct handoff_answer *
     int64_t left_ms = (l->deadline_us - mclock_us()) / 1000;
     snprintf(wait, sizeof(wait), "%" PRId64, left_ms > 0 ? left_ms : 0);
     int carries = l->carry_key[0] != '\0';
-    const char *argv[] = {l->key, queue, l->carry_key, mode, l->owner, lease, prefix, wait};
-    const char *argv2[] = {l->key, queue, mode, l->owner, lease, prefix, wait};
+    const char *hears = ((struct handoff_state *)l->priv)->polls ? "0" : "1";
+    const char *argv[] = {l->key, queue, l->carry_key, mode, l->owner, lease, prefix, wait, hears};
+    const char *argv2[] = {l->key, queue, mode, l->owner, lease, prefix, wait, hears};
     l->attempts++;
-    redisReply *r = carries ? lock_script(l, "handoff-lock", 3, 8, argv)
-                            : lock_script(l, "handoff-lock", 2, 7, argv2);
+    redisReply *r = carries ? lock_script(l, "handoff-lock", 3, 9, argv)
+                            : lock_script(l, "handoff-lock", 2, 8, argv2);
     if (!r) return LOCK_ERR;
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
         r->element[0]->type != REDIS_REPLY_INTEGER) {
@@ -378,6 +385,7 @@ static int handoff_acquire(struct lock *l) {
      * not missed. */
     int subscribed = pubsub_wait_begin_tagged(l->core->pubsub, &w, l->pool, channel, l->owner,
                                               l->deadline_us, err, sizeof(err)) == 0;
+    hs->polls = !subscribed; /* its entry says so: no grant passes it over */
     hs->st = station_ref(l);
     struct rider me = {.l = l, .w = &w};
     int riding = subscribed && board(l, &me);
@@ -447,8 +455,8 @@ static int handoff_acquire(struct lock *l) {
                  * the subscriber reconnected (a grant may have been
                  * missed), or a second passed. One script says, and grants
                  * the first waiter if the lock has gone without a grant;
-                 * a waiter no longer in the queue (its entry lost) is
-                 * queued anew there, from then on. */
+                 * a waiter no longer in the queue (its entry lost, or
+                 * passed over) is queued anew there, from then on. */
                 rc = handoff_run(l, "check", &a);
                 if (rc == LOCK_BUSY)
                     rc = LOCK_OK; /* no connection now: wait on */

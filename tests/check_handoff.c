@@ -576,6 +576,43 @@ START_TEST(test_waiters_whose_queue_entry_vanished_queue_anew_and_all_sell) {
 }
 END_TEST
 
+/* H holds 2 s on A (TTL 3 s); three waiters queue on B, and B is killed
+ * with SIGKILL while they are queued; then C comes on A. H's write must
+ * pass the lock over B's dead waiters: C sells well within one and a
+ * half leases of H, where granting each dead waiter a lease costs three. */
+START_TEST(test_waiters_of_a_killed_instance_are_passed_over_not_granted_a_lease_each) {
+    start_pair(3000, 20000, NULL);
+    enum { N = 3 };
+    struct harness_bg h, w[N], c;
+    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=2000", 0);
+    ck_assert_msg(held(), "H never took the lock");
+    for (int i = 0; i < N; i++) {
+        harness_bg_start(&w[i], b_port, "/inventory/sale/handoff", 0);
+        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
+    }
+    kill(b_pid, SIGKILL);
+    waitpid(b_pid, NULL, 0);
+    b_pid = 0;
+    /* The fault's window: B is dead, its three waiters still queued, and
+     * H still holds. */
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN " QUEUE_KEY), N);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:sold"), 0);
+    harness_bg_start(&c, a_port, "/inventory/sale/handoff", 0);
+    ck_assert_msg(queued(N + 1) == N + 1, "C never queued behind B's waiters");
+    harness_bg_join(&h);
+    sold(&h, "H");
+    harness_bg_join(&c);
+    sold(&c, "C");
+    for (int i = 0; i < N; i++) harness_bg_join(&w[i]);
+    int64_t after = (c.sent_ms + c.took_ms) - (h.sent_ms + h.took_ms);
+    ck_assert_msg(after < 4500, "C sold %lld ms after H: the dead waiters held the lock",
+                  (long long)after);
+    ck_assert_int_eq(harness_json_num(c.body, "unit"), 199);
+    ck_assert_int_eq(audit("sold"), 2);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
 /* ---- Interop -------------------------------------------------------------- */
 
 /* Handoff, owner-lua and fenced sell one stock on one lock key from both
@@ -739,7 +776,8 @@ Suite *handoff_suite(void) {
           test_a_waiter_killed_after_its_grant_blocks_the_queue_only_until_its_lease_ends}},
         {"Liveness",
          {test_a_commit_redis_refuses_without_running_it_releases_the_lock_at_once,
-          test_waiters_whose_queue_entry_vanished_queue_anew_and_all_sell}},
+          test_waiters_whose_queue_entry_vanished_queue_anew_and_all_sell,
+          test_waiters_of_a_killed_instance_are_passed_over_not_granted_a_lease_each}},
         {"Interop", {test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly}},
         {"Lab", {test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order}},
     };

@@ -17,9 +17,18 @@
 -- the same way, so a waiter that died after its grant blocks the queue
 -- only until its lease ends. handoff-sale.lua grants the same way.
 --
+-- A grant passes over a waiter whose process does not listen: nobody is
+-- subscribed to its process channel (PUBSUB NUMSUB 0), because the process
+-- died (Redis dropped its connections) or its subscriber is reconnecting.
+-- A grant to it would hold the lock for a whole lease, unused; passed over,
+-- a living waiter finds at its next re-check that it is no longer queued
+-- and queues anew. A waiter that polls (its process could not subscribe)
+-- is marked so in its entry, "<deadline>p|...", and is never passed over.
+--
 -- KEYS[1] lock, KEYS[2] queue, KEYS[3] the caller's carried key (optional)
 -- ARGV[1] mode, ARGV[2] owner id, ARGV[3] lease in ms, ARGV[4] channel
--- prefix, ARGV[5] (acquire, check, ensure) the caller's wait left in ms
+-- prefix, ARGV[5] (acquire, check, ensure) the caller's wait left in ms,
+-- ARGV[6] (the same) '0' when the caller polls instead of listening
 -- Modes and what they return:
 --   acquire  free and nobody queued: the lock is the caller's. Held by the
 --            caller already: its lease is renewed (re-entry). Else the
@@ -29,9 +38,9 @@
 --            (its grant message was missed, or not read yet), or when it
 --            was free and the caller was the first live waiter. Neither
 --            granted nor queued (its entry was lost: the queue's key
---            deleted, evicted, or lost in a failover): as acquire, queued
---            anew at the tail, or granted the lock if it is free and
---            nobody else waits.
+--            deleted, evicted, or lost in a failover; or a grant passed it
+--            over): as acquire, queued anew at the tail, or granted the
+--            lock if it is free and nobody else waits.
 --   cancel   a waiter whose time ran out: granted as check, else its entry
 --            leaves the queue (no grant can come after this).
 --   ensure   a waiter that does not know whether it was queued (the
@@ -62,16 +71,21 @@ local function carried(k)
   return '=' .. v
 end
 
--- Grants the lock to the first waiter whose deadline has not passed (the
--- expired ones are dropped); returns its owner id, or false when nobody
--- waits. (The LPOP comes first: under maxmemory, Redis lets the SET of a
--- script through once it has written.)
+-- Whether the process of waiter id listens on its channel.
+local function listens(id)
+  return redis.call('pubsub', 'numsub', prefix .. string.match(id, '^[^:]*'))[2] > 0
+end
+
+-- Grants the lock to the first waiter whose deadline has not passed and
+-- whose process listens (or who polls); the others are dropped. Returns
+-- its owner id, or false when nobody waits. (The LPOP comes first: under
+-- maxmemory, Redis lets the SET of a script through once it has written.)
 local function grant()
   while true do
     local e = redis.call('lpop', queue)
     if not e then return false end
-    local deadline, next, ck = string.match(e, '^(%d+)|([^|]*)|(.*)$')
-    if deadline and tonumber(deadline) > now_ms then
+    local deadline, polls, next, ck = string.match(e, '^(%d+)(p?)|([^|]*)|(.*)$')
+    if deadline and tonumber(deadline) > now_ms and (polls == 'p' or listens(next)) then
       redis.call('set', key, next, 'PX', lease)
       redis.call('publish', prefix .. string.match(next, '^[^:]*'),
                  next .. ' ' .. string.format('%.0f', now_us) .. ' ' .. carried(ck))
@@ -124,7 +138,9 @@ if mode == 'acquire' then
     return granted()
   end
   local life = tonumber(ARGV[5]) + tonumber(lease)
-  redis.call('rpush', queue, (now_ms + tonumber(ARGV[5])) .. '|' .. owner .. '|' .. (KEYS[3] or ''))
+  local polls = ARGV[6] == '0' and 'p' or ''
+  redis.call('rpush', queue,
+             (now_ms + tonumber(ARGV[5])) .. polls .. '|' .. owner .. '|' .. (KEYS[3] or ''))
   if redis.call('pttl', queue) < life then redis.call('pexpire', queue, life) end
   return waiting(true)
 elseif mode == 'cancel' then

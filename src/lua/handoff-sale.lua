@@ -4,7 +4,8 @@
 -- so its lease has not run out), writes the stock, the ledger entry, the
 -- family and the history event, and hands the lock on to the first live
 -- waiter with the new stock (the grant of handoff-lock.lua, repeated here:
--- a script cannot call another), or deletes it when nobody waits. The next
+-- a script cannot call another; it passes over the waiters of a process
+-- that no longer listens), or deletes it when nobody waits. The next
 -- holder reads nothing: the grant message carries the stock.
 --
 -- When the lock is no longer the caller's, nothing is written, the event
@@ -46,15 +47,24 @@ local now_ms = math.floor(now_us / 1000)
 
 local function process(id) return string.match(id, '^[^:]*') end
 
--- Grants the lock to the first live waiter; returns its grant message when
--- local is set and the waiter is of the caller's process (not published),
--- else true; nil when nobody waits.
+-- Whether the process of waiter id is the caller's, or listens on its
+-- channel (handoff-lock.lua: a waiter of a process that died is passed
+-- over, not granted a lease it cannot use).
+local function listens(id, local_ok)
+  if local_ok and process(id) == process(owner) then return true end
+  return redis.call('pubsub', 'numsub', prefix .. process(id))[2] > 0
+end
+
+-- Grants the lock to the first live waiter (its deadline not passed, its
+-- process listening, or it polls); returns its grant message when local
+-- is set and the waiter is of the caller's process (not published), else
+-- true; nil when nobody waits.
 local function grant(stock, local_ok)
   while true do
     local e = redis.call('lpop', queue)
     if not e then return nil end
-    local deadline, next, ck = string.match(e, '^(%d+)|([^|]*)|(.*)$')
-    if deadline and tonumber(deadline) > now_ms then
+    local deadline, polls, next, ck = string.match(e, '^(%d+)(p?)|([^|]*)|(.*)$')
+    if deadline and tonumber(deadline) > now_ms and (polls == 'p' or listens(next, local_ok)) then
       local v = '-'
       if ck == KEYS[1] and stock then
         v = '=' .. stock

@@ -507,6 +507,17 @@ END_TEST
 
 /* ---- Liveness: no free lock waits out a lease (issue 34) ------------------- */
 
+/* The owner id of the queue's entry at index i ("<deadline>|<owner>|<key>"),
+ * into buf; "" when there is none. */
+static const char *queued_owner(int i, char *buf, size_t len) {
+    buf[0] = '\0';
+    redisReply *e = harness_redis(redis_port, "LINDEX " QUEUE_KEY " %d", i);
+    const char *bar = e && e->type == REDIS_REPLY_STRING ? strchr(e->str, '|') : NULL;
+    if (bar) snprintf(buf, len, "%.*s", (int)strcspn(bar + 1, "|"), bar + 1);
+    freeReplyObject(e);
+    return buf;
+}
+
 /* A's commit reaches Redis while Redis refuses every write (maxmemory 1,
  * noeviction): the commit script does not run, so nothing of it ended the
  * hold. The sale answers 503 naming OOM (the fault hit the commit), and
@@ -608,6 +619,55 @@ START_TEST(test_waiters_of_a_killed_instance_are_passed_over_not_granted_a_lease
     ck_assert_msg(after < 4500, "C sold %lld ms after H: the dead waiters held the lock",
                   (long long)after);
     ck_assert_int_eq(harness_json_num(c.body, "unit"), 199);
+    ck_assert_int_eq(audit("sold"), 2);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
+/* W waits 800 ms (less than a re-check period, so its only scripts are its
+ * acquire and, at its deadline, its cancel) behind a lock of another
+ * owner. Before its deadline the lock is granted to W as a grant script
+ * does (its entry popped, the key set to W), but no message comes: W
+ * learns of it from its cancel's answer. It must use the grant (or hand
+ * it on), never walk away from it: W sells, and the lock is not left to
+ * it; the next sale sells at once. */
+START_TEST(test_a_grant_that_comes_in_a_waiters_cancel_is_used_not_dropped) {
+    start_pair(10000, 5000, NULL);
+    redisReply *o = harness_redis(redis_port, "SET " LOCK_KEY " %s PX 30000", OTHER_OWNER);
+    ck_assert_msg(o && o->type == REDIS_REPLY_STATUS, "SET of another owner's lock failed");
+    freeReplyObject(o);
+    struct harness_bg w, b;
+    harness_bg_start(&w, a_port, "/inventory/sale/handoff?wait_ms=800", 0);
+    ck_assert_int_eq(queued(1), 1);
+    char owner[96];
+    ck_assert_str_ne(queued_owner(0, owner, sizeof(owner)), "");
+    redisReply *g = harness_redis(redis_port, "EVAL %s 2 " LOCK_KEY " " QUEUE_KEY " %s",
+                                  "redis.call('lpop', KEYS[2]) "
+                                  "return redis.call('set', KEYS[1], ARGV[1], 'PX', 10000)",
+                                  owner);
+    int64_t granted_ms = mclock_ms();
+    ck_assert_msg(g && g->type == REDIS_REPLY_STATUS, "the grant failed");
+    freeReplyObject(g);
+    harness_bg_join(&w);
+    /* The window: the grant was in place before W's deadline, and W's only
+     * scripts were its acquire and its cancel. */
+    ck_assert_msg(granted_ms < w.sent_ms + 700,
+                  "fault missed its window: granted %lld ms after W was sent",
+                  (long long)(granted_ms - w.sent_ms));
+    /* The cancel answered the grant (2 attempts, granted by a script): it
+     * is not left to an owner that walked away. */
+    ck_assert_int_eq(harness_json_num(w.body, "lock.attempts"), 2);
+    ck_assert_str_eq(granted_by(w.body), "checked");
+    redisReply *holder = harness_redis(redis_port, "GET " LOCK_KEY);
+    ck_assert_msg(holder && holder->type == REDIS_REPLY_NIL,
+                  "the lock is still %s's (PTTL %lld ms) after W answered %d", owner,
+                  harness_redis_int(redis_port, "PTTL " LOCK_KEY), w.status);
+    freeReplyObject(holder);
+    sold(&w, "W");
+    harness_bg_start(&b, b_port, "/inventory/sale/handoff", 0);
+    harness_bg_join(&b);
+    sold(&b, "B");
+    ck_assert_msg(b.took_ms < 2000, "B took %lld ms", (long long)b.took_ms);
     ck_assert_int_eq(audit("sold"), 2);
     ck_assert_int_eq(audit("sold_twice"), 0);
 }
@@ -777,7 +837,8 @@ Suite *handoff_suite(void) {
         {"Liveness",
          {test_a_commit_redis_refuses_without_running_it_releases_the_lock_at_once,
           test_waiters_whose_queue_entry_vanished_queue_anew_and_all_sell,
-          test_waiters_of_a_killed_instance_are_passed_over_not_granted_a_lease_each}},
+          test_waiters_of_a_killed_instance_are_passed_over_not_granted_a_lease_each,
+          test_a_grant_that_comes_in_a_waiters_cancel_is_used_not_dropped}},
         {"Interop", {test_handoff_owner_lua_and_fenced_on_one_key_sell_the_stock_exactly}},
         {"Lab", {test_the_herd_scenario_shows_redissons_retries_and_handoffs_queue_order}},
     };

@@ -191,7 +191,7 @@ static int commit_fenced(struct sale_section *sec) {
 /* The errors handoff-sale.lua answers itself, the lock handed on all the
  * same: any other error means it did not run (or stopped partway), and
  * the release follows. */
-static const char *const handoff_sale_errors[] = {"LOST", "BADKEY", NULL};
+static const char *const handoff_sale_errors[] = {"LOST", "BADKEY", "CHANGED", NULL};
 
 /* The handoff write: one script checks the lease, writes, and hands the
  * lock on with the new stock (handoff-sale.lua); it ends the hold, so the

@@ -9,13 +9,15 @@
 # copied.
 #
 #   docker build -t inventoryd:local .
-#   docker run --rm -p 127.0.0.1:3786:3786 inventoryd:local \
+#   docker run --rm -p 127.0.0.1:3786:3786 -e INVENTORYD_ADMIN_TOKEN inventoryd:local \
 #       --config /etc/inventoryd/inventoryd.properties \
 #       --set server.bind=0.0.0.0 --set redis.host=<redis host>
 #
 # The image's arguments are inventoryd's (ENTRYPOINT is the binary); the
 # default CMD listens on 0.0.0.0:3786 with the shipped properties, which
 # expect Redis on 127.0.0.1: docker-compose.yml sets every host explicitly.
+# Off loopback inventoryd refuses to start without admin.token, so give it
+# INVENTORYD_ADMIN_TOKEN (at least 16 characters).
 
 FROM debian:12 AS build
 RUN apt-get update \

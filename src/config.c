@@ -695,21 +695,22 @@ static int bind_loopback(const char *bind) {
     return inet_pton(AF_INET, bind, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
-/* lab.enabled makes the instance a load generator and faults.enabled lets a
- * request hold the lock for a minute or kill the process: off loopback,
- * either needs admin.token, which then guards them (http.c). */
+/* A reset destroys the stock, lab.enabled makes the instance a load generator
+ * and faults.enabled lets a request hold the lock for a minute or kill the
+ * process: off loopback, the instance needs admin.token, which then guards
+ * every admin route (http.c). On loopback, only this host can reach it. */
 static int admin_check(const struct config *cfg, char *errstr, size_t errlen) {
-    const char *on = cfg->lab_enabled && cfg->faults_enabled ? "lab.enabled and faults.enabled are"
-                     : cfg->lab_enabled                      ? "lab.enabled is"
-                                                             : "faults.enabled is";
-    if ((!cfg->lab_enabled && !cfg->faults_enabled) || cfg->admin_token[0] ||
-        bind_loopback(cfg->bind))
-        return CONFIG_OK;
+    const char *on = cfg->lab_enabled && cfg->faults_enabled
+                         ? ", start load runs (lab.enabled) or inject faults (faults.enabled)"
+                     : cfg->lab_enabled    ? " or start load runs (lab.enabled)"
+                     : cfg->faults_enabled ? " or inject faults (faults.enabled)"
+                                           : "";
+    if (cfg->admin_token[0] || bind_loopback(cfg->bind)) return CONFIG_OK;
     set_err(errstr, errlen,
-            "%s: server.bind: %.*s is not a loopback address (127.0.0.0/8) and %s "
-            "true, so anyone who reaches the port could reset the stock, start load runs or "
-            "inject faults; set admin.token (at least %d characters, or INVENTORYD_ADMIN_TOKEN) "
-            "to require 'Authorization: Bearer <admin.token>' for them, or bind 127.0.0.1",
+            "%s: server.bind: %.*s is not a loopback address (127.0.0.0/8), so anyone who "
+            "reaches the port could reset the stock%s; set admin.token (at least %d "
+            "characters, or the environment variable INVENTORYD_ADMIN_TOKEN) to require "
+            "'Authorization: Bearer <admin.token>' for every admin route, or bind 127.0.0.1",
             config_origin(cfg, "server.bind"), ECHO_MAX, cfg->bind, on, CONFIG_TOKEN_MIN);
     return CONFIG_ERR;
 }

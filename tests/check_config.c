@@ -206,7 +206,8 @@ START_TEST(test_an_unknown_key_in_a_file_is_a_warning_not_an_error) {
 }
 END_TEST
 
-START_TEST(test_lab_or_faults_off_loopback_need_admin_token_and_loopback_does_not) {
+START_TEST(
+    test_off_loopback_an_admin_token_is_needed_even_with_lab_and_faults_off_and_loopback_needs_none) {
     static const char *const names[] = {"atomic", NULL};
     ck_assert_int_eq(load("server.bind=0.0.0.0\nlab.enabled=true\n"), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
@@ -214,8 +215,12 @@ START_TEST(test_lab_or_faults_off_loopback_need_admin_token_and_loopback_does_no
     ck_assert_msg(strstr(err, "server.bind: 0.0.0.0") && strstr(err, "admin.token") &&
                       strstr(err, "lab.enabled"),
                   "got: %s", err);
+    /* With both off a reset is still an admin route: still refused. */
     ck_assert_int_eq(config_set(&cfg, "lab.enabled=false", err, sizeof err), CONFIG_OK);
-    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_msg(strstr(err, "admin.token") && strstr(err, "INVENTORYD_ADMIN_TOKEN") &&
+                      strstr(err, "reset"),
+                  "got: %s", err);
     ck_assert_int_eq(config_set(&cfg, "faults.enabled=true", err, sizeof err), CONFIG_OK);
     ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
     ck_assert_ptr_nonnull(strstr(err, "faults.enabled"));
@@ -795,7 +800,9 @@ Suite *config_suite(void) {
     tcase_add_test(limits, test_warnings_that_do_not_fit_are_cut_not_overflowed);
     tcase_add_test(limits, test_a_long_origin_keeps_its_line_number);
     tcase_add_test(limits, test_a_null_errstr_is_allowed);
-    tcase_add_test(limits, test_lab_or_faults_off_loopback_need_admin_token_and_loopback_does_not);
+    tcase_add_test(
+        limits,
+        test_off_loopback_an_admin_token_is_needed_even_with_lab_and_faults_off_and_loopback_needs_none);
     tcase_add_test(limits, test_admin_token_is_empty_or_16_visible_characters_and_never_repeated);
     suite_add_tcase(s, limits);
     return s;

@@ -1,12 +1,18 @@
 /* check_http.c -- the inventoryd binary over real HTTP, against a real
  * redis-server; every process is started and stopped by the harness. */
+#include <arpa/inet.h>
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check_main.h"
@@ -1112,12 +1118,12 @@ START_TEST(test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming
     snprintf(where, sizeof(where), "%s:3: server.bind", path);
     unlink(path);
     ck_assert_msg(strstr(out, where) && strstr(out, "admin.token"), "got: %s", out);
-    /* Loopback needs no token; a token makes 0.0.0.0 acceptable. */
+    /* Loopback needs no token; a token makes 0.0.0.0 acceptable (and 0.0.0.0 without
+     * one is refused even with both off: see the test below). */
     ck_assert_int_eq(run_bounded("--set server.bind=127.0.0.2 --set faults.enabled=true "
                                  "--set lab.enabled=true --check-config",
                                  out, sizeof(out)),
                      0);
-    ck_assert_int_eq(run_bounded("--set server.bind=0.0.0.0 --check-config", out, sizeof(out)), 0);
     ck_assert_int_eq(run_bounded("--set server.bind=0.0.0.0 --set faults.enabled=true --set "
                                  "lab.enabled=true --set admin.token=" ADMIN_TOKEN
                                  " --check-config",
@@ -1130,6 +1136,107 @@ START_TEST(test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming
         run_bounded("--set admin.token=short-secret15c --check-config", out, sizeof(out)), 2);
     ck_assert_msg(strstr(out, "admin.token") && strstr(out, "shorter than 16"), "got: %s", out);
     ck_assert_ptr_null(strstr(out, "short-secret15c"));
+}
+END_TEST
+
+/* An IPv4 address of this host outside 127.0.0.0/8, on an interface that is
+ * up, in buf; 0, or -1 when the host has none. */
+static int outside_address(char *buf, size_t len) {
+    struct ifaddrs *all;
+    if (getifaddrs(&all) != 0) return -1;
+    int found = -1;
+    for (struct ifaddrs *i = all; i && found < 0; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+        const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
+        if ((ntohl(a->sin_addr.s_addr) >> 24) == 127) continue;
+        inet_ntop(AF_INET, &a->sin_addr, buf, (socklen_t)len);
+        found = 0;
+    }
+    freeifaddrs(all);
+    return found;
+}
+
+/* POSTs body to path on ip:port over a connection of its own and returns
+ * the answer's status (0 when none came). peer gets the connection's local
+ * address, which is the peer address the instance sees. */
+static int post_from(const char *ip, int port, const char *path, const char *headers,
+                     const char *body, char *peer, size_t peerlen) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return 0;
+    }
+    struct sockaddr_in me;
+    socklen_t melen = sizeof(me);
+    getsockname(fd, (struct sockaddr *)&me, &melen);
+    inet_ntop(AF_INET, &me.sin_addr, peer, (socklen_t)peerlen);
+    char req[1024], ans[512] = "";
+    int n = snprintf(req, sizeof(req),
+                     "POST %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                     path, ip, headers ? headers : "", strlen(body), body);
+    int status = 0;
+    if (write(fd, req, (size_t)n) == n) {
+        ssize_t got = read(fd, ans, sizeof(ans) - 1);
+        if (got > 0) ans[got] = '\0';
+        if (strncmp(ans, "HTTP/1.", 7) == 0) status = atoi(ans + 9);
+    }
+    close(fd);
+    return status;
+}
+
+START_TEST(
+    test_off_loopback_a_reset_from_another_address_needs_the_token_even_with_lab_and_faults_off) {
+    char ip[INET_ADDRSTRLEN], peer[INET_ADDRSTRLEN] = "", out[2048], args[512];
+    ck_assert_msg(outside_address(ip, sizeof(ip)) == 0,
+                  "this host has no IPv4 address outside 127.0.0.0/8 to connect from");
+    harness_redis_int(redis_port, "SET inventory001 7");
+    /* Lab and faults off, no token, bound to every address. */
+    int port = harness_free_port();
+    const char *open_sets[] = {redis_set, "server.bind=0.0.0.0", "lab.enabled=false",
+                               "faults.enabled=false", NULL};
+    unsetenv("INVENTORYD_ADMIN_TOKEN");
+    pid_t pid = harness_inventoryd_start(port, open_sets);
+    if (pid > 0) {
+        /* It started: then a reset from off loopback must still be refused. */
+        int st =
+            post_from(ip, port, "/inventory/reset", NULL, "{\"stock\":500}", peer, sizeof(peer));
+        harness_stop(pid);
+        ck_assert_msg(strncmp(peer, "127.", 4) != 0 && peer[0],
+                      "the request came from %s, not from off loopback", peer);
+        ck_assert_msg(st != 200, "a reset from %s without a token answered 200", peer);
+        ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 7);
+    }
+    /* Start-up refuses, naming both ways to set the token. */
+    snprintf(args, sizeof(args),
+             "--set server.bind=0.0.0.0 --set server.port=%d --set %s --set lab.enabled=false "
+             "--set faults.enabled=false",
+             port, redis_set);
+    int rc = run_bounded(args, out, sizeof(out));
+    ck_assert_msg(rc == 2, "0.0.0.0 without a token, lab and faults off: exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "server.bind") && strstr(out, "admin.token") &&
+                      strstr(out, "INVENTORYD_ADMIN_TOKEN") && !strstr(out, "listening"),
+                  "got: %s", out);
+    /* With a token, the outside peer needs it, and with it the reset works. */
+    const char *guarded_sets[] = {redis_set, "server.bind=0.0.0.0", "admin.token=" ADMIN_TOKEN,
+                                  NULL};
+    pid = harness_inventoryd_start(port, guarded_sets);
+    ck_assert_int_gt(pid, 0);
+    int without =
+        post_from(ip, port, "/inventory/reset", NULL, "{\"stock\":500}", peer, sizeof(peer));
+    long long after_refused = harness_redis_int(redis_port, "GET inventory001");
+    int with =
+        post_from(ip, port, "/inventory/reset", ADMIN_AUTH, "{\"stock\":500}", peer, sizeof(peer));
+    harness_stop(pid);
+    ck_assert_msg(strncmp(peer, "127.", 4) != 0, "the request came from %s", peer);
+    ck_assert_int_eq(without, 401);
+    ck_assert_int_eq(after_refused, 7);
+    ck_assert_int_eq(with, 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 500);
 }
 END_TEST
 
@@ -1485,6 +1592,9 @@ Suite *http_suite(void) {
     tcase_add_test(
         admin, test_start_up_refuses_faults_or_lab_on_0_0_0_0_without_a_token_naming_admin_token);
     tcase_add_test(admin, test_inventoryd_admin_token_in_the_environment_sets_admin_token);
+    tcase_add_test(
+        admin,
+        test_off_loopback_a_reset_from_another_address_needs_the_token_even_with_lab_and_faults_off);
     tcase_add_test(admin, test_the_token_appears_in_no_answer_and_no_log_line);
     suite_add_tcase(s, admin);
     TCase *ready = tcase_create("Ready");

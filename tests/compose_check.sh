@@ -237,7 +237,7 @@ def effective(svc, cmd):
 
 def admin_token(svc, cmd, eff):
     """svc gets admin.token from the caller's INVENTORYD_ADMIN_TOKEN, never
-    shows it, and (on 0.0.0.0 with the lab or faults on) refuses without it."""
+    shows it, and (on 0.0.0.0) refuses without it."""
     got = environment_of(svc).get("INVENTORYD_ADMIN_TOKEN")
     check(got == check_token,
           f"{svc}: environment INVENTORYD_ADMIN_TOKEN is the caller's (${{INVENTORYD_ADMIN_TOKEN:-}})",

@@ -200,6 +200,30 @@ static int api_history(const struct call *k) {
     return ret;
 }
 
+/* Whether the n bytes of a JSON body hold a NUL: a raw zero byte, or a
+ * \u0000 escape inside a string. cJSON ends a string at its NUL, so
+ * "inventory001\u0000:sold" would read as a name the checks accept. */
+static int json_holds_nul(const char *body, size_t n) {
+    if (memchr(body, '\0', n)) return 1;
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (body[i] == '"') {
+            in_string = !in_string;
+        } else if (in_string && body[i] == '\\' && i + 1 < n) {
+            if (body[i + 1] == 'u' && i + 5 < n && memcmp(body + i + 2, "0000", 4) == 0) return 1;
+            i++; /* the escaped character, a '"' or a '\\' included */
+        }
+    }
+    return 0;
+}
+
+/* The request's body as JSON: NULL when there is none, when it is not JSON,
+ * or (with *nul set) when it holds a NUL. The caller frees it. */
+static cJSON *body_json(const struct http_request *rq, int *nul) {
+    *nul = rq->len && json_holds_nul(rq->body, rq->len);
+    return rq->len && !*nul ? cJSON_ParseWithLength(rq->body, rq->len) : NULL;
+}
+
 static int api_reset(const struct call *k) {
     struct api *s = k->s;
     const struct http_request *rq = k->rq;
@@ -207,7 +231,8 @@ static int api_reset(const struct call *k) {
     int text = k->text;
     static const char usage[] = "send a JSON body such as {\"stock\": 200}";
     char why[256];
-    cJSON *doc = req->len ? cJSON_ParseWithLength(req->body, req->len) : NULL;
+    int nul;
+    cJSON *doc = body_json(req, &nul);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "stock");
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(doc, "item");
     double v = cJSON_IsNumber(st) ? st->valuedouble : NAN;
@@ -218,6 +243,11 @@ static int api_reset(const struct call *k) {
     cJSON_Delete(doc);
     if (!req->len) {
         snprintf(why, sizeof(why), "the reset has no body: %s", usage);
+    } else if (nul) {
+        snprintf(why, sizeof(why),
+                 "the body holds a NUL character (\\u0000), which no item "
+                 "may contain: %s",
+                 usage);
     } else if (!doc) {
         snprintf(why, sizeof(why), "the body is not JSON: %s", usage);
     } else if (!st) {
@@ -343,10 +373,16 @@ static int start_lab_run(const struct call *k) {
     char why[512];
     struct lab_request r;
     memset(&r, 0, sizeof(r));
-    cJSON *doc = k->rq->len ? cJSON_ParseWithLength(k->rq->body, k->rq->len) : NULL;
+    int nul;
+    cJSON *doc = body_json(k->rq, &nul);
     long long clients = 0, requests = 0, stock = 0;
     int bad = 1;
-    if (!cJSON_IsObject(doc)) {
+    if (nul) {
+        snprintf(why, sizeof(why),
+                 "the body holds a NUL character (\\u0000), which no name "
+                 "may contain: %s",
+                 usage);
+    } else if (!cJSON_IsObject(doc)) {
         snprintf(why, sizeof(why), "the body is not a JSON object: %s", usage);
     } else if (json_name(doc, "strategy", r.strategy, sizeof(r.strategy), why, sizeof(why)) < 0 ||
                json_name(doc, "scenario", r.scenario, sizeof(r.scenario), why, sizeof(why)) < 0 ||

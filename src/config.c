@@ -715,6 +715,35 @@ static int admin_check(const struct config *cfg, char *errstr, size_t errlen) {
     return CONFIG_ERR;
 }
 
+/* The keys of an item P are P, P:<suffix> and, in cluster mode, {P}:<suffix>
+ * (inventory.c), and a request may name any P of the item alphabet. A
+ * lock.name of the form P:..., {P} or {P}:... would make the lock's keys
+ * (lock.name, lock.name:fence, ...) some item's ledger, history or counters:
+ * refused. Any other name (no ':' after an item-shaped prefix) is safe, since
+ * an item may not be lock.name itself (item_check). */
+static int lock_name_check(const struct config *cfg, char *errstr, size_t errlen) {
+    const char *name = cfg->lock_name;
+    int brace = name[0] == '{';
+    const char *p = name + brace;
+    size_t len = strcspn(p, brace ? "}" : ":");
+    char item[ITEM_MAX + 1];
+    if (len == 0 || len > ITEM_MAX) return CONFIG_OK;
+    memcpy(item, p, len);
+    item[len] = '\0';
+    const char *after = p + len;
+    if (!item_valid(item)) return CONFIG_OK;
+    if (brace ? !(after[0] == '}' && (after[1] == '\0' || after[1] == ':')) : after[0] != ':')
+        return CONFIG_OK;
+    set_err(errstr, errlen,
+            "%s: lock.name: '%.*s' is among the keys of the item '%s' (%s, %s:* and {%s}:*, "
+            "where its stock, ledger, history and counters live%s): the lock would overwrite "
+            "one of them; choose a lock.name without ':' after a name an item could have "
+            "(A-Z, a-z, 0-9, '_', '.', '-')",
+            config_origin(cfg, "lock.name"), ECHO_MAX, name, item, item, item, item,
+            strcmp(item, cfg->stock_key) == 0 ? "; it is inventory.key" : "");
+    return CONFIG_ERR;
+}
+
 int config_check(const struct config *cfg, const char *const *names, char *errstr, size_t errlen) {
     char known[1024];
     char why[192];
@@ -723,6 +752,7 @@ int config_check(const struct config *cfg, const char *const *names, char *errst
                 config_origin(cfg, "inventory.key"), ECHO_MAX, cfg->stock_key, why);
         return CONFIG_ERR;
     }
+    if (lock_name_check(cfg, errstr, errlen) != CONFIG_OK) return CONFIG_ERR;
     join_names(names, known, sizeof known);
     if (!name_known(cfg->strategy, strlen(cfg->strategy), names)) {
         set_err(errstr, errlen, "%s: lock.strategy: unknown strategy '%s' (known: %s)",

@@ -243,6 +243,35 @@ START_TEST(
 }
 END_TEST
 
+START_TEST(test_a_lock_name_among_an_items_keys_is_refused_naming_lock_name) {
+    static const char *const names[] = {"atomic", NULL};
+    /* The ledger, the stock's other keys, their cluster form, any item's. */
+    static const char *const under[] = {
+        "inventory001:sold", "inventory001:",        "{inventory001}:sold",
+        "{inventory001}",    "inventory002:history", "RedisDistributedLock:x"};
+    for (size_t i = 0; i < sizeof under / sizeof under[0]; i++) {
+        char set[96];
+        ck_assert_int_eq(load("# lock\nlock.strategy=atomic\n"), CONFIG_OK);
+        snprintf(set, sizeof set, "lock.name=%s", under[i]);
+        ck_assert_int_eq(config_set(&cfg, set, err, sizeof err), CONFIG_OK);
+        ck_assert_msg(config_check(&cfg, names, err, sizeof err) == CONFIG_ERR, "%s passed", set);
+        ck_assert_msg(strstr(err, "lock.name") && strstr(err, under[i]) && strstr(err, "--set"),
+                      "%s: %s", set, err);
+    }
+    ck_assert_int_eq(config_set(&cfg, "lock.name=inventory001:sold", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_msg(strstr(err, "ledger") || strstr(err, "inventory001:*"), "got: %s", err);
+    /* Names that no item's key can be are kept. */
+    static const char *const kept[] = {"RedisDistributedLock", "orders lock", "lock/orders:1"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        char set[96];
+        snprintf(set, sizeof set, "lock.name=%s", kept[i]);
+        ck_assert_int_eq(config_set(&cfg, set, err, sizeof err), CONFIG_OK);
+        ck_assert_msg(config_check(&cfg, names, err, sizeof err) == CONFIG_OK, "%s: %s", set, err);
+    }
+}
+END_TEST
+
 START_TEST(test_admin_token_is_empty_or_16_visible_characters_and_never_repeated) {
     ck_assert_str_eq(cfg.admin_token, "");
     static const char *const bad[] = {"admin.token=s3cret-is-15chr",
@@ -754,6 +783,7 @@ Suite *config_suite(void) {
     tcase_add_test(core, test_a_line_with_an_empty_key_is_an_error);
     tcase_add_test(core, test_an_unknown_key_in_a_file_is_a_warning_not_an_error);
     tcase_add_test(core, test_cluster_mode_says_what_cannot_share_a_cluster_and_why);
+    tcase_add_test(core, test_a_lock_name_among_an_items_keys_is_refused_naming_lock_name);
     tcase_add_test(core, test_a_missing_file_is_an_error_naming_the_path_and_reason);
     tcase_add_test(
         core,

@@ -328,6 +328,28 @@ START_TEST(test_a_bad_reset_is_400_and_changes_nothing) {
 }
 END_TEST
 
+START_TEST(test_a_reset_whose_item_holds_an_escaped_nul_is_400_and_resets_nothing) {
+    /* cJSON ends the string at the NUL: "inventory001\u0000:sold" would read as
+     * inventory001, a name the checks accept. */
+    const char *bodies[] = {"{\"stock\":5,\"item\":\"inventory001\\u0000:sold\"}",
+                            "{\"stock\":5,\"item\":\"inventory001\\u0000\"}",
+                            "{\"stock\":5,\"item\":\"\\u0000inventory001\"}", NULL};
+    for (int i = 0; bodies[i]; i++)
+        expect_error(400, "bad_request", "POST", "/inventory/reset", bodies[i]);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001:initial"), 200);
+    /* An escaped backslash before u0000 is no NUL: that item is refused for its
+     * characters, and a plain reset still works. */
+    expect_error(400, "bad_request", "POST", "/inventory/reset",
+                 "{\"stock\":5,\"item\":\"a\\\\u0000\"}");
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "POST", "/inventory/reset", NULL,
+                                  "{\"stock\":5,\"item\":\"inventory001\"}", &r),
+                     200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 5);
+}
+END_TEST
+
 START_TEST(test_fault_parameters_are_checked_and_refused_while_faults_are_off) {
     expect_error(400, "bad_request", "GET", "/inventory/sale/local?hold_ms=99999999", NULL);
     expect_error(400, "bad_request", "GET", "/inventory/sale/local?nested=x", NULL);
@@ -1549,6 +1571,7 @@ Suite *http_suite(void) {
     tcase_add_test(errors, test_an_unknown_strategy_is_404_and_lists_the_known_ones);
     tcase_add_test(errors, test_unknown_paths_and_wrong_methods_get_json_errors);
     tcase_add_test(errors, test_a_bad_reset_is_400_and_changes_nothing);
+    tcase_add_test(errors, test_a_reset_whose_item_holds_an_escaped_nul_is_400_and_resets_nothing);
     tcase_add_test(errors, test_fault_parameters_are_checked_and_refused_while_faults_are_off);
     tcase_add_test(errors, test_a_bad_config_value_stops_start_up_naming_the_key_and_line);
     tcase_add_test(errors, test_a_port_in_use_is_a_clear_error);

@@ -124,6 +124,28 @@ int inv_parse_ll(const redisReply *r, long long *out) {
     return 0;
 }
 
+/* The start-up seed comes after the port opens, and may come before Redis
+ * can take it (Redis not up yet, a cluster still forming): until it has run,
+ * a sale of the configured item or /readyz makes it first, so that no sale
+ * ever meets a stock key that the seed was about to set. 0, or INV_BACKEND
+ * with errstr set. */
+static int seed_first(struct inventory *inv, char *errstr, size_t errlen) {
+    char why[384];
+    int seeded = 0;
+    if (atomic_load(&inv->seed_done)) return 0;
+    if (inventory_seed(inv, inv->cfg->initial_stock, &seeded, why, sizeof(why)) != 0) {
+        snprintf(errstr, errlen, "the stock %.120s is not seeded yet (%.200s)", inv->stock_key,
+                 why);
+        return INV_BACKEND;
+    }
+    if (seeded)
+        log_limited("seed",
+                    "%s did not exist: seeded with inventory.initial-stock=%d "
+                    "(before the start-up seed had run)",
+                    inv->stock_key, inv->cfg->initial_stock);
+    return 0;
+}
+
 int inventory_sell(struct inventory *inv, const struct strategy *s, const char *item,
                    const struct sale_faults *f, struct sale_result *r) {
     static const struct sale_faults no_faults;
@@ -138,6 +160,9 @@ int inventory_sell(struct inventory *inv, const struct strategy *s, const char *
                  s->name, inv->cfg->lock_allowed);
         return r->status = INV_NOT_ALLOWED;
     }
+    if ((!item || strcmp(item, inv->stock_key) == 0) &&
+        seed_first(inv, r->errstr, sizeof(r->errstr)) != 0)
+        return r->status = INV_BACKEND;
     struct item_keys k;
     inventory_keys(inv, item, &k);
     s->way->sell(inv, s, &k, f, r);
@@ -453,22 +478,7 @@ int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
 int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
     struct rpool *m[READY_MASTERS_MAX];
     char why[384];
-    /* The start-up seed may have come before Redis could take it (a
-     * cluster still forming, Redis not up yet): until it has run, it is
-     * tried again here, and a sale cannot succeed without it. */
-    int seeded = 0;
-    if (!atomic_load(&inv->seed_done)) {
-        if (inventory_seed(inv, inv->cfg->initial_stock, &seeded, why, sizeof(why)) != 0) {
-            snprintf(errstr, errlen, "the stock %.120s is not seeded yet (%.200s)", inv->stock_key,
-                     why);
-            return INV_BACKEND;
-        }
-        if (seeded)
-            log_limited("seed",
-                        "%s did not exist: seeded with inventory.initial-stock=%d "
-                        "(the start-up seed had failed)",
-                        inv->stock_key, inv->cfg->initial_stock);
-    }
+    if (seed_first(inv, errstr, errlen) != 0) return INV_BACKEND;
     int n = rpool_masters(inv->pool, m, READY_MASTERS_MAX, why, sizeof(why));
     if (n < 0) {
         snprintf(errstr, errlen, "Redis Cluster: %s", why);

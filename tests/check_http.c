@@ -204,8 +204,9 @@ END_TEST
 START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
     struct harness_bg holder, waiter;
     harness_bg_start(&holder, inst_port, "/inventory/sale/local?hold_ms=1500", 0);
-    harness_bg_start(&waiter, inst_port, "/inventory/sale/local", 100);
-    mclock_sleep_ms(300);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the holder never got inside");
+    harness_bg_start(&waiter, inst_port, "/inventory/sale/local", 0);
     for (int i = 0; i < 5; i++) {
         struct httpc_response r;
         int64_t t0 = mclock_ms();
@@ -218,25 +219,24 @@ START_TEST(test_a_sale_waiting_for_a_lock_does_not_stall_other_requests) {
     ck_assert_int_eq(holder.status, 200);
     ck_assert_int_eq(waiter.status, 200);
     ck_assert_int_ge(waiter.took_ms, 1000); /* it did wait for the holder */
-    /* The histograms hold both sales where they fell: the holder waited
-     * nothing and held 1.5 s, the waiter waited 1.4 s and held nothing. */
-    const char *lw = "inventoryd_lock_wait_ms_bucket{strategy=\"local\",le=\"%s\"}";
-    const char *lh = "inventoryd_lock_hold_ms_bucket{strategy=\"local\",le=\"%s\"}";
-    static const struct {
-        const char *le;
-        int wait, hold;
-    } want[] = {{"1", 1, 1}, {"1000", 1, 1}, {"2000", 2, 2}, {"+Inf", 2, 2}};
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    /* Both sales landed in the histograms, where they fell: the holder held
+     * 1.5 s and the waiter far less (under a second: it sells one unit); the
+     * holder waited for nothing (under a second), the waiter for most of the
+     * holder's hold (the sum). No bound tighter than that: a sanitized build
+     * is slow. */
+    const char *hist[] = {"wait", "hold"};
+    for (int i = 0; i < 2; i++) {
         char series[128];
-        snprintf(series, sizeof(series), lw, want[i].le);
-        ck_assert_msg(harness_metric(inst_port, series) == want[i].wait, "%s is %lld", series,
+        snprintf(series, sizeof(series), "inventoryd_lock_%s_ms_count{strategy=\"local\"}",
+                 hist[i]);
+        ck_assert_msg(harness_metric(inst_port, series) == 2, "%s is %lld", series,
                       harness_metric(inst_port, series));
-        snprintf(series, sizeof(series), lh, want[i].le);
-        ck_assert_msg(harness_metric(inst_port, series) == want[i].hold, "%s is %lld", series,
-                      harness_metric(inst_port, series));
+        snprintf(series, sizeof(series),
+                 "inventoryd_lock_%s_ms_bucket{strategy=\"local\",le=\"1000\"}", hist[i]);
+        /* hold: the waiter only; wait: the holder at least */
+        long long under = harness_metric(inst_port, series);
+        ck_assert_msg(i == 1 ? under == 1 : under >= 1, "%s is %lld", series, under);
     }
-    ck_assert_int_eq(harness_metric(inst_port, "inventoryd_lock_wait_ms_count{strategy=\"local\"}"),
-                     2);
     ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_wait_ms_sum{strategy=\"local\"}"),
                      1000);
     ck_assert_int_ge(harness_metric(inst_port, "inventoryd_lock_hold_ms_sum{strategy=\"local\"}"),
@@ -603,19 +603,37 @@ START_TEST(test_redis_password_and_database_are_used_and_the_password_never_logg
 }
 END_TEST
 
+/* Polls GET /readyz on port every 20 ms until it answers 200 (the start-up
+ * seed has run by then); 0, or -1 after timeout_ms. */
+static int ready_on(int port, int timeout_ms) {
+    int64_t t0 = mclock_ms();
+    struct httpc_response r;
+    while (mclock_ms() - t0 < timeout_ms) {
+        if (harness_http(port, "GET", "/readyz", NULL, NULL, &r) == 200) return 0;
+        mclock_sleep_ms(20);
+    }
+    return -1;
+}
+
 START_TEST(test_a_missing_stock_is_seeded_at_start_up_and_an_existing_one_kept) {
     harness_redis_int(redis_port, "DEL inventory001 inventory001:initial");
-    const char *seven[] = {redis_set, "inventory.initial-stock=7", NULL};
-    const char *nine[] = {redis_set, "inventory.initial-stock=9", NULL};
+    /* lock.allowed=atomic: /readyz then waits for the seed and Redis only,
+     * not for Redlock masters this case does not run. */
+    const char *seven[] = {redis_set, "inventory.initial-stock=7", "lock.allowed=atomic", NULL};
+    const char *nine[] = {redis_set, "inventory.initial-stock=9", "lock.allowed=atomic", NULL};
     int p1 = harness_free_port();
     pid_t i1 = harness_inventoryd_start(p1, seven);
+    ck_assert_int_gt(i1, 0);
+    int ready1 = ready_on(p1, 10000);
     long long after_first = harness_redis_int(redis_port, "GET inventory001");
     int p2 = harness_free_port();
     pid_t i2 = harness_inventoryd_start(p2, nine);
+    int ready2 = i2 > 0 ? ready_on(p2, 10000) : -1;
     long long after_second = harness_redis_int(redis_port, "GET inventory001");
     long long initial = harness_redis_int(redis_port, "GET inventory001:initial");
     harness_stop(i1);
     harness_stop(i2);
+    ck_assert_msg(ready1 == 0 && ready2 == 0, "/readyz never said ready (%d, %d)", ready1, ready2);
     ck_assert_int_eq(after_first, 7);
     ck_assert_int_eq(after_second, 7); /* never overwritten */
     ck_assert_int_eq(initial, 7);
@@ -1551,6 +1569,47 @@ START_TEST(test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready) {
 }
 END_TEST
 
+START_TEST(test_a_sale_sent_before_a_missed_seed_is_made_sells_from_the_seeded_stock) {
+    struct httpc_response r;
+    /* The window: the start-up seed failed (Redis frozen) on a Redis without
+     * the stock key, and nothing (no /readyz) has made it since. */
+    harness_stop(inst_pid);
+    inst_pid = -1;
+    ck_assert_int_eq((int)harness_redis_int(redis_port, "DEL inventory001"), 1);
+    ck_assert_int_eq(kill(redis_pid, SIGSTOP), 0);
+    char log[128];
+    snprintf(log, sizeof(log), "/tmp/check_http_sale_seed.%d.log", (int)getpid());
+    const char *sets[] = {redis_set, "redis.timeout=500", "lock.wait-ms=3000",
+                          "lock.allowed=atomic,expiring", NULL};
+    inst_pid = harness_inventoryd_start_logged(inst_port, sets, log);
+    ck_assert_int_gt(inst_pid, 0);
+    int missed = 0;
+    for (int i = 0; i < 100 && !missed; i++) {
+        missed = file_has(log, "sales answer 503 until Redis is back");
+        if (!missed) mclock_sleep_ms(50);
+    }
+    /* While Redis cannot take the seed, a sale is refused as unavailable. */
+    int frozen =
+        missed ? harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r) : 0;
+    char frozen_body[512];
+    snprintf(frozen_body, sizeof(frozen_body), "%s", r.body ? r.body : "");
+    kill(redis_pid, SIGCONT);
+    ck_assert_msg(missed, "the start-up seed did not fail: the test missed its window");
+    ck_assert_msg(frozen == 503, "a sale while Redis was frozen answered %d: %s", frozen,
+                  frozen_body);
+    ck_assert_int_eq((int)harness_redis_int(redis_port, "EXISTS inventory001"), 0);
+    /* The first sales after: the seed is made before them, never a missing key. */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/expiring", NULL, NULL, &r),
+                     200);
+    ck_assert_msg(strcmp(harness_json_str(r.body, "status"), "sold") == 0, "%s", r.body);
+    ck_assert_int_eq((int)harness_json_num(r.body, "unit"), 200);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+    ck_assert_int_eq((int)harness_json_num(r.body, "unit"), 199);
+    ck_assert_int_eq((int)harness_redis_int(redis_port, "GET inventory001:initial"), 200);
+    unlink(log);
+}
+END_TEST
+
 Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -1630,6 +1689,8 @@ Suite *http_suite(void) {
     tcase_add_test(ready,
                    test_readyz_is_503_naming_redis_while_it_is_frozen_and_200_once_it_answers);
     tcase_add_test(ready, test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready);
+    tcase_add_test(ready,
+                   test_a_sale_sent_before_a_missed_seed_is_made_sells_from_the_seeded_stock);
     suite_add_tcase(s, ready);
     return s;
 }

@@ -101,6 +101,15 @@ done
 for v in nseeds first_seed min_covered shrink_tries; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-}: not a whole number: ${!v}"
 done
+# Every path absolute, now: the servers run in their own working directory
+# ($work), where "results/campaign/.../seed-3", as the campaign prints a
+# seed's directory, names nothing.
+for v in replay_dir shrink_dir out_dir results build expected; do
+    case ${!v} in
+        '' | /*) ;;
+        *) printf -v "$v" '%s/%s' "$PWD" "${!v}" ;;
+    esac
+done
 if [ "$quick" = 1 ]; then
     nseeds=3
     [ -n "$mixes_opt" ] || mixes_opt="partition+pause mixed"

@@ -17,7 +17,8 @@
 #       cluster-enabled nodes on 6371-6376, joins them with one replica per
 #       master, and an instance on 3796 whose settings name them; every
 #       instance gets INVENTORYD_ADMIN_TOKEN from the caller's environment,
-#       and the file is valid with it unset; each STACK_*_PORT variable moves
+#       and with it unset (or empty) `config` refuses the file before
+#       anything starts, saying to set INVENTORYD_ADMIN_TOKEN; each STACK_*_PORT variable moves
 #       its published port on the host and changes nothing else; every
 #       instance is healthy only once GET /readyz answers 200, nginx has a
 #       healthcheck, and the one-shots ready and cluster-ready start once
@@ -84,18 +85,27 @@ STACK_CLUSTER_PORT_5=6375 STACK_CLUSTER_PORT_6=6376 STACK_CLUSTER_INSTANCE_PORT=
 cd "$root" || die "cannot cd to $root"
 [ -f docker-compose.yml ] || die "docker-compose.yml is missing at the repository root"
 # The token the instances get from the caller's environment: a test one
-# here (the comparison below looks for it), and none at all must be valid.
+# here (the comparison below looks for it). Without one, compose itself
+# must refuse, naming the variable, before it builds or starts anything
+# (the instances would refuse one by one, and `up` end in "nginx is
+# unhealthy").
 check_token=compose-check-token-0123456789
-if ! env -u INVENTORYD_ADMIN_TOKEN docker-compose -f docker-compose.yml config >/dev/null 2>"$work/config.err"; then
-    cat "$work/config.err" >&2
-    die "docker-compose -f docker-compose.yml config rejected the file with INVENTORYD_ADMIN_TOKEN unset (above)"
-fi
+for unset in "env -u INVENTORYD_ADMIN_TOKEN" "env INVENTORYD_ADMIN_TOKEN="; do
+    if $unset docker-compose -f docker-compose.yml config >/dev/null 2>"$work/config.err"; then
+        die "docker-compose -f docker-compose.yml config accepts the file with '$unset': up would start instances that refuse to run"
+    fi
+    grep -q "set INVENTORYD_ADMIN_TOKEN" "$work/config.err" || {
+        cat "$work/config.err" >&2
+        die "with '$unset', docker-compose config fails without saying to set INVENTORYD_ADMIN_TOKEN (above)"
+    }
+done
+echo "compose: ok: without INVENTORYD_ADMIN_TOKEN (unset or empty) docker-compose refuses up front: $(grep -o 'set INVENTORYD_ADMIN_TOKEN.*' "$work/config.err" | head -n 1)"
 if ! INVENTORYD_ADMIN_TOKEN=$check_token docker-compose -f docker-compose.yml config \
         >"$work/config.yml" 2>"$work/config.err"; then
     cat "$work/config.err" >&2
     die "docker-compose -f docker-compose.yml config rejected the file (above)"
 fi
-echo "compose: ok: docker-compose -f docker-compose.yml config accepts the file, with INVENTORYD_ADMIN_TOKEN set or unset ($(docker-compose version --short 2>/dev/null || echo '?'))"
+echo "compose: ok: docker-compose -f docker-compose.yml config accepts the file with INVENTORYD_ADMIN_TOKEN set ($(docker-compose version --short 2>/dev/null || echo '?'))"
 if [ -s "$work/config.err" ]; then
     echo "compose: note: docker-compose config said:"
     sed 's/^/    /' "$work/config.err"
@@ -106,7 +116,7 @@ fi
 if grep -q '\${INVENTORYD_ADMIN_TOKEN:-}' docker-compose.yml; then
     die 'docker-compose.yml passes ${INVENTORYD_ADMIN_TOKEN:-}: podman-compose 1.0.3 gives the instances that text as their token; write ${INVENTORYD_ADMIN_TOKEN}'
 fi
-echo 'compose: ok: the token is passed as ${INVENTORYD_ADMIN_TOKEN}, which podman-compose 1.0.3 substitutes too'
+echo 'compose: ok: the token is passed as ${INVENTORYD_ADMIN_TOKEN:?...}, without a ":-" default (podman-compose 1.0.3 passes one on literally)'
 
 # Every published port overridden (20000 + its default): the overridden
 # config is compared below with the default one.

@@ -13,6 +13,10 @@
 #       published ports; the builds use the host's network; nothing else of
 #       the machine's network is touched). Only a dockerd started here is
 #       stopped on the way out, and what it left mounted is unmounted.
+#       Where the host's iptables FORWARD policy is DROP (a default docker
+#       engine leaves it so), the stack's own bridge is let through by one
+#       rule, inserted once `up --no-start` made the bridge and deleted on
+#       the way out, failure included (see forward_open).
 #   (2) scripts/images.sh: debian:12, redis:7.0 and nginx:1.22 made from
 #       Debian's packages when missing (no registry is reached).
 #   (3) `docker-compose up --build -d` under a project name of its own, every
@@ -154,11 +158,42 @@ on_fail() {
     show_logs "$work" 40
 }
 
+# forward_open: with Docker, when the host's iptables FORWARD policy is DROP
+# (what a default docker engine leaves behind) and bridged traffic passes
+# through iptables (br_netfilter's bridge-nf-call-iptables=1), the stack's
+# containers cannot reach each other over its bridge unless the engine
+# writes rules of its own, which one started with --iptables=false does
+# not: nginx then never sees a healthy instance. Here the stack's own bridge
+# (made by `up --no-start`) is let through, by one rule taken away again on
+# the way out, failure included; nothing else of the firewall is touched.
+forward_rule=()
+forward_open() {
+    local bridge=$1
+    [ "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null)" = 1 ] || return 0
+    command -v iptables >/dev/null 2>&1 || return 0
+    # Unreadable (not root): nothing to do here, nor allowed.
+    iptables -S FORWARD 2>/dev/null | grep -qx -- '-P FORWARD DROP' || return 0
+    forward_rule=(FORWARD -i "$bridge" -o "$bridge" -m comment --comment "inventoryd compose_up $$" -j ACCEPT)
+    iptables -I "${forward_rule[@]}" || { forward_rule=(); fail "could not let $bridge through the FORWARD chain (its policy is DROP)"; }
+    log "the iptables FORWARD policy is DROP: let the stack's bridge $bridge through (iptables -I ${forward_rule[*]}), until the end"
+}
+
+forward_close() {
+    [ ${#forward_rule[@]} -gt 0 ] || return 0
+    if iptables -D "${forward_rule[@]}"; then
+        log "took the FORWARD rule for ${forward_rule[2]} away again"
+    else
+        echo "$tag: could not remove: iptables -D ${forward_rule[*]}" >&2
+    fi
+    forward_rule=()
+}
+
 cleanup() {
     stop_started
     if [ "$up" = 1 ]; then
         stack_down >"$work/down-cleanup.log" 2>&1 || true
     fi
+    forward_close
     stop_engine
     if [ -n "$netns" ]; then
         ip netns del "$netns" 2>/dev/null && log "deleted the network namespace $netns"
@@ -281,6 +316,12 @@ up=1
 if [ "$engine" = docker ]; then
     dc build >"$work/build.log" 2>&1 || fail "docker-compose build failed: $(tail -n 15 "$work/build.log")"
     phase "docker-compose build"
+    # The network first, to let its bridge through a FORWARD policy of DROP.
+    dc up --no-start >"$work/up-no-start.log" 2>&1 ||
+        fail "docker-compose up --no-start failed: $(tail -n 15 "$work/up-no-start.log")"
+    net_id=$(docker network ls -q --no-trunc --filter "label=com.docker.compose.project=$project" | head -n 1)
+    [ -n "$net_id" ] || fail "docker-compose up --no-start made no network for $project"
+    forward_open "br-${net_id:0:12}"
     dc up --build -d >"$work/up.log" 2>&1 || fail "docker-compose up --build -d failed: $(tail -n 15 "$work/up.log")"
 else
     # Built outside the namespace: the Dockerfile's apt-get needs the host's network.

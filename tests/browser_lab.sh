@@ -59,6 +59,7 @@ cat >"$work/results/campaign.csv" <<'EOF'
 strategy,mix,seeds,violating_seeds,rate,ci_low,ci_high,covered_seeds,first_violating_seed,sold_twice_total
 owner-lua,partition+pause,30,11,0.3667,0.2187,0.5449,21,2,14
 fenced,partition+pause,30,0,0.0000,0.0000,0.1135,19,,0
+redisson,partition+pause,3,0,0.0000,0.0000,0.5615,1,,0
 EOF
 cat >"$work/results/campaign-counterexample.json" <<'EOF'
 {"strategy":"owner-lua","mix":"partition+pause","seed":2,"faults":"pause a @900+1400","kind":"sold_twice",

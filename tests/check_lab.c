@@ -375,6 +375,8 @@ START_TEST(test_clients_requests_stock_and_names_out_of_bounds_are_refused_with_
     refused("{\"strategy\":\"atomic\",\"scenario\":\"no-such\"}", "unknown scenario");
     refused("{\"strategy\":\"atomic\",\"scenario\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
             "\"scenario\"");
+    /* cJSON would end the name at the NUL and read "atomic". */
+    refused("{\"strategy\":\"atomic\\u0000x\"}", "NUL");
     refused("[1,2]", "not a JSON object");
     refused("not json", "not a JSON object");
     refused("", "not a JSON object");

@@ -1092,6 +1092,12 @@
     renderCounterexample();
   }
 
+  /* The covered seeds a clean cell needs before it counts as safe:
+   * scripts/campaign.sh's --min-covered default (docs/campaign.md, Coverage).
+   * campaign.csv does not carry the threshold a run used, so a cell of a
+   * --quick run (which asks for 1) is judged by this standard too. */
+  const CAMPAIGN_MIN_COVERED = 10;
+
   function campaignTable(csv, ix) {
     const pct = (x) => (100 * +x).toFixed(0) + '%';
     /* one SVG per row: 0-100% scale, the rate as a bar, the interval as whiskers */
@@ -1109,17 +1115,22 @@
     wrap.append(h('p', { class: 'hint' }, 'From results/campaign.csv, written by scripts/campaign.sh: for each strategy ' +
       'and fault mix, the seeds whose run inventory-check found unsafe (a unit sold twice, overlapping holds, a write past ' +
       'its lease, a stale-token write, a lost sale), out of all seeds, with the Wilson 95% interval. Covered: seeds whose ' +
-      'faults reached the mix\u2019s dangerous state; a cell with too few covered seeds proves nothing.'));
+      'faults reached the mix\u2019s dangerous state. A cell without violations but with fewer than ' + CAMPAIGN_MIN_COVERED +
+      ' covered seeds (the campaign\u2019s --min-covered) proves nothing: it is grey and marked inconclusive, not green.'));
     const t = h('table', { class: 'matrix campaign', id: 'campaign-table' }, h('caption', { class: 'hint' }, 'Violating seeds by strategy and mix'));
     t.append(h('thead', {}, h('tr', {}, ['strategy', 'mix', 'violating seeds', 'rate (95% interval)', '', 'covered seeds',
       'first violating seed', 'units sold twice'].map((x) => h('th', { scope: 'col', class: 'l' }, x)))));
     const body = h('tbody');
     for (const c of csv.rows) {
-      const bad = +c[ix('violating_seeds')] > 0;
+      const bad = +c[ix('violating_seeds')] > 0, covered = +c[ix('covered_seeds')];
+      const thin = !bad && !(covered >= CAMPAIGN_MIN_COVERED);
+      const verdict = h('td', { class: 'l cell ' + (bad ? 'bad' : thin ? 'na inconclusive' : 'ok') },
+        h('span', { class: 'word' }, `${c[ix('violating_seeds')]} of ${c[ix('seeds')]}`));
+      if (thin) verdict.append(h('br'), h('span', { class: 'hint' }, `inconclusive: ${covered} covered, ${CAMPAIGN_MIN_COVERED} wanted`));
       body.append(h('tr', {},
         h('th', { scope: 'row', class: 'l' }, h('code', {}, c[ix('strategy')])),
         h('td', { class: 'l' }, c[ix('mix')]),
-        h('td', { class: 'l cell ' + (bad ? 'bad' : 'ok') }, h('span', { class: 'word' }, `${c[ix('violating_seeds')]} of ${c[ix('seeds')]}`)),
+        verdict,
         h('td', { class: 'l' }, `${pct(c[ix('rate')])} (${pct(c[ix('ci_low')])}\u2013${pct(c[ix('ci_high')])})`),
         h('td', { class: 'l' }, bar(c[ix('rate')], c[ix('ci_low')], c[ix('ci_high')])),
         h('td', { class: 'l' }, c[ix('covered_seeds')]),

@@ -116,10 +116,17 @@ await check('compare-demo', 'opened beside a results/demo.csv, the page shows it
 await check('campaigns', 'the Campaigns view shows results/campaign.csv with its intervals and the shrunk counterexample on a timeline', async () => {
   await page.click('#tab-campaigns');
   assert(await page.isVisible('#view-campaigns'), 'the campaigns view is not shown');
-  assert(await page.locator('#campaign-table tbody tr').count() === 2, 'not a row per cell of campaign.csv');
+  assert(await page.locator('#campaign-table tbody tr').count() === 3, 'not a row per cell of campaign.csv');
   const first = await page.locator('#campaign-table tbody tr').first().innerText();
   assert(first.includes('11 of 30') && first.includes('37% (22%') && first.includes('54%)'), 'the owner-lua row: ' + first);
-  assert(await page.locator('#campaign-table svg.ci line.ci-whisker').count() === 6, 'not one interval per row');
+  assert(await page.locator('#campaign-table svg.ci line.ci-whisker').count() === 9, 'not one interval per row');
+  /* 0 of 30 with 19 covered is a clean cell; 0 of 3 with 1 covered proves
+   * nothing: inconclusive, never green. */
+  const cell = (i) => page.locator('#campaign-table tbody tr').nth(i).locator('td.cell');
+  assert((await cell(1).getAttribute('class')).split(' ').includes('ok'), 'fenced, 0 of 30 with 19 covered, is not ok');
+  const thin = await cell(2).getAttribute('class');
+  assert(!thin.split(' ').includes('ok') && thin.split(' ').includes('inconclusive'), 'redisson, 0 of 3 with 1 covered, has class ' + thin);
+  assert((await cell(2).innerText()).includes('inconclusive'), 'redisson, 0 of 3 with 1 covered, does not say inconclusive: ' + await cell(2).innerText());
   assert(await page.locator('#counterexample-svg rect.hold').count() === 2, 'the counterexample does not draw its two holds');
   assert(await page.locator('#counterexample-svg rect.hold.overlap').count() === 2, 'the two holds valid at once are not drawn overlapping');
   assert((await text('#counterexample')).includes('unit 99917 went to orders'), 'the counterexample does not say what went wrong');

@@ -143,8 +143,9 @@ int config_apply(struct config *cfg, const char *key, const char *value, const c
 /* Checks what no single key can: that inventory.key can name a stock key,
  * that lock.strategy and every name in lock.allowed is one of names
  * (NULL-terminated), that lock.strategy is allowed, that lock.name is none
- * of any item's keys (P:..., {P}, {P}:...), and that a server.bind
- * outside 127.0.0.0/8 comes with an admin.token. Returns CONFIG_OK, or CONFIG_ERR with "ORIGIN: key: why". */
+ * of any item's keys (P:..., {P}, {P}:...), and that a server.bind outside
+ * 127.0.0.0/8 comes with an admin.token. Returns CONFIG_OK, or CONFIG_ERR
+ * with "ORIGIN: key: why". */
 int config_check(const struct config *cfg, const char *const *names, char *errstr, size_t errlen);
 
 /* Whether strategy name may sell under lock.allowed. */

@@ -91,7 +91,7 @@ struct history_event {
     int port;
     char owner[64];
     char strategy[32];
-    char outcome[24]; /* sold, sold_out, lock_lost, stale_token, bad_stock */
+    char outcome[24]; /* sold, sold_out, lock_lost, stale_token, stock_changed, bad_stock */
     char order[48];
     int64_t granted_us; /* the outermost acquire returned */
     int64_t released_us; /* the write (or this event) and the release were sent */

@@ -57,6 +57,7 @@
 #include "strategy.h"
 
 #define HISTORY_ARGS 20
+#define STOCK_EXACT_MAX (1LL << 53)
 
 /* One critical section, for n sales at once (n is 1 but for batched). */
 struct sale_section {
@@ -264,6 +265,15 @@ static int section_read(struct sale_section *sec, int entry, int got, const char
                  sec->k->stock, st ? st->str : carried);
         return r->status = INV_BAD_DATA;
     }
+    /* The write scripts compare the stock as Lua numbers (doubles): exact
+     * up to 2^53 only. */
+    if (sec->stock > STOCK_EXACT_MAX || sec->stock < -STOCK_EXACT_MAX) {
+        snprintf(r->errstr, sizeof(r->errstr),
+                 "stock key %.60s holds %lld, beyond 2^53, which the write's script cannot "
+                 "compare exactly",
+                 sec->k->stock, sec->stock);
+        return r->status = INV_BAD_DATA;
+    }
     return 0;
 }
 
@@ -353,7 +363,7 @@ static void section_finish(struct sale_section *sec) {
                           "never sent twice");
     } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "STALE", 5) == 0) {
         snprintf(r->errstr, sizeof(r->errstr),
-                 "write refused: fencing %.120s; this holder lost the lock", w->str + 6);
+                 "write refused: fencing %.200s; this holder lost the lock", w->str + 6);
         rc = r->status = INV_STALE_TOKEN;
     } else if (w->type == REDIS_REPLY_ERROR && strncmp(w->str, "BADKEY", 6) == 0) {
         snprintf(r->errstr, sizeof(r->errstr), "nothing was written: %.200s", w->str + 7);

@@ -438,7 +438,8 @@ static double field(const cJSON *o, const char *name) {
  * 2.5 s; once its key has expired, B sells under `other`, a lock of the
  * same key that takes an expired key without bumping the fence. A's write
  * still carries the newest token, but the lock is not A's: it must be
- * refused (409 stale_token) and the unit sold once. The window first: A
+ * refused (409 lock_lost: the token alone proves nothing here) and the
+ * unit sold once. The window first: A
  * inside (the probe's entry) when its key expired, and still inside when
  * B sold. */
 static void stale_fenced_write_refused_after(const char *other) {
@@ -468,7 +469,7 @@ static void stale_fenced_write_refused_after(const char *other) {
                   "A's stale fenced write (token %.0f, the newest) landed after %s sold unit "
                   "%.0f: %d %s",
                   harness_json_num(a.body, "lock.token"), other, unit, a.status, a.body);
-    ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "lock_lost");
     cJSON *au = audit_of(STOCK_KEY);
     ck_assert_msg(field(au, "sold_twice") == 0 && field(au, "sold") == 1 &&
                       field(au, "stock") == 99,
@@ -522,6 +523,26 @@ static void reset_in_flight(const char *strategy, const char *item, cJSON **audi
     *audit = audit_of(item);
 }
 
+/* Where the reset could not free the lock (another item under the global
+ * scope), the write itself refused it: the answer says stock_changed, and
+ * so do the history's event and the strategy's counter. */
+static void stock_changed_recorded(const char *strategy, const char *item, const char *word) {
+    ck_assert_msg(strcmp(word, "stock_changed") == 0,
+                  "%s on %s: the lock was never freed, but A answered %s", strategy, item, word);
+    cJSON *h = history(item);
+    const cJSON *e, *events = cJSON_GetObjectItemCaseSensitive(h, "events");
+    int seen = 0;
+    cJSON_ArrayForEach(e, events) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(e, "outcome");
+        seen += cJSON_IsString(o) && strcmp(o->valuestring, "stock_changed") == 0;
+    }
+    cJSON_Delete(h);
+    ck_assert_msg(seen == 1, "%s on %s: %d history events say stock_changed", strategy, item, seen);
+    char series[96];
+    snprintf(series, sizeof(series), "inventoryd_stock_changed_total{strategy=\"%s\"}", strategy);
+    ck_assert_msg(harness_metric(a_port, series) >= 1, "%s: not counted", series);
+}
+
 START_TEST(test_a_reset_during_a_sale_is_never_overwritten_by_a_lock_whose_write_redis_checks) {
     start_pair(10000, 5000, NULL);
     static const char *const strategies[] = {"fenced", "watchdog", "redisson", "handoff",
@@ -541,13 +562,30 @@ START_TEST(test_a_reset_during_a_sale_is_never_overwritten_by_a_lock_whose_write
                          strategies[i], items[j], status, word, field(au, "stock"),
                          field(au, "sold"), field(au, "stock_lost"));
             else if (j == 1)
-                ck_assert_msg(strcmp(word, "stock_changed") == 0,
-                              "%s on %s: the lock was never freed, but A answered %s",
-                              strategies[i], items[j], word);
+                stock_changed_recorded(strategies[i], items[j], word);
             cJSON_Delete(au);
         }
     }
     ck_assert_msg(bad[0] == '\0', "a reset during a sale was overwritten by:%s", bad);
+}
+END_TEST
+
+/* A stock key deleted under a handoff hold is bad data, as for the other
+ * checked writes, never a write that makes it anew: 409 bad_stock, the key
+ * still missing, and the lock handed on (free: nobody waits). */
+START_TEST(test_a_stock_deleted_during_a_handoff_hold_is_bad_stock_and_the_lock_goes_on) {
+    start_pair(10000, 5000, NULL);
+    reset_item(STOCK_KEY, 100);
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, "/inventory/sale/handoff?hold_ms=800", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN " STOCK_KEY ":holders"),
+                  "A never came inside");
+    ck_assert_int_eq(harness_redis_int(redis_port, "DEL " STOCK_KEY), 1);
+    harness_bg_join(&a);
+    ck_assert_msg(a.status == 409 && strcmp(harness_json_str(a.body, "status"), "bad_stock") == 0,
+                  "a handoff commit on a deleted stock answered %d %s", a.status, a.body);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " STOCK_KEY), 0);
+    ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS " LOCK_KEY), 0);
 }
 END_TEST
 
@@ -865,7 +903,8 @@ Suite *commit_suite(void) {
          setup,
          90,
          {test_a_reset_during_a_sale_is_never_overwritten_by_a_lock_whose_write_redis_checks,
-          test_a_reset_overwritten_by_an_unchecked_write_is_reported_as_stock_lost}},
+          test_a_reset_overwritten_by_an_unchecked_write_is_reported_as_stock_lost,
+          test_a_stock_deleted_during_a_handoff_hold_is_bad_stock_and_the_lock_goes_on}},
         {"Core",
          setup_masters,
          60,

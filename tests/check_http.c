@@ -761,8 +761,8 @@ START_TEST(test_metrics_count_what_the_sales_did) {
             "inventoryd_sales_total",         "inventoryd_sold_out_total",
             "inventoryd_lock_timeouts_total", "inventoryd_backend_errors_total",
             "inventoryd_stale_tokens_total",  "inventoryd_lost_locks_total",
-            "inventoryd_bad_stock_total"};
-        for (int k = 0; k < 7; k++) answered += counter(by_status[k], s);
+            "inventoryd_bad_stock_total",     "inventoryd_stock_changed_total"};
+        for (int k = 0; k < 8; k++) answered += counter(by_status[k], s);
         ck_assert_msg(answered == w[i].answers, "%s: %lld answers counted, %lld made", s, answered,
                       w[i].answers);
         ck_assert_msg(counter("inventoryd_sales_total", s) == w[i].sold, "%s: sales", s);

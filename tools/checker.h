@@ -20,9 +20,11 @@
  *                 where Redis could not look (owned unknown), the write
  *                 applied after the lease deadline (written_us, else
  *                 released_us, past lease_us). The holder's own "late" flag
- *                 is not evidence and is not read. A write that carried a
- *                 fencing token is not judged so, but by its token (below):
- *                 the fence, not the lock, decides whether it may apply
+ *                 is not evidence and is not read. Where Redis saw owned 0
+ *                 the write is late whatever its token: a lock of another
+ *                 kind on the key takes it without bumping the fence. A
+ *                 write with a token where Redis did not look is judged
+ *                 by its token (below)
  *   lost_sale     a client was told "sold" but the ledger has no entry for
  *                 its order
  *   untold_sale   the ledger has an entry no client was told was sold (a
@@ -71,7 +73,7 @@ struct chk_event {
     int port;
     char owner[64];
     char order[48];
-    char outcome[24]; /* sold, sold_out, lock_lost, stale_token, bad_stock */
+    char outcome[24]; /* sold, sold_out, lock_lost, stale_token, stock_changed, bad_stock */
     int64_t granted_us, released_us, lease_us; /* lease_us 0: none */
     int64_t written_us; /* Redis's clock as the event applied; 0: not recorded */
     int owned; /* the lock was the holder's as it applied: 1, 0; -1 unknown */

@@ -17,9 +17,9 @@
 -- ARGV[1] token, ARGV[2] new stock, ARGV[3] ledger entry "unit|order|port",
 -- ARGV[4] lock family, ARGV[5] history cap (0: no history),
 -- ARGV[6] the lock's owner value, ARGV[7 ..] history fields and values
--- Returns 1 when written; an error STALE naming both tokens, or naming the
--- lock that is no longer the caller's; an error CHANGED naming the stock
--- found (each refusal recorded in the history); or BADKEY.
+-- Returns 1 when written; an error STALE naming both tokens; an error LOST
+-- when the lock is no longer the caller's; an error CHANGED naming the
+-- stock found (each refusal recorded in the history); or BADKEY.
 local function is(key, a, b)
   local kind = redis.call('type', key)['ok']
   return kind == a or kind == b
@@ -49,9 +49,10 @@ if tonumber(ARGV[1]) < newest then
   return redis.error_reply('STALE token ' .. ARGV[1] .. ' is older than token ' .. newest)
 end
 if not mine then
-  event('stale_token')
-  return redis.error_reply('STALE token ' .. ARGV[1] .. ' holds no more: the lock ' .. KEYS[6] ..
-                           ' is no longer this holder\'s (expired, reset, or taken by another lock)')
+  event('lock_lost')
+  return redis.error_reply('LOST the lock ' .. KEYS[6] .. ' was no longer ' .. ARGV[6] ..
+                           "'s when the write arrived (expired, reset, or taken by a lock " ..
+                           'that does not bump the fence); token ' .. ARGV[1] .. ' alone proves nothing')
 end
 local now = redis.call('get', KEYS[1])
 if tonumber(now) ~= tonumber(ARGV[2]) + 1 then

@@ -116,6 +116,10 @@ end
 -- under it (a reset, a sale under another lock or none) is never
 -- overwritten; the lock goes on with the stock as it is.
 local found = stock_now()
+if found == nil then
+  if not grant(nil) then redis.call('del', key) end
+  return redis.error_reply('BADKEY ' .. KEYS[1] .. ' is missing or not a string')
+end
 if tonumber(found) ~= tonumber(ARGV[1]) + 1 then
   event(true, 'outcome', 'stock_changed')
   if not grant(found) then redis.call('del', key) end

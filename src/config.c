@@ -789,35 +789,36 @@ const char *config_origin(const struct config *cfg, const char *key) {
     return cfg->origins[k - keys];
 }
 
+/* Key k's value in cfg as text (num holds a number's digits); a secret
+ * that is set is "****". */
+static const char *key_text(const struct config *cfg, const struct config_key *k, char *num,
+                            size_t numlen) {
+    const char *field = (const char *)cfg + k->offset;
+    int v = k->type == KEY_INT || k->type == KEY_BOOL || k->type == KEY_AUTOBOOL
+                ? *(const int *)(const void *)field
+                : 0;
+    switch (k->type) {
+    case KEY_INT:
+        snprintf(num, numlen, "%d", v);
+        return num;
+    case KEY_BOOL:
+        return v ? "true" : "false";
+    case KEY_AUTOBOOL:
+        return v < 0 ? "auto" : v ? "true" : "false";
+    default:
+        return (k->secret && field[0] != '\0') ? "****" : field;
+    }
+}
+
 size_t config_dump(const struct config *cfg, char *buf, size_t len) {
     size_t need = 0;
     if (buf != NULL && len > 0) buf[0] = '\0';
     for (size_t i = 0; i < NKEYS; i++) {
-        const struct config_key *k = &keys[i];
-        const char *field = (const char *)cfg + k->offset;
         char num[32];
-        const char *value;
-        int n;
-
-        switch (k->type) {
-        case KEY_INT:
-            snprintf(num, sizeof num, "%d", *(const int *)(const void *)field);
-            value = num;
-            break;
-        case KEY_BOOL:
-            value = *(const int *)(const void *)field ? "true" : "false";
-            break;
-        case KEY_AUTOBOOL:
-            value = *(const int *)(const void *)field < 0 ? "auto"
-                    : *(const int *)(const void *)field   ? "true"
-                                                          : "false";
-            break;
-        default:
-            value = (k->secret && field[0] != '\0') ? "****" : field;
-            break;
-        }
-        n = snprintf(buf != NULL && need < len ? buf + need : NULL,
-                     buf != NULL && need < len ? len - need : 0, "%s=%s\n", k->name, value);
+        const char *value = key_text(cfg, &keys[i], num, sizeof(num));
+        int n =
+            snprintf(buf != NULL && need < len ? buf + need : NULL,
+                     buf != NULL && need < len ? len - need : 0, "%s=%s\n", keys[i].name, value);
         if (n > 0) need += (size_t)n;
     }
     return need;

@@ -475,43 +475,40 @@ int inventory_ping(struct inventory *inv, char *errstr, size_t errlen) {
 /* Most masters inventory_ready asks: every pool rpool_masters can give. */
 #define READY_MASTERS_MAX RPOOL_MASTERS_MAX
 
-int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
-    struct rpool *m[READY_MASTERS_MAX];
+/* Whether master m answers PING and, in cluster mode, says cluster_state:ok.
+ * 0, or INV_BACKEND with errstr naming it. */
+static int master_ready(struct inventory *inv, struct rpool *m, char *errstr, size_t errlen) {
+    redisContext *c = NULL;
     char why[384];
-    if (seed_first(inv, errstr, errlen) != 0) return INV_BACKEND;
-    int n = rpool_masters(inv->pool, m, READY_MASTERS_MAX, why, sizeof(why));
-    if (n < 0) {
-        snprintf(errstr, errlen, "Redis Cluster: %s", why);
+    if (rpool_get(m, inv->pool_wait_ms, &c, why, sizeof(why)) != RPOOL_OK) {
+        snprintf(errstr, errlen, "Redis: %s", why);
         return INV_BACKEND;
     }
-    for (int i = 0; i < n; i++) {
-        redisContext *c = NULL;
-        if (rpool_get(m[i], inv->pool_wait_ms, &c, why, sizeof(why)) != RPOOL_OK) {
-            snprintf(errstr, errlen, "Redis: %s", why);
-            return INV_BACKEND;
-        }
-        char where[80];
-        snprintf(where, sizeof(where), "Redis %.60s:%d", c->tcp.host ? c->tcp.host : "?",
-                 c->tcp.port);
-        redisAppendCommand(c, "PING");
-        if (inv->cluster) redisAppendCommand(c, "CLUSTER INFO");
-        redisReply *rep[2];
-        if (run_pipeline(inv, m[i], c, rep, inv->cluster ? 2 : 1, where, errstr, errlen) != 0)
-            return INV_BACKEND;
-        /* A node answers CLUSTERDOWN until it sees every slot served. */
-        const char *state = inv->cluster && rep[1]->type == REDIS_REPLY_STRING
-                                ? strstr(rep[1]->str, "cluster_state:")
-                                : NULL;
-        int ok = !inv->cluster || (state && strncmp(state + 14, "ok", 2) == 0);
-        if (!ok) {
-            size_t len = state ? strcspn(state, "\r\n") : 0;
-            snprintf(errstr, errlen, "%s says %.*s: the cluster does not serve every slot yet",
-                     where, (int)(len < 40 ? len : 40), state ? state : "no cluster_state");
-        }
-        free_replies(rep, inv->cluster ? 2 : 1);
-        if (!ok) return INV_BACKEND;
+    char where[80];
+    snprintf(where, sizeof(where), "Redis %.60s:%d", c->tcp.host ? c->tcp.host : "?", c->tcp.port);
+    redisAppendCommand(c, "PING");
+    if (inv->cluster) redisAppendCommand(c, "CLUSTER INFO");
+    redisReply *rep[2];
+    if (run_pipeline(inv, m, c, rep, inv->cluster ? 2 : 1, where, errstr, errlen) != 0)
+        return INV_BACKEND;
+    /* A node answers CLUSTERDOWN until it sees every slot served. */
+    const char *state = inv->cluster && rep[1]->type == REDIS_REPLY_STRING
+                            ? strstr(rep[1]->str, "cluster_state:")
+                            : NULL;
+    int ok = !inv->cluster || (state && strncmp(state + 14, "ok", 2) == 0);
+    if (!ok) {
+        size_t len = state ? strcspn(state, "\r\n") : 0;
+        snprintf(errstr, errlen, "%s says %.*s: the cluster does not serve every slot yet", where,
+                 (int)(len < 40 ? len : 40), state ? state : "no cluster_state");
     }
-    /* The locks of every strategy lock.allowed lets a client pick. */
+    free_replies(rep, inv->cluster ? 2 : 1);
+    return ok ? 0 : INV_BACKEND;
+}
+
+/* Whether the locks of every strategy lock.allowed lets a client pick can
+ * be served. 0, or INV_BACKEND with errstr naming the first that cannot. */
+static int locks_ready(struct inventory *inv, char *errstr, size_t errlen) {
+    char why[384];
     for (const struct strategy *s = strategies; s->name; s++) {
         if (!config_allows(inv->cfg, s->name)) continue;
         if (lock_type_ready(inv->core, s->lock, why, sizeof(why)) != 0 ||
@@ -521,4 +518,18 @@ int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
         }
     }
     return 0;
+}
+
+int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
+    struct rpool *m[READY_MASTERS_MAX];
+    char why[384];
+    if (seed_first(inv, errstr, errlen) != 0) return INV_BACKEND;
+    int n = rpool_masters(inv->pool, m, READY_MASTERS_MAX, why, sizeof(why));
+    if (n < 0) {
+        snprintf(errstr, errlen, "Redis Cluster: %s", why);
+        return INV_BACKEND;
+    }
+    for (int i = 0; i < n; i++)
+        if (master_ready(inv, m[i], errstr, errlen) != 0) return INV_BACKEND;
+    return locks_ready(inv, errstr, errlen);
 }

@@ -110,18 +110,18 @@ static int load_config(struct config *cfg, const char *path, int argc, char **ar
     return EXIT_CONFIG;
 }
 
-int main(int argc, char **argv) {
-    struct options o;
-    if (parse_options(argc, argv, &o) != 0) return EXIT_CONFIG;
-    if (o.help) {
+/* --help, --list-strategies and --list-routes: printed, and the exit
+ * status; -1 when none was asked for. */
+static int print_info(const struct options *o) {
+    if (o->help) {
         usage(stdout);
         return 0;
     }
-    if (o.list) {
+    if (o->list) {
         for (int i = 0; strategies[i].name; i++) printf("%s\n", strategies[i].name);
         return 0;
     }
-    if (o.list_routes) { /* routes.def, one row a line, tab-separated */
+    if (o->list_routes) { /* routes.def, one row a line, tab-separated */
         char flags[64];
         for (int id = ROUTE_NOT_FOUND + 1; id < ROUTE_COUNT; id++)
             printf("%s\t%s\t%s\t%s\n", route_table[id].methods, route_table[id].pattern,
@@ -129,6 +129,81 @@ int main(int argc, char **argv) {
                    route_table[id].doc);
         return 0;
     }
+    return -1;
+}
+
+/* The lab, with lab.enabled: 0 with *lab set (NULL when off), or -1 with err
+ * set. */
+static int start_lab(const struct config *cfg, struct lab **lab, char *err, size_t errlen) {
+    *lab = NULL;
+    if (!cfg->lab_enabled) return 0;
+    struct lab_options lo = {
+        .target = cfg->lab_target,
+        .self_host = cfg->bind,
+        .self_port = cfg->port,
+        .instances = cfg->lab_instances,
+        .results_dir = cfg->lab_results_dir,
+        .ttl_ms = cfg->lock_ttl_ms,
+        .wait_ms = cfg->lock_wait_ms,
+        .spin_sleep_ms = cfg->lock_spin_sleep_ms,
+        .max_hold_ms = cfg->faults_max_hold_ms,
+        .history = cfg->history_enabled,
+        .io_timeout_ms = cfg->lock_wait_ms + cfg->redis_timeout_ms * 3 + 5000,
+        .admin_token = cfg->admin_token,
+    };
+    *lab = lab_create(&lo, err, errlen);
+    return *lab ? 0 : -1;
+}
+
+/* Says where the service listens, its Redis, its lab and its token. */
+static void announce(const struct config *cfg, struct lab *lab) {
+    if (cfg->sentinel_nodes[0])
+        fprintf(stderr,
+                "inventoryd: listening on http://%s:%d (default strategy %s, redis master "
+                "%s via sentinels %s)\n",
+                cfg->bind, cfg->port, cfg->strategy, cfg->sentinel_master, cfg->sentinel_nodes);
+    else if (cfg->cluster_nodes[0])
+        fprintf(stderr,
+                "inventoryd: listening on http://%s:%d (default strategy %s, redis cluster "
+                "via %s)\n",
+                cfg->bind, cfg->port, cfg->strategy, cfg->cluster_nodes);
+    else
+        fprintf(stderr,
+                "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
+                cfg->bind, cfg->port, cfg->strategy, cfg->redis_host, cfg->redis_port);
+    if (lab) {
+        struct lab_info li;
+        lab_get_info(lab, &li);
+        fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs on: they go to %s)\n",
+                cfg->bind, cfg->port, li.target);
+    } else {
+        fprintf(stderr,
+                "inventoryd: the lock lab is at http://%s:%d/ (runs off: lab.enabled=false)\n",
+                cfg->bind, cfg->port);
+    }
+    if (cfg->admin_token[0])
+        fprintf(stderr,
+                "inventoryd: admin.token is set: a reset, a lab run and any fault parameter "
+                "need 'Authorization: Bearer <admin.token>'\n");
+}
+
+/* The start-up seed of a missing stock key, and what it did. */
+static void seed_at_start(const struct config *cfg, struct inventory *inv) {
+    char err[512];
+    int seeded = 0;
+    if (inventory_ping(inv, err, sizeof(err)) != 0 ||
+        inventory_seed(inv, cfg->initial_stock, &seeded, err, sizeof(err)) != 0)
+        fprintf(stderr, "inventoryd: warning: %s; sales answer 503 until Redis is back\n", err);
+    else if (seeded)
+        fprintf(stderr, "inventoryd: %s did not exist: seeded with inventory.initial-stock=%d\n",
+                cfg->stock_key, cfg->initial_stock);
+}
+
+int main(int argc, char **argv) {
+    struct options o;
+    if (parse_options(argc, argv, &o) != 0) return EXIT_CONFIG;
+    int info = print_info(&o);
+    if (info >= 0) return info;
     static struct config cfg;
     char err[512];
     if (load_config(&cfg, o.config_path, argc, argv) != 0) return EXIT_CONFIG;
@@ -157,27 +232,11 @@ int main(int argc, char **argv) {
     metrics_set_redlock(lock_core_redlock(svc.core));
     metrics_set_core(svc.core);
     if (cfg.cluster_nodes[0]) metrics_set_cluster(svc.pool);
-    struct lab *lab = NULL;
-    if (cfg.lab_enabled) {
-        struct lab_options lo = {
-            .target = cfg.lab_target,
-            .self_host = cfg.bind,
-            .self_port = cfg.port,
-            .instances = cfg.lab_instances,
-            .results_dir = cfg.lab_results_dir,
-            .ttl_ms = cfg.lock_ttl_ms,
-            .wait_ms = cfg.lock_wait_ms,
-            .spin_sleep_ms = cfg.lock_spin_sleep_ms,
-            .max_hold_ms = cfg.faults_max_hold_ms,
-            .history = cfg.history_enabled,
-            .io_timeout_ms = cfg.lock_wait_ms + cfg.redis_timeout_ms * 3 + 5000,
-            .admin_token = cfg.admin_token,
-        };
-        if (!(lab = lab_create(&lo, err, sizeof(err)))) {
-            fprintf(stderr, "inventoryd: %s\n", err);
-            service_close(&svc);
-            return EXIT_CONFIG;
-        }
+    struct lab *lab;
+    if (start_lab(&cfg, &lab, err, sizeof(err)) != 0) {
+        fprintf(stderr, "inventoryd: %s\n", err);
+        service_close(&svc);
+        return EXIT_CONFIG;
     }
     struct api *api = api_create(&cfg, svc.inv, lab, err, sizeof(err));
     struct http_server *srv = api ? http_start(&cfg, api_answer, api, err, sizeof(err)) : NULL;
@@ -188,41 +247,8 @@ int main(int argc, char **argv) {
         service_close(&svc);
         return EXIT_LISTEN;
     }
-    if (cfg.sentinel_nodes[0])
-        fprintf(stderr,
-                "inventoryd: listening on http://%s:%d (default strategy %s, redis master "
-                "%s via sentinels %s)\n",
-                cfg.bind, cfg.port, cfg.strategy, cfg.sentinel_master, cfg.sentinel_nodes);
-    else if (cfg.cluster_nodes[0])
-        fprintf(stderr,
-                "inventoryd: listening on http://%s:%d (default strategy %s, redis cluster "
-                "via %s)\n",
-                cfg.bind, cfg.port, cfg.strategy, cfg.cluster_nodes);
-    else
-        fprintf(stderr,
-                "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",
-                cfg.bind, cfg.port, cfg.strategy, cfg.redis_host, cfg.redis_port);
-    if (lab) {
-        struct lab_info li;
-        lab_get_info(lab, &li);
-        fprintf(stderr, "inventoryd: the lock lab is at http://%s:%d/ (runs on: they go to %s)\n",
-                cfg.bind, cfg.port, li.target);
-    } else {
-        fprintf(stderr,
-                "inventoryd: the lock lab is at http://%s:%d/ (runs off: lab.enabled=false)\n",
-                cfg.bind, cfg.port);
-    }
-    if (cfg.admin_token[0])
-        fprintf(stderr,
-                "inventoryd: admin.token is set: a reset, a lab run and any fault parameter "
-                "need 'Authorization: Bearer <admin.token>'\n");
-    int seeded = 0;
-    if (inventory_ping(svc.inv, err, sizeof(err)) != 0 ||
-        inventory_seed(svc.inv, cfg.initial_stock, &seeded, err, sizeof(err)) != 0)
-        fprintf(stderr, "inventoryd: warning: %s; sales answer 503 until Redis is back\n", err);
-    else if (seeded)
-        fprintf(stderr, "inventoryd: %s did not exist: seeded with inventory.initial-stock=%d\n",
-                cfg.stock_key, cfg.initial_stock);
+    announce(&cfg, lab);
+    seed_at_start(&cfg, svc.inv);
 
     int sig = 0;
     sigwait(&stop, &sig);

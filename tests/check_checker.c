@@ -122,6 +122,38 @@ START_TEST(test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline)
 }
 END_TEST
 
+START_TEST(test_a_reset_ends_the_holds_it_freed_but_not_a_write_that_came_after_it) {
+    /* A was granted at 100 with a lease to 1100; the item was reset at 200
+     * (which frees its lock), B was granted at 300. A's refused write (300):
+     * its hold ended at the reset, no overlap. Had A written at 400, it
+     * held until then: an overlap, and no reset hides it. */
+    struct chk_event e[] = {ev("1-0", "a:1", 100, 500, 1100, "stock_changed", 0, 1),
+                            ev("2-0", "b:1", 300, 350, 1300, "sold", 9, 1)};
+    e[0].written_us = 400;
+    struct chk_entry l[] = {entry(9, "o-2-0")};
+    struct chk_input in = {
+        .events = e, .nevents = 2, .ledger = l, .nledger = 1, .stock = 9, .initial = 10};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1); /* no reset said: A held to 500 */
+    chk_report_free(&r);
+    in.reset_us = 200;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+    snprintf(e[0].outcome, sizeof(e[0].outcome), "sold");
+    e[0].unit = 10;
+    struct chk_entry l2[] = {entry(10, "o-1-0"), entry(9, "o-2-0")};
+    in.ledger = l2;
+    in.nledger = 2;
+    in.stock = 8;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
+    ck_assert(!r.safe);
+    chk_report_free(&r);
+}
+END_TEST
+
 START_TEST(test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_overlap) {
     /* A was granted at 100 with a lease to 150, sent its write at 140, and
      * Redis applied it at 400; B was granted at 200 and sold the next unit.
@@ -552,6 +584,7 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_two_owners_holding_at_once_are_an_overlap_naming_both_events);
     tcase_add_test(c, test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is);
     tcase_add_test(c, test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline);
+    tcase_add_test(c, test_a_reset_ends_the_holds_it_freed_but_not_a_write_that_came_after_it);
     tcase_add_test(c, test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_overlap);
     tcase_add_test(c,
                    test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_clocks_say);

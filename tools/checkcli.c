@@ -43,6 +43,7 @@ struct options {
     const char *told[TOLD_FILES_MAX];
     int ntold;
     long long since_us;
+    long long reset_us;
     long max_findings;
     int text;
     int no_overlaps;
@@ -69,6 +70,9 @@ static void usage(FILE *f) {
                "  --told FILE         what the clients were told (inventory-load --record);\n"
                "                      repeatable, up to 16\n"
                "  --since-us US       ignore answers given before this wall-clock time\n"
+               "  --reset-us US       the item was reset at this wall-clock time: the reset\n"
+               "                      freed its lock, so a hold granted before it that wrote\n"
+               "                      nothing held until then at most\n"
                "  --max-findings N    findings listed (100); all are counted\n"
                "  --no-overlaps       do not judge overlapping holds (the instances' clocks\n"
                "                      cannot be compared, e.g. one was made to drift)\n"
@@ -358,6 +362,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
         {"item", required_argument, NULL, 'i'},
         {"told", required_argument, NULL, 't'},
         {"since-us", required_argument, NULL, 's'},
+        {"reset-us", required_argument, NULL, 'R'},
         {"max-findings", required_argument, NULL, 'm'},
         {"format", required_argument, NULL, 'f'},
         {"no-overlaps", no_argument, NULL, 'O'},
@@ -369,7 +374,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
     int ch;
     long v;
     char why[128];
-    while ((ch = getopt_long(argc, argv, "r:i:t:s:m:f:n:S:Oh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "r:i:t:s:R:m:f:n:S:Oh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'r':
             if (addr_parse(optarg, strlen(optarg), &o->redis, why, sizeof(why)) != 0) goto bad;
@@ -383,6 +388,9 @@ static int parse_args(int argc, char **argv, struct options *o) {
             break;
         case 's':
             o->since_us = strtoll(optarg, NULL, 10);
+            break;
+        case 'R':
+            o->reset_us = strtoll(optarg, NULL, 10);
             break;
         case 'm':
             if (stats_parse_long(optarg, 0, 1000000, &v) != 0) goto bad;
@@ -497,6 +505,7 @@ int main(int argc, char **argv) {
         rc = load_redis(&o, &L);
     }
     L.in.skip_overlaps = o.no_overlaps;
+    L.in.reset_us = o.reset_us;
     L.in.needs = (const char *const *)o.needs;
     L.in.nneeds = (size_t)o.nneeds;
     for (int i = 0; rc == 0 && i < o.ntold; i++) rc = load_told(o.told[i], o.since_us, &L);

@@ -74,8 +74,16 @@ static int find_overlaps(const struct chk_input *in, size_t max, struct chk_repo
     if (in->nevents == 0) return 0;
     struct hold *h = malloc(in->nevents * sizeof(*h));
     if (!h) return -1;
-    for (size_t i = 0; i < in->nevents; i++)
-        h[i] = (struct hold){&in->events[i], in->events[i].granted_us, hold_end(&in->events[i])};
+    for (size_t i = 0; i < in->nevents; i++) {
+        const struct chk_event *e = &in->events[i];
+        h[i] = (struct hold){e, e->granted_us, hold_end(e)};
+        /* A reset frees the item's lock: a hold that began before it and
+         * wrote nothing ended there. One that wrote after it held until its
+         * write, as any other. */
+        if (in->reset_us > 0 && e->granted_us < in->reset_us && !wrote(e) &&
+            h[i].end > in->reset_us)
+            h[i].end = in->reset_us;
+    }
     /* A batch is one hold that answered several sales: one owner, one hold. */
     qsort(h, in->nevents, sizeof(*h), cmp_hold_owner);
     size_t n = 0;

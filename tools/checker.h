@@ -105,6 +105,9 @@ struct chk_input {
     int skip_overlaps; /* the events' clocks cannot be compared (a
                                     drifting host): judge neither overlaps nor a
                                     write's time against its lease */
+    int64_t reset_us; /* when the item was reset (wall clock), or 0: the
+                                    reset freed its lock, so a hold granted before
+                                    it that wrote nothing held until then at most */
     long long trimmed; /* events the stream's cap dropped (XINFO STREAM
                                     entries-added - length); 0 when none */
     const char *const *coverage; /* the names of the coverage events recorded */

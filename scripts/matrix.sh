@@ -25,10 +25,12 @@
 # hold outliving the TTL (hold_past_ttl), a reply that was lost
 # (reply_lost), a lock held when Redis restarted (lock_held_at_restart), a
 # lock absent on the promoted replica (lock_lost_in_failover), a Redlock
-# master holding the lock when it was killed (master_held_lock). A cell
+# master holding the lock when it was killed (master_held_lock), another
+# lock selling on the key while the holder was stopped inside
+# (other_lock_sold), a hold that spanned a reset (reset_inside). A cell
 # whose window was not reached is never safe: it is inconclusive.
 #
-#   scripts/matrix.sh            every strategy under every nemesis (about 13 min)
+#   scripts/matrix.sh            every strategy under every nemesis (about 17 min)
 #   scripts/matrix.sh --short    the cells named "short" in the expected file
 #
 # The nemeses (each bounded in time, each stopping what it started):
@@ -50,6 +52,16 @@
 #             A dates its events by that clock, so overlapping holds are not
 #             judged in this column (units sold twice and the ledger are);
 #             B's load starts once that holder is inside
+#   mixed-key A's holder (1.5 s) is paused past its lease (as pause) while B's load
+#             sells on the same lock key under another lock of the family:
+#             handoff (owner-lua when the cell is handoff), which takes an
+#             expired key without bumping fenced's fence
+#   reset     POST /inventory/reset with a new stock (twice the old) while a
+#             holder of A is inside (TTL 3 s, hold 2 s: its lease still
+#             running when it writes): the cell sells
+#             inventory002 under the global lock, so the reset frees no lock
+#             and only the write's own check of the stock it read stands
+#             between the holder and the reset; judged from the reset on
 #
 # Environment: MATRIX_STRATEGIES, MATRIX_NEMESES (all), MATRIX_TTL_MS (1000),
 # MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (100000 per instance: in
@@ -84,11 +96,14 @@ strike_late_ms=${MATRIX_STRIKE_LATE_MS:-0}
 results=${MATRIX_RESULTS_DIR:-$root/results}
 expected=${MATRIX_EXPECTED:-$root/loadtest/matrix-expected.tsv}
 build=${MATRIX_BUILD_DIR:-$root/build}
-all_nemeses="kill pause latency restart failover redlock-restart pool drift"
+all_nemeses="kill pause latency restart failover redlock-restart pool drift mixed-key reset"
 read -r -a nemeses <<<"${MATRIX_NEMESES:-$all_nemeses}"
 faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 stock=100000
-item=inventory001
+item=inventory001   # the cell's item: inventory002 under the reset nemesis
+item_q=             # its query string ("&item=inventory002"), "" for the configured item
+reset_ttl=3000      # the reset column's TTL, and its holder's hold, well within it
+reset_hold=2000
 
 die() { echo "$tag: $*" >&2; exit 2; }
 case "$strike_late_ms" in ''|*[!0-9]*) die "MATRIX_STRIKE_LATE_MS must be a whole number of ms" ;; esac
@@ -160,25 +175,29 @@ instance_id() {
     curl -s "http://127.0.0.1:$1/inventory/sale/atomic?item=matrix-id" | jq -r '.order // "" | split("-")[0]'
 }
 
+# reset PORT: the cell's stock set again; the configured item's reset also
+# frees the global lock, which the reset of another item never does.
 reset() {
-    curl -sf -XPOST "http://127.0.0.1:$1/inventory/reset" -d "{\"stock\":$stock}" >/dev/null
+    curl -sf -XPOST "http://127.0.0.1:$1/inventory/reset" -d "{\"stock\":$stock}" >/dev/null || return 1
+    [ "$item" = inventory001 ] ||
+        curl -sf -XPOST "http://127.0.0.1:$1/inventory/reset" -d "{\"stock\":$stock,\"item\":\"$item\"}" >/dev/null
 }
 
 # ---- a cell -------------------------------------------------------------------
 # loads_start S: both loads, in the background, recording what clients saw.
 loads_start() {
-    local s=$1 path="/inventory/sale/$1?hold_ms=$hold"
+    local s=$1 path="/inventory/sale/$1?hold_ms=$hold$item_q"
     "$load" --port "$port_a" --path "$path" --clients "$clients" --requests "$requests" \
         --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" --record "$cell/told-a" --format kv \
         >"$cell/load-a.kv" 2>"$cell/load-a.log" &
     load_a=$!
-    [ "${b_late:-0}" = 1 ] || load_b_start "$s"
+    [ "${b_late:-0}" = 1 ] || load_b_start "${b_strategy:-$s}"
 }
 
 # load_b_start S: B's load, in the background (started late by the nemeses
 # that need A's holder inside before B contends).
 load_b_start() {
-    "$load" --port "$port_b" --path "/inventory/sale/$1?hold_ms=$hold" --clients "$clients" \
+    "$load" --port "$port_b" --path "/inventory/sale/$1?hold_ms=$hold$item_q" --clients "$clients" \
         --requests "$requests" --max-s "$max_s" --timeout-ms 10000 --error-pause-ms "$pause" \
         --record "$cell/told-b" --format kv >"$cell/load-b.kv" 2>"$cell/load-b.log" &
     load_b=$!
@@ -195,7 +214,7 @@ loads_wait() {
 special() {
     local port=$1 s=$2 h=$3
     (
-        body=$(curl -s --max-time 20 -w '\n%{http_code} %{time_total}' "http://127.0.0.1:$port/inventory/sale/$s?hold_ms=$h")
+        body=$(curl -s --max-time 20 -w '\n%{http_code} %{time_total}' "http://127.0.0.1:$port/inventory/sale/$s?hold_ms=$h$item_q")
         code=${body##*$'\n'}
         body=${body%$'\n'*}
         # the holder's answer and its real time, for the coverage
@@ -286,6 +305,8 @@ needs() {
             # data Redis loses the last sales (and the lock when held).
             if [ "$2" = redlock ]; then echo lock_lost_in_failover; else echo sales_lost_in_failover; fi ;;
         redlock-restart) echo master_held_lock ;;
+        mixed-key) echo holder_inside,hold_past_ttl,other_lock_sold ;;
+        reset) echo reset_inside ;;
     esac
 }
 
@@ -333,7 +354,7 @@ no_redis_lock() { case $1 in none | local | atomic) return 0 ;; esac; return 1; 
 # on an idle lock, and only then start the loads, which contend through the
 # fault: a holder that had to win the lock against the loads could lose it
 # for seconds (a slow spin, a slowed clock) and strike after the loads ended.
-holder_first() { case $1 in kill | pause | pool | drift | latency | restart) return 0 ;; esac; return 1; }
+holder_first() { case $1 in kill | pause | pool | drift | latency | restart | mixed-key | reset) return 0 ;; esac; return 1; }
 
 # loads_then_strike S: the loads, in flight for 0.2 s (and
 # MATRIX_STRIKE_LATE_MS more); sets struck.
@@ -475,6 +496,71 @@ nemesis_drift() {
     held_for_ms=$(tail -n 1 "$cell/special-answers" | awk '{ printf "%d", $1 * 1000 }')
     inside_order=
     holder_outlived_ttl
+}
+
+# partner S: the other lock of S's family that B sells with under
+# mixed-key, on the same key: handoff (the review's recipe: it takes an
+# expired key without bumping fenced's fence), owner-lua for handoff itself.
+partner() { if [ "$1" = handoff ]; then echo owner-lua; else echo handoff; fi; }
+
+# history_from MS: the cell item's recorded holds from Redis's millisecond
+# MS on (a stream id), as JSON lines, read from B (A may be stopped).
+history_from() {
+    curl -s "http://127.0.0.1:$port_b/inventory/history?item=$item&since=$1-0&limit=5000" |
+        jq -c '.events[]?' 2>/dev/null
+}
+
+# Mixed key: as pause, but B's load sells with another lock of the family
+# on the same key (partner), and the holder works 1.5 s (a lease that is not
+# renewed runs out inside it, as in the review's recipe; a renewed one runs
+# out in the pause). The window: A's holder inside at the stop, its
+# hold past the TTL, and B selling under the other lock while A is stopped
+# (its sold events, dated by Redis, between the stop and the continue).
+nemesis_mixed_key() {
+    local s=$1 p stopped cont n
+    p=$(partner "$s")
+    hit_inside "$s" 1500 || return 0
+    loads_then_strike "$s"
+    kill -STOP "$a_pid"
+    stopped=$(now_us)
+    sleep 0.05
+    inside_at_strike pause
+    echo "A paused for $((2 * ttl)) ms; B sells under $p on the same key" >>"$cell/nemesis"
+    sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
+    cont=$(now_us)
+    kill -CONT "$a_pid"
+    n=$(history_from $((stopped / 1000)) | jq -s --arg p "$p" --argjson hi "$cont" \
+        '[.[] | select(.strategy == $p and .outcome == "sold" and .written_us > 0 and .written_us < $hi)] | length')
+    [ "${n:-0}" -gt 0 ] 2>/dev/null &&
+        covered other_lock_sold "B sold $n unit(s) under $p on the key while A's $s holder was stopped inside"
+    wait "$special_pid" 2>/dev/null
+    held_for_ms=$((2 * ttl))   # paused inside, at the least
+    holder_outlived_ttl
+}
+
+# Reset: a holder of A inside (2 s, within the column's 3 s lease: the
+# lease is not what this fault is about, and cannot be what refuses the
+# write), the loads waiting for the lock; then POST /inventory/reset of the cell's item with
+# a new stock. The cell sells inventory002 under the global lock: the reset
+# frees no lock, so the holder still holds when its write arrives, and only
+# the write's check of the stock it read can refuse it. The reset empties
+# the ledger and the history, so the cell is judged from the reset on
+# (answers given before it are not judged), against the new stock. The
+# window: a hold granted before the reset whose event is in the history the
+# reset began (its write reached Redis after the reset).
+nemesis_reset() {
+    local s=$1 new=$((stock * 2)) at ev said
+    hit_inside "$s" "$reset_hold" || return 0
+    loads_then_strike "$s"
+    since=$(now_us)
+    at=$since
+    said=$(curl -s -XPOST "http://127.0.0.1:$port_b/inventory/reset" -d "{\"stock\":$new,\"item\":\"$item\"}")
+    echo "POST /inventory/reset {\"stock\":$new,\"item\":\"$item\"} with A's sale $inside_order seen inside: $said" >>"$cell/nemesis"
+    wait "$special_pid" 2>/dev/null
+    ev=$(history_from $((at / 1000)) | jq -r --argjson t "$at" \
+        'select(.granted_us > 0 and .granted_us < $t) | "\(.instance) \(.owner) granted \(.granted_us), \(.outcome)"' | head -n 1)
+    [ -n "$ev" ] && covered reset_inside "a hold spanned the reset at $at: $ev"
+    return 0
 }
 
 # replica_of MASTER_PORT NAME: a redis-server replicating MASTER_PORT, in
@@ -688,6 +774,10 @@ for n in "${nemeses[@]}"; do
         rm -rf "$cell"; mkdir -p "$cell"
         since=0; struck=0; judge_port=; judged=0; load_a=; load_b=; b_late=0
         inside_order=; held_for_ms=0; special_pid=
+        b_strategy=
+        [ "$n" = mixed-key ] && b_strategy=$(partner "$s")
+        item=inventory001; item_q=
+        [ "$n" = reset ] && { item=inventory002; item_q="&item=$item"; }
         if [ "$n" = failover ]; then
             cell_failover "$s"
         else
@@ -698,6 +788,7 @@ for n in "${nemeses[@]}"; do
                     latency) extra_both=(--set redis.timeout=300) ;;
                     pool) extra_a=(--set redis.pool-size=2) ;;
                     drift) extra_a=(--faketime) ;;
+                    reset) extra_both=(--set lock.ttl-ms="$reset_ttl") ;;
                 esac
                 instance "$port_a" "$redis_port" "$nodes" "${extra_a[@]}"; a_pid=$inst_pid
                 instance "$port_b" "$redis_port" "$nodes"; b_pid=$inst_pid

@@ -21,7 +21,9 @@
 #
 # Mixes are nemeses joined by "+": partition, loss, pause, kill, failover,
 # redlock-restart, drift, slow, and mixed (several lock families on other
-# items of the same processes, and stalls of their servers). Default mixes:
+# items of the same processes, fenced and handoff sharing one item's lock
+# key, stalls of their servers, and a reset of the cell's item while one of
+# its holds is inside). Default mixes:
 # partition partition+pause pause+slow kill+loss failover mixed.
 #
 # Writes RESULTS/campaign.csv, campaign.md, campaign.png and, per run,
@@ -63,7 +65,7 @@ out_dir=
 shrink_tries=3
 
 usage() {
-    sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options: --strategies LIST (comma or blank separated; default every Redis-backed
 strategy of inventoryd --list-strategies), --mixes LIST, --seeds N (30), --seed S
@@ -157,9 +159,11 @@ needs_of() {
             loss | slow) e=reply_lost ;;
             pause | kill | redlock-restart | drift) e=holder_inside ;;
             failover) e=failover_before_replication ;;
-            mixed) e=stall_while_held ;;
+            mixed) e="stall_while_held reset_inside" ;;
         esac
-        case " ${out[*]} " in *" $e "*) ;; *) out+=("$e") ;; esac
+        for e in $e; do
+            case " ${out[*]} " in *" $e "*) ;; *) out+=("$e") ;; esac
+        done
     done
     local IFS=,
     echo "${out[*]}"
@@ -245,6 +249,14 @@ draw_schedule() {
             [ "$dur" -ge 100 ] || dur=100
             lines+=("$(printf '%08d %s %s %d %s' "$at" "$n" "$tgt" "$dur" "$arg")")
         done
+        # mixed: a reset of the cell's item, to twice the stock, sent to A
+        # while one of A's long holds is inside, early (5-10%: before the
+        # stalls, which are then judged on the reset's stock); drawn after
+        # the stalls, so that a seed's stalls are what they were
+        if [ "$n" = mixed ]; then
+            rand $((T / 20)); at=$((T / 20 + r))
+            lines+=("$(printf '%08d %s %s %d %s' "$at" reset a 100 $((2 * stock)))")
+        fi
     done
     F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=()
     while read -r at n tgt dur arg; do
@@ -532,12 +544,12 @@ aim() {
     return 0
 }
 
-# aim_long: waits (at most 1 s) until one of A's holders of the item has
+# aim_long [END_US]: waits (at most 1 s, or until END_US) until one of A's holders of the item has
 # been inside for two looks in a row: a long hold (the long holder's), young
 # enough that its renewal is still to come, for another family's stall to
 # meet (issue 20's shape); sets aimed to 1 when it saw one.
 aim_long() {
-    local end=$(( $(now_us) + 1000000 )) prev=" " now o
+    local end=${1:-$(( $(now_us) + 1000000 ))} prev=" " now o
     aimed=0
     while [ "$(now_us)" -lt "$end" ]; do
         now=" $(probe_at r HKEYS "$item:holders" | grep "^${ID[a]}-" | tr '\n' ' ')"
@@ -567,6 +579,9 @@ strike() {
         partition:* | loss:*) aim "${tgt%%|*}" ;;
         pause:[ab] | kill:[ab]) aim "$tgt" ;;
         mixed:m*) aim_long ;;
+        # the reset lands before the stalls (from 10% of the run), which it
+        # must neither hold up nor meet: it waits for a long hold until then
+        reset:*) aim_long $((t0_us + (T / 10 - 150) * 1000)) ;;
         pause:r | kill:r | slow:r | mixed:* | failover:lag | failover:split) aim ;;
     esac
     local at=$(( ($(now_us) - t0_us) / 1000 ))   # when the strike began
@@ -634,6 +649,20 @@ strike() {
             fi
             [ "$tgt" = r ] || h=$(holders "$item")
             [ "$h" -gt 0 ] && cover stall_while_held "f$i" "$tgt stalled ($arg) with $h holder(s) of $item inside" ;;
+        reset)
+            # the reset frees the item's lock (lock.scope=item) and empties
+            # its ledger and history: the run is judged from then on. When,
+            # Redis itself says: MONITOR (for 1 s, in the background) dates
+            # each command as Redis runs it, and the reset's SET of the
+            # initial stock is read from it once the run is over (the
+            # answer's time is too late: a hold granted between the two
+            # would be taken for one the reset freed)
+            reset_f=$i
+            ns_cli timeout 1 redis-cli -h "$(net_ip "$(data_master)")" -p 6379 MONITOR >"$run/reset-monitor.txt" 2>/dev/null &
+            bg_jobs+=($!)
+            sleep 0.05
+            admin "$tgt" POST /inventory/reset "{\"stock\":$arg,\"item\":\"$item\"}" >"$run/reset-f$i.json"
+            reset_at=1 ;;
     esac
     echo "$at strike f$i $n $tgt${arg:+ $arg}" >>"$run/faults.log"
 }
@@ -708,6 +737,9 @@ run_one() {
     write_schedule "$seed" "$s" "$mix" >"$run/schedule.json"
     : >"$run/faults.log"; : >"$run/coverage.tsv"
     since=0
+    reset_at=0
+    reset_lost=0
+    reset_f=
     drift_rate=
     for ((i = 0; i < ${#F_AT[@]}; i++)); do [ "${F_NEM[$i]}" = drift ] && drift_rate=${F_ARG[$i]}; done
     local sent=0 masters=0 mixed=0
@@ -757,10 +789,18 @@ run_one() {
             [ "$s" = fenced ] && companions+=(owner-lua:150:ab) || companions+=(fenced:150:ab)
         fi
     fi
+    # and the shared key (family:hold_ms:instance): one item, mix-shared,
+    # sold by fenced on A, each hold 1.3 s (past the TTL: no renewal, so its
+    # lease runs out inside every hold), and by handoff on B, which takes
+    # the expired key without bumping the fence (issue 34's recipe). Judged
+    # on its own, and its verdict is the seed's too.
+    local shared=()
+    [ "$mixed" = 1 ] && shared=(fenced:1300:a handoff:10:b)
     admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"$item\"}" >"$run/reset.json"
     for c in "${companions[@]}"; do
         admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"mix-${c%%:*}\"}" >/dev/null
     done
+    [ ${#shared[@]} -gt 0 ] && admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"mix-shared\"}" >/dev/null
     # a Redlock master votes once up for a TTL
     if [ "$masters" = 1 ]; then
         while [ $((SECONDS - up_at)) -lt 2 ]; do sleep 0.1; done
@@ -815,6 +855,10 @@ run_one() {
             lstart "mix-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-$cf&hold_ms=$ch" 1 $((ch + 6000))
         done
     done
+    for c in "${shared[@]}"; do
+        IFS=: read -r cf ch x <<<"$c"
+        lstart "shared-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-shared&hold_ms=$ch" 1 $((ch + 6000))
+    done
     # the schedule
     local ev=() t k
     F_SKIP=()
@@ -824,7 +868,7 @@ run_one() {
             failover) case ${F_TGT[$i]} in lag | split) ev+=("$(printf '%08d 2 mid %d' $((F_AT[i] + 300)) "$i")") ;; esac ;;
             drift) ev+=("$(printf '%08d 2 mid %d' $((T / 2)) "$i")") ;;
         esac
-        case ${F_NEM[$i]} in drift | slow) ;; *) ev+=("$(printf '%08d 0 heal %d' $((F_AT[i] + F_DUR[i])) "$i")") ;; esac
+        case ${F_NEM[$i]} in drift | slow | reset) ;; *) ev+=("$(printf '%08d 0 heal %d' $((F_AT[i] + F_DUR[i])) "$i")") ;; esac
     done
     while read -r t _ k i; do
         [ -n "$t" ] || continue
@@ -857,20 +901,72 @@ run_one() {
         done
         [ "$votes" -gt 0 ] && cover reply_lost metrics "$votes Redlock votes got no reply"
     fi
+    # the reset's window: a hold that read the stock of before the reset (at
+    # or below the old stock) whose event is in the history the reset began
+    # (its write or refusal reached Redis after it): it spanned the reset
+    local held
+    if [ "$reset_at" -gt 0 ]; then
+        reset_at=$(awk -v k="\"$item:initial\"" '$0 ~ /"SET"/ && index($0, k) { printf "%.0f", $1 * 1000000; exit }' \
+            "$run/reset-monitor.txt" 2>/dev/null)
+        [ -n "$reset_at" ] || { reset_at=0; reset_lost=1; }
+        held=$(ns_cli curl -s --max-time 5 "http://$(net_ip a):3786/inventory/history?item=$item&limit=5000" |
+            jq -r --argjson old "$stock" '.events[]? | select(.stock_read > 0 and .stock_read <= $old) |
+                "\(.instance) \(.owner) read \(.stock_read), \(.outcome)"' 2>/dev/null | head -n 1)
+        [ -n "$held" ] && cover reset_inside "f$reset_f" "a hold spanned the reset: $held"
+    fi
+    # the shared key's window: a handoff sale written while a fenced hold was
+    # inside with its lease run out (after its lease, before its write)
+    local shared_cov=0
+    if [ ${#shared[@]} -gt 0 ]; then
+        shared_cov=$(ns_cli curl -s --max-time 5 "http://$(net_ip a):3786/inventory/history?item=mix-shared&limit=5000" |
+            jq '[.events[]?] as $e | [$e[] | select(.strategy == "fenced" and .lease_us > 0)] as $f |
+                [$e[] | select(.strategy == "handoff" and .outcome == "sold") as $h | $f[] |
+                 select($h.written_us > .lease_us and $h.written_us < (.written_us // .released_us))] | length' 2>/dev/null)
+        [[ $shared_cov =~ ^[0-9]+$ ]] || shared_cov=0
+    fi
     # judge: the coverage into the history of the Redis the checker reads
     local judge_node
     judge_node=$(data_master)
+    [ "$shared_cov" -gt 0 ] && rc_at "$judge_node" XADD mix-shared:history '*' outcome coverage \
+        event shared_key_sold source shared at_us "$(now_us)" \
+        detail "$shared_cov handoff sale(s) written while a fenced hold was inside past its lease" >/dev/null
     while IFS=$'\t' read -r name src at detail; do
         rc_at "$judge_node" XADD "$item:history" '*' outcome coverage event "$name" source "$src" \
             at_us "$at" detail "$detail" >/dev/null
     done <"$run/coverage.tsv"
-    local told=() f skew=()
-    for f in a b a-long; do [ -f "$run/told-$f" ] && told+=(--told "$run/told-$f"); done
+    local told=() f skew=() reset=()
+    # After a reset the item is a new inventory of units above the old
+    # stock: a sold answer of a unit at or below it is of the inventory the
+    # reset replaced (its ledger entry went with it), and is not judged. A
+    # write of such a unit that landed after the reset is still in the
+    # ledger, where the stock it overwrote disagrees with it.
+    mkdir -p "$run/judged"
+    for f in a b a-long; do
+        [ -f "$run/told-$f" ] || continue
+        if [ "$reset_at" -gt 0 ]; then
+            awk -v s="$stock" '!($3 == "sold" && $5 <= s)' "$run/told-$f" >"$run/judged/told-$f"
+            told+=(--told "$run/judged/told-$f")
+        else
+            told+=(--told "$run/told-$f")
+        fi
+    done
+    [ "$reset_at" -gt 0 ] && reset=(--reset-us "$reset_at")
     [ -n "$drift_rate" ] && skew=(--no-overlaps)
     ns_cli "$checker" --redis "$(net_ip "$judge_node"):6379" --item "$item" --since-us "$since" \
-        --max-findings 20 --need "$(needs_of "$mix")" "${skew[@]}" "${told[@]}" \
+        --max-findings 20 --need "$(needs_of "$mix")" "${skew[@]}" "${reset[@]}" "${told[@]}" \
         >"$run/check.json" 2>"$run/check.log"
-    local rc=$?
+    local rc=$? rc_shared=0
+    if [ ${#shared[@]} -gt 0 ]; then
+        local stold=()
+        for c in "${shared[@]}"; do
+            IFS=: read -r cf ch x <<<"$c"
+            [ -f "$run/told-shared-$cf-$x" ] && stold+=(--told "$run/told-shared-$cf-$x")
+        done
+        ns_cli "$checker" --redis "$(net_ip "$judge_node"):6379" --item mix-shared --since-us "$since" \
+            --max-findings 5 --need shared_key_sold,lease_expired_inside "${stold[@]}" \
+            >"$run/check-shared.json" 2>>"$run/check.log"
+        rc_shared=$?
+    fi
     R_NOTE=""
     for c in "${companions[@]}"; do
         c=${c%%:*}
@@ -883,14 +979,32 @@ run_one() {
     # the end of the run
     for n in a b sen rr r m0 m1 m2; do stop_node "$n"; done
     rm -f "$work"/*.rdb
-    case $rc in
-        0) R_VERDICT=safe ;; 1) R_VERDICT=unsafe ;; 3) R_VERDICT=incomplete ;;
-        4) R_VERDICT=inconclusive ;; *) R_VERDICT=error ;;
-    esac
+    verdict_of() { case $1 in 0) echo safe ;; 1) echo unsafe ;; 3) echo incomplete ;; 4) echo inconclusive ;; *) echo error ;; esac; }
+    R_VERDICT=$(verdict_of "$rc")
     R_COVERED=$(jq -r 'if .covered then 1 else 0 end' "$run/check.json" 2>/dev/null || echo 0)
     R_TWICE=$(jq -r '.counts.sold_twice // 0' "$run/check.json" 2>/dev/null || echo 0)
     R_FINDINGS=$(jq -r '[.counts | to_entries[] | select(.value > 0 and .key != "untold_sale") | "\(.key) \(.value)"] | join(", ")' \
         "$run/check.json" 2>/dev/null)
+    # a reset whose time Redis did not tell cannot be judged around
+    if [ "$reset_lost" = 1 ]; then
+        R_VERDICT=error
+        R_FINDINGS+="${R_FINDINGS:+, }the reset's time is not in reset-monitor.txt"
+    fi
+    # the shared key's verdict is the seed's too: unsafe if either is, and
+    # safe (and covered) only if both are
+    if [ ${#shared[@]} -gt 0 ]; then
+        local sv sf
+        sv=$(verdict_of "$rc_shared")
+        R_NOTE+=" shared:$sv"
+        if [ "$sv" = unsafe ] || { [ "$R_VERDICT" = safe ] && [ "$sv" != safe ]; }; then
+            [ "$R_VERDICT" = unsafe ] || R_VERDICT=$sv
+        fi
+        [ "$(jq -r '.covered' "$run/check-shared.json" 2>/dev/null)" = true ] || R_COVERED=0
+        R_TWICE=$((R_TWICE + $(jq -r '.counts.sold_twice // 0' "$run/check-shared.json" 2>/dev/null || echo 0)))
+        sf=$(jq -r '[.counts | to_entries[] | select(.value > 0 and .key != "untold_sale") | "shared \(.key) \(.value)"] | join(", ")' \
+            "$run/check-shared.json" 2>/dev/null)
+        [ -n "$sf" ] && R_FINDINGS+="${R_FINDINGS:+, }$sf"
+    fi
     printf '{"prefix": "%s", "load_start_us": %s, "since_us": %s, "judged_on": "%s", "verdict": "%s", "companions": "%s"}\n' \
         "$net_prefix" "$t0_us" "$since" "$judge_node" "$R_VERDICT" "${R_NOTE# }" >"$run/run.json"
 }

@@ -286,6 +286,8 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock, ch
     if (rep[4]->type != REDIS_REPLY_ARRAY) {
         snprintf(errstr, errlen, "reset: transaction aborted");
         rc = INV_BACKEND;
+    } else if (strcmp(k.stock, inv->stock_key) == 0) {
+        atomic_store(&inv->seed_done, 1); /* the stock is set: nothing left to seed */
     }
     free_replies(rep, 5);
     return rc;

@@ -108,15 +108,21 @@ static void get_ok(int port, const char *path) {
 
 /* ---- the history and the checker, as a user reads them --------------------- */
 
-/* The item's history events, oldest first (GET /inventory/history on A). */
-static cJSON *history(const char *item) {
+/* GET of what (with item in place of its %s) on A, which must answer 200
+ * with JSON: parsed. */
+static cJSON *get_json(const char *what, const char *item) {
     struct httpc_response r;
-    char path[128];
-    snprintf(path, sizeof(path), "/inventory/history?item=%s&limit=1000", item);
+    char path[160];
+    snprintf(path, sizeof(path), what, item);
     ck_assert_int_eq(harness_http(a_port, "GET", path, NULL, NULL, &r), 200);
     cJSON *doc = cJSON_Parse(r.body);
     ck_assert_ptr_nonnull(doc);
     return doc;
+}
+
+/* The item's history events, oldest first (GET /inventory/history on A). */
+static cJSON *history(const char *item) {
+    return get_json("/inventory/history?item=%s&limit=1000", item);
 }
 
 /* The event of history doc with this order (or, order NULL, this outcome). */
@@ -418,15 +424,7 @@ END_TEST
 /* ---- Fence: fenced and another lock of its family on one key ------------- */
 
 /* The item's audit (GET /inventory/audit?item= on A), parsed. */
-static cJSON *audit_of(const char *item) {
-    struct httpc_response r;
-    char path[128];
-    snprintf(path, sizeof(path), "/inventory/audit?item=%s", item);
-    ck_assert_int_eq(harness_http(a_port, "GET", path, NULL, NULL, &r), 200);
-    cJSON *doc = cJSON_Parse(r.body);
-    ck_assert_ptr_nonnull(doc);
-    return doc;
-}
+static cJSON *audit_of(const char *item) { return get_json("/inventory/audit?item=%s", item); }
 
 static double field(const cJSON *o, const char *name) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, name);

@@ -1530,15 +1530,30 @@ static int file_has(const char *path, const char *text) {
     return strstr(buf, text) != NULL;
 }
 
+/* The window of the seed tests: the instance restarted, with sets, while
+ * Redis (frozen) cannot take its start-up seed, on a Redis without the
+ * stock key; its log in log. Returns whether the seed failed, as the log
+ * says, within 5 s. Redis is still frozen when it returns. */
+static int restart_with_the_seed_missed(const char *const *sets, const char *log) {
+    harness_stop(inst_pid);
+    inst_pid = -1;
+    ck_assert_int_eq((int)harness_redis_int(redis_port, "DEL inventory001"), 1);
+    ck_assert_int_eq(kill(redis_pid, SIGSTOP), 0);
+    inst_pid = harness_inventoryd_start_logged(inst_port, sets, log);
+    ck_assert_int_gt(inst_pid, 0);
+    int missed = 0;
+    for (int i = 0; i < 100 && !missed; i++) {
+        missed = file_has(log, "sales answer 503 until Redis is back");
+        if (!missed) mclock_sleep_ms(50);
+    }
+    return missed;
+}
+
 START_TEST(test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready) {
     char why[512];
     struct httpc_response r;
     /* The window: an instance that starts while Redis cannot take its seed
      * (frozen), on a Redis without the stock key. */
-    harness_stop(inst_pid);
-    inst_pid = -1;
-    ck_assert_int_eq((int)harness_redis_int(redis_port, "DEL inventory001"), 1);
-    ck_assert_int_eq(kill(redis_pid, SIGSTOP), 0);
     char log[128];
     snprintf(log, sizeof(log), "/tmp/check_http_seed.%d.log", (int)getpid());
     char nodes[128], ttl[32];
@@ -1548,13 +1563,7 @@ START_TEST(test_a_seed_missed_at_start_up_is_made_before_readyz_says_ready) {
     const char *sets[] = {
         redis_set,           nodes, ttl, "redis.timeout=500", "redlock.node-timeout-ms=200",
         "lock.wait-ms=3000", NULL};
-    inst_pid = harness_inventoryd_start_logged(inst_port, sets, log);
-    ck_assert_int_gt(inst_pid, 0);
-    int missed = 0;
-    for (int i = 0; i < 100 && !missed; i++) {
-        missed = file_has(log, "sales answer 503 until Redis is back");
-        if (!missed) mclock_sleep_ms(50);
-    }
+    int missed = restart_with_the_seed_missed(sets, log);
     kill(redis_pid, SIGCONT);
     ck_assert_msg(missed, "the start-up seed did not fail: the test missed its window");
     ck_assert_int_eq((int)harness_redis_int(redis_port, "EXISTS inventory001"), 0);
@@ -1573,21 +1582,11 @@ START_TEST(test_a_sale_sent_before_a_missed_seed_is_made_sells_from_the_seeded_s
     struct httpc_response r;
     /* The window: the start-up seed failed (Redis frozen) on a Redis without
      * the stock key, and nothing (no /readyz) has made it since. */
-    harness_stop(inst_pid);
-    inst_pid = -1;
-    ck_assert_int_eq((int)harness_redis_int(redis_port, "DEL inventory001"), 1);
-    ck_assert_int_eq(kill(redis_pid, SIGSTOP), 0);
     char log[128];
     snprintf(log, sizeof(log), "/tmp/check_http_sale_seed.%d.log", (int)getpid());
     const char *sets[] = {redis_set, "redis.timeout=500", "lock.wait-ms=3000",
                           "lock.allowed=atomic,expiring", NULL};
-    inst_pid = harness_inventoryd_start_logged(inst_port, sets, log);
-    ck_assert_int_gt(inst_pid, 0);
-    int missed = 0;
-    for (int i = 0; i < 100 && !missed; i++) {
-        missed = file_has(log, "sales answer 503 until Redis is back");
-        if (!missed) mclock_sleep_ms(50);
-    }
+    int missed = restart_with_the_seed_missed(sets, log);
     /* While Redis cannot take the seed, a sale is refused as unavailable. */
     int frozen =
         missed ? harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r) : 0;

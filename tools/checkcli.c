@@ -157,6 +157,37 @@ static long long trimmed(const redisReply *info) {
 }
 
 /* Reads the item's stock, initial stock, ledger and history. 0 or -1. */
+/* Fills L from the ledger (r[2]) and history (r[3]) replies: ledger
+ * entries, hold events and the faults' coverage events. 0, or -1 when out
+ * of memory. */
+static int load_replies(redisReply **r, struct loaded *L) {
+    L->in.stock = as_ll(r[0]);
+    L->in.initial = as_ll(r[1]);
+    L->ledger = calloc(r[2]->elements + 1, sizeof(*L->ledger));
+    L->events = calloc(r[3]->elements + 1, sizeof(*L->events));
+    L->cov = calloc(r[3]->elements + 1, sizeof(*L->cov));
+    L->covp = calloc(r[3]->elements + 1, sizeof(*L->covp));
+    if (!L->ledger || !L->events || !L->cov || !L->covp) return -1;
+    for (size_t i = 0; i < r[2]->elements; i++)
+        if (chk_parse_entry(r[2]->element[i]->str, &L->ledger[L->in.nledger]) == 0) L->in.nledger++;
+    for (size_t i = 0; i < r[3]->elements; i++) {
+        const redisReply *e = r[3]->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2) continue;
+        struct chk_event *ev = &L->events[L->in.nevents];
+        memset(ev, 0, sizeof(*ev));
+        ev->owned = -1;
+        snprintf(ev->id, sizeof(ev->id), "%s", e->element[0]->str);
+        if (coverage_name(e->element[1], L->cov[L->in.ncoverage], sizeof(L->cov[0]))) {
+            L->covp[L->in.ncoverage] = L->cov[L->in.ncoverage];
+            L->in.ncoverage++;
+            continue; /* a fault's coverage, not a hold */
+        }
+        event_fields(e->element[1], ev);
+        L->in.nevents++;
+    }
+    return 0;
+}
+
 static int load_redis(const struct options *o, struct loaded *L) {
     redisContext *c = redisConnect(o->redis.host, o->redis.port);
     if (!c || c->err) {
@@ -176,32 +207,7 @@ static int load_redis(const struct options *o, struct loaded *L) {
         if (redisGetReply(c, (void **)&r[i]) != REDIS_OK) rc = -1;
     if (rc == 0) L->in.trimmed = trimmed(r[4]);
     if (rc == 0 && (r[2]->type != REDIS_REPLY_ARRAY || r[3]->type != REDIS_REPLY_ARRAY)) rc = -1;
-    if (rc == 0) {
-        L->in.stock = as_ll(r[0]);
-        L->in.initial = as_ll(r[1]);
-        L->ledger = calloc(r[2]->elements + 1, sizeof(*L->ledger));
-        L->events = calloc(r[3]->elements + 1, sizeof(*L->events));
-        L->cov = calloc(r[3]->elements + 1, sizeof(*L->cov));
-        L->covp = calloc(r[3]->elements + 1, sizeof(*L->covp));
-        rc = L->ledger && L->events && L->cov && L->covp ? 0 : -1;
-    }
-    for (size_t i = 0; rc == 0 && i < r[2]->elements; i++)
-        if (chk_parse_entry(r[2]->element[i]->str, &L->ledger[L->in.nledger]) == 0) L->in.nledger++;
-    for (size_t i = 0; rc == 0 && i < r[3]->elements; i++) {
-        const redisReply *e = r[3]->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2) continue;
-        struct chk_event *ev = &L->events[L->in.nevents];
-        memset(ev, 0, sizeof(*ev));
-        ev->owned = -1;
-        snprintf(ev->id, sizeof(ev->id), "%s", e->element[0]->str);
-        if (coverage_name(e->element[1], L->cov[L->in.ncoverage], sizeof(L->cov[0]))) {
-            L->covp[L->in.ncoverage] = L->cov[L->in.ncoverage];
-            L->in.ncoverage++;
-            continue; /* a fault's coverage, not a hold */
-        }
-        event_fields(e->element[1], ev);
-        L->in.nevents++;
-    }
+    if (rc == 0) rc = load_replies(r, L);
     if (rc < 0)
         fprintf(stderr, "inventory-check: cannot read %s from Redis: %s\n", o->item,
                 c->err ? c->errstr : "unexpected reply");
@@ -356,6 +362,53 @@ static void print_text(const struct loaded *L, const struct chk_report *r,
                L->in.nevents, cost->make_s, cost->check_s, cost->max_rss_mb);
 }
 
+/* Adds --need's comma-separated events to o. 0, or -1 when too many or
+ * too long. */
+static int add_needs(char *list, struct options *o) {
+    for (char *save, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->nneeds == NEEDS_MAX || strlen(t) >= 32) return -1;
+        o->needs[o->nneeds++] = t;
+    }
+    return 0;
+}
+
+/* Applies one option that takes a value: 0, or -1 when the value is bad. */
+static int set_option(int ch, char *arg, struct options *o) {
+    long v;
+    char why[128];
+    switch (ch) {
+    case 'r':
+        return addr_parse(arg, strlen(arg), &o->redis, why, sizeof(why)) != 0 ? -1 : 0;
+    case 'i':
+        o->item = arg;
+        return 0;
+    case 't':
+        if (o->ntold == TOLD_FILES_MAX) return -1;
+        o->told[o->ntold++] = arg;
+        return 0;
+    case 's':
+        o->since_us = strtoll(arg, NULL, 10);
+        return 0;
+    case 'R':
+        o->reset_us = strtoll(arg, NULL, 10);
+        return 0;
+    case 'm':
+        if (stats_parse_long(arg, 0, 1000000, &v) != 0) return -1;
+        o->max_findings = v;
+        return 0;
+    case 'f':
+        if (strcmp(arg, "json") && strcmp(arg, "text")) return -1;
+        o->text = strcmp(arg, "text") == 0;
+        return 0;
+    case 'n':
+        return add_needs(arg, o);
+    default: /* 'S' */
+        if (stats_parse_long(arg, 1, 50000000, &v) != 0) return -1;
+        o->synthetic = v;
+        return 0;
+    }
+}
+
 static int parse_args(int argc, char **argv, struct options *o) {
     static const struct option longopts[] = {
         {"redis", required_argument, NULL, 'r'},
@@ -372,58 +425,23 @@ static int parse_args(int argc, char **argv, struct options *o) {
         {NULL, 0, NULL, 0},
     };
     int ch;
-    long v;
-    char why[128];
     while ((ch = getopt_long(argc, argv, "r:i:t:s:R:m:f:n:S:Oh", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'r':
-            if (addr_parse(optarg, strlen(optarg), &o->redis, why, sizeof(why)) != 0) goto bad;
-            break;
-        case 'i':
-            o->item = optarg;
-            break;
-        case 't':
-            if (o->ntold == TOLD_FILES_MAX) goto bad;
-            o->told[o->ntold++] = optarg;
-            break;
-        case 's':
-            o->since_us = strtoll(optarg, NULL, 10);
-            break;
-        case 'R':
-            o->reset_us = strtoll(optarg, NULL, 10);
-            break;
-        case 'm':
-            if (stats_parse_long(optarg, 0, 1000000, &v) != 0) goto bad;
-            o->max_findings = v;
-            break;
-        case 'f':
-            if (strcmp(optarg, "json") && strcmp(optarg, "text")) goto bad;
-            o->text = strcmp(optarg, "text") == 0;
-            break;
-        case 'O':
-            o->no_overlaps = 1;
-            break;
-        case 'n':
-            for (char *save, *t = strtok_r(optarg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (o->nneeds == NEEDS_MAX || strlen(t) >= 32) goto bad;
-                o->needs[o->nneeds++] = t;
-            }
-            break;
-        case 'S':
-            if (stats_parse_long(optarg, 1, 50000000, &v) != 0) goto bad;
-            o->synthetic = v;
-            break;
-        case 'h':
+        if (ch == 'h') {
             usage(stdout);
             exit(0);
-        default:
+        }
+        if (ch == 'O') {
+            o->no_overlaps = 1;
+            continue;
+        }
+        if (!strchr("ritsRmfnS", ch)) {
             usage(stderr);
             return -1;
         }
-        continue;
-    bad:
-        stats_bad_value("inventory-check", longopts, ch, optarg);
-        return -1;
+        if (set_option(ch, optarg, o) != 0) {
+            stats_bad_value("inventory-check", longopts, ch, optarg);
+            return -1;
+        }
     }
     return optind < argc ? (usage(stderr), -1) : 0;
 }

@@ -326,14 +326,49 @@ static int named(const struct chk_event *e, const struct chk_finding *f) {
            (f->b[0] && (!strcmp(e->id, f->b) || !strcmp(e->order, f->b)));
 }
 
-size_t chk_counterexample(const struct chk_input *in, const struct chk_report *r, size_t *idx,
-                          size_t max, long *finding) {
+/* The index in r->findings of its first safety finding, by the order
+ * chk_counterexample gives; -1 when it lists none. */
+static long first_finding(const struct chk_report *r) {
     static const enum chk_kind order[] = {CHK_SOLD_TWICE, CHK_STALE_TOKEN, CHK_LATE_WRITE,
                                           CHK_OVERLAP};
-    *finding = -1;
-    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]) && *finding < 0; k++)
-        for (size_t i = 0; i < r->nfindings && *finding < 0; i++)
-            if (r->findings[i].kind == order[k]) *finding = (long)i;
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+        for (size_t i = 0; i < r->nfindings; i++)
+            if (r->findings[i].kind == order[k]) return (long)i;
+    return -1;
+}
+
+/* Adds to idx (n used, at most max) the holds valid at some time in
+ * [lo, hi) that the first named of them are not; returns the new n. */
+static size_t add_meanwhile(const struct chk_input *in, size_t *idx, size_t n, size_t named_n,
+                            size_t max, int64_t lo, int64_t hi) {
+    for (size_t i = 0; i < in->nevents && n < max; i++) {
+        const struct chk_event *e = &in->events[i];
+        if (e->granted_us >= hi || hold_end(e) <= lo) continue;
+        int dup = 0;
+        for (size_t j = 0; j < named_n && !dup; j++) dup = idx[j] == i;
+        if (!dup) idx[n++] = i;
+    }
+    return n;
+}
+
+/* Sorts idx[0..n) by grant, then by stream order: an insertion sort, n is
+ * small. */
+static void sort_by_grant(const struct chk_input *in, size_t *idx, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        size_t v = idx[i], j = i;
+        while (j > 0 && (in->events[idx[j - 1]].granted_us > in->events[v].granted_us ||
+                         (in->events[idx[j - 1]].granted_us == in->events[v].granted_us &&
+                          idx[j - 1] > v))) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = v;
+    }
+}
+
+size_t chk_counterexample(const struct chk_input *in, const struct chk_report *r, size_t *idx,
+                          size_t max, long *finding) {
+    *finding = first_finding(r);
     if (*finding < 0 || max == 0) return 0;
     const struct chk_finding *f = &r->findings[*finding];
     size_t n = 0;
@@ -346,25 +381,8 @@ size_t chk_counterexample(const struct chk_input *in, const struct chk_report *r
         if (hold_end(e) > hi) hi = hold_end(e);
     }
     if (n == 0) return 0;
-    size_t named_n = n;
-    for (size_t i = 0; i < in->nevents && n < max; i++) {
-        const struct chk_event *e = &in->events[i];
-        if (e->granted_us >= hi || hold_end(e) <= lo) continue;
-        int dup = 0;
-        for (size_t j = 0; j < named_n && !dup; j++) dup = idx[j] == i;
-        if (!dup) idx[n++] = i;
-    }
-    /* by grant, then by stream order: an insertion sort, n is small */
-    for (size_t i = 1; i < n; i++) {
-        size_t v = idx[i], j = i;
-        while (j > 0 && (in->events[idx[j - 1]].granted_us > in->events[v].granted_us ||
-                         (in->events[idx[j - 1]].granted_us == in->events[v].granted_us &&
-                          idx[j - 1] > v))) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = v;
-    }
+    n = add_meanwhile(in, idx, n, n, max, lo, hi);
+    sort_by_grant(in, idx, n);
     return n;
 }
 

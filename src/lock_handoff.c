@@ -375,126 +375,163 @@ static int board(struct lock *l, struct rider *r) {
     return riding;
 }
 
+/* One acquire of a handoff lock in progress: a waiter that may ride a
+ * carrier of its own process, then sends its own scripts, then waits
+ * queued for its grant. Each step below reads and writes it, and answers
+ * 1 when the acquire is over (with rc its outcome). */
+struct acquiring {
+    struct lock *l;
+    struct handoff_state *hs;
+    struct pubsub_waiter w;
+    int subscribed; /* registered with the subscriber: grants wake it */
+    struct rider me;
+    int riding; /* boarded its process's station, not queued by it yet */
+    int64_t leave_at; /* a rider not taken by then queues itself */
+    const char *mode; /* the script to send next, or NULL */
+    struct handoff_answer a;
+    int rc, queued, slept;
+    int64_t queued_sent_us, queued_redis_us; /* when its place in the queue was taken */
+    char text[PUBSUB_TEXT_MAX];
+};
+
+/* What became of the ride (its state in *state). Its carrier says so only
+ * when the rider must act (queue itself, or check): queued, it sleeps on
+ * until its grant, or until it would leave. */
+static int acquiring_ride(struct acquiring *x, int64_t now, int *state) {
+    struct lock *l = x->l;
+    pthread_mutex_lock(&stations_mu);
+    *state = x->me.state;
+    if (*state == RIDE_WAITING && (now >= x->leave_at || now >= l->deadline_us)) {
+        struct rider *prev = NULL;
+        for (struct rider **p = &x->hs->st->waiting; *p; prev = *p, p = &(*p)->next)
+            if (*p == &x->me) {
+                *p = x->me.next;
+                if (x->hs->st->last == &x->me) x->hs->st->last = prev;
+                break;
+            }
+        *state = x->me.state = RIDE_OWN;
+    }
+    x->queued_sent_us = x->me.queued_sent_us;
+    x->queued_redis_us = x->me.queued_redis_us;
+    pthread_mutex_unlock(&stations_mu);
+    if (*state == RIDE_QUEUED) {
+        x->riding = 0;
+        x->queued = 1;
+        l->attempts++; /* its carrier's commit queued it */
+    } else if (*state == RIDE_OWN || *state == RIDE_UNKNOWN) {
+        x->riding = 0;
+        if (now >= l->deadline_us && *state == RIDE_OWN) {
+            x->rc = LOCK_BUSY; /* never queued */
+            return 1;
+        }
+        x->mode = *state == RIDE_OWN ? "acquire" : "ensure";
+    }
+    return 0;
+}
+
+/* Sends x->mode's script (acquire or ensure): granted, or queued. */
+static int acquiring_send(struct acquiring *x) {
+    struct lock *l = x->l;
+    while ((x->rc = handoff_run(l, x->mode, &x->a)) == LOCK_BUSY) /* the pool was busy */
+        if (lock_backoff(l) < 0) break;
+    x->mode = NULL;
+    if (x->rc != LOCK_OK || x->a.granted) return 1;
+    x->queued = 1;
+    x->queued_sent_us = l->sent_us;
+    x->queued_redis_us = x->a.redis_us;
+    x->slept = 0;
+    return 0;
+}
+
+/* Queued: a grant message ends the wait; so does the deadline, after a
+ * cancel (whose answer may be a grant); a wake-up without a grant sends a
+ * check. */
+static int acquiring_queued(struct acquiring *x, int64_t now) {
+    struct lock *l = x->l;
+    int whole = x->subscribed ? pubsub_take_text(&x->w, x->text, sizeof(x->text)) : 0;
+    if (whole && take_message(l, x->text, whole, x->queued_sent_us, x->queued_redis_us)) return 1;
+    if (now >= l->deadline_us) {
+        x->rc = handoff_run(l, "cancel", &x->a);
+        if (x->rc == LOCK_OK)
+            x->rc = x->a.granted ? LOCK_OK : LOCK_BUSY;
+        else
+            x->rc = LOCK_ERR; /* not known to have left the queue */
+        return 1;
+    }
+    if (!x->slept) return 0;
+    /* Woken without a grant: the holder's lease is over, or the subscriber
+     * reconnected (a grant may have been missed), or a second passed. One
+     * script says, and grants the first waiter if the lock has gone
+     * without a grant; a waiter no longer in the queue (its entry lost, or
+     * passed over) is queued anew there, from then on. */
+    x->rc = handoff_run(l, "check", &x->a);
+    if (x->rc == LOCK_BUSY) {
+        x->rc = LOCK_OK; /* no connection now: wait on */
+    } else if (x->rc != LOCK_OK || x->a.granted) {
+        return 1;
+    } else if (x->a.queued) {
+        x->queued_sent_us = l->sent_us;
+        x->queued_redis_us = x->a.redis_us;
+    }
+    return 0;
+}
+
+/* Waits, holding no connection, until the next thing to look at: the
+ * ride's end, the holder's lease end, a second, or the deadline. */
+static void acquiring_wait(struct acquiring *x, int64_t now, int state) {
+    struct lock *l = x->l;
+    lock_park(l);
+    int64_t until;
+    if (x->riding)
+        until = state == RIDE_WAITING
+                    ? (x->leave_at < l->deadline_us ? x->leave_at : l->deadline_us)
+                    : now + 100000; /* taken: its commit answers soon */
+    else
+        until = now + (x->a.pttl_ms > 0 && x->a.pttl_ms + 2 < RECHECK_MS ? x->a.pttl_ms + 2
+                                                                         : RECHECK_MS) *
+                          1000;
+    if (until > l->deadline_us) until = l->deadline_us;
+    if (x->subscribed) {
+        pubsub_wait(&x->w, until);
+    } else {
+        int64_t ms = (until - now + 999) / 1000;
+        mclock_sleep_ms((int)(ms < l->core->spin_sleep_ms ? ms : l->core->spin_sleep_ms));
+    }
+    x->slept = x->queued;
+}
+
 static int handoff_acquire(struct lock *l) {
     if (l->holds > 0) return handoff_reenter(l);
-    struct handoff_state *hs = l->priv;
-    char channel[320], err[128], text[PUBSUB_TEXT_MAX];
+    struct acquiring x = {.l = l, .hs = l->priv, .a = {.pttl_ms = lock_lease_ms(l)}};
+    char channel[320], err[128];
     channel_of(l, channel, sizeof(channel));
-    struct pubsub_waiter w;
     /* Registered before anything is sent: a grant that follows at once is
      * not missed. */
-    int subscribed = pubsub_wait_begin_tagged(l->core->pubsub, &w, l->pool, channel, l->owner,
-                                              l->deadline_us, err, sizeof(err)) == 0;
-    hs->polls = !subscribed; /* its entry says so: no grant passes it over */
-    hs->st = station_ref(l);
-    struct rider me = {.l = l, .w = &w};
-    int riding = subscribed && board(l, &me);
-    int64_t leave_at = mclock_us() + RIDE_MAX_US;
-    const char *mode = riding ? NULL : "acquire"; /* the script to send next */
-    struct handoff_answer a = {.pttl_ms = lock_lease_ms(l)};
-    int rc = LOCK_OK, queued = 0, slept = 0;
-    int64_t queued_sent_us = 0, queued_redis_us = 0;
+    x.subscribed = pubsub_wait_begin_tagged(l->core->pubsub, &x.w, l->pool, channel, l->owner,
+                                            l->deadline_us, err, sizeof(err)) == 0;
+    x.hs->polls = !x.subscribed; /* its entry says so: no grant passes it over */
+    x.hs->st = station_ref(l);
+    x.me = (struct rider){.l = l, .w = &x.w};
+    x.riding = x.subscribed && board(l, &x.me);
+    x.leave_at = mclock_us() + RIDE_MAX_US;
+    x.mode = x.riding ? NULL : "acquire";
     for (;;) {
         int64_t now = mclock_us();
         int state = RIDE_QUEUED;
-        if (riding) {
-            /* What became of the ride. Its carrier says so only when the
-             * rider must act (queue itself, or check): queued, it sleeps
-             * on until its grant, or until it would leave. */
-            pthread_mutex_lock(&stations_mu);
-            state = me.state;
-            if (state == RIDE_WAITING && (now >= leave_at || now >= l->deadline_us)) {
-                struct rider *prev = NULL;
-                for (struct rider **p = &hs->st->waiting; *p; prev = *p, p = &(*p)->next)
-                    if (*p == &me) {
-                        *p = me.next;
-                        if (hs->st->last == &me) hs->st->last = prev;
-                        break;
-                    }
-                state = me.state = RIDE_OWN;
-            }
-            queued_sent_us = me.queued_sent_us;
-            queued_redis_us = me.queued_redis_us;
-            pthread_mutex_unlock(&stations_mu);
-            if (state == RIDE_QUEUED) {
-                riding = 0;
-                queued = 1;
-                l->attempts++; /* its carrier's commit queued it */
-            } else if (state == RIDE_OWN || state == RIDE_UNKNOWN) {
-                riding = 0;
-                if (now >= l->deadline_us && state == RIDE_OWN) {
-                    rc = LOCK_BUSY; /* never queued */
-                    break;
-                }
-                mode = state == RIDE_OWN ? "acquire" : "ensure";
-            }
-        }
-        if (mode) {
-            while ((rc = handoff_run(l, mode, &a)) == LOCK_BUSY) /* the pool was busy */
-                if (lock_backoff(l) < 0) break;
-            mode = NULL;
-            if (rc != LOCK_OK || a.granted) break;
-            queued = 1;
-            queued_sent_us = l->sent_us;
-            queued_redis_us = a.redis_us;
-            slept = 0;
-        }
-        if (queued) {
-            int whole = subscribed ? pubsub_take_text(&w, text, sizeof(text)) : 0;
-            if (whole && take_message(l, text, whole, queued_sent_us, queued_redis_us)) break;
-            if (now >= l->deadline_us) {
-                rc = handoff_run(l, "cancel", &a);
-                if (rc == LOCK_OK)
-                    rc = a.granted ? LOCK_OK : LOCK_BUSY;
-                else
-                    rc = LOCK_ERR; /* not known to have left the queue */
-                break;
-            }
-            if (slept) {
-                /* Woken without a grant: the holder's lease is over, or
-                 * the subscriber reconnected (a grant may have been
-                 * missed), or a second passed. One script says, and grants
-                 * the first waiter if the lock has gone without a grant;
-                 * a waiter no longer in the queue (its entry lost, or
-                 * passed over) is queued anew there, from then on. */
-                rc = handoff_run(l, "check", &a);
-                if (rc == LOCK_BUSY)
-                    rc = LOCK_OK; /* no connection now: wait on */
-                else if (rc != LOCK_OK || a.granted)
-                    break;
-                else if (a.queued) {
-                    queued_sent_us = l->sent_us;
-                    queued_redis_us = a.redis_us;
-                }
-            }
-        }
-        lock_park(l);
-        int64_t until;
-        if (riding)
-            until = state == RIDE_WAITING ? (leave_at < l->deadline_us ? leave_at : l->deadline_us)
-                                          : now + 100000; /* taken: its commit answers soon */
-        else
-            until =
-                now +
-                (a.pttl_ms > 0 && a.pttl_ms + 2 < RECHECK_MS ? a.pttl_ms + 2 : RECHECK_MS) * 1000;
-        if (until > l->deadline_us) until = l->deadline_us;
-        if (subscribed) {
-            pubsub_wait(&w, until);
-        } else {
-            int64_t ms = (until - now + 999) / 1000;
-            mclock_sleep_ms((int)(ms < l->core->spin_sleep_ms ? ms : l->core->spin_sleep_ms));
-        }
-        slept = queued;
+        if (x.riding && acquiring_ride(&x, now, &state)) break;
+        if (x.mode && acquiring_send(&x)) break;
+        if (x.queued && acquiring_queued(&x, now)) break;
+        acquiring_wait(&x, now, state);
     }
-    if (subscribed) pubsub_wait_end(&w);
+    if (x.subscribed) pubsub_wait_end(&x.w);
     /* Still queued in Redis, or not known: the core gives it up there,
      * checked against the owner (abandon), on a fresh connection. */
-    if (rc == LOCK_ERR) l->unknown = 1;
-    if (rc == LOCK_OK)
+    if (x.rc == LOCK_ERR) l->unknown = 1;
+    if (x.rc == LOCK_OK)
         station_carry(l);
     else
         station_leave(l, RIDE_OWN, 0, 0, NULL, 0);
-    return rc;
+    return x.rc;
 }
 
 static int handoff_release(struct lock *l) {

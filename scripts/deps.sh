@@ -13,6 +13,7 @@ packages=(
     redis-server redis-tools redis-sentinel nginx-light
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
     clang-format   # the house style, checked by tests/style.sh
+    clang-tidy     # functions' cognitive complexity, checked by tests/complexity.sh
     chromium
     libfaketime    # the safety matrix's clock-drift nemesis (scripts/matrix.sh)
     # the compose stack run for real (tests/compose_up.sh, scripts/images.sh)

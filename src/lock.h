@@ -325,7 +325,7 @@ int lock_handover(const struct lock *l, struct lock_handover *h);
  * that ends every hold of l when it runs (it checks the lock, writes, and
  * hands the lock on: see lock_handover). own lists (NULL-terminated) the
  * first words of the errors the script answers itself, having ended the
- * hold all the same ("LOST", "BADKEY"). The next lock_release sends them
+ * hold all the same ("LOST", "BADKEY", "CHANGED"). The next lock_release sends them
  * and, once the script has answered anything else than an error, or one of
  * its own errors, counts every hold as ended, sending no release of its
  * own. Any other error means the script did not run to its end: Redis

@@ -115,6 +115,20 @@ static long long queued(long long n) {
 /* Polls until the lock key exists (at most 5 s): its holder took it. */
 static int held(void) { return harness_redis_until(redis_port, 1, 5000, "EXISTS " LOCK_KEY); }
 
+/* H takes the lock on A with hold_ms, then n waiters each queue behind it
+ * in turn, each sent once the one before is queued in Redis: on B only
+ * (both 0), or alternating B and A. */
+static void queue_behind(struct harness_bg *h, int hold_ms, struct harness_bg *w, int n, int both) {
+    char path[64];
+    snprintf(path, sizeof(path), "/inventory/sale/handoff?hold_ms=%d", hold_ms);
+    harness_bg_start(h, a_port, path, 0);
+    ck_assert_msg(held(), "H never took the lock");
+    for (int i = 0; i < n; i++) {
+        harness_bg_start(&w[i], both && i % 2 ? a_port : b_port, "/inventory/sale/handoff", 0);
+        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
+    }
+}
+
 /* ---- Herd: redisson's flaw, and the fix --------------------------------- */
 
 #define OTHER_OWNER "b983c153-7421-469a-addb-44fb92259a1b:1"
@@ -227,12 +241,7 @@ START_TEST(test_waiters_of_two_instances_are_granted_in_the_order_they_queued) {
     start_pair(30000, 8000, NULL);
     enum { N = 6 };
     struct harness_bg h, w[N];
-    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=1500", 0);
-    ck_assert_msg(held(), "H never took the lock");
-    for (int i = 0; i < N; i++) {
-        harness_bg_start(&w[i], i % 2 == 0 ? b_port : a_port, "/inventory/sale/handoff", 0);
-        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
-    }
+    queue_behind(&h, 1500, w, N, 1);
     /* All of them queued in Redis while H still held. */
     ck_assert_msg(harness_redis_int(redis_port, "EXISTS inventory001:sold") == 0,
                   "H sold too early");
@@ -267,12 +276,7 @@ START_TEST(test_the_next_holder_reads_nothing_the_grant_carries_the_stock) {
     evalsha_of("handoff-sale", commit, sizeof(commit));
     enum { N = 4 };
     struct harness_bg h, w[N];
-    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=500", 0);
-    ck_assert_msg(held(), "H never took the lock");
-    for (int i = 0; i < N; i++) {
-        harness_bg_start(&w[i], i % 2 == 0 ? b_port : a_port, "/inventory/sale/handoff", 0);
-        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
-    }
+    queue_behind(&h, 500, w, N, 1);
     struct harness_monitor *m = harness_monitor_start(redis_port);
     ck_assert_ptr_nonnull(m);
     harness_bg_join(&h);
@@ -567,12 +571,7 @@ START_TEST(test_waiters_whose_queue_entry_vanished_queue_anew_and_all_sell) {
     start_pair(10000, 8000, NULL);
     enum { N = 4 };
     struct harness_bg h, w[N];
-    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=3000", 0);
-    ck_assert_msg(held(), "H never took the lock");
-    for (int i = 0; i < N; i++) {
-        harness_bg_start(&w[i], b_port, "/inventory/sale/handoff", 0);
-        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
-    }
+    queue_behind(&h, 3000, w, N, 0);
     /* The fault: the queue, with its four entries, gone while H holds. */
     ck_assert_int_eq(harness_redis_int(redis_port, "EXISTS inventory001:sold"), 0);
     ck_assert_int_eq(harness_redis_int(redis_port, "DEL " QUEUE_KEY), 1);
@@ -597,12 +596,7 @@ START_TEST(test_waiters_of_a_killed_instance_are_passed_over_not_granted_a_lease
     start_pair(3000, 20000, NULL);
     enum { N = 3 };
     struct harness_bg h, w[N], c;
-    harness_bg_start(&h, a_port, "/inventory/sale/handoff?hold_ms=2000", 0);
-    ck_assert_msg(held(), "H never took the lock");
-    for (int i = 0; i < N; i++) {
-        harness_bg_start(&w[i], b_port, "/inventory/sale/handoff", 0);
-        ck_assert_msg(queued(i + 1) == i + 1, "waiter %d never queued", i);
-    }
+    queue_behind(&h, 2000, w, N, 0);
     kill(b_pid, SIGKILL);
     waitpid(b_pid, NULL, 0);
     b_pid = 0;

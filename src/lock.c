@@ -528,7 +528,11 @@ int lock_poll(struct lock *l, int (*try_once)(struct lock *)) {
     }
 }
 
-void lock_release_pause(struct lock *l) { mclock_sleep_ms(l->release_delay_ms); }
+void lock_release_pause(struct lock *l) {
+    mclock_sleep_ms(l->release_delay_ms);
+    if (l->holds == 0 && l->release_delay_ms > 0)
+        l->released_us = mclock_us(); /* the stall was part of the hold */
+}
 
 int lock_set_nx(struct lock *l, int ttl_ms) {
     int rc = lock_try_conn(l);
@@ -741,6 +745,7 @@ int lock_acquire(struct lock *l) {
                                                  lock_margin_us(lock_lease_ms(l)));
         if (l->holds++ == 0) {
             l->acquired_us = mclock_us();
+            l->released_us = 0;
             l->granted_wall_us = mclock_wall_us();
             wait_replicas(l);
             if (flags & LOCK_T_WATCHED) {
@@ -774,6 +779,7 @@ static int release_appended(struct lock *l) {
     int i = l->releasing - 1;
     l->releasing = 0;
     lock_release_pause(l);
+    int64_t sent = mclock_us();
     if (pipeline_flush(l, 0) < 0) {
         give_up(l);
         return -1;
@@ -790,6 +796,7 @@ static int release_appended(struct lock *l) {
     cleanups_clear(l);
     unwatch(l);
     l->holds = 0;
+    l->released_us = sent;
     gate_leave(l);
     return 1;
 }
@@ -814,6 +821,9 @@ int lock_release(struct lock *l) {
     if (l->holds == 1) unwatch(l);
     l->holds--;
     l->gate_at_send = l->holds == 0 && l->gated;
+    /* The hold ends as its release goes out: stamped before the type lets
+     * the next holder in (a local unlock), never after. */
+    if (l->holds == 0) l->released_us = mclock_us();
     int rc = l->type->release(l);
     l->gate_at_send = 0;
     if (rc == LOCK_ERR) {
@@ -885,7 +895,8 @@ void lock_report(const struct lock *l, struct lock_report *r) {
     r->holds = l->holds;
     r->attempts = l->attempts;
     r->wait_us = l->wait_us;
-    r->hold_us = l->acquired_us ? mclock_us() - l->acquired_us : 0;
+    if (l->acquired_us)
+        r->hold_us = (l->released_us ? l->released_us : mclock_us()) - l->acquired_us;
     r->granted_wall_us = l->granted_wall_us;
     int64_t until = atomic_load(&((struct lock *)l)->lease_until_us);
     r->lease_wall_us = until ? mclock_wall_us() + (until - mclock_us()) : 0;

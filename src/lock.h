@@ -354,7 +354,8 @@ struct lock_report {
     int holds; /* acquires not yet released */
     int attempts; /* tries sent to Redis (or mutex tries) */
     int64_t wait_us; /* total time spent acquiring */
-    int64_t hold_us; /* since the outermost acquire (0 if never held) */
+    int64_t hold_us; /* outermost acquire to the last release sent (or now
+                        while held; 0 if never held) */
     int64_t granted_wall_us; /* wall clock when the outermost acquire returned */
     int64_t lease_wall_us; /* wall clock of the lease deadline; 0: no lease */
     int renewals; /* successful renewals */

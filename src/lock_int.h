@@ -121,6 +121,8 @@ struct lock {
                          passes on once it is written, not once answered */
 
     int64_t acquired_us; /* when the outermost acquire returned */
+    int64_t released_us; /* when the last release was sent (before a local
+                            unlock lets the next holder in), 0 while held */
     int64_t granted_wall_us;
     atomic_llong lease_until_us; /* 0: no lease; written by the watchdog too */
     atomic_int lost; /* a renewal found the lock gone */

@@ -161,6 +161,34 @@ START_TEST(test_a_second_owner_is_busy_until_its_wait_runs_out_then_gets_the_loc
 }
 END_TEST
 
+/* hold_us ends where the last release went out, not where the report is
+ * asked for: a holder preempted between its unlock and its report would
+ * otherwise seem inside while the next holder already is (the lab's race
+ * then drew an overlap under the in-process mutex). */
+static void hold_ends_at_release(const struct lock_type *t) {
+    struct lock *a = lock_new(core, t, KEY);
+    ck_assert_int_eq(lock_acquire(a), LOCK_OK);
+    mclock_sleep_ms(30);
+    ck_assert_int_eq(lock_release(a), LOCK_OK);
+    struct other b;
+    other_start(&b, t, 0, 0);
+    other_join(&b);
+    ck_assert_int_eq(b.rc, LOCK_OK);
+    mclock_sleep_ms(200); /* the holder, preempted before its report */
+    struct lock_report r;
+    lock_report(a, &r);
+    ck_assert_msg(r.hold_us >= 30000 && r.hold_us < 130000,
+                  "%s: hold_us %lld after a 30 ms hold reported 200 ms after its release",
+                  lock_type_name(t), (long long)r.hold_us);
+    lock_free(a);
+}
+
+START_TEST(test_a_hold_ends_when_its_release_goes_out_not_when_it_is_reported) {
+    hold_ends_at_release(&lock_type_local);
+    for (int i = 0; i < NCONTRACTS; i++) hold_ends_at_release(contracts[i].type);
+}
+END_TEST
+
 START_TEST(test_reentry_counts_for_reentrant_types_and_blocks_the_others_on_themselves) {
     for (int i = 0; i < NCONTRACTS; i++) {
         const struct contract *c = &contracts[i];
@@ -1017,6 +1045,7 @@ Suite *lock_suite(void) {
     tcase_add_test(contract,
                    test_reentry_counts_for_reentrant_types_and_blocks_the_others_on_themselves);
     tcase_add_test(contract, test_a_lease_runs_out_unless_watched_and_the_release_then_says_lost);
+    tcase_add_test(contract, test_a_hold_ends_when_its_release_goes_out_not_when_it_is_reported);
     tcase_add_test(contract, test_a_watched_lock_that_is_gone_is_reported_lost_and_not_committed);
     tcase_add_test(contract,
                    test_releasing_a_lost_lock_never_deletes_the_next_owners_but_for_a_bare_del);

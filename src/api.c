@@ -296,7 +296,14 @@ static int api_audit(const struct call *k) {
 }
 
 static int api_strategies(const struct call *k) {
-    return http_answer(k->rq, 200, reply_strategies(k->s->default_strategy->name, k->text),
+    enum { MAX = 64 };
+    char why[MAX][96];
+    const char *unavailable[MAX] = {0};
+    for (int i = 0; strategies[i].name && i < MAX; i++)
+        if (!inventory_strategy_configured(k->s->inv, &strategies[i], why[i], sizeof(why[i])))
+            unavailable[i] = why[i];
+    return http_answer(k->rq, 200,
+                       reply_strategies(k->s->default_strategy->name, unavailable, k->text),
                        k->text ? CT_TEXT : CT_JSON, NULL);
 }
 

@@ -116,6 +116,15 @@ static const struct config_key keys[] = {
     K_ADDRS("redlock.nodes", redlock_nodes, "127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383", 1, 9),
     K_INT("redlock.node-timeout-ms", redlock_node_timeout_ms, "50", 1, 60000),
 
+    K_ADDRS("zookeeper.connect", zookeeper_connect, "", 0, 9),
+    K_INT("zookeeper.session-timeout-ms", zookeeper_session_timeout_ms, "4000", 1, 600000),
+
+    K_STR("mysql.host", mysql_host, "", 0, 0),
+    K_INT("mysql.port", mysql_port, "3306", 1, 65535),
+    K_STR("mysql.user", mysql_user, "root", 1, 0),
+    K_STR("mysql.password", mysql_password, "", 0, 1),
+    K_STR("mysql.database", mysql_database, "inventoryd", 1, 0),
+
     K_BOOL("history.enabled", history_enabled, "true"),
     K_INT("history.max-events", history_max_events, "10000", 1, 10000000),
 

@@ -23,7 +23,7 @@
 #define CONFIG_TOKEN_MIN 16
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 40
+#define CONFIG_KEY_COUNT 47
 
 struct config {
     /* server.* */
@@ -82,6 +82,18 @@ struct config {
     /* redlock.* */
     char redlock_nodes[512]; /* redlock.nodes, default 127.0.0.1:6381,... */
     int redlock_node_timeout_ms; /* redlock.node-timeout-ms, default 50 */
+
+    /* zookeeper.*: the zookeeper strategies' store */
+    char zookeeper_connect[512]; /* zookeeper.connect, host:port,...; default empty:
+                                   not configured (those strategies answer 503) */
+    int zookeeper_session_timeout_ms; /* zookeeper.session-timeout-ms, default 4000 */
+
+    /* mysql.*: the mysql strategies' store (MariaDB or MySQL) */
+    char mysql_host[256]; /* mysql.host; default empty: not configured */
+    int mysql_port; /* mysql.port, default 3306 */
+    char mysql_user[128]; /* mysql.user, default root */
+    char mysql_password[256]; /* mysql.password, default empty; never echoed */
+    char mysql_database[128]; /* mysql.database, default inventoryd */
 
     /* lab.* */
     int lab_enabled; /* lab.enabled, default false: POST /lab/runs and

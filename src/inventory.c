@@ -508,18 +508,26 @@ static int master_ready(struct inventory *inv, struct rpool *m, char *errstr, si
 }
 
 /* Whether the locks of every strategy lock.allowed lets a client pick can
- * be served. 0, or INV_BACKEND with errstr naming the first that cannot. */
+ * be served (a store this deployment does not configure is not asked: its
+ * strategies answer 503 naming the key). 0, or INV_BACKEND with errstr
+ * naming the first that cannot. */
 static int locks_ready(struct inventory *inv, char *errstr, size_t errlen) {
     char why[384];
     for (const struct strategy *s = strategies; s->name; s++) {
         if (!config_allows(inv->cfg, s->name)) continue;
-        if (lock_type_ready(inv->core, s->lock, why, sizeof(why)) != 0 ||
-            (s->rw_lock && lock_type_ready(inv->core, s->rw_lock, why, sizeof(why)) != 0)) {
+        if (lock_type_ready(inv->core, s->lock, why, sizeof(why)) < 0 ||
+            (s->rw_lock && lock_type_ready(inv->core, s->rw_lock, why, sizeof(why)) < 0)) {
             snprintf(errstr, errlen, "strategy %s: %s", s->name, why);
             return INV_BACKEND;
         }
     }
     return 0;
+}
+
+int inventory_strategy_configured(const struct inventory *inv, const struct strategy *s, char *why,
+                                  size_t whylen) {
+    return lock_type_configured(inv->core, s->lock, why, whylen) &&
+           (!s->rw_lock || lock_type_configured(inv->core, s->rw_lock, why, whylen));
 }
 
 int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {

@@ -168,6 +168,13 @@ int inventory_ping(struct inventory *inv, char *errstr, size_t errlen);
  * probe: it asks every master in turn. */
 int inventory_ready(struct inventory *inv, char *errstr, size_t errlen);
 
+/* Whether strategy s can be used in this deployment: 1, or 0 when its lock
+ * lives in a store that is not configured, with why naming the missing key
+ * ("mysql.host is not configured"). Asks no server. */
+struct strategy;
+int inventory_strategy_configured(const struct inventory *inv, const struct strategy *s, char *why,
+                                  size_t whylen);
+
 /* The port this instance writes into ledger entries. */
 int inventory_port(const struct inventory *inv);
 

@@ -28,6 +28,50 @@ static const struct watchdog_ops orphan_ops = {.give_up = lock_compensate, .dest
 
 /* ---- the core ------------------------------------------------------------- */
 
+/* The index of store in lock_stores, or -1. */
+static int store_index(const struct lock_store *store) {
+    for (int i = 0; store && lock_stores[i] && i < LOCK_STORES_MAX; i++)
+        if (lock_stores[i] == store) return i;
+    return -1;
+}
+
+/* Opens every store o configures. 0, or -1 with errstr set. */
+static int stores_open(struct lock_core *core, const struct lock_core_options *o, char *errstr,
+                       size_t errlen) {
+    for (int i = 0; lock_stores[i] && i < LOCK_STORES_MAX; i++) {
+        const struct lock_store *st = lock_stores[i];
+        if (!st->configured(o)) continue;
+        if (!(core->stores[i] = st->open(o, errstr, errlen))) return -1;
+    }
+    return 0;
+}
+
+static void stores_close(struct lock_core *core) {
+    for (int i = 0; lock_stores[i] && i < LOCK_STORES_MAX; i++) {
+        lock_stores[i]->close(core->stores[i]);
+        core->stores[i] = NULL;
+    }
+}
+
+/* The state of t's store, or NULL (not configured, or t lives on Redis). */
+static void *store_state(const struct lock_core *core, const struct lock_type *t) {
+    int i = store_index(t->store);
+    return i < 0 ? NULL : core->stores[i];
+}
+
+void *lock_store_state(const struct lock *l) { return store_state(l->core, l->type); }
+
+int lock_type_configured(const struct lock_core *core, const struct lock_type *t, char *why,
+                         size_t whylen) {
+    if (!t->store || store_state(core, t)) return 1;
+    snprintf(why, whylen, "%s is not configured", t->store->setting);
+    return 0;
+}
+
+const char *lock_type_store(const struct lock_type *t) {
+    return t->store ? t->store->name : "Redis";
+}
+
 struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr, size_t errlen) {
     struct lock_core *core = alloc_zeroed(sizeof(*core), errstr, errlen);
     if (!core) return NULL;
@@ -47,6 +91,13 @@ struct lock_core *lock_core_init(const struct lock_core_options *o, char *errstr
             return NULL;
         }
     }
+    if (stores_open(core, o, errstr, errlen) < 0) {
+        char why[256];
+        snprintf(why, sizeof(why), "%s", errstr);
+        lock_core_shutdown(core);
+        snprintf(errstr, errlen, "%s", why);
+        return NULL;
+    }
     core->pubsub = pubsub_create();
     core->gates = waitq_create();
     core->watchdog = core->pubsub && core->gates ? watchdog_create(core, &orphan_ops) : NULL;
@@ -64,10 +115,16 @@ void lock_core_shutdown(struct lock_core *core) {
     pubsub_free(core->pubsub);
     waitq_free(core->gates);
     redlock_free(core->redlock);
+    stores_close(core);
     free(core);
 }
 
 int lock_type_ready(struct lock_core *core, const struct lock_type *t, char *why, size_t whylen) {
+    if (t->store) {
+        void *state = store_state(core, t);
+        if (!state) return lock_type_configured(core, t, why, whylen) ? 0 : 1;
+        return t->store->ready(state, why, whylen);
+    }
     if (!(t->flags & LOCK_T_QUORUM)) return 0;
     if (!core->redlock) {
         snprintf(why, whylen, "redlock.nodes is not configured");
@@ -730,6 +787,7 @@ int lock_acquire(struct lock *l) {
     l->unknown = 0;
     int outer = l->holds == 0;
     if (outer) l->carried = 0;
+    if (!lock_type_configured(l->core, l->type, l->errstr, sizeof(l->errstr))) return LOCK_ERR;
     int rc = outer && (l->type->flags & LOCK_T_GATED) ? gate_enter(l) : LOCK_OK;
     if (rc == LOCK_OK) rc = l->type->acquire(l);
     if (rc != LOCK_OK && l->unknown) {
@@ -859,6 +917,13 @@ void lock_guard(const struct lock *l, struct lock_guard *g) {
     g->key = l->key;
     if (l->type->guard) l->type->guard(l, g);
     g->enforce = g->kind[0] && (l->type->flags & LOCK_T_CHECKED);
+}
+
+void lock_fence_key(const struct lock *l, char *buf, size_t len) {
+    if (l->type->store)
+        snprintf(buf, len, "%s:fence:%s", l->key, l->type->store->name);
+    else
+        snprintf(buf, len, "%s:fence", l->key);
 }
 
 void lock_string_guard(const struct lock *l, struct lock_guard *g) {

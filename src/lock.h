@@ -115,6 +115,16 @@ struct lock_core_options {
     int spin_sleep_ms; /* lock.spin-sleep-ms: sleep between polls */
     int retry_depth; /* lock.retry-max-depth: setnx-retry's recursion cap */
     int sync_replicas; /* lock.sync-replicas: WAIT after a single-master acquire */
+    /* The stores beyond Redis (lock_int.h, struct lock_store); a store
+     * whose key is empty is not configured, and its types answer LOCK_ERR
+     * naming that key. */
+    const char *zookeeper_connect; /* zookeeper.connect: "host:port,..." */
+    int zookeeper_session_timeout_ms;
+    const char *mysql_host; /* mysql.host: a name, an address, or a socket path */
+    int mysql_port;
+    const char *mysql_user;
+    const char *mysql_password;
+    const char *mysql_database;
 };
 
 /* Makes the core: connects to nothing yet, starts the watchdog thread.
@@ -131,10 +141,22 @@ void lock_core_shutdown(struct lock_core *core);
  * (which the caller checks): a type that lives on the Redlock masters needs
  * a quorum of them answering and allowed to vote (the restart rule: a master
  * up for less than the lease votes only once it has been up that long, so a
- * fresh deployment waits one lease). Every other type is ready. Returns 0,
- * or -1 with why saying what is missing (redlock_ready). For a readiness
- * probe: it asks every master, one after another. */
+ * fresh deployment waits one lease); a type that lives in another store
+ * (MySQL, ZooKeeper) needs that store to answer. Every other type is ready.
+ * Returns 0; 1 when t's store is not configured at all (not part of this
+ * deployment: why names the key); or -1 with why saying what is missing.
+ * For a readiness probe: it asks every master, one after another. */
 int lock_type_ready(struct lock_core *core, const struct lock_type *t, char *why, size_t whylen);
+
+/* Whether t can be used at all here: 1, or 0 when it lives in a store that
+ * is not configured, with why naming the missing key ("mysql.host is not
+ * configured"). Cheap: asks nothing of any server. */
+int lock_type_configured(const struct lock_core *core, const struct lock_type *t, char *why,
+                         size_t whylen);
+
+/* Where locks of type t live, for messages: "Redis", or the store's name
+ * ("mysql", "zookeeper"). */
+const char *lock_type_store(const struct lock_type *t);
 
 /* The Redlock masters (for metrics), or NULL when none are configured. */
 const struct redlock *lock_core_redlock(const struct lock_core *core);
@@ -234,6 +256,12 @@ struct lock_guard {
 
 /* Fills g for l. */
 void lock_guard(const struct lock *l, struct lock_guard *g);
+
+/* The Redis key where the newest fencing token of l's lock is kept:
+ * "<key>:fence" for a lock on Redis (fenced-lock.lua counts there), and
+ * "<key>:fence:<store>" for a lock whose tokens come from another store
+ * (the write records the newest it has seen). */
+void lock_fence_key(const struct lock *l, char *buf, size_t len);
 
 /* True when the lease deadline of a held lease has passed (whatever the
  * type enforces); 0 for locks without a lease. */

@@ -32,6 +32,34 @@ struct wd_lane;
                               write is refused in Redis when the lock is no longer its own */
 #define LOCK_T_QUORUM 32 /* it lives on the Redlock masters, not on the core's Redis */
 
+/* A store a lock can live in beside the core's Redis (MySQL, ZooKeeper):
+ * one file each fills one `const struct lock_store` and registers it in
+ * stores.c; its lock types point at it (struct lock_type.store). The core
+ * opens every configured store once (lock_core_init) and closes it at
+ * shutdown; a type reaches what open() made through lock_store_state(). A
+ * store brings its own connections and threads: it never borrows the
+ * core's Redis pool, and the core checks "configured" before any acquire,
+ * so a type's acquire always has its state. */
+struct lock_store {
+    const char *name; /* "mysql": in messages, and the fence key <lock>:fence:<name> */
+    const char *setting; /* the key that configures it: "mysql.host" */
+    /* Whether o configures it (its key is set). */
+    int (*configured)(const struct lock_core_options *o);
+    /* Its state from o; NULL with errstr set. Connects to nothing yet. */
+    void *(*open)(const struct lock_core_options *o, char *errstr, size_t errlen);
+    /* Whether it can serve locks now: 0, or -1 with why (readiness). */
+    int (*ready)(void *state, char *why, size_t whylen);
+    /* Frees the state; accepts NULL. Every handle has been freed. */
+    void (*close)(void *state);
+};
+
+/* The stores, NULL-terminated (stores.c). */
+extern const struct lock_store *const lock_stores[];
+#define LOCK_STORES_MAX 8
+
+/* The state l's store's open() made (NULL for a type that lives on Redis). */
+void *lock_store_state(const struct lock *l);
+
 /* The connections a background operation (renew, abandon) may use: on the
  * watchdog thread its own, on a handle's thread fresh pooled ones. */
 struct lock_link {
@@ -47,6 +75,7 @@ struct lock_type {
     const char *name;
     const char *family; /* see lock_type_family() */
     int flags; /* LOCK_T_* */
+    const struct lock_store *store; /* where it lives when not on Redis; NULL: Redis (or nowhere) */
     size_t priv_size; /* bytes of per-handle state, zeroed, at l->priv */
     /* Takes the lock for l->owner, trying until l->deadline_us (monotonic).
      * Counts every try in l->attempts. Returns LOCK_OK (first hold or
@@ -94,6 +123,7 @@ struct lock_core {
     struct pubsub *pubsub;
     struct watchdog *watchdog;
     struct waitq *gates;
+    void *stores[LOCK_STORES_MAX]; /* each configured store's state, by its index in lock_stores */
     int ttl_ms, wait_ms, spin_sleep_ms, retry_depth, sync_replicas;
 };
 

@@ -270,29 +270,34 @@ char *reply_history(const struct history_event *ev, int n, int text) {
     return render(o);
 }
 
-char *reply_strategies(const char *default_strategy, int text) {
-    if (text) {
-        size_t cap = 4096, off = 0;
-        char *s = malloc(cap);
-        if (!s) return NULL;
-        s[0] = '\0';
-        for (int i = 0; strategies[i].name; i++) {
-            const struct strategy *t = &strategies[i];
-            int n;
-            while ((n = snprintf(s + off, cap - off, "%s%s\t%s\tflaw: %s\n", t->name,
-                                 strcmp(t->name, default_strategy) == 0 ? " (default)" : "",
-                                 t->description, t->flaw)) >= (int)(cap - off)) {
-                char *bigger = realloc(s, cap *= 2);
-                if (!bigger) {
-                    free(s);
-                    return NULL;
-                }
-                s = bigger;
+/* The demo's text of reply_strategies: one line per strategy. */
+static char *strategies_text(const char *default_strategy, const char *const *unavailable) {
+    size_t cap = 4096, off = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    s[0] = '\0';
+    for (int i = 0; strategies[i].name; i++) {
+        const struct strategy *t = &strategies[i];
+        const char *why = unavailable[i];
+        int n;
+        while ((n = snprintf(s + off, cap - off, "%s%s\t%s\tflaw: %s%s%s%s\n", t->name,
+                             strcmp(t->name, default_strategy) == 0 ? " (default)" : "",
+                             t->description, t->flaw, why ? "\t(unavailable: " : "", why ? why : "",
+                             why ? ")" : "")) >= (int)(cap - off)) {
+            char *bigger = realloc(s, cap *= 2);
+            if (!bigger) {
+                free(s);
+                return NULL;
             }
-            off += (size_t)n;
+            s = bigger;
         }
-        return s;
+        off += (size_t)n;
     }
+    return s;
+}
+
+char *reply_strategies(const char *default_strategy, const char *const *unavailable, int text) {
+    if (text) return strategies_text(default_strategy, unavailable);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "default", default_strategy);
     cJSON *list = cJSON_AddArrayToObject(o, "strategies");
@@ -307,6 +312,8 @@ char *reply_strategies(const char *default_strategy, int text) {
         char path[64];
         snprintf(path, sizeof(path), "/inventory/sale/%s", t->name);
         cJSON_AddStringToObject(e, "path", path);
+        cJSON_AddBoolToObject(e, "available", !unavailable[i]);
+        if (unavailable[i]) cJSON_AddStringToObject(e, "unavailable", unavailable[i]);
         cJSON_AddItemToArray(list, e);
     }
     return render(o);

@@ -49,8 +49,11 @@ char *reply_audit(const struct audit *a, int text);
  * one line each). */
 char *reply_history(const struct history_event *ev, int n, int text);
 
-/* Every strategy with its description and flaw, and the default one. */
-char *reply_strategies(const char *default_strategy, int text);
+/* Every strategy with its description and flaw, and the default one;
+ * unavailable[i], when not NULL, says why strategies[i] cannot be used here
+ * ("mysql.host is not configured"): JSON "available": false and
+ * "unavailable", text "(unavailable: ...)". */
+char *reply_strategies(const char *default_strategy, const char *const *unavailable, int text);
 
 struct lab_run_view;
 struct lab_info;

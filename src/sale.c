@@ -168,7 +168,7 @@ static int commit_fenced(struct sale_section *sec) {
     struct lock_report rep;
     lock_report(sec->l, &rep);
     char fence[224], token[24], stock[24], cap[16];
-    snprintf(fence, sizeof(fence), "%s:fence", sec->k->lock);
+    lock_fence_key(sec->l, fence, sizeof(fence));
     snprintf(token, sizeof(token), "%lld", rep.token);
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
@@ -431,9 +431,10 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
                  k->lock, f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms, rep.attempts,
                  lock_errstr(l)[0] ? "; " : "", lock_errstr(l));
         sale_fail_all(rs, n, INV_LOCK_TIMEOUT, r->errstr);
-    } else {
-        sale_backend(r, "lock", lock_errstr(l));
-        sale_fail_all(rs, n, INV_BACKEND, r->errstr);
+    } else { /* "Redis is unavailable", or the store the lock lives in */
+        snprintf(r->errstr, sizeof(r->errstr), "%s is unavailable (lock: %.300s)",
+                 lock_type_store(t), lock_errstr(l));
+        sale_fail_all(rs, n, r->status = INV_BACKEND, r->errstr);
     }
     int lost = 0;
     while (lock_holds(l) > 0) lost |= lock_release(l) == LOCK_LOST;

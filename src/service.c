@@ -33,6 +33,13 @@ int service_open(struct service *s, const struct config *cfg, char *errstr, size
         .spin_sleep_ms = cfg->lock_spin_sleep_ms,
         .retry_depth = cfg->lock_retry_depth,
         .sync_replicas = cfg->lock_sync_replicas,
+        .zookeeper_connect = cfg->zookeeper_connect,
+        .zookeeper_session_timeout_ms = cfg->zookeeper_session_timeout_ms,
+        .mysql_host = cfg->mysql_host,
+        .mysql_port = cfg->mysql_port,
+        .mysql_user = cfg->mysql_user,
+        .mysql_password = cfg->mysql_password,
+        .mysql_database = cfg->mysql_database,
     };
     if (!(s->pool = rpool_create(&po))) {
         snprintf(errstr, errlen, "out of memory");

@@ -257,7 +257,9 @@ END_TEST
 START_TEST(test_the_strategies_list_every_registered_lock_type_and_the_default) {
     int n = nlock_types();
     ck_assert_int_gt(n, 0);
-    cJSON *o = parse(reply_strategies(strategies[0].name, 0));
+    const char *unavailable[64] = {0};
+    unavailable[1] = "mysql.host is not configured";
+    cJSON *o = parse(reply_strategies(strategies[0].name, unavailable, 0));
     ck_assert_str_eq(str(o, "default"), strategies[0].name);
     const cJSON *list = field(o, "strategies");
     ck_assert(cJSON_IsArray(list));
@@ -270,13 +272,21 @@ START_TEST(test_the_strategies_list_every_registered_lock_type_and_the_default) 
         ck_assert_str_eq(str(e, "flaw"), strategies[i].flaw);
         ck_assert_int_gt((int)strlen(str(e, "description")), 0);
         ck_assert_int_gt((int)strlen(str(e, "flaw")), 0);
+        /* One that cannot be used here says so, and why. */
+        ck_assert(cJSON_IsBool(field(e, "available")));
+        ck_assert_int_eq(cJSON_IsTrue(field(e, "available")), i != 1);
+        if (i == 1)
+            ck_assert_str_eq(str(e, "unavailable"), "mysql.host is not configured");
+        else
+            ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(e, "unavailable"));
     }
 }
 END_TEST
 
 START_TEST(test_the_strategies_default_is_the_one_given) {
     const char *last = strategies[nlock_types() - 1].name;
-    cJSON *o = parse(reply_strategies(last, 0));
+    const char *unavailable[64] = {0};
+    cJSON *o = parse(reply_strategies(last, unavailable, 0));
     ck_assert_str_eq(str(o, "default"), last);
 }
 END_TEST
@@ -284,7 +294,9 @@ END_TEST
 START_TEST(test_the_strategies_as_text_name_each_one_and_mark_the_default) {
     int n = nlock_types();
     const char *def = strategies[n - 1].name;
-    char *t = reply_strategies(def, 1);
+    const char *unavailable[64] = {0};
+    unavailable[0] = "zookeeper.connect is not configured";
+    char *t = reply_strategies(def, unavailable, 1);
     char want[256];
     ck_assert_ptr_nonnull(t);
     for (int i = 0; i < n; i++) {
@@ -294,6 +306,7 @@ START_TEST(test_the_strategies_as_text_name_each_one_and_mark_the_default) {
     }
     snprintf(want, sizeof want, "%s (default)", def);
     ck_assert_ptr_nonnull(strstr(t, want));
+    ck_assert_ptr_nonnull(strstr(t, "(unavailable: zookeeper.connect is not configured)"));
     free(t);
 }
 END_TEST

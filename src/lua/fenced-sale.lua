@@ -12,11 +12,19 @@
 -- therefore also needs the lock to be the caller's (the guard), and the
 -- stock to be the one it read (ARGV[2] + 1): one set under the hold (a
 -- reset, a sale under another lock or none) is never overwritten.
--- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] fencing counter,
--- KEYS[4] families set, KEYS[5] history stream, KEYS[6] lock
+--
+-- A lock that lives in another store (ZooKeeper, MySQL) brings its token
+-- from there (a czxid, a SEQUENCE value): KEYS[3] then keeps the newest
+-- token written so far, and a newer one is recorded as it writes. There is
+-- no lock key here to look at (ARGV[6] is empty, and the events carry no
+-- owned): the token and the stock check do the job.
+-- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] fencing counter (or the
+-- newest token written, for a store's tokens), KEYS[4] families set,
+-- KEYS[5] history stream, KEYS[6] lock
 -- ARGV[1] token, ARGV[2] new stock, ARGV[3] ledger entry "unit|order|port",
 -- ARGV[4] lock family, ARGV[5] history cap (0: no history),
--- ARGV[6] the lock's owner value, ARGV[7 ..] history fields and values
+-- ARGV[6] the lock's owner value ('': the lock is not in Redis),
+-- ARGV[7 ..] history fields and values
 -- Returns 1 when written; an error STALE naming both tokens; an error LOST
 -- when the lock is no longer the caller's; an error CHANGED naming the
 -- stock found (each refusal recorded in the history); or BADKEY.
@@ -31,11 +39,16 @@ if not is(KEYS[1], 'string') or not is(KEYS[2], 'none', 'list') or
 end
 local unit, order = string.match(ARGV[3], '^([^|]*)|([^|]*)|')
 local tail = {}
-local mine = redis.pcall('get', KEYS[6]) == ARGV[6] -- another type: an error, not equal
+local looked = ARGV[6] ~= ''
+local mine = not looked or redis.pcall('get', KEYS[6]) == ARGV[6] -- another type: an error
 if cap > 0 then
   local t = redis.call('time')
   tail = {'unit', unit, 'order', order, 'written_us',
-          t[1] .. string.format('%06d', tonumber(t[2])), 'owned', mine and '1' or '0'}
+          t[1] .. string.format('%06d', tonumber(t[2]))}
+  if looked then
+    tail[#tail + 1] = 'owned'
+    tail[#tail + 1] = mine and '1' or '0'
+  end
   for i = 7, #ARGV do tail[#tail + 1] = ARGV[i] end
 end
 local function event(outcome)
@@ -60,6 +73,7 @@ if tonumber(now) ~= tonumber(ARGV[2]) + 1 then
   return redis.error_reply('CHANGED the stock ' .. KEYS[1] .. ' is ' .. tostring(now) ..
                            ', not the ' .. (tonumber(ARGV[2]) + 1) .. ' this hold read')
 end
+if tonumber(ARGV[1]) > newest then redis.call('set', KEYS[3], ARGV[1]) end
 redis.call('set', KEYS[1], ARGV[2])
 redis.call('rpush', KEYS[2], ARGV[3])
 redis.call('sadd', KEYS[4], ARGV[4])

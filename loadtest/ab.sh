@@ -17,7 +17,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=ab
-. "$root/tests/lib.sh"
+. "$root/scripts/lib.sh"
 
 [ $# -eq 2 ] || { echo "usage: $0 OLD_BUILD_DIR NEW_BUILD_DIR" >&2; exit 2; }
 a_bin=$(realpath "$1")/lockbench

@@ -19,7 +19,7 @@
 #
 # Then, unless BENCH_HTTP=0, the HTTP section: two inventoryd instances on the
 # same Redis (lock.wait-ms 20000, redlock.nodes the three masters) behind
-# nginx rendered from nginx/nginx.conf.in, all started with tests/lib.sh. In
+# nginx rendered from nginx/nginx.conf.in, all started with scripts/lib.sh. In
 # each of BENCH_RUNS rounds, atomic is run directly against one instance and
 # then through nginx, then every other strategy through nginx, each run
 # BENCH_HTTP_CLIENTS clients x BENCH_HTTP_REQUESTS sales with inventory-load
@@ -71,7 +71,7 @@ tag=$me
 # reset_stock, load_kv, start_load and wait_load, fetch_audit, stop_pid, die
 # and fail, and the traps (cleanup stops $load_pid, then every pid in pids,
 # and removes $work). Whatever stops this script early exits 2.
-. "$root/tests/lib.sh"
+. "$root/scripts/lib.sh"
 fail_status=2
 bench_t0=$SECONDS
 strategies=${BENCH_STRATEGIES:-setnx-spin owner-lua redisson redlock fenced batched atomic}

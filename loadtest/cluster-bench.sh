@@ -22,7 +22,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=cluster-bench
-. "$root/tests/lib.sh"
+. "$root/scripts/lib.sh"
 
 [ $# -le 1 ] || { echo "usage: $0 [BUILD_DIR]" >&2; exit 2; }
 build=$(realpath "${1:-$root/build}")

@@ -5,7 +5,7 @@
 #
 # Every run is one (strategy, mix, seed): two inventoryd instances (A, B)
 # and their Redis servers, each in its own network namespace on a bridge
-# the campaign makes (tests/lib-net.sh), loaded from a client namespace
+# the campaign makes (scripts/lib-net.sh), loaded from a client namespace
 # with inventory-load --record, while a fault schedule drawn from the seed
 # alone (times in ms from the load's start) strikes and heals. Then the
 # coverage the faults reached is written into the item's history and
@@ -37,8 +37,8 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=campaign
-. "$root/tests/lib.sh"
-. "$root/tests/lib-net.sh"
+. "$root/scripts/lib.sh"
+. "$root/scripts/lib-net.sh"
 fail_status=2
 
 # ---- options ------------------------------------------------------------------

@@ -74,7 +74,7 @@ tag=demo
 # The stack (start_redis, start_instance, start_front), the load (load_kv),
 # reset_stock, fetch_audit, wait_voting, the traps, die and fail, stopping by
 # pid, port_busy and show_logs: shared with the tests. $work is results/run.
-. "$root/tests/lib.sh"
+. "$root/scripts/lib.sh"
 fail_word=   # "demo: MESSAGE", not "demo: FAIL: MESSAGE"
 
 clients=${DEMO_CLIENTS:-200}
@@ -151,7 +151,7 @@ else
     [ ${#INVENTORYD_ADMIN_TOKEN} -eq 32 ] || die "cannot read /dev/urandom for an admin token"
 fi
 export INVENTORYD_ADMIN_TOKEN
-admin_token=$INVENTORYD_ADMIN_TOKEN   # reset_stock sends it (tests/lib.sh)
+admin_token=$INVENTORYD_ADMIN_TOKEN   # reset_stock sends it (scripts/lib.sh)
 if [ -n "${DEMO_INVENTORYD:-}${DEMO_LOAD:-}" ]; then
     if ! [ -x "${DEMO_INVENTORYD:-}" ] || ! [ -x "${DEMO_LOAD:-}" ]; then
         die "DEMO_INVENTORYD and DEMO_LOAD must both name executables (got '${DEMO_INVENTORYD:-}' and '${DEMO_LOAD:-}')"

@@ -82,7 +82,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=matrix
-. "$root/tests/lib.sh"
+. "$root/scripts/lib.sh"
 
 short=0
 [ "${1:-}" = --short ] && short=1

@@ -21,7 +21,7 @@
 # runs) and /usr/bin/chromium (or LAB_CHROMIUM). Exit status 0 on pass, 1 on
 # the first failure (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=browser
 
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then

@@ -34,7 +34,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 77
 fi
 out=$(mktemp -d /tmp/inventoryd-campaign-test.XXXXXX)
-# The runs' records (tests/lib-net.sh) of this test's campaigns only.
+# The runs' records (scripts/lib-net.sh) of this test's campaigns only.
 export NET_RUNS_DIR=$out/runs
 bgpid=
 live=
@@ -235,7 +235,7 @@ log "two overlapping kills of Redis: the second and its heal were skipped, Redis
 # ---- 6. a campaign killed outright ---------------------------------------------------
 # A live run's record (this test's own pid and start time) and its hub: the
 # sweep must leave both.
-. "$root/tests/lib-net.sh"
+. "$root/scripts/lib-net.sh"
 live=cg$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 ip netns add "$live-hub" || fail "could not make $live-hub"
 echo "$$ $(net_started $$)" >"$NET_RUNS_DIR/$live"

@@ -31,7 +31,7 @@
 #
 # Exit status 0 on pass, 1 on the first failed assertion (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=compare
 kept="output and logs"
 

@@ -59,7 +59,7 @@
 # (named on stderr, with the stack's logs), 77 (skip) only when no engine
 # answers and this is not root, so none can be started.
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=compose-up
 
 [ $# -eq 1 ] || { echo "usage: $0 INVENTORY_LOAD" >&2; exit 2; }

@@ -26,7 +26,7 @@
 # 1 on the first failed assertion (strategy and assertion named on stderr).
 # E2E_CLIENTS (200) and E2E_REQUESTS (600) override the load.
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=e2e-ladder
 
 take_binaries "$@"

@@ -20,7 +20,7 @@
 #
 # Exit status 0 on pass, 1 on the first failed assertion (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=jmeter-plan
 kept="logs and JMeter results"
 

@@ -29,7 +29,7 @@
 # for symmetry with the other tests and unused. Exit 0 on pass, 1 on the
 # first failed assertion (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=resilience-http
 
 take_binaries "$@"

@@ -41,7 +41,7 @@
 # (5000) override the load. Exit 0 on pass, 1 on the first failed assertion
 # (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=resilience-kill
 
 take_binaries "$@"

@@ -34,7 +34,7 @@
 # (50), RESILIENCE_REQUESTS (1500, per round) override. Exit 0 on pass, 1 on
 # the first failed assertion (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=resilience-redis
 
 take_binaries "$@"

@@ -15,7 +15,7 @@
 # sold twice and no violation.
 # Usage: resilience_shutdown.sh <inventoryd> <inventory-load>
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=resilience-shutdown
 
 take_binaries "$@"

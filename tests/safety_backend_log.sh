@@ -14,7 +14,7 @@
 # Traffic to 127.0.0.1 only; everything started is stopped by its pid.
 # Exit 0 on pass, 1 on failure (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=safety-log
 
 take_binaries "$@"

@@ -40,7 +40,7 @@
 # refused with exit 77 (skip): its quarantine grows RSS by design.
 # Exit 0 on pass, 1 on the first failed assertion (named on stderr).
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=soak
 
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then

@@ -6,7 +6,7 @@
 # Passes when it exits 0 with no memory error and nothing leaked.
 # Usage: valgrind_shutdown.sh <inventoryd>
 set -uo pipefail
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tag=valgrind
 inventoryd=$1
 work=$(mktemp -d)

@@ -48,7 +48,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 tag=peers
-. "$root/tests/lib.sh"
+. "$root/scripts/lib.sh"
 fail_status=2
 
 runs=${PEERS_RUNS:-3}

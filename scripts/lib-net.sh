@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034
 # (A sourced library: it sets variables for the script and reads the script's.)
-# tests/lib-net.sh -- a private network of Linux network namespaces for
+# scripts/lib-net.sh -- a private network of Linux network namespaces for
 # the fault campaigns (scripts/campaign.sh), so that a link can be cut.
 #
 # One namespace per node (an instance, a Redis server, the client that

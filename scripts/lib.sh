@@ -1,11 +1,11 @@
 # shellcheck shell=bash disable=SC2034,SC2120,SC2154
 # (A sourced library: it sets variables for the script and reads the script's.)
-# tests/lib.sh -- helpers shared by the shell tests, scripts/demo.sh and
-# loadtest/bench.sh: stopping what was started by its pid, free ports, waiting
-# for a server, the throwaway stack (redis-server, inventoryd instances,
+# scripts/lib.sh -- helpers shared by the shipped scripts (demo.sh, matrix.sh,
+# campaign.sh, loadtest/bench.sh) and the shell tests (tests/*.sh): stopping
+# what was started by its pid, free ports, waiting for a server, the throwaway stack (redis-server, inventoryd instances,
 # nginx), loads run so that a signal stops them, and inventory-stats, which
 # computes every figure the scripts report. Sourced:
-#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#   . "$root/scripts/lib.sh"   (from tests/: "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh")
 # Sourcing only defines functions and the state below; nothing is started
 # and no trap is set until a script calls setup_work (or set_traps).
 #

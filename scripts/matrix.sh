@@ -85,7 +85,12 @@ tag=matrix
 . "$root/scripts/lib.sh"
 
 short=0
-[ "${1:-}" = --short ] && short=1
+case "${1:-}" in
+    '') ;;
+    --short) short=1 ;;
+    -h | --help) sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "usage: scripts/matrix.sh [--short]   (--help: what it runs)" >&2; exit 2 ;;
+esac
 ttl=${MATRIX_TTL_MS:-1000}
 clients=${MATRIX_CLIENTS:-6}
 requests=${MATRIX_REQUESTS:-100000}

@@ -56,6 +56,9 @@
 #       redis.cluster.nodes alone (lock.scope and inventory.probe, left at
 #       auto, pick what cluster mode needs)
 #   DEMO_REDLOCK_PORTS (6381 6382 6383; used only when a strategy is redlock)
+#   DEMO_ZOOKEEPER_PORT (2181) and DEMO_MYSQL_PORT (3306): a standalone
+#       ZooKeeper and a private MariaDB (data in results/run/), started only
+#       when a strategy keeps its lock there (zookeeper*, mysql*)
 #   DEMO_INSTANCE_PORTS (3786 3787; the first gets weight 1, the second 2)
 #   DEMO_NGINX_PORT (8080)
 #   DEMO_RESULTS_DIR (results; the table, CSV and chart, and run/ for logs)
@@ -85,6 +88,8 @@ redis_port=${DEMO_REDIS_PORT:-6379}
 cluster=${DEMO_CLUSTER:-0}
 read -ra cluster_ports <<<"${DEMO_CLUSTER_PORTS:-6371 6372 6373 6374 6375 6376}"
 read -ra redlock_ports <<<"${DEMO_REDLOCK_PORTS:-6381 6382 6383}"
+zk_port=${DEMO_ZOOKEEPER_PORT:-2181}
+mysql_port=${DEMO_MYSQL_PORT:-3306}
 read -ra instance_ports <<<"${DEMO_INSTANCE_PORTS:-3786 3787}"
 nginx_port=${DEMO_NGINX_PORT:-8080}
 build_dir=${DEMO_BUILD_DIR:-build}
@@ -201,8 +206,14 @@ fi
 
 mapfile -t strategies < <("$inventoryd" --list-strategies 2>"$run/list-strategies.log")
 [ ${#strategies[@]} -gt 0 ] || fail "inventoryd --list-strategies named no strategy"
-need_redlock=0
-for s in "${strategies[@]}"; do [ "$s" = redlock ] && need_redlock=1; done
+need_redlock=0 need_zk=0 need_mysql=0
+for s in "${strategies[@]}"; do
+    case $s in
+        redlock) need_redlock=1 ;;
+        zookeeper*) need_zk=1 ;;
+        mysql*) need_mysql=1 ;;
+    esac
+done
 
 # ---- ports ----------------------------------------------------------------
 # Every port this demo listens on, and the variable that moves it.
@@ -220,6 +231,8 @@ fi
 if [ "$need_redlock" -eq 1 ]; then
     for p in "${redlock_ports[@]}"; do ports+=("$p"); port_vars+=(DEMO_REDLOCK_PORTS); done
 fi
+[ "$need_zk" -eq 1 ] && { ports+=("$zk_port"); port_vars+=(DEMO_ZOOKEEPER_PORT); }
+[ "$need_mysql" -eq 1 ] && { ports+=("$mysql_port"); port_vars+=(DEMO_MYSQL_PORT); }
 dups=$(printf '%s\n' "${ports[@]}" | sort | uniq -d | paste -sd ' ' -)
 [ -z "$dups" ] || die "port(s) $dups given twice (DEMO_*_PORT(S))"
 busy=()
@@ -264,6 +277,17 @@ if [ "$need_redlock" -eq 1 ]; then
         nodes="${nodes:+$nodes,}127.0.0.1:$p"
     done
     sets+=(--set redlock.nodes="$nodes")
+fi
+
+if [ "$need_zk" -eq 1 ]; then
+    echo "demo: starting ZooKeeper on $zk_port (the zookeeper strategies' locks)"
+    start_zookeeper "$zk_port"
+    sets+=(--set zookeeper.connect="127.0.0.1:$zk_port")
+fi
+if [ "$need_mysql" -eq 1 ]; then
+    echo "demo: starting MariaDB on $mysql_port (the mysql strategies' locks)"
+    start_mariadb "$mysql_port"
+    sets+=(--set mysql.host=127.0.0.1 --set mysql.port="$mysql_port")
 fi
 
 # The instances' lock.ttl-ms: a Redlock master votes once up that long.

@@ -288,6 +288,63 @@ start_redis() {
     done
 }
 
+# start_zookeeper PORT [NAME]: a standalone ZooKeeper (Debian's zookeeper
+# package) on 127.0.0.1:PORT, its data and zoo.cfg in $work/NAME (zookeeper-
+# PORT), the JVM run directly so that its pid is the server's (stopped by it
+# like everything else). tickTime 500 ms: sessions from 1 s to 10 s. Waits
+# until it serves ("srvr" names its mode: "ruok" says imok before that);
+# sets zk_pid.
+start_zookeeper() {
+    local p=$1 name=${2:-zookeeper-$1} dir i
+    dir=$work/$name
+    [ -r /usr/share/java/zookeeper.jar ] || fail "ZooKeeper is not installed (apt-get install zookeeper default-jre-headless)"
+    mkdir -p "$dir/data"
+    printf '%s\n' "tickTime=500" "dataDir=$dir/data" "clientPort=$p" "clientPortAddress=127.0.0.1" \
+        "admin.enableServer=false" "4lw.commands.whitelist=ruok,srvr,cons" >"$dir/zoo.cfg"
+    java -Xmx256m -XX:+UseSerialGC -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
+        -Dzookeeper.log.dir="$dir" -Dzookeeper.root.logger=INFO,CONSOLE \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" >"$work/$name.log" 2>&1 &
+    zk_pid=$!
+    pids+=("$zk_pid")
+    for i in $(seq 1 300); do
+        zk_word "$p" srvr | grep -q '^Mode:' && return 0
+        kill -0 "$zk_pid" 2>/dev/null || fail "$name (ZooKeeper) exited during start-up; see $work/$name.log"
+        sleep 0.1
+    done
+    fail "$name (ZooKeeper) not serving on $p after 30 s"
+}
+
+# zk_word PORT WORD: ZooKeeper's answer to a four-letter word (ruok, srvr).
+zk_word() {
+    timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null
+}
+
+# start_mariadb PORT [NAME]: a private MariaDB (Debian's mariadb-server) on
+# 127.0.0.1:PORT: mariadb-install-db into $work/NAME (mariadb-PORT), root
+# with no password, its socket there too, no binary log; waits for ping.
+# Sets mariadb_pid.
+start_mariadb() {
+    local p=$1 name=${2:-mariadb-$1} dir i
+    dir=$work/$name
+    command -v mariadbd >/dev/null || fail "MariaDB is not installed (apt-get install mariadb-server)"
+    mkdir -p "$dir"
+    mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --skip-test-db \
+        --auth-root-authentication-method=normal >"$work/$name-install.log" 2>&1 ||
+        fail "mariadb-install-db failed; see $work/$name-install.log"
+    mariadbd --no-defaults --datadir="$dir/data" --port="$p" --bind-address=127.0.0.1 \
+        --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" --user=root --skip-name-resolve \
+        --skip-log-bin --innodb-buffer-pool-size=32M --max-connections=1000 \
+        --log-error="$work/$name.log" >/dev/null 2>&1 &
+    mariadb_pid=$!
+    pids+=("$mariadb_pid")
+    for i in $(seq 1 300); do
+        mariadb-admin --no-defaults -h 127.0.0.1 -P "$p" -u root ping >/dev/null 2>&1 && return 0
+        kill -0 "$mariadb_pid" 2>/dev/null || fail "$name (mariadbd) exited during start-up; see $work/$name.log"
+        sleep 0.1
+    done
+    fail "$name (mariadbd) not answering on $p after 30 s"
+}
+
 # wait_voting TTL_MS PORT...: waits until every Redis on PORT has been up for
 # TTL_MS (rounded up to whole seconds, INFO uptime_in_seconds): a Redlock
 # master votes only then (the restart rule; see src/redlock.c). Says so when

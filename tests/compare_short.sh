@@ -92,7 +92,9 @@ pick_port; m3=$port
 pick_port; i1=$port
 pick_port; i2=$port
 pick_port; nginx_port=$port
-ours=("$redis_port" "$m1" "$m2" "$m3" "$i1" "$i2" "$nginx_port")
+pick_port; zk_port=$port
+pick_port; mysql_port=$port
+ours=("$redis_port" "$m1" "$m2" "$m3" "$i1" "$i2" "$nginx_port" "$zk_port" "$mysql_port")
 cluster_ports=()
 if [ "$mode" = cluster ]; then
     for _ in 1 2 3 4 5 6; do
@@ -121,6 +123,7 @@ DEMO_CLUSTER=$([ "$mode" = cluster ] && echo 1 || echo 0) DEMO_CLUSTER_PORTS="${
 DEMO_KEEP=$([ "$mode" = keep ] && echo 1 || echo 0) \
 DEMO_CLIENTS=20 DEMO_REQUESTS=200 DEMO_STOCK=200 \
 DEMO_REDIS_PORT=$redis_port DEMO_REDLOCK_PORTS="$m1 $m2 $m3" \
+DEMO_ZOOKEEPER_PORT=$zk_port DEMO_MYSQL_PORT=$mysql_port \
 DEMO_INSTANCE_PORTS="$i1 $i2" DEMO_NGINX_PORT=$nginx_port \
 DEMO_RESULTS_DIR=$results DEMO_INVENTORYD=$inventoryd DEMO_LOAD=$load \
     bash "$root/scripts/demo.sh" >"$work/demo.out" 2>&1 </dev/null &

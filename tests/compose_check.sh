@@ -496,7 +496,9 @@ demo = read("scripts/demo.sh")
 for var, want_val in (("DEMO_REDIS_PORT", str(REDIS)),
                       ("DEMO_REDLOCK_PORTS", " ".join(map(str, MASTERS))),
                       ("DEMO_INSTANCE_PORTS", " ".join(map(str, INSTANCES))),
-                      ("DEMO_NGINX_PORT", str(NGINX))):
+                      ("DEMO_NGINX_PORT", str(NGINX)),
+                      ("DEMO_ZOOKEEPER_PORT", "2181"),
+                      ("DEMO_MYSQL_PORT", "3306")):
     m = re.search(r"\$\{" + var + r":-([^}]*)\}", demo)
     got = m.group(1) if m else None
     check(got == want_val, f"scripts/demo.sh: {var} defaults to {want_val}",

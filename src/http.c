@@ -35,8 +35,6 @@
 #include "http.h"
 #include "log.h"
 #include "mclock.h"
-#include "metrics.h"
-#include "reply.h"
 #include "web.h"
 
 #define CT_JSON HTTP_CT_JSON
@@ -71,6 +69,7 @@ struct http_server {
     const struct config *cfg;
     http_handler handler; /* answers each request that gets past refuse() */
     void *handler_cls;
+    struct http_hooks hooks; /* the error body, and what is told of each answer */
     int listen_fd;
     int quiesced;
     atomic_int inflight;
@@ -100,8 +99,9 @@ static enum MHD_Result count_value(void *cls, enum MHD_ValueKind kind, const cha
 /* Queues body (taken over, freed by MHD) with code, and the header name:
  * value when name is not NULL. A NULL body is an out of memory: a fixed 500
  * goes out instead. */
-static enum MHD_Result answer_with(struct MHD_Connection *conn, int code, char *body,
-                                   const char *type, const char *name, const char *value) {
+static enum MHD_Result answer_with(const struct http_server *s, struct MHD_Connection *conn,
+                                   int code, char *body, const char *type, const char *name,
+                                   const char *value) {
     struct MHD_Response *resp;
     int oom = !body;
     if (oom) {
@@ -123,14 +123,14 @@ static enum MHD_Result answer_with(struct MHD_Connection *conn, int code, char *
     if (name && !oom) MHD_add_response_header(resp, name, value);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)code, resp);
     MHD_destroy_response(resp);
-    metrics_http(code);
+    if (s->hooks.answered) s->hooks.answered(code);
     return ret;
 }
 
 /* answer_with and, when allow is not NULL, that Allow header. */
-static enum MHD_Result answer(struct MHD_Connection *conn, int code, char *body, const char *type,
-                              const char *allow) {
-    return answer_with(conn, code, body, type, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
+static enum MHD_Result answer(const struct http_server *s, struct MHD_Connection *conn, int code,
+                              char *body, const char *type, const char *allow) {
+    return answer_with(s, conn, code, body, type, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
 int http_answer_asset(const struct http_request *rq, const struct web_asset *a) {
@@ -144,23 +144,24 @@ int http_answer_asset(const struct http_request *rq, const struct web_asset *a) 
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     enum MHD_Result ret = MHD_queue_response(rq->conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);
-    metrics_http(200);
+    if (rq->server->hooks.answered) rq->server->hooks.answered(200);
     return ret == MHD_YES;
 }
 
-static enum MHD_Result answer_error(struct MHD_Connection *conn, int code, const char *word,
-                                    const char *sentence, int text) {
-    return answer(conn, code, reply_error(word, sentence, text), text ? CT_TEXT : CT_JSON, NULL);
+static enum MHD_Result answer_error(const struct http_server *s, struct MHD_Connection *conn,
+                                    int code, const char *word, const char *sentence, int text) {
+    return answer(s, conn, code, s->hooks.error_body(word, sentence, text),
+                  text ? CT_TEXT : CT_JSON, NULL);
 }
 
 int http_answer(const struct http_request *rq, int code, char *body, const char *type,
                 const char *allow) {
-    return answer(rq->conn, code, body, type, allow) == MHD_YES;
+    return answer(rq->server, rq->conn, code, body, type, allow) == MHD_YES;
 }
 
 int http_answer_error(const struct http_request *rq, int code, const char *word,
                       const char *sentence, int text) {
-    return answer_error(rq->conn, code, word, sentence, text) == MHD_YES;
+    return answer_error(rq->server, rq->conn, code, word, sentence, text) == MHD_YES;
 }
 
 const char *http_query(const struct http_request *rq, const char *name) {
@@ -218,7 +219,8 @@ int http_admin_allowed(const struct http_request *rq, const char *what, char *wh
 }
 
 int http_answer_unauthorized(const struct http_request *rq, const char *why, int text) {
-    return answer_with(rq->conn, 401, reply_error("unauthorized", why, text),
+    return answer_with(rq->server, rq->conn, 401,
+                       rq->server->hooks.error_body("unauthorized", why, text),
                        text ? CT_TEXT : CT_JSON, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                        "Bearer realm=\"inventoryd\"") == MHD_YES;
 }
@@ -237,19 +239,19 @@ static int wants_text(struct MHD_Connection *conn) {
 /* Answers what is refused before the request reaches its route: a NUL byte
  * in the request line, an oversized URL or headers. Returns 1 with *ret set
  * when it answered. */
-static int refuse(struct MHD_Connection *conn, const struct request *req, int text,
-                  enum MHD_Result *ret) {
+static int refuse(const struct http_server *s, struct MHD_Connection *conn,
+                  const struct request *req, int text, enum MHD_Result *ret) {
     char why[256];
     if (req->line_cut) {
-        *ret = answer_error(conn, 400, "bad_request", "the request line holds a NUL byte", text);
+        *ret = answer_error(s, conn, 400, "bad_request", "the request line holds a NUL byte", text);
     } else if (req->url_len > URL_MAX) {
         snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len,
                  URL_MAX);
-        *ret = answer_error(conn, 414, "uri_too_long", why, text);
+        *ret = answer_error(s, conn, 414, "uri_too_long", why, text);
     } else if (req->header_bytes > HEADERS_MAX) {
         snprintf(why, sizeof(why), "the headers are %zu bytes; at most %d are accepted",
                  req->header_bytes, HEADERS_MAX);
-        *ret = answer_error(conn, 431, "headers_too_large", why, text);
+        *ret = answer_error(s, conn, 431, "headers_too_large", why, text);
     } else {
         return 0;
     }
@@ -262,7 +264,7 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
                                 const char *method, struct request *req) {
     int text = wants_text(conn);
     enum MHD_Result ret;
-    if (refuse(conn, req, text, &ret)) return ret;
+    if (refuse(s, conn, req, text, &ret)) return ret;
     struct http_request rq = {s, conn, url, method, req->body, req->len, req->too_large, text};
     return s->handler(s->handler_cls, &rq) ? MHD_YES : MHD_NO;
 }
@@ -455,10 +457,15 @@ static int listen_on(const char *bind_addr, int port, char *errstr, size_t errle
     return fd;
 }
 
-struct http_server *http_start(const struct config *cfg, http_handler handler, void *cls,
-                               char *errstr, size_t errlen) {
+struct http_server *http_start(const struct config *cfg, const struct http_hooks *hooks,
+                               http_handler handler, void *cls, char *errstr, size_t errlen) {
+    if (!hooks || !hooks->error_body) {
+        snprintf(errstr, errlen, "http_start: no error_body hook");
+        return NULL;
+    }
     struct http_server *s = alloc_zeroed(sizeof(*s), errstr, errlen);
     if (!s) return NULL;
+    s->hooks = *hooks;
     s->cfg = cfg;
     s->handler = handler;
     s->handler_cls = cls;

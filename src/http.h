@@ -38,11 +38,23 @@ struct http_request {
 /* Answers rq with one of the functions below. Returns what they return. */
 typedef int (*http_handler)(void *cls, const struct http_request *rq);
 
+/* What the server asks of the layers above it, without knowing them (so
+ * that it stays at the bottom of the graph): the body of an error answer
+ * in the service's format, and a word of every answer queued. */
+struct http_hooks {
+    /* A new body (freed by the server; NULL: out of memory) for the error
+     * word and its sentence: JSON, or the demo's text when text. Required. */
+    char *(*error_body)(const char *word, const char *sentence, int text);
+    /* Called with the status of every answer queued (metrics); may be NULL. */
+    void (*answered)(int code);
+};
+
 /* Starts listening on cfg->bind:cfg->port; every request that the server
  * does not refuse goes to handler(cls, ...). cfg and cls must outlive the
- * server. NULL on failure, with errstr set (e.g. the port is in use). */
-struct http_server *http_start(const struct config *cfg, http_handler handler, void *cls,
-                               char *errstr, size_t errlen);
+ * server; hooks is copied. NULL on failure, with errstr set (e.g. the port
+ * is in use). */
+struct http_server *http_start(const struct config *cfg, const struct http_hooks *hooks,
+                               http_handler handler, void *cls, char *errstr, size_t errlen);
 
 /* Stops accepting new connections; requests in flight go on. */
 void http_quiesce(struct http_server *s);

@@ -19,6 +19,7 @@
 #include "lock.h"
 #include "log.h"
 #include "metrics.h"
+#include "reply.h"
 #include "route.h"
 #include "service.h"
 #include "strategy.h"
@@ -239,7 +240,10 @@ int main(int argc, char **argv) {
         return EXIT_CONFIG;
     }
     struct api *api = api_create(&cfg, svc.inv, lab, err, sizeof(err));
-    struct http_server *srv = api ? http_start(&cfg, api_answer, api, err, sizeof(err)) : NULL;
+    /* The server's error bodies and counts come from above it (reply, metrics). */
+    static const struct http_hooks hooks = {.error_body = reply_error, .answered = metrics_http};
+    struct http_server *srv =
+        api ? http_start(&cfg, &hooks, api_answer, api, err, sizeof(err)) : NULL;
     if (!srv) {
         fprintf(stderr, "inventoryd: %s\n", err);
         api_free(api);

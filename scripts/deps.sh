@@ -19,6 +19,9 @@ packages=(
     # the compose stack run for real (tests/compose_up.sh, scripts/images.sh)
     docker.io docker-compose debootstrap python3-yaml
     iproute2 nftables   # the campaigns' network partitions (scripts/campaign.sh)
+    # the zookeeper strategies: ZooKeeper's C binding, and the server (and a
+    # JRE) that tests/check_zookeeper.c starts
+    libzookeeper-mt-dev zookeeper default-jre-headless
 )
 # node and npm for the browser test: Debian's, unless some are already on PATH.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

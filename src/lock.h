@@ -192,6 +192,8 @@ extern const struct lock_type lock_type_fenced; /* SET NX PX and a fencing token
 extern const struct lock_type lock_type_handoff; /* a FIFO queue in Redis, handed on by grant */
 extern const struct lock_type lock_type_rw_read; /* Redisson's RReadWriteLock, read half */
 extern const struct lock_type lock_type_rw_write; /* and write half, renewed while held */
+extern const struct lock_type lock_type_zookeeper; /* Curator's mutex on ZooKeeper */
+extern const struct lock_type lock_type_zookeeper_fenced; /* and its czxid as the token */
 
 /* The type's name ("redisson") and family: types of one family exclude each
  * other on one key; two families on one stock do not ("string", "hash",

@@ -5,5 +5,6 @@
 #include "lock_int.h"
 
 const struct lock_store *const lock_stores[] = {
+    &lock_store_zookeeper,
     NULL,
 };

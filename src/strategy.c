@@ -57,6 +57,17 @@ const struct strategy strategies[] = {
     {"batched", "the redisson lock, but one hold sells for every request queued in the process",
      "none known: it keeps every guarantee of redisson, with one acquire per batch",
      &lock_type_redisson, &lock_type_rw_write, &sale_batched},
+    {"zookeeper",
+     "Curator's mutex on ZooKeeper: an ephemeral sequential node each, the lowest holds, each "
+     "waiter watching only the node before its own",
+     "the session is the lease: a holder paused past the session timeout is still writing when "
+     "its node is gone and the next holder enters",
+     &lock_type_zookeeper, NULL, &sale_plain},
+    {"zookeeper-fenced",
+     "the zookeeper lock, its node's czxid as the fencing token the stock write checks",
+     "none for correctness: a paused holder's late write is refused (409 stale_token), not "
+     "applied",
+     &lock_type_zookeeper_fenced, NULL, &sale_fenced},
     {"atomic", "no lock: check-and-decrement in one Lua script",
      "none for this workload; it is the reference ceiling, but only fits work that one script can "
      "do",

@@ -46,9 +46,10 @@ START_TEST(test_get_and_post_inventory_sale_sell_with_the_default_strategy) {
 END_TEST
 
 START_TEST(test_a_strategy_segment_names_the_strategy) {
-    const char *names[] = {"none",        "local",     "setnx-retry", "setnx-spin", "expiring",
-                           "owner-check", "owner-lua", "reentrant",   "watchdog",   "redisson",
-                           "redlock",     "fenced",    "handoff",     "batched",    "atomic"};
+    const char *names[] = {
+        "none",      "local",     "setnx-retry", "setnx-spin",       "expiring", "owner-check",
+        "owner-lua", "reentrant", "watchdog",    "redisson",         "redlock",  "fenced",
+        "handoff",   "batched",   "zookeeper",   "zookeeper-fenced", "atomic"};
     char url[128];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(url, sizeof url, "/inventory/sale/%s", names[i]);

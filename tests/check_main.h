@@ -25,5 +25,6 @@ Suite *lab_suite(void);
 Suite *cluster_suite(void);
 Suite *commit_suite(void);
 Suite *handoff_suite(void);
+Suite *zookeeper_suite(void);
 
 #endif

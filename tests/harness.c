@@ -740,3 +740,111 @@ int harness_redisson_unlock(int port, const char *key, const char *owner) {
     freeReplyObject(r);
     return rc;
 }
+
+/* ---- ZooKeeper ------------------------------------------------------------ */
+
+/* Where the ZooKeeper on a port keeps its config and data. */
+static void zk_dir(int port, char *buf, size_t len) {
+    snprintf(buf, len, "/tmp/inventoryd-harness-zk-%d", port);
+}
+
+void harness_zookeeper_wipe(int port) {
+    char dir[96], cmd[128];
+    zk_dir(port, dir, sizeof(dir));
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "harness: %s failed\n", cmd);
+}
+
+int harness_zookeeper_4lw(int port, const char *word, char *buf, size_t len) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || len == 0) return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    size_t off = 0;
+    ssize_t n = -1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        write(fd, word, strlen(word)) == (ssize_t)strlen(word))
+        while (off + 1 < len && (n = read(fd, buf + off, len - 1 - off)) > 0) off += (size_t)n;
+    close(fd);
+    buf[off] = '\0';
+    return n < 0 ? -1 : (int)off;
+}
+
+/* Whether the ZooKeeper at port answers "ruok" with "imok". */
+static int zk_imok(int port) {
+    char buf[16];
+    return harness_zookeeper_4lw(port, "ruok", buf, sizeof(buf)) == 4 && strcmp(buf, "imok") == 0;
+}
+
+pid_t harness_zookeeper_start(int port, int *port_out) {
+    if (port == 0) {
+        port = harness_free_port();
+        harness_zookeeper_wipe(port);
+    }
+    char dir[96], cfg[128], cmd[160];
+    zk_dir(port, dir, sizeof(dir));
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s/data'", dir);
+    if (port < 0 || system(cmd) != 0) return -1;
+    snprintf(cfg, sizeof(cfg), "%s/zoo.cfg", dir);
+    FILE *f = fopen(cfg, "w");
+    if (!f) return -1;
+    /* tickTime 500: sessions of 1 s (2 ticks) to 10 s (20 ticks). */
+    fprintf(f,
+            "tickTime=500\ndataDir=%s/data\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n4lw.commands.whitelist=ruok,stat,cons,wchp\n"
+            "maxClientCnxns=0\n",
+            dir, port);
+    fclose(f);
+    /* java itself, not a wrapper script: the pid stopped is the JVM's. */
+    char *argv[] = {"java",
+                    "-Xmx128m",
+                    "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    "/usr/share/java/zookeeper.jar",
+                    "org.apache.zookeeper.server.ZooKeeperServerMain",
+                    cfg,
+                    NULL};
+    pid_t pid = spawn(argv, 1);
+    if (pid < 0) return -1;
+    for (int64_t deadline = mclock_ms() + 20000; mclock_ms() < deadline; mclock_sleep_ms(20)) {
+        if (zk_imok(port)) {
+            if (port_out) *port_out = port;
+            return pid;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
+    }
+    harness_stop(pid);
+    return -1;
+}
+
+/* A short-lived session of the harness's own, connected, or NULL. */
+static zhandle_t *zk_connect(int port) {
+    char hosts[32];
+    snprintf(hosts, sizeof(hosts), "127.0.0.1:%d", port);
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    zhandle_t *zh = zookeeper_init(hosts, NULL, 4000, NULL, NULL, 0);
+    for (int64_t deadline = mclock_ms() + 5000; zh && mclock_ms() < deadline; mclock_sleep_ms(5))
+        if (zoo_state(zh) == ZOO_CONNECTED_STATE) return zh;
+    if (zh) zookeeper_close(zh);
+    return NULL;
+}
+
+int harness_zookeeper_children(int port, const char *path, char *buf, size_t len) {
+    zhandle_t *zh = zk_connect(port);
+    if (!zh) return -1;
+    struct String_vector v = {0, NULL};
+    int rc = zoo_get_children(zh, path, 0, &v);
+    int n = rc == ZOK ? v.count : rc == ZNONODE ? 0 : -1;
+    size_t off = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; rc == ZOK && i < v.count && off < len; i++) {
+        int w = snprintf(buf + off, len - off, "%s\n", v.data[i]);
+        if (w > 0) off += (size_t)w;
+    }
+    deallocate_String_vector(&v);
+    zookeeper_close(zh);
+    return n;
+}

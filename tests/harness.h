@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <hiredis/hiredis.h>
+#include <zookeeper/zookeeper.h>
 #include "httpc.h"
 
 /* HARNESS_SANITIZED is 1 in a build with AddressSanitizer, whose checks slow
@@ -51,6 +52,29 @@ int harness_free_cluster_port(void);
  * Returns 0, or -1 with everything started stopped again. Stop the nodes
  * with harness_stop. */
 int harness_cluster_start(int masters, int replicas, int *ports, pid_t *pids);
+
+/* Starts a standalone ZooKeeper (Debian's, java run directly so that the
+ * pid is the JVM's: stop it with harness_stop) on 127.0.0.1:port, with
+ * tickTime=500 (session timeouts from 1 s to 10 s), a 128 MB heap, no admin
+ * server, and its config and data in /tmp/inventoryd-harness-zk-<port>:
+ * port 0 picks a free port and starts from an empty data dir; a port given
+ * keeps that port's data (a restart: the same sessions and zxids). Waits
+ * until it answers "ruok" with "imok". Returns its pid, or -1. *port_out
+ * gets the port when not NULL. */
+pid_t harness_zookeeper_start(int port, int *port_out);
+
+/* The answer of the ZooKeeper at port to a four-letter word ("ruok",
+ * "wchp": every watched path and the sessions watching it), read until the
+ * server closes, into buf; its length, or -1 on error. */
+int harness_zookeeper_4lw(int port, const char *word, char *buf, size_t len);
+
+/* Removes the config and data of the ZooKeeper on port. */
+void harness_zookeeper_wipe(int port);
+
+/* The children of path on the ZooKeeper at port, through a session of its
+ * own: their names, one a line, into buf; returns how many (0 when path
+ * does not exist), or -1 on error. */
+int harness_zookeeper_children(int port, const char *path, char *buf, size_t len);
 
 /* Stops a process by pid (SIGTERM, then SIGKILL after 5 s) and reaps it. */
 void harness_stop(pid_t pid);

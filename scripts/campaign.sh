@@ -333,7 +333,8 @@ fi
 mapfile -t listed < <("$inventoryd" --list-strategies)
 redis_backed=()
 for s in "${listed[@]}"; do
-    case $s in none | local) ;; *) redis_backed+=("$s") ;; esac
+    # zookeeper*: their lock lives in ZooKeeper, not in Redis
+    case $s in none | local | zookeeper | zookeeper-fenced) ;; *) redis_backed+=("$s") ;; esac
 done
 read -r -a strategies <<<"${strategies_opt//,/ }"
 [ ${#strategies[@]} -gt 0 ] || strategies=("${redis_backed[@]}")

@@ -94,8 +94,11 @@ static void make_parents(zhandle_t *zh, const char *dir) {
  * reply was lost: the node may exist). */
 static int create_node(struct lock *l, struct zk *z, struct zk_session *s, const char *dir) {
     struct zk_hold *h = l->priv;
-    char prefix[320];
-    snprintf(prefix, sizeof(prefix), "%s/%s-lock-", dir, l->owner);
+    char prefix[sizeof(h->node)];
+    if (snprintf(prefix, sizeof(prefix), "%s/%s-lock-", dir, l->owner) >= (int)sizeof(prefix)) {
+        snprintf(l->errstr, sizeof(l->errstr), "zookeeper: the lock's path is too long");
+        return LOCK_ERR;
+    }
     struct Stat st;
     l->attempts++;
     h->gen = zk_generation(s);

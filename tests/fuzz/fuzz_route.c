@@ -304,7 +304,8 @@ static void check_reply_unknown_strategy(const char *name) {
 }
 
 static void check_reply_strategies(const char *def) {
-    char *body = reply_strategies(def, 0);
+    const char *unavailable[128] = {0};
+    char *body = reply_strategies(def, unavailable, 0);
     cJSON *o = parse_object(body, "reply_strategies");
     const char *d = json_string(o, "default");
     CHECK(d != NULL && strcmp(d, def) == 0, "default is not '%.100s'", def);
@@ -314,7 +315,7 @@ static void check_reply_strategies(const char *def) {
     cJSON_Delete(o);
     free(body);
 
-    body = reply_strategies(def, 1);
+    body = reply_strategies(def, unavailable, 1);
     CHECK(body != NULL, "text reply_strategies returned NULL");
     int lines = 0, marked = 0;
     for (const char *p = body; *p; p++) lines += *p == '\n';

@@ -77,6 +77,9 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 CFLAGS_COMMON="-g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra $SAN -I$SRC"
 PKG_CFLAGS=$(pkg-config --cflags libmicrohttpd hiredis libcjson uuid)
 PKG_LIBS=$(pkg-config --libs libmicrohttpd hiredis libcjson uuid)
+# ZooKeeper's multithreaded binding ships no pkg-config file (as in CMakeLists.txt).
+PKG_CFLAGS="$PKG_CFLAGS -DTHREADED"
+PKG_LIBS="$PKG_LIBS -lzookeeper_mt"
 
 # The embedded Lua scripts, in CMake's file(GLOB) order.
 embed_lua() {

@@ -11,6 +11,7 @@ packages=(
     build-essential cmake pkg-config
     libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev check
     redis-server redis-tools redis-sentinel nginx-light
+    mariadb-server libmariadb-dev   # the mysql strategies' store and its client library
     jq curl gnuplot-nox clang libclang-rt-14-dev valgrind
     clang-format   # the house style, checked by tests/style.sh
     clang-tidy     # functions' cognitive complexity, checked by tests/complexity.sh

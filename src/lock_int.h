@@ -58,6 +58,7 @@ extern const struct lock_store *const lock_stores[];
 #define LOCK_STORES_MAX 8
 
 extern const struct lock_store lock_store_zookeeper; /* lock_zookeeper.c */
+extern const struct lock_store lock_store_mysql; /* lock_mysql.c */
 
 /* The state l's store's open() made (NULL for a type that lives on Redis). */
 void *lock_store_state(const struct lock *l);

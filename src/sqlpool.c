@@ -69,7 +69,8 @@ static int options_copy(struct sqlpool *p, const struct sqlpool_options *o, char
     }
     for (int i = 0; o->setup && o->setup[i]; i++) {
         if (i == SETUP_MAX || !(p->setup[i] = strdup(o->setup[i]))) {
-            snprintf(errstr, errlen, i == SETUP_MAX ? "too many setup statements" : "out of memory");
+            snprintf(errstr, errlen,
+                     i == SETUP_MAX ? "too many setup statements" : "out of memory");
             return -1;
         }
     }
@@ -121,7 +122,8 @@ const char *sqlpool_addr(const struct sqlpool *p) { return p->addr; }
 
 int sqlpool_gone(unsigned int err) {
     return err == CR_SERVER_GONE_ERROR || err == CR_SERVER_LOST || err == CR_CONNECTION_ERROR ||
-           err == CR_CONN_HOST_ERROR || err == CR_UNKNOWN_ERROR || err == ER_CONNECTION_KILLED || err == ER_SERVER_SHUTDOWN;
+           err == CR_CONN_HOST_ERROR || err == CR_UNKNOWN_ERROR || err == ER_CONNECTION_KILLED ||
+           err == ER_SERVER_SHUTDOWN;
 }
 
 /* Fails m's dial: errstr names the server and Connector/C's message. */

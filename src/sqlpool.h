@@ -43,7 +43,8 @@ struct sqlpool_options {
     int write_timeout_s;
     int size; /* most sessions alive at once */
     int idle_max_ms; /* an idle session older than this is not handed out; 0: no limit */
-    const char *const *setup; /* statements run on every new session, NULL-terminated; may be NULL */
+    const char *const
+        *setup; /* statements run on every new session, NULL-terminated; may be NULL */
 };
 
 /* What sqlpool_get returns. Busy is not broken. */

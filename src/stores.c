@@ -6,5 +6,6 @@
 
 const struct lock_store *const lock_stores[] = {
     &lock_store_zookeeper,
+    &lock_store_mysql,
     NULL,
 };

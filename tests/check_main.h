@@ -26,5 +26,6 @@ Suite *cluster_suite(void);
 Suite *commit_suite(void);
 Suite *handoff_suite(void);
 Suite *zookeeper_suite(void);
+Suite *mysql_suite(void);
 
 #endif

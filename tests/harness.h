@@ -76,6 +76,37 @@ void harness_zookeeper_wipe(int port);
  * does not exist), or -1 on error. */
 int harness_zookeeper_children(int port, const char *path, char *buf, size_t len);
 
+/* A throwaway MariaDB server of the test's own: a fresh data directory in
+ * a new directory under /tmp, copied from a template that
+ * mariadb-install-db made once (root with normal authentication and an
+ * empty password, no test database, as root; kept in /tmp for later runs),
+ * then
+ * mariadbd --no-defaults serves it on 127.0.0.1 at a free port and on a unix
+ * socket in that directory, small InnoDB buffers, no name resolution.
+ * Waits (10 s at most) until it answers a query as root. Returns its pid,
+ * or -1 (nothing left behind); *port_out gets the port and sock the
+ * socket's path. Stop it with harness_mariadb_stop. */
+pid_t harness_mariadb_start(int *port_out, char *sock, size_t socklen);
+
+/* Starts again the MariaDB server whose socket was sock (stopped by
+ * harness_mariadb_stop(pid, sock, 0)), on the same port and data. Its pid,
+ * or -1. */
+pid_t harness_mariadb_restart(int port, const char *sock);
+
+/* Stops mariadbd by its pid (harness_stop); with remove, deletes the
+ * directory of sock (its data, its socket and its logs). */
+void harness_mariadb_stop(pid_t pid, const char *sock, int remove);
+
+typedef struct st_mysql MYSQL;
+
+/* A root session to the MariaDB at 127.0.0.1:port (close it with
+ * mysql_close), or NULL. For test set-up and checks only. */
+MYSQL *harness_mariadb_connect(int port);
+
+/* Runs a statement (printf-style) on m and returns the first column of its
+ * first row as an integer; -1 on error, -2 when it is NULL. */
+long long harness_mariadb_int(MYSQL *m, const char *fmt, ...);
+
 /* Stops a process by pid (SIGTERM, then SIGKILL after 5 s) and reaps it. */
 void harness_stop(pid_t pid);
 

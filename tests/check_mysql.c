@@ -1,0 +1,307 @@
+/* check_mysql.c -- the mysql rungs: MariaDB's GET_LOCK on a session of the
+ * holder's own (mysql), its flaw (a killed session frees the lock while its
+ * holder still writes), and its fix (mysql-fenced: a token from a MariaDB
+ * SEQUENCE, checked by the stock write). A real redis-server and a real
+ * mariadbd, both started by the harness for each test, and real inventoryd
+ * instances with faults.enabled=true. */
+#include <check.h>
+#include <mysql.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check_main.h"
+#include "harness.h"
+#include "mclock.h"
+
+#define LOCK_KEY "RedisDistributedLock"
+#define PASSWORD "pw-Zq81-never-shown"
+
+static pid_t redis_pid, db_pid, a_pid, b_pid;
+static int redis_port, db_port, a_port, b_port;
+static char db_sock[160];
+static char host_set[64], port_set[64];
+
+static void setup(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    db_pid = harness_mariadb_start(&db_port, db_sock, sizeof(db_sock));
+    ck_assert_int_gt(db_pid, 0);
+    snprintf(host_set, sizeof(host_set), "mysql.host=127.0.0.1");
+    snprintf(port_set, sizeof(port_set), "mysql.port=%d", db_port);
+    a_pid = b_pid = 0;
+}
+
+static void teardown(void) {
+    harness_stop(a_pid);
+    harness_stop(b_pid);
+    harness_mariadb_stop(db_pid, db_sock, 1);
+    harness_stop(redis_pid);
+}
+
+/* Starts A and B on the test's Redis and MariaDB (stock 200). */
+static void start_pair(void) {
+    const char *sets[] = {host_set, port_set, NULL};
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, 10000, 5000, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
+}
+
+static double audit(const char *field) {
+    double v = harness_audit(a_port, field);
+    ck_assert_msg(v > -1e9, "GET /inventory/audit failed");
+    return v;
+}
+
+static void reset(int port, int stock) {
+    char body[64];
+    struct httpc_response r;
+    snprintf(body, sizeof(body), "{\"stock\":%d}", stock);
+    ck_assert_int_eq(harness_http(port, "POST", "/inventory/reset", NULL, body, &r), 200);
+}
+
+/* The MariaDB connection id holding the lock, polled (5 s at most) until
+ * someone other than `not` holds it; -1 if none did. */
+static long long holder_other_than(MYSQL *m, long long not ) {
+    for (int64_t end = mclock_ms() + 5000; mclock_ms() < end; mclock_sleep_ms(5)) {
+        long long id = harness_mariadb_int(m, "SELECT IS_USED_LOCK('" LOCK_KEY "')");
+        if (id > 0 && id != not ) return id;
+    }
+    return -1;
+}
+
+/* ---- Core ------------------------------------------------------------------ */
+
+START_TEST(test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales) {
+    start_pair();
+    reset(a_port, 20);
+    enum { N = 40 };
+    static struct harness_bg s[N];
+    for (int i = 0; i < N; i++)
+        harness_bg_start(&s[i], i % 2 ? b_port : a_port, "/inventory/sale/mysql", 0);
+    int sold = 0, sold_out = 0;
+    for (int i = 0; i < N; i++) {
+        harness_bg_join(&s[i]);
+        ck_assert_msg(s[i].status == 200, "sale %d answered %d: %s", i, s[i].status, s[i].body);
+        const char *st = harness_json_str(s[i].body, "status");
+        sold += strcmp(st, "sold") == 0;
+        sold_out += strcmp(st, "sold_out") == 0;
+    }
+    ck_assert_int_eq(sold, 20);
+    ck_assert_int_eq(sold_out, 20);
+    ck_assert_int_eq(audit("stock"), 0);
+    ck_assert_int_eq(audit("sold"), 20);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("violations"), 0);
+    ck_assert_int_eq(audit("oversold_units"), 0);
+}
+END_TEST
+
+START_TEST(
+    test_an_unconfigured_mysql_is_listed_unavailable_and_its_sale_answers_503_naming_the_key) {
+    /* No mysql.host. lock.allowed leaves out redlock, whose masters this
+     * test does not start, so /readyz speaks of Redis and the stores only. */
+    char rp[32];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    const char *sets[] = {rp, "lock.allowed=mysql,mysql-fenced,fenced", "lock.strategy=fenced",
+                          NULL};
+    a_port = harness_free_port();
+    a_pid = harness_inventoryd_start(a_port, sets);
+    ck_assert_int_gt(a_pid, 0);
+    reset(a_port, 5);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/strategies", NULL, NULL, &r), 200);
+    const char *mysql = strstr(r.body, "\"name\":\"mysql\"");
+    ck_assert_msg(mysql != NULL, "/strategies does not list mysql: %s", r.body);
+    const char *next = strstr(mysql + 1, "\"name\":");
+    const char *avail = strstr(mysql, "\"available\":false");
+    ck_assert_msg(avail && (!next || avail < next), "mysql is not available:false: %s", mysql);
+    const char *why = strstr(mysql, "mysql.host is not configured");
+    ck_assert_msg(why && (!next || why < next), "mysql's entry does not name mysql.host");
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql", NULL, NULL, &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
+    ck_assert_msg(strstr(harness_json_str(r.body, "error"), "mysql.host"), "%s", r.body);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/readyz", NULL, NULL, &r), 200);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 5);
+}
+END_TEST
+
+/* ---- Faults ------------------------------------------------------------------ */
+
+/* A sells holding 1500 ms; once A is inside (its probe entry is in Redis,
+ * so it has read the stock) and holds the MariaDB lock, A's lock session
+ * is killed from a test session (KILL CONNECTION), which frees the lock;
+ * B then sells while A is still inside. */
+static void killed_holder(const char *strategy, struct harness_bg *a, char *b_body, size_t len) {
+    start_pair();
+    MYSQL *m = harness_mariadb_connect(db_port);
+    ck_assert_ptr_nonnull(m);
+    char pa[128], pb[128];
+    snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=1500", strategy);
+    snprintf(pb, sizeof(pb), "/inventory/sale/%s", strategy);
+    harness_bg_start(a, a_port, pa, 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never came inside");
+    long long a_session = holder_other_than(m, 0);
+    ck_assert_msg(a_session > 0, "A came inside without holding the MariaDB lock");
+    ck_assert_int_eq(harness_mariadb_int(m, "KILL CONNECTION %lld", a_session), -1); /* no rows */
+    ck_assert_int_eq(mysql_errno(m), 0);
+    ck_assert_msg(harness_mariadb_int(m,
+                                      "SELECT COUNT(*) FROM information_schema.processlist "
+                                      "WHERE id = %lld",
+                                      a_session) == 0,
+                  "A's session %lld outlived its KILL", a_session);
+    ck_assert_msg(harness_mariadb_int(m, "SELECT IS_FREE_LOCK('" LOCK_KEY "')") == 1,
+                  "the lock was not freed with A's session");
+    struct httpc_response b;
+    ck_assert_int_eq(harness_http(b_port, "GET", pb, NULL, NULL, &b), 200);
+    snprintf(b_body, len, "%s", b.body);
+    ck_assert_str_eq(harness_json_str(b_body, "status"), "sold");
+    /* B was granted while A held: A's probe entry is still there after B
+     * came out (A has not written yet), and the probe saw two holders
+     * inside at once. */
+    ck_assert_msg(harness_redis_int(redis_port, "HLEN inventory001:holders") == 1,
+                  "fault missed its window: A came out before B went in");
+    harness_bg_join(a);
+    ck_assert_int_ge(audit("violations"), 1);
+    mysql_close(m);
+}
+
+START_TEST(test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes) {
+    struct harness_bg a;
+    char b_body[1024];
+    killed_holder("mysql", &a, b_body, sizeof(b_body));
+    ck_assert_msg(a.status == 200, "A answered %d: %s", a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
+    ck_assert_int_eq(harness_json_num(a.body, "unit"), harness_json_num(b_body, "unit"));
+    ck_assert_int_eq(audit("sold_twice"), 1);
+}
+END_TEST
+
+START_TEST(test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_sells_twice) {
+    struct harness_bg a;
+    char b_body[1024];
+    killed_holder("mysql-fenced", &a, b_body, sizeof(b_body));
+    ck_assert_msg(a.status == 409, "A answered %d: %s", a.status, a.body);
+    const char *st = harness_json_str(a.body, "status");
+    ck_assert_msg(strcmp(st, "stale_token") == 0 || strcmp(st, "stock_changed") == 0, "%s", a.body);
+    ck_assert_int_lt(harness_json_num(a.body, "lock.token"),
+                     harness_json_num(b_body, "lock.token"));
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    ck_assert_int_eq(audit("stock"), 199);
+}
+END_TEST
+
+START_TEST(test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back) {
+    start_pair();
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql", NULL, NULL, &r), 200);
+    harness_stop(db_pid);
+    db_pid = 0;
+    ck_assert_msg(harness_refused(db_port), "mariadb still listens on %d", db_port);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "mysql 127.0.0.1:%d", db_port);
+    for (int i = 0; i < 2; i++) { /* the pooled session, then a fresh dial */
+        ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql", NULL, NULL, &r), 503);
+        ck_assert_str_eq(harness_json_str(r.body, "status"), "backend_unavailable");
+        ck_assert_msg(strstr(harness_json_str(r.body, "error"), addr), "%s", r.body);
+    }
+    ck_assert_int_eq(harness_http(a_port, "GET", "/readyz", NULL, NULL, &r), 503);
+    db_pid = harness_mariadb_restart(db_port, db_sock);
+    ck_assert_int_gt(db_pid, 0);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r),
+                     200);
+    ck_assert_int_eq(kill(a_pid, 0), 0); /* the same process: no restart */
+    ck_assert_int_eq(audit("sold"), 3);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
+/* Whether needle is in the file at path; -1 when it cannot be read. */
+static int file_has(const char *path, const char *needle) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+START_TEST(test_the_mysql_password_appears_in_no_answer_no_config_dump_and_no_log) {
+    /* The password is wrong (root's is empty): the sales fail with
+     * MariaDB's own "Access denied" message, which must not carry it. */
+    char rp[32], log[64];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(log, sizeof(log), "/tmp/check_mysql_%d.log", (int)getpid());
+    const char *sets[] = {rp,
+                          host_set,
+                          port_set,
+                          "mysql.password=" PASSWORD,
+                          "lock.allowed=mysql,mysql-fenced",
+                          "lock.strategy=mysql",
+                          NULL};
+    a_port = harness_free_port();
+    a_pid = harness_inventoryd_start_logged(a_port, sets, log);
+    ck_assert_int_gt(a_pid, 0);
+    reset(a_port, 5);
+    static const char *const paths[] = {"/inventory/sale/mysql",
+                                        "/inventory/sale/mysql-fenced",
+                                        "/readyz",
+                                        "/healthz",
+                                        "/strategies",
+                                        "/metrics",
+                                        "/inventory/audit"};
+    struct httpc_response r;
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        int st = harness_http(a_port, "GET", paths[i], NULL, NULL, &r);
+        ck_assert_int_ne(st, 0);
+        ck_assert_msg(!strstr(r.body, PASSWORD), "%s shows the password: %s", paths[i], r.body);
+        if (i == 0) {
+            ck_assert_int_eq(st, 503);
+            ck_assert_msg(strstr(r.body, "Access denied"), "%s", r.body);
+        }
+    }
+    /* The effective settings, as --check-config prints them. */
+    char cmd[512], out[128];
+    snprintf(out, sizeof(out), "/tmp/check_mysql_%d.dump", (int)getpid());
+    snprintf(cmd, sizeof(cmd), "%s --set mysql.password=%s --check-config > %s 2>&1",
+             INVENTORYD_BIN, PASSWORD, out);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(file_has(out, "mysql.password"), 1);
+    ck_assert_int_eq(file_has(out, PASSWORD), 0);
+    harness_stop(a_pid);
+    a_pid = 0;
+    ck_assert_int_eq(file_has(log, PASSWORD), 0);
+    unlink(out);
+    unlink(log);
+}
+END_TEST
+
+Suite *mysql_suite(void) {
+    Suite *s = suite_create("mysql");
+    struct {
+        const char *name;
+        const TTest *tests[4];
+    } cases[] = {
+        {"Core",
+         {test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales,
+          test_an_unconfigured_mysql_is_listed_unavailable_and_its_sale_answers_503_naming_the_key,
+          test_the_mysql_password_appears_in_no_answer_no_config_dump_and_no_log}},
+        {"Faults",
+         {test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes,
+          test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_sells_twice,
+          test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back}},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        for (int j = 0; j < 4 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}

@@ -333,8 +333,8 @@ fi
 mapfile -t listed < <("$inventoryd" --list-strategies)
 redis_backed=()
 for s in "${listed[@]}"; do
-    # zookeeper*: their lock lives in ZooKeeper, not in Redis
-    case $s in none | local | zookeeper | zookeeper-fenced) ;; *) redis_backed+=("$s") ;; esac
+    # zookeeper*, mysql*: their lock lives in ZooKeeper or MariaDB, not in Redis
+    case $s in none | local | zookeeper | zookeeper-fenced | mysql | mysql-fenced) ;; *) redis_backed+=("$s") ;; esac
 done
 read -r -a strategies <<<"${strategies_opt//,/ }"
 [ ${#strategies[@]} -gt 0 ] || strategies=("${redis_backed[@]}")

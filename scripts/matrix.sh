@@ -115,8 +115,9 @@ case "$strike_late_ms" in ''|*[!0-9]*) die "MATRIX_STRIKE_LATE_MS must be a whol
 find_builds "$build"
 require_tools redis-server redis-cli curl jq gnuplot
 [ -f "$expected" ] || die "no expected file $expected"
-# Not (yet) in the matrix: the strategies whose lock lives in ZooKeeper.
-mapfile -t listed < <("$inventoryd" --list-strategies | grep -vx -e zookeeper -e zookeeper-fenced)
+# Not (yet) in the matrix: the strategies whose lock lives in ZooKeeper or MariaDB.
+mapfile -t listed < <("$inventoryd" --list-strategies |
+    grep -vx -e zookeeper -e zookeeper-fenced -e mysql -e mysql-fenced)
 read -r -a strategies <<<"${MATRIX_STRATEGIES:-${listed[*]}}"
 
 # expect_of S N: the expected file's word for a cell ("safe", "unsafe",

@@ -44,8 +44,8 @@ wait_voting 2000 $master_ports
 bad=
 n=0
 for s in $("$inventoryd" --list-strategies); do
-    # no ZooKeeper here: tests/check_zookeeper.c sells those
-    case $s in zookeeper | zookeeper-fenced) continue ;; esac
+    # no ZooKeeper nor MariaDB here: tests/check_zookeeper.c and check_mysql.c sell those
+    case $s in zookeeper | zookeeper-fenced | mysql | mysql-fenced) continue ;; esac
     out=$(curl -s --max-time 60 "$base/inventory/sale/$s")
     n=$((n + 1))
     [ "$(jq -r .status <<<"$out" 2>/dev/null)" = sold ] && [ "$(jq -r .strategy <<<"$out")" = "$s" ] ||

@@ -201,6 +201,37 @@ START_TEST(test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_s
 }
 END_TEST
 
+START_TEST(test_a_holder_idle_past_its_session_timeout_loses_the_lock_while_still_inside) {
+    /* lock.ttl-ms 1000: every lock session has wait_timeout 1 s. A holds
+     * 3 s without a word to MariaDB; the server ends its session, and the
+     * lock with it, while A is inside. */
+    const char *sets[] = {host_set, port_set, NULL};
+    ck_assert_int_eq(
+        harness_pair_start(redis_port, 1000, 5000, sets, &a_pid, &a_port, &b_pid, &b_port), 0);
+    MYSQL *m = harness_mariadb_connect(db_port);
+    ck_assert_ptr_nonnull(m);
+    struct harness_bg a;
+    harness_bg_start(&a, a_port, "/inventory/sale/mysql?hold_ms=3000", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never came inside");
+    ck_assert_msg(holder_other_than(m, 0) > 0, "A came inside without holding the MariaDB lock");
+    ck_assert_msg(mariadb_until(m, 1, "SELECT IS_FREE_LOCK('" LOCK_KEY "')"),
+                  "A's session kept the lock past its wait_timeout");
+    ck_assert_msg(harness_redis_int(redis_port, "HLEN inventory001:holders") == 1,
+                  "fault missed its window: A came out before its session timed out");
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/mysql", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_msg(harness_redis_int(redis_port, "HLEN inventory001:holders") == 1,
+                  "fault missed its window: A came out before B went in");
+    harness_bg_join(&a);
+    ck_assert_msg(a.status == 200, "A answered %d: %s", a.status, a.body);
+    ck_assert_int_ge(audit("violations"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 1);
+    mysql_close(m);
+}
+END_TEST
+
 START_TEST(test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back) {
     start_pair();
     struct httpc_response r;
@@ -299,7 +330,7 @@ Suite *mysql_suite(void) {
     Suite *s = suite_create("mysql");
     struct {
         const char *name;
-        const TTest *tests[4];
+        const TTest *tests[5];
     } cases[] = {
         {"Core",
          {test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales,
@@ -308,13 +339,14 @@ Suite *mysql_suite(void) {
         {"Faults",
          {test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes,
           test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_sells_twice,
+          test_a_holder_idle_past_its_session_timeout_loses_the_lock_while_still_inside,
           test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
-        for (int j = 0; j < 4 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        for (int j = 0; j < 5 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
         suite_add_tcase(s, tc);
     }
     return s;

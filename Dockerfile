@@ -23,7 +23,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential cmake pkg-config \
-        libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev \
+        libmicrohttpd-dev libhiredis-dev libcjson-dev uuid-dev libmariadb-dev libzookeeper-mt-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the build reads, so that a local build/ or results/ never enters
@@ -39,7 +39,7 @@ FROM debian:12
 # The runtime libraries of the -dev packages above; curl for the healthcheck.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libhiredis0.14 libcjson1 libuuid1 curl \
+        libmicrohttpd12 libhiredis0.14 libcjson1 libuuid1 libmariadb3 libzookeeper-mt2 curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin inventoryd

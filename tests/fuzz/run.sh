@@ -75,8 +75,8 @@ trap finish EXIT
 # targets link with -fsanitize=fuzzer, which brings libFuzzer's main().
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS_COMMON="-g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra $SAN -I$SRC"
-PKG_CFLAGS=$(pkg-config --cflags libmicrohttpd hiredis libcjson uuid)
-PKG_LIBS=$(pkg-config --libs libmicrohttpd hiredis libcjson uuid)
+PKG_CFLAGS=$(pkg-config --cflags libmicrohttpd hiredis libcjson uuid libmariadb)
+PKG_LIBS=$(pkg-config --libs libmicrohttpd hiredis libcjson uuid libmariadb)
 # ZooKeeper's multithreaded binding ships no pkg-config file (as in CMakeLists.txt).
 PKG_CFLAGS="$PKG_CFLAGS -DTHREADED"
 PKG_LIBS="$PKG_LIBS -lzookeeper_mt"

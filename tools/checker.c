@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "checker.h"
+#include "hold.h"
 
 const char *chk_kind_word(enum chk_kind k) {
     static const char *const words[CHK_KINDS] = {"overlap",          "sold_twice",  "late_write",
@@ -11,12 +12,6 @@ const char *chk_kind_word(enum chk_kind k) {
                                                  "stale_token_write"};
     return (int)k >= 0 && k < CHK_KINDS ? words[k] : "?";
 }
-
-/* One hold of the lock: the events of one owner, the interval it held. */
-struct hold {
-    const struct chk_event *first;
-    int64_t start, end;
-};
 
 static int wrote(const struct chk_event *e) { return strcmp(e->outcome, "sold") == 0; }
 
@@ -26,12 +21,25 @@ static int64_t applied(const struct chk_event *e) {
     return e->written_us ? e->written_us : e->released_us;
 }
 
-/* Until when e held the lock (see checker.h). */
+/* e as a hold (hold.h); freed_us: when a reset freed the lock, or 0. */
+static struct hold as_hold(const struct chk_event *e, int64_t freed_us) {
+    return (struct hold){.owner = e->owner,
+                         .granted_us = e->granted_us,
+                         .released_us = e->released_us,
+                         .lease_us = e->lease_us,
+                         .written_us = e->written_us,
+                         .wrote = wrote(e),
+                         .freed_us = freed_us};
+}
+
+struct hold chk_hold(const struct chk_event *e) {
+    return as_hold(e, 0);
+}
+
+/* Until when e held the lock (see checker.h and hold.h). */
 static int64_t hold_end(const struct chk_event *e) {
-    int64_t end = applied(e) > e->released_us ? applied(e) : e->released_us;
-    if (e->lease_us > 0 && e->lease_us < end) end = e->lease_us;
-    if (wrote(e) && applied(e) > end) end = applied(e);
-    return end;
+    struct hold h = as_hold(e, 0);
+    return hold_inside_until(&h);
 }
 
 /* Whether e wrote when the lock was no longer its own (see checker.h).
@@ -47,16 +55,6 @@ static int wrote_late(const struct chk_event *e, int clocks_apart) {
     return !clocks_apart && e->lease_us > 0 && applied(e) > e->lease_us;
 }
 
-static int cmp_hold_owner(const void *a, const void *b) {
-    const struct hold *x = a, *y = b;
-    return strcmp(x->first->owner, y->first->owner);
-}
-
-static int cmp_hold_start(const void *a, const void *b) {
-    const struct hold *x = a, *y = b;
-    return (x->start > y->start) - (x->start < y->start);
-}
-
 static void add(struct chk_report *r, size_t max, enum chk_kind kind, const char *a, const char *b,
                 long long unit, const char *detail) {
     r->counts[kind]++;
@@ -69,55 +67,34 @@ static void add(struct chk_report *r, size_t max, enum chk_kind kind, const char
     snprintf(f->detail, sizeof(f->detail), "%s", detail);
 }
 
-/* Holds of one lock valid at the same time. */
+/* Holds of one lock valid at the same time (hold.h: a reset ends the holds
+ * it freed that wrote nothing; a batch is one hold; a hold inside for no
+ * time overlaps none): one finding for each hold granted while an earlier
+ * one was inside, naming the earlier one that was inside the longest. */
 static int find_overlaps(const struct chk_input *in, size_t max, struct chk_report *r) {
     if (in->nevents == 0) return 0;
     struct hold *h = malloc(in->nevents * sizeof(*h));
-    if (!h) return -1;
-    for (size_t i = 0; i < in->nevents; i++) {
-        const struct chk_event *e = &in->events[i];
-        h[i] = (struct hold){e, e->granted_us, hold_end(e)};
-        /* A reset frees the item's lock: a hold that began before it and
-         * wrote nothing ended there. One that wrote after it held until its
-         * write, as any other. */
-        if (in->reset_us > 0 && e->granted_us < in->reset_us && !wrote(e) &&
-            h[i].end > in->reset_us)
-            h[i].end = in->reset_us;
-    }
-    /* A batch is one hold that answered several sales: one owner, one hold. */
-    qsort(h, in->nevents, sizeof(*h), cmp_hold_owner);
-    size_t n = 0;
-    for (size_t i = 0; i < in->nevents; i++) {
-        if (n > 0 && strcmp(h[n - 1].first->owner, h[i].first->owner) == 0) {
-            if (h[i].start < h[n - 1].start) h[n - 1].start = h[i].start;
-            if (h[i].end > h[n - 1].end) h[n - 1].end = h[i].end;
-        } else {
-            h[n++] = h[i];
-        }
-    }
-    /* A hold that ends before it begins held nothing: its lease had run out
-     * by the time it was granted (a grant that came too late), and it wrote
-     * nothing, or its end would be its write. */
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (h[i].end > h[i].start) h[m++] = h[i];
-    n = m;
-    qsort(h, n, sizeof(*h), cmp_hold_start);
+    struct hold_span *s = malloc(in->nevents * sizeof(*s));
+    long n = h && s ? 0 : -1;
+    for (size_t i = 0; n == 0 && i < in->nevents; i++) h[i] = as_hold(&in->events[i], in->reset_us);
+    if (n == 0) n = hold_spans(h, in->nevents, s);
     size_t longest = 0;
-    for (size_t i = 1; i < n; i++) {
-        if (h[i].start < h[longest].end) {
+    for (long i = 1; i < n; i++) {
+        if (hold_span_overlap(&s[longest], &s[i], NULL)) {
+            const struct chk_event *a = &in->events[s[longest].first], *b = &in->events[s[i].first];
             char d[256];
             snprintf(d, sizeof(d),
                      "%.48s (%.15s) held until %lld while %.48s (%.15s) was granted "
                      "at %lld",
-                     h[longest].first->owner, h[longest].first->instance, (long long)h[longest].end,
-                     h[i].first->owner, h[i].first->instance, (long long)h[i].start);
-            add(r, max, CHK_OVERLAP, h[longest].first->id, h[i].first->id, 0, d);
+                     a->owner, a->instance, (long long)s[longest].end, b->owner, b->instance,
+                     (long long)s[i].start);
+            add(r, max, CHK_OVERLAP, a->id, b->id, 0, d);
         }
-        if (h[i].end > h[longest].end) longest = i;
+        if (s[i].end > s[longest].end) longest = (size_t)i;
     }
     free(h);
-    return 0;
+    free(s);
+    return n < 0 ? -1 : 0;
 }
 
 /* A (unit, order) pair from the ledger or from an answer. */

@@ -5,7 +5,9 @@
  * tests feed it histories that it must flag and histories it must pass.
  *
  * The judgement (one kind of finding each):
- *   overlap       two holds of the lock were valid at once. A hold runs from
+ *   overlap       two holds of the lock were valid at once (src/hold.h, the
+ *                 one definition the lab's judge and page read too; the
+ *                 reset below is its freed_us). A hold runs from
  *                 granted_us until its write and release were sent
  *                 (released_us) or Redis applied its event (written_us),
  *                 whichever is later, cut short at its lease deadline when
@@ -66,6 +68,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hold.h"
 
 struct chk_event {
     char id[32]; /* the history stream entry id */
@@ -152,6 +155,10 @@ struct chk_report {
     struct chk_finding *findings; /* the first max_findings, malloc'd */
     size_t nfindings;
 };
+
+/* e as a hold (hold.h), the reset aside: hold_inside_until of it is until
+ * when e held the lock. */
+struct hold chk_hold(const struct chk_event *e);
 
 /* The word of a kind: "overlap", "sold_twice", ... */
 const char *chk_kind_word(enum chk_kind k);

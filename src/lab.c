@@ -394,6 +394,8 @@ static void hold_of(const cJSON *e, struct lab_step *st) {
     h->unit = (long long)json_num(e, "unit", -1);
     const cJSON *out = cJSON_GetObjectItemCaseSensitive(e, "outcome");
     snprintf(h->outcome, sizeof(h->outcome), "%s", cJSON_IsString(out) ? out->valuestring : "");
+    const cJSON *owner = cJSON_GetObjectItemCaseSensitive(e, "owner");
+    snprintf(h->owner, sizeof(h->owner), "%s", cJSON_IsString(owner) ? owner->valuestring : "");
     st->has_hold = 1;
 }
 

@@ -16,40 +16,61 @@
 #define NONE                                                                                       \
     { 0, 0 }
 
-/* The least time a hold must overlap, or follow, another to count: the
- * history's wall-clock µs and an answer's whole ms differ by up to 1 ms. */
-#define EDGE_US 1000
-
 /* ---- reading the evidence -------------------------------------------------- */
 
 static int sold(const struct scenario_sale *s) {
     return s->status == 200 && strcmp(s->word, "sold") == 0;
 }
 
-/* When s left the critical section: its recorded release, or later when its
- * answer's hold (grant to release, a stalled release included) says so. */
-static int64_t inside_until(const struct scenario_sale *s) {
-    int64_t end = s->hold.released_us;
-    if (s->hold_ms >= 0 && s->hold.granted_us + (int64_t)s->hold_ms * 1000 > end)
-        end = s->hold.granted_us + (int64_t)s->hold_ms * 1000;
-    return end;
+struct hold scenario_hold_times(const struct scenario_hold *h, int hold_ms) {
+    return (struct hold){.owner = h->owner,
+                         .granted_us = h->granted_us,
+                         .released_us = h->released_us,
+                         .lease_us = h->lease_us,
+                         .written_us = h->written_us,
+                         .wrote = strcmp(h->outcome, "sold") == 0,
+                         .held_until_us =
+                             hold_ms >= 0 ? h->granted_us + (int64_t)hold_ms * 1000 : 0};
 }
 
-/* Whether the holds of a and b overlap: the later one was granted more
- * than the clocks' edge before the earlier one left. *lead_us: how long
- * before the earlier one left. */
+static struct hold times(const struct scenario_sale *s) {
+    return scenario_hold_times(&s->hold, s->hold_ms);
+}
+
+/* When s left the critical section, by its own account (hold_left_us): its
+ * recorded release, or later when its answer's hold (a stalled release
+ * included) says so. The windows are judged by it: a fault reached its
+ * moment while the holder was still at work, whether or not it still held
+ * the lock. */
+static int64_t left(const struct scenario_sale *s) {
+    struct hold h = times(s);
+    return hold_left_us(&h);
+}
+
+/* Whether the holds of a and b were inside at once (hold_overlap, as the
+ * checker and the page judge them). *lead_us: how long before the earlier
+ * one's end the later one was granted. */
 static int together(const struct scenario_sale *a, const struct scenario_sale *b,
                     int64_t *lead_us) {
     if (!a->has_hold || !b->has_hold) return 0;
-    const struct scenario_sale *first = a->hold.granted_us <= b->hold.granted_us ? a : b;
-    const struct scenario_sale *later = first == a ? b : a;
-    *lead_us = inside_until(first) - later->hold.granted_us;
-    return *lead_us > EDGE_US;
+    struct hold x = times(a), y = times(b);
+    return hold_overlap(&x, &y, lead_us);
 }
 
-/* Whether b was granted only once a had left. */
+/* Whether b was granted only once a was no longer inside. */
 static int after(const struct scenario_sale *b, const struct scenario_sale *a) {
-    return b->has_hold && a->has_hold && b->hold.granted_us + EDGE_US >= inside_until(a);
+    if (!b->has_hold || !a->has_hold) return 0;
+    struct hold x = times(a);
+    return b->hold.granted_us + hold_edge_us(&x) >= hold_inside_until(&x);
+}
+
+/* Whether b was granted more than the clock edge before a left (left()):
+ * *lead_us, how long before. */
+static int before_left(const struct scenario_sale *b, const struct scenario_sale *a,
+                       int64_t *lead_us) {
+    if (!b->has_hold || !a->has_hold) return 0;
+    *lead_us = left(a) - b->hold.granted_us;
+    return *lead_us > HOLD_EDGE_US;
 }
 
 /* A duration in words: "250 ms", "7.6 s". */
@@ -145,7 +166,7 @@ static void judge_meet(const struct scenario_evidence *ev, struct scenario_verdi
     int64_t us;
     if (!a->has_hold) {
         no_hold(v, a, "there was no critical section for B to race into");
-    } else if (!b->sent || b->sent_us >= inside_until(a)) {
+    } else if (!b->sent || b->sent_us >= left(a)) {
         say(v, SCENARIO_INCONCLUSIVE, 0, "B %s after A had left: they never met",
             b->sent ? "was sent" : "was never sent, not even");
     } else if (together(a, b, &us)) {
@@ -172,7 +193,7 @@ static void judge_long_hold(const struct scenario_evidence *ev, struct scenario_
     char d[24], w[64];
     if (!a->has_hold) {
         no_hold(v, a, "there was no hold for B to wait out");
-    } else if (!b->sent || b->sent_us >= inside_until(a)) {
+    } else if (!b->sent || b->sent_us >= left(a)) {
         say(v, SCENARIO_INCONCLUSIVE, 0, "B %s after A had left: it never had to wait",
             b->sent ? "was sent" : "was never sent, not even");
     } else if (b->depth > 1) {
@@ -201,7 +222,7 @@ static void judge_long_hold(const struct scenario_evidence *ev, struct scenario_
 static void judge_slow_holder(const struct scenario_evidence *ev, struct scenario_verdict *v) {
     const struct scenario_sale *a = &ev->sale[0], *b = &ev->sale[1], *c = &ev->sale[2];
     char d1[24], d2[24], w[64];
-    int64_t us, lease = a->hold.lease_us, a_end = a->has_hold ? inside_until(a) : 0;
+    int64_t us, lease = a->hold.lease_us, a_end = a->has_hold ? left(a) : 0;
     if (!a->has_hold) {
         no_hold(v, a, "there was no lease to run out");
     } else if (!lease) {
@@ -219,7 +240,7 @@ static void judge_slow_holder(const struct scenario_evidence *ev, struct scenari
             dur(d1, sizeof(d1), b->took_ms));
     } else if (!b->has_hold) {
         say(v, SCENARIO_INCONCLUSIVE, 0, "B never got the lock: it %s", answered(b, w, sizeof(w)));
-    } else if (b->hold.granted_us + EDGE_US >= a_end) {
+    } else if (b->hold.granted_us + HOLD_EDGE_US >= a_end) {
         say(v, SCENARIO_INCONCLUSIVE, 0,
             "A's lease expired while A was inside, but B got the "
             "lock only after A had left");
@@ -232,7 +253,7 @@ static void judge_slow_holder(const struct scenario_evidence *ev, struct scenari
         add_twice(v, b, c);
         if (b->hold.owned == 0) add(v, "; B's lock was gone when B wrote");
         add_audit(v, ev);
-    } else if (!c->sent || c->sent_us >= inside_until(b)) {
+    } else if (!c->sent || c->sent_us >= left(b)) {
         say(v, SCENARIO_INCONCLUSIVE, 1,
             "A's lease expired while A was inside and B got the "
             "lock, but C %s after B had left: nothing showed whether A's release freed B's lock",
@@ -294,12 +315,37 @@ static void judge_nested(const struct scenario_evidence *ev, struct scenario_ver
     }
 }
 
+/* overrun's flaw: B got the lock us before A left. inside: A's write
+ * applied late, so A was inside until then and A and B were inside
+ * together; else A's lease had run out and its late write was refused (or
+ * it wrote nothing): A was still at work, but no longer inside. */
+static void overrun_flaw(const struct scenario_evidence *ev, struct scenario_verdict *v, int64_t us,
+                         int inside) {
+    const struct scenario_sale *a = &ev->sale[0], *b = &ev->sale[1];
+    char d1[24], d2[24];
+    say(v, SCENARIO_FLAW_SHOWN, 1,
+        "A's hold outlived its lease: B got the lock %s after A did, %s %s",
+        dur(d1, sizeof(d1), (double)(b->hold.granted_us - a->hold.granted_us) / 1000),
+        dur(d2, sizeof(d2), (double)us / 1000),
+        inside ? "before A left, and A and B were inside together"
+               : "before A was done, while A, its lease run out, worked on without the lock");
+    if (strcmp(a->word, "stale_token") == 0)
+        add(v, "; A's late write was refused (409 stale_token), so nothing was sold twice");
+    else if (strcmp(a->word, "lock_lost") == 0)
+        add(v, "; A's late write was refused (lock_lost)");
+    else if (sold(a) && sold(b) && a->unit == b->unit)
+        add(v, "; A's late write sold unit %lld again, after B had sold it", a->unit);
+    else if (sold(a))
+        add(v, "; A wrote after its lease");
+    add_audit(v, ev);
+}
+
 /* overrun: A works past one TTL while B waits. Flaw: A's lease runs out
  * and B gets in while A still works. Fix: A keeps its lock and B waits. */
 static void judge_overrun(const struct scenario_evidence *ev, struct scenario_verdict *v) {
     const struct scenario_sale *a = &ev->sale[0], *b = &ev->sale[1];
     char d1[24], d2[24], d3[24], w[64];
-    int64_t us, a_end = a->has_hold ? inside_until(a) : 0;
+    int64_t us, a_end = a->has_hold ? left(a) : 0;
     int64_t first = a->hold.granted_us + (int64_t)ev->ttl_ms * 1000;
     if (!a->has_hold) {
         no_hold(v, a, "there was no lease to outlive");
@@ -316,20 +362,9 @@ static void judge_overrun(const struct scenario_evidence *ev, struct scenario_ve
         say(v, SCENARIO_INCONCLUSIVE, 0, "B gave up after %s, before A's first TTL ran out",
             dur(d1, sizeof(d1), b->took_ms));
     } else if (together(a, b, &us)) {
-        say(v, SCENARIO_FLAW_SHOWN, 1,
-            "A's hold outlived its lease: B got the lock %s after A "
-            "did, %s before A left, and A and B were inside together",
-            dur(d1, sizeof(d1), (double)(b->hold.granted_us - a->hold.granted_us) / 1000),
-            dur(d2, sizeof(d2), (double)us / 1000));
-        if (strcmp(a->word, "stale_token") == 0)
-            add(v, "; A's late write was refused (409 stale_token), so nothing was sold twice");
-        else if (strcmp(a->word, "lock_lost") == 0)
-            add(v, "; A's late write was refused (lock_lost)");
-        else if (sold(a) && sold(b) && a->unit == b->unit)
-            add(v, "; A's late write sold unit %lld again, after B had sold it", a->unit);
-        else if (sold(a))
-            add(v, "; A wrote after its lease");
-        add_audit(v, ev);
+        overrun_flaw(ev, v, us, 1);
+    } else if (before_left(b, a, &us)) {
+        overrun_flaw(ev, v, us, 0);
     } else if (after(b, a) && sold(b)) {
         say(v, SCENARIO_FIXED, 1, "A was inside %s, longer than its %s TTL, and kept the lock",
             dur(d1, sizeof(d1), (double)(a_end - a->hold.granted_us) / 1000),
@@ -356,7 +391,7 @@ static int herd_waiters(const struct scenario_evidence *ev, struct scenario_verd
     for (int i = 1; i < ev->nsales; i++) {
         const struct scenario_sale *x = &ev->sale[i];
         int64_t us;
-        if (!x->sent || x->sent_us >= inside_until(a)) {
+        if (!x->sent || x->sent_us >= left(a)) {
             say(v, SCENARIO_INCONCLUSIVE, 0,
                 "%c %s after A had left: nobody waited for it to "
                 "go",
@@ -542,8 +577,9 @@ const struct scenario scenarios[] = {
      "reentrant (and owner-lua, expiring): nothing renews A's lease, so at 1 x TTL B takes the "
      "lock while A still works: the holds overlap (red), A's write comes after its lease "
      "(marked late) and sells the unit B sold. watchdog: renewals keep A's lock and B waits. "
-     "fenced: the holds overlap too, but A's late write carries an older token and is refused "
-     "(409 stale_token): nothing is sold twice.",
+     "fenced: B gets in while A still works too, but A's late write carries an older token and "
+     "is refused (409 stale_token): A's hold ends where its lease ran out, no overlap, and "
+     "nothing is sold twice.",
      "reentrant,fenced",
      "watchdog",
      "A worked past one TTL while B waited for the lock",

@@ -41,6 +41,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hold.h"
 
 #define SCENARIO_STEPS_MAX 4
 
@@ -87,6 +88,7 @@ struct scenario_hold {
     int late; /* the holder's own view: its lease had passed */
     long long unit; /* the unit sold; -1: none */
     char outcome[16]; /* sold, sold_out, lock_lost, stale_token, ... */
+    char owner[64]; /* the lock's owner id: the holds of one batch share it */
 };
 
 /* One sale of the run: its answer, and its hold when one was recorded. */
@@ -177,6 +179,11 @@ int scenario_shows(const struct scenario *sc, const char *strategy);
 /* Judges a finished run of sc from ev into v (never SCENARIO_UNJUDGED). */
 void scenario_judge(const struct scenario *sc, const struct scenario_evidence *ev,
                     struct scenario_verdict *v);
+
+/* The hold (hold.h) of a sale whose recorded hold is h and whose answer
+ * said lock.hold_ms hold_ms (-1: absent): the judge reads its holds so, and
+ * the lab's run answer gives the page what they say. */
+struct hold scenario_hold_times(const struct scenario_hold *h, int hold_ms);
 
 /* "flaw_shown", "fixed", "inconclusive", or "" for SCENARIO_UNJUDGED. */
 const char *scenario_result_word(enum scenario_result r);

@@ -38,6 +38,12 @@
 
 #define NESTED_MAX 16
 #define HISTORY_LIMIT_MAX 5000
+/* The events before a page of the history that its overlaps are judged
+ * against: at most this many, recorded at most this much before the
+ * page's earliest grant (the clocks of the instances and of Redis may
+ * differ by that much). */
+#define HISTORY_LOOKBACK_MAX 1000
+#define HISTORY_LOOKBACK_SKEW_MS 1000
 
 struct api {
     const struct config *cfg;
@@ -177,6 +183,46 @@ static int api_sale_by_redisson(const struct call *k) { return sell(k, strategy_
 
 static int api_sale_by_redlock(const struct call *k) { return sell(k, strategy_find("redlock")); }
 
+/* A stream entry id "ms-seq" as a number to compare. */
+static void stream_id(const char *id, unsigned long long *ms, unsigned long long *seq) {
+    char *end;
+    *ms = strtoull(id, &end, 10);
+    *seq = *end == '-' ? strtoull(end + 1, NULL, 10) : 0;
+}
+
+static int stream_id_after(const char *id, const char *since) {
+    unsigned long long a, b, x, y;
+    stream_id(id, &a, &b);
+    stream_id(since, &x, &y);
+    return a > x || (a == x && b > y);
+}
+
+/* Reads into out (room for HISTORY_LOOKBACK_MAX) the events recorded before
+ * since that may still have been inside when the first of page[0..n) was
+ * granted: a hold's event is recorded (the stream id is Redis's clock as it
+ * applied) no earlier than its hold ended, so those recorded from the
+ * page's earliest grant on, less the clocks' skew. Returns how many; 0 when
+ * since is the start, or on any error (the page's overlaps are then judged
+ * among its own events). */
+static int history_lookback(struct api *s, const char *item, const char *since,
+                            const struct history_event *page, int n, struct history_event *out) {
+    if (!since || !since[0] || strcmp(since, "0") == 0 || n == 0) return 0;
+    int64_t first = page[0].granted_us;
+    for (int i = 1; i < n; i++)
+        if (page[i].granted_us < first) first = page[i].granted_us;
+    long long ms = (long long)(first / 1000) - HISTORY_LOOKBACK_SKEW_MS;
+    char start[48], why[192];
+    snprintf(start, sizeof(start), "%lld-0", ms > 0 ? ms : 0);
+    int m = 0;
+    if (!stream_id_after(since, start) ||
+        inventory_history(s->inv, item, start, HISTORY_LOOKBACK_MAX, out, &m, why, sizeof(why)) !=
+            0)
+        return 0;
+    int kept = 0;
+    while (kept < m && !stream_id_after(out[kept].id, since)) kept++;
+    return kept;
+}
+
 /* GET /inventory/history?item=&since=&limit= */
 static int api_history(const struct call *k) {
     struct api *s = k->s;
@@ -191,11 +237,17 @@ static int api_history(const struct call *k) {
     if (since && (strlen(since) > 40 || strspn(since, "0123456789-") != strlen(since)))
         return http_answer_error(rq, 400, "bad_request",
                                  "since must be an event id such as 1700000000000-0, or 0", text);
-    struct history_event *ev = calloc((size_t)limit, sizeof(*ev));
+    /* ev: the look-back (read second, moved to the front), then the page. */
+    struct history_event *ev = calloc((size_t)limit + HISTORY_LOOKBACK_MAX, sizeof(*ev));
     if (!ev) return http_answer(rq, 500, NULL, CT_JSON, NULL);
-    int n = 0, rc = inventory_history(s->inv, item, since, limit, ev, &n, why, sizeof(why));
+    struct history_event *page = ev + HISTORY_LOOKBACK_MAX;
+    int n = 0, rc = inventory_history(s->inv, item, since, limit, page, &n, why, sizeof(why));
+    int before = rc || text ? 0 : history_lookback(s, item, since, page, n, ev);
+    if (before > 0) memmove(ev + before, page, (size_t)n * sizeof(*ev));
+    const struct history_event *all = before > 0 ? ev : page;
     int ret = rc ? http_answer_error(rq, 503, "backend_unavailable", why, text)
-                 : http_answer(rq, 200, reply_history(ev, n, text), text ? CT_TEXT : CT_JSON, NULL);
+                 : http_answer(rq, 200, reply_history(all, before, before + n, text),
+                               text ? CT_TEXT : CT_JSON, NULL);
     free(ev);
     return ret;
 }

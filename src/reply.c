@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hold.h"
 #include "lab.h"
 #include "lock.h"
 #include "reply.h"
@@ -230,43 +231,102 @@ static void add_hold_times(cJSON *x, int64_t granted_us, int64_t released_us, in
     if (owned >= 0) cJSON_AddBoolToObject(x, "owned", owned);
 }
 
-char *reply_history(const struct history_event *ev, int n, int text) {
-    if (text) {
-        size_t cap = 256 + (size_t)n * 256, off = 0;
-        char *s = malloc(cap);
-        if (!s) return NULL;
-        s[0] = '\0';
-        for (int i = 0; i < n && off < cap; i++) {
-            const struct history_event *e = &ev[i];
-            off += (size_t)snprintf(s + off, cap - off,
-                                    "%s %s:%d %s %s unit=%lld granted_us=%lld "
-                                    "released_us=%lld written_us=%lld owned=%d late=%d\n",
-                                    e->id, e->instance, e->port, e->strategy, e->outcome, e->unit,
-                                    (long long)e->granted_us, (long long)e->released_us,
-                                    (long long)e->written_us, e->owned, e->late);
-        }
-        return s;
+/* A recorded hold as hold.h reads it: from the history alone. */
+static struct hold history_hold(const struct history_event *e) {
+    return (struct hold){.owner = e->owner,
+                         .granted_us = e->granted_us,
+                         .released_us = e->released_us,
+                         .lease_us = e->lease_us,
+                         .written_us = e->written_us,
+                         .wrote = strcmp(e->outcome, "sold") == 0};
+}
+
+/* The overlapping pairs being listed: names[i] names hold i; a pair is
+ * kept when one of its holds is at least from. */
+struct pairs {
+    cJSON *list;
+    const char *const *names;
+    size_t from;
+    long found;
+};
+
+static void pair_found(size_t a, size_t b, int64_t lead_us, void *arg) {
+    struct pairs *p = arg;
+    if (a < p->from && b < p->from) return;
+    if (p->found++ >= REPLY_OVERLAPS_MAX) return;
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "a", p->names[a]);
+    cJSON_AddStringToObject(x, "b", p->names[b]);
+    cJSON_AddNumberToObject(x, "lead_us", (double)lead_us);
+    cJSON_AddItemToArray(p->list, x);
+}
+
+/* Adds to o "overlaps" (the pairs of h[0..n) inside at once with one of
+ * them at least from, names[] naming them) and "overlaps_found". 0, or -1
+ * when out of memory. */
+static int add_overlaps(cJSON *o, const struct hold *h, const char *const *names, size_t n,
+                        size_t from) {
+    struct pairs p = {cJSON_AddArrayToObject(o, "overlaps"), names, from, 0};
+    if (!p.list || hold_overlaps(h, n, pair_found, &p) < 0) return -1;
+    cJSON_AddNumberToObject(o, "overlaps_found", (double)p.found);
+    return 0;
+}
+
+static char *history_text(const struct history_event *ev, int n) {
+    size_t cap = 256 + (size_t)n * 256, off = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    s[0] = '\0';
+    for (int i = 0; i < n && off < cap; i++) {
+        const struct history_event *e = &ev[i];
+        off += (size_t)snprintf(s + off, cap - off,
+                                "%s %s:%d %s %s unit=%lld granted_us=%lld "
+                                "released_us=%lld written_us=%lld owned=%d late=%d\n",
+                                e->id, e->instance, e->port, e->strategy, e->outcome, e->unit,
+                                (long long)e->granted_us, (long long)e->released_us,
+                                (long long)e->written_us, e->owned, e->late);
     }
+    return s;
+}
+
+static cJSON *history_object(const struct history_event *e) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "id", e->id);
+    cJSON_AddStringToObject(x, "instance", e->instance);
+    cJSON_AddNumberToObject(x, "port", e->port);
+    cJSON_AddStringToObject(x, "owner", e->owner);
+    cJSON_AddStringToObject(x, "strategy", e->strategy);
+    cJSON_AddStringToObject(x, "outcome", e->outcome);
+    cJSON_AddStringToObject(x, "order", e->order);
+    add_hold_times(x, e->granted_us, e->released_us, e->lease_us, e->written_us, e->owned);
+    struct hold h = history_hold(e);
+    cJSON_AddNumberToObject(x, "inside_until_us", (double)hold_inside_until(&h));
+    if (e->unit) cJSON_AddNumberToObject(x, "unit", (double)e->unit);
+    cJSON_AddNumberToObject(x, "stock_read", (double)e->stock_read);
+    if (e->token) cJSON_AddNumberToObject(x, "token", (double)e->token);
+    cJSON_AddBoolToObject(x, "late", e->late);
+    return x;
+}
+
+char *reply_history(const struct history_event *ev, int before, int n, int text) {
+    if (text) return history_text(ev + before, n - before);
     cJSON *o = cJSON_CreateObject();
     cJSON *list = cJSON_AddArrayToObject(o, "events");
-    for (int i = 0; i < n; i++) {
-        const struct history_event *e = &ev[i];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "id", e->id);
-        cJSON_AddStringToObject(x, "instance", e->instance);
-        cJSON_AddNumberToObject(x, "port", e->port);
-        cJSON_AddStringToObject(x, "owner", e->owner);
-        cJSON_AddStringToObject(x, "strategy", e->strategy);
-        cJSON_AddStringToObject(x, "outcome", e->outcome);
-        cJSON_AddStringToObject(x, "order", e->order);
-        add_hold_times(x, e->granted_us, e->released_us, e->lease_us, e->written_us, e->owned);
-        if (e->unit) cJSON_AddNumberToObject(x, "unit", (double)e->unit);
-        cJSON_AddNumberToObject(x, "stock_read", (double)e->stock_read);
-        if (e->token) cJSON_AddNumberToObject(x, "token", (double)e->token);
-        cJSON_AddBoolToObject(x, "late", e->late);
-        cJSON_AddItemToArray(list, x);
+    for (int i = before; i < n; i++) cJSON_AddItemToArray(list, history_object(&ev[i]));
+    cJSON_AddStringToObject(o, "next", n > before ? ev[n - 1].id : "");
+    struct hold *h = malloc(((size_t)n + 1) * sizeof(*h));
+    const char **names = malloc(((size_t)n + 1) * sizeof(*names));
+    for (int i = 0; h && names && i < n; i++) {
+        h[i] = history_hold(&ev[i]);
+        names[i] = ev[i].id;
     }
-    cJSON_AddStringToObject(o, "next", n ? ev[n - 1].id : "");
+    int rc = h && names ? add_overlaps(o, h, names, (size_t)n, (size_t)before) : -1;
+    free(h);
+    free(names);
+    if (rc < 0) {
+        cJSON_Delete(o);
+        return NULL;
+    }
     return render(o);
 }
 
@@ -327,6 +387,25 @@ static cJSON *json_or_string(const char *body) {
     return j ? j : cJSON_CreateString(body);
 }
 
+/* Adds to o the overlaps of the recorded holds of v's sales, named by
+ * their labels, as the scenario judge reads them (with their answers'
+ * lock.hold_ms). */
+static void add_step_overlaps(cJSON *o, const struct lab_run_view *v) {
+    struct hold h[SCENARIO_STEPS_MAX];
+    char labels[SCENARIO_STEPS_MAX][2];
+    const char *names[SCENARIO_STEPS_MAX];
+    size_t n = 0;
+    for (int i = 0; i < v->nsteps && i < SCENARIO_STEPS_MAX; i++) {
+        if (!v->steps[i].has_hold) continue;
+        h[n] = scenario_hold_times(&v->steps[i].hold, v->steps[i].hold_ms);
+        labels[n][0] = v->steps[i].label;
+        labels[n][1] = '\0';
+        names[n] = labels[n];
+        n++;
+    }
+    add_overlaps(o, h, names, n, 0);
+}
+
 static cJSON *lab_run_object(const struct lab_run_view *v) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", v->id);
@@ -375,12 +454,15 @@ static cJSON *lab_run_object(const struct lab_run_view *v) {
             const struct scenario_hold *h = &st->hold;
             cJSON *y = cJSON_AddObjectToObject(x, "hold");
             add_hold_times(y, h->granted_us, h->released_us, h->lease_us, h->written_us, h->owned);
+            struct hold t = scenario_hold_times(h, st->hold_ms);
+            cJSON_AddNumberToObject(y, "inside_until_us", (double)hold_inside_until(&t));
             cJSON_AddStringToObject(y, "outcome", h->outcome);
         } else {
             cJSON_AddNullToObject(x, "hold");
         }
         cJSON_AddItemToArray(steps, x);
     }
+    add_step_overlaps(o, v);
     if (v->audit[0])
         cJSON_AddItemToObject(o, "audit", json_or_string(v->audit));
     else

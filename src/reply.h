@@ -7,6 +7,9 @@
 
 #include "inventory.h"
 
+/* The most overlapping pairs an answer lists (it counts every one). */
+#define REPLY_OVERLAPS_MAX 1000
+
 /* The HTTP status for a sale result: 200 sold/sold_out, 503 lock_timeout
  * and backend_unavailable, 409 stale_token, lock_lost, stock_changed and
  * bad_stock, 403 strategy_not_allowed. */
@@ -45,9 +48,14 @@ char *reply_stock(long long stock, int port, int text);
  * lock family since its reset). */
 char *reply_audit(const struct audit *a, int text);
 
-/* The history events, oldest first, as {"events":[...],"next":ID} (text:
- * one line each). */
-char *reply_history(const struct history_event *ev, int n, int text);
+/* The history events ev[before..n), oldest first, as
+ * {"events":[...],"next":ID,"overlaps":[...],"overlaps_found":N} (text: one
+ * line each). Each event carries inside_until_us, and the overlaps are the
+ * pairs of holds inside at once (hold.h) of which at least one is listed,
+ * with ev[0..before), the events recorded before them that may still have
+ * been inside then, as the others' partners; the first REPLY_OVERLAPS_MAX
+ * are listed, all are counted. */
+char *reply_history(const struct history_event *ev, int before, int n, int text);
 
 /* Every strategy with its description and flaw, and the default one;
  * unavailable[i], when not NULL, says why strategies[i] cannot be used here

@@ -65,8 +65,9 @@ cat >"$work/results/campaign-counterexample.json" <<'EOF'
 {"strategy":"owner-lua","mix":"partition+pause","seed":2,"faults":"pause a @900+1400","kind":"sold_twice",
  "detail":"unit 99917 went to orders a1-70 and b2-81",
  "events":[
-  {"id":"1-0","instance":"a1","port":3786,"owner":"x:70","order":"a1-70","outcome":"sold","granted_us":1000000,"released_us":2600000,"lease_us":1990000,"written_us":2600100,"owned":0,"unit":99917,"token":0},
-  {"id":"2-0","instance":"b2","port":3786,"owner":"y:81","order":"b2-81","outcome":"sold","granted_us":2010000,"released_us":2030000,"lease_us":3000000,"written_us":2030100,"owned":1,"unit":99917,"token":0}]}
+  {"id":"1-0","instance":"a1","port":3786,"owner":"x:70","order":"a1-70","outcome":"sold","granted_us":1000000,"released_us":2600000,"lease_us":1990000,"written_us":2600100,"inside_until_us":2600100,"owned":0,"unit":99917,"token":0},
+  {"id":"2-0","instance":"b2","port":3786,"owner":"y:81","order":"b2-81","outcome":"sold","granted_us":2010000,"released_us":2030000,"lease_us":3000000,"written_us":2030100,"inside_until_us":2030100,"owned":1,"unit":99917,"token":0}],
+ "overlaps":[{"a":"1-0","b":"2-0","lead_us":590100}]}
 EOF
 
 common=(--set faults.enabled=true --set lock.ttl-ms=1000 --set lock.wait-ms=3000)

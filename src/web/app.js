@@ -32,7 +32,7 @@
   const S = {
     strategies: [], def: '', lab: null, scenarios: [], ttl: 0, runs: [],
     run: null, active: false, awaitReset: false,
-    events: [], since: '0', audit: null, lastNew: 0,
+    events: [], overlaps: new Map(), since: '0', audit: null, lastNew: 0,
     paused: false, follow: true, win: null, dirty: true,
     demo: null, matrix: null, source: 'runs', timer: 0, pending: null,
     campaign: null, counterexample: null,
@@ -331,6 +331,7 @@
       S.active = true;
       S.awaitReset = true;
       S.events = [];
+      S.overlaps = new Map();
       S.since = '0';
       S.audit = null;
       S.follow = true;
@@ -564,11 +565,16 @@
     renderCompare();
   }
 
+  /* The service judges which holds overlap (src/hold.c, as the checker and
+   * the scenario judge do): each page of the history names its pairs, with
+   * the holds recorded before it that may still have been inside. The page
+   * keeps them by id and draws them; it never judges an overlap itself. */
   async function fetchHistory() {
     for (let i = 0; i < 4; i++) {
       const r = await api('GET', `/inventory/history?limit=${PAGE}&since=${encodeURIComponent(S.since)}`);
       if (r.status !== 200 || !r.json) return;
       const ev = r.json.events;
+      for (const p of r.json.overlaps || []) S.overlaps.set(p.a + ' ' + p.b, p);
       if (ev.length) {
         for (const e of ev) S.events.push(e);
         S.since = r.json.next;
@@ -577,7 +583,11 @@
       }
       if (ev.length < PAGE) break;
     }
-    if (S.events.length > KEEP) S.events.splice(0, S.events.length - KEEP);
+    if (S.events.length > KEEP) {
+      S.events.splice(0, S.events.length - KEEP);
+      const kept = new Set(S.events.map((e) => e.id));
+      for (const [k, p] of S.overlaps) if (!kept.has(p.a) || !kept.has(p.b)) S.overlaps.delete(k);
+    }
   }
 
   function renderAudit() {
@@ -601,12 +611,15 @@
   /* ---- the timeline ------------------------------------------------------------ */
 
   /* Every hold, numbered in the order they were granted, with the
-   * scenario's sale it was (matched by order id), and which holds overlap:
-   * two holds overlap when one was granted before the other was released. */
+   * scenario's sale it was (matched by order id), drawn until the service
+   * said it was inside (inside_until_us: the run's, which reads the sale's
+   * answer too, for a scenario's sale), and the pairs of holds the service
+   * found inside at once: the history's, and the scenario run's (those its
+   * verdict read). */
   function analyse(events) {
     const byOrder = new Map(), steps = S.run && S.run.steps ? S.run.steps : [];
     for (const st of steps) if (st.answer && st.answer.order) byOrder.set(st.answer.order, st.label);
-    const holds = events.map((e) => ({ e, g: e.granted_us, r: Math.max(e.released_us, e.granted_us), over: [],
+    const holds = events.map((e) => ({ e, g: e.granted_us, r: Math.max(e.inside_until_us, e.granted_us), over: [],
       sale: byOrder.get(e.order) || '' }));
     holds.sort((a, b) => a.g - b.g);
     holds.forEach((x, i) => { x.n = i + 1; });
@@ -618,17 +631,25 @@
       const x = holds.find((y) => !y.sale && y.e.port === port && y.g >= st.sent_us - 5000);
       if (x) { x.sale = st.label; byOrder.set('#' + st.label, st.label); }
     }
-    let open = [];
-    const pairs = [];
-    for (const x of holds) {
-      open = open.filter((o) => o.r > x.g);
-      for (const o of open) {
-        o.over.push(x.n);
-        x.over.push(o.n);
-        pairs.push([o, x]);
-      }
-      open.push(x);
+    const byLabel = new Map();
+    for (const st of steps) {
+      const x = st.hold && holds.find((y) => y.sale === st.label);
+      if (!x) continue;
+      byLabel.set(st.label, x);
+      x.r = Math.max(st.hold.inside_until_us, x.g);
     }
+    const byId = new Map(holds.map((x) => [x.e.id, x]));
+    const pairs = [], seen = new Set();
+    const pair = (o, x, lead) => {
+      if (!o || !x || seen.has(o.n + ' ' + x.n)) return;
+      seen.add(o.n + ' ' + x.n);
+      o.over.push(x.n);
+      x.over.push(o.n);
+      pairs.push([o, x, lead]);
+    };
+    for (const p of S.overlaps.values()) pair(byId.get(p.a), byId.get(p.b), p.lead_us);
+    for (const p of S.run && S.run.overlaps ? S.run.overlaps : []) pair(byLabel.get(p.a), byLabel.get(p.b), p.lead_us);
+    pairs.sort((p, q) => p[1].g - q[1].g);
     return { holds, pairs };
   }
 
@@ -781,7 +802,8 @@
   /* Below the lanes: the stock each holder read (solid) and the ledger's
    * entries so far (dashed), each on its own scale, with its range written. */
   function stockChart(svg, holds, X, from, to, x0, x1, y0, hgt) {
-    const sold = holds.filter((x) => x.e.outcome === 'sold').sort((a, b) => a.r - b.r);
+    const wrote = (x) => x.e.written_us || x.e.released_us;
+    const sold = holds.filter((x) => x.e.outcome === 'sold').sort((a, b) => wrote(a) - wrote(b));
     const reads = holds.slice().sort((a, b) => a.g - b.g);
     const range = (vals) => { const lo = Math.min(...vals), hi = Math.max(...vals); return hi > lo ? [lo, hi] : [lo - 1, hi + 1]; };
     const [slo, shi] = range(reads.map((x) => x.e.stock_read));
@@ -808,8 +830,8 @@
     d = `M${x0} ${lastY.toFixed(1)} `;
     for (const x of sold) {
       n++;
-      if (x.r < from || x.r > to) continue;
-      const px = X(x.r).toFixed(1);
+      if (wrote(x) < from || wrote(x) > to) continue;
+      const px = X(wrote(x)).toFixed(1);
       d += `L${px} ${lastY.toFixed(1)} L${px} ${Yl(n).toFixed(1)} `;
       lastY = Yl(n);
     }
@@ -828,7 +850,7 @@
     p.append(`${num(holds.length)} hold(s) by ${lanes.size} instance(s) over ${dur(t1 - t0)}. `);
     if (pairs.length) {
       const name = (x) => (x.sale ? `sale ${x.sale} ` : '') + `#${x.n} (:${x.e.port})`;
-      const list = pairs.slice(0, 5).map(([a, b]) => `${name(a)} with ${name(b)}`).join(', ');
+      const list = pairs.slice(0, 5).map(([a, b, lead]) => `${name(a)} with ${name(b)} (${dur(lead)})`).join(', ');
       p.append(h('span', { class: 'bad' }, `\u2717 ${num(pairs.length)} overlapping pair(s): `), list + (pairs.length > 5 ? ', \u2026' : '') + '. ');
     } else {
       p.append(h('span', { class: 'ok' }, '\u2713 No two holds overlap. '));
@@ -886,7 +908,7 @@
     $('t-left').addEventListener('click', () => pan(-0.25));
     $('t-right').addEventListener('click', () => pan(0.25));
     $('t-fit').addEventListener('click', fit);
-    $('t-clear').addEventListener('click', () => { S.events = []; S.dirty = true; renderTimeline(); });
+    $('t-clear').addEventListener('click', () => { S.events = []; S.overlaps = new Map(); S.dirty = true; renderTimeline(); });
     $('timeline').addEventListener('keydown', (ev) => {
       const k = { ArrowLeft: () => pan(-0.25), ArrowRight: () => pan(0.25), '+': () => zoom(0.5), '=': () => zoom(0.5),
         '-': () => zoom(2), 0: fit, Home: fit, ' ': pause }[ev.key];
@@ -1143,9 +1165,11 @@
   }
 
   /* The shrunk counterexample: one lane per instance, each hold a bar from
-   * its grant to its end (its release, cut at its lease, and on to its
-   * write when that applied later), the lease deadline a dashed tick, the
-   * write's apply time a diamond; holds valid at once are hatched red. */
+   * its grant to its end as inventory-check gave it (inside_until_us: its
+   * release, cut at its lease, and on to its write when that applied
+   * later), the lease deadline a dashed tick, the write's apply time a
+   * diamond; the holds of the pairs inventory-check found inside at once
+   * (overlaps) are hatched red. */
   function renderCounterexample() {
     const box = $('counterexample'), svg = $('counterexample-svg');
     box.textContent = '';
@@ -1162,13 +1186,9 @@
       h('p', { class: 'hint' }, 'Smallest fault schedule that still violated: ' + (ce.faults || 'none')));
     if (!evs.length) { svg.hidden = true; return; }
     svg.hidden = false;
-    const end = (e) => {
-      const applied = e.written_us || e.released_us;
-      let t = Math.max(applied, e.released_us);
-      if (e.lease_us > 0 && e.lease_us < t) t = e.lease_us;
-      if (e.outcome === 'sold' && applied > t) t = applied;
-      return t;
-    };
+    const end = (e) => Math.max(e.inside_until_us, e.granted_us);
+    const overlapping = new Set();
+    for (const p of Array.isArray(ce.overlaps) ? ce.overlaps : []) { overlapping.add(p.a); overlapping.add(p.b); }
     const t0 = Math.min(...evs.map((e) => e.granted_us));
     const t1 = Math.max(...evs.map((e) => Math.max(end(e), e.written_us || 0, e.lease_us || 0)));
     const lanes = [...new Set(evs.map((e) => e.instance))];
@@ -1191,8 +1211,7 @@
       const k = seen.get(lane) || 0;
       seen.set(lane, k + 1);
       const y = top + lane * (rowH * perLane + 10) + k * rowH + 3;
-      const overlaps = evs.some((o) => o !== e && o.owner !== e.owner && o.granted_us < end(e) && e.granted_us < end(o));
-      const cls = 'hold' + (overlaps ? ' overlap' : '') + (e.outcome !== 'sold' ? ' refused' : '');
+      const cls = 'hold' + (overlapping.has(e.id) ? ' overlap' : '') + (e.outcome !== 'sold' ? ' refused' : '');
       const bar = s('rect', { class: cls, x: X(e.granted_us), y, width: Math.max(X(end(e)) - X(e.granted_us), 2), height: rowH - 8 },
       s('title', {}, `${e.order}: ${e.outcome} unit ${e.unit}${e.token ? ' token ' + e.token : ''}, held ${dur(end(e) - e.granted_us)}` +
         (e.owned === 0 ? ', written when the lock was no longer its own' : '')));

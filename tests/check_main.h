@@ -19,6 +19,7 @@ Suite *redlock_suite(void);
 Suite *ha_suite(void);
 Suite *lock_suite(void);
 Suite *checker_suite(void);
+Suite *hold_suite(void);
 Suite *safety_suite(void);
 Suite *stats_suite(void);
 Suite *lab_suite(void);

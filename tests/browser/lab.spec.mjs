@@ -161,6 +161,12 @@ await check('expiring-slow-holder', 'the expiring slow-holder scenario draws a r
     Number(document.getElementById('audit-violations').textContent) >= 1, null, { timeout: 8000 });
   assert(await int('#run-audit-viol') >= 1, 'the run\'s own audit shows no violation');
   assert((await text('#timeline-summary')).includes('overlapping pair'), 'the text summary names no overlap');
+  /* The red is the service's judgement (src/hold.c), not the page's: the
+   * pairs the history's answer names, B with C. */
+  const served = await page.evaluate(async () => (await (await fetch('/inventory/history?limit=5000&since=0')).json()).overlaps.length);
+  const drawn = Number(await page.locator('#timeline-summary').getAttribute('data-overlaps'));
+  assert(served >= 1 && drawn === served, `the page draws ${drawn} overlapping pair(s), the service found ${served}`);
+  assert(/sale B #\d+ \(:\d+\) with sale C/.test(await text('#timeline-summary')), 'the summary does not name B with C: ' + await text('#timeline-summary'));
   await page.locator('#timeline-h').scrollIntoViewIfNeeded();
   await page.locator('section[aria-labelledby=timeline-h]').screenshot({ path: `${shots}/lab-timeline-flaw.png` });
   await page.locator('section[aria-labelledby=run-h]').screenshot({ path: `${shots}/lab-verdict-flaw.png` });

@@ -181,9 +181,70 @@ sentinel_topology() {
 # (F_LEDGER: the promoted replica's ledger length, for a split brain).
 F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=(); F_SKIP=()
 
+# draw_fault NEMESIS FAMILY MIX: draws the rest of one fault of NEMESIS,
+# its time already drawn into at and arg set to 0: sets at, tgt, dur and
+# arg, and reads and sets mixed_used, all locals of draw_schedule, its only
+# caller (bash's dynamic scope); false when the family has no such fault
+# (redlock-restart off Redlock). The draws' order is the schedule: moving
+# one changes every seed's faults.
+draw_fault() {
+    local n=$1 fam=$2 mix=$3 masters=(m0 m1 m2)
+    case $n in
+        partition)
+            if [ "$fam" = redlock ]; then
+                pick "a|m0" "a|m1" "a|m2" "b|m0" "b|m2" "a|r" "a|m0+m1"; tgt=$r
+            else
+                pick "a|r" "b|r"; tgt=$r
+            fi
+            rand 1700; dur=$((300 + r)) ;;
+        loss)
+            if [ "$fam" = redlock ]; then pick "a|m0" "b|m1" "a|r" "b|r"; else pick "a|r" "b|r"; fi
+            tgt=$r
+            rand 5; arg=$((20 + 10 * r))
+            rand 1500; dur=$((500 + r)) ;;
+        pause)
+            if [ "$fam" = redlock ]; then pick a b a b m0 m1; else pick a b a b r; fi
+            tgt=$r
+            rand 2200; dur=$((300 + r)) ;;
+        kill)
+            if [ "$fam" = redlock ]; then pick a b r m2; else pick a b r; fi
+            tgt=$r
+            rand 1200; dur=$((300 + r)) ;;
+        failover)
+            if [ "$fam" = redlock ]; then pick m0 m1 m2; tgt=$r; rand 400; dur=$((100 + r))
+            else pick lag split; tgt=$r; rand 1000; dur=$((1200 + r)); fi ;;
+        redlock-restart)
+            [ "$fam" = redlock ] || return 1
+            pick m0 m1 m2; tgt=$r
+            rand 400; dur=$((100 + r)) ;;
+        drift)
+            pick "0.5" "0.7" "1.5" "2"; arg=$r
+            at=0; dur=$T; tgt=a ;;
+        slow)
+            if [ "$fam" = redlock ]; then pick r m0 m1 m2; else pick r; fi
+            tgt=$r
+            rand 1000; dur=$((300 + r)) ;;
+        mixed)
+            # a second stall hits another master: two on one server
+            # would queue the pause behind the stop and outlast both
+            if [ "$fam" = redlock ]; then tgt=r
+            elif [ -n "$mixed_used" ]; then pick ${masters[@]/$mixed_used}; tgt=$r
+            else pick "${masters[@]}"; tgt=$r; fi
+            mixed_used=$tgt
+            pick pause stop; arg=$r
+            # early in the run (10-30%), while A's first Redlock
+            # hold is under way, and 3-5 s long, as the review's
+            # 6 s pause: its renewal is held up whatever its phase
+            rand $((T / 5)); at=$((T / 10 + r))
+            rand 2000; dur=$((3000 + r)) ;;
+        *) die "unknown nemesis '$n' in mix '$mix' (known: $nemeses_known)" ;;
+    esac
+    return 0
+}
+
 # draw_schedule SEED MIX FAMILY: fills the F_ arrays.
 draw_schedule() {
-    local seed=$1 mix=$2 fam=$3 n k count at dur tgt arg lines=() rl=() masters=(m0 m1 m2) mixed_used=
+    local seed=$1 mix=$2 fam=$3 n k count at dur tgt arg lines=() mixed_used=
     rng_seed "$seed" "$mix" "$T" "$fam"
     for n in ${mix//+/ }; do
         rand 2; count=$((1 + r))
@@ -193,56 +254,7 @@ draw_schedule() {
         for ((k = 0; k < count; k++)); do
             rand $((T / 2)); at=$((T / 10 + r))
             arg=0
-            case $n in
-                partition)
-                    if [ "$fam" = redlock ]; then
-                        pick "a|m0" "a|m1" "a|m2" "b|m0" "b|m2" "a|r" "a|m0+m1"; tgt=$r
-                    else
-                        pick "a|r" "b|r"; tgt=$r
-                    fi
-                    rand 1700; dur=$((300 + r)) ;;
-                loss)
-                    if [ "$fam" = redlock ]; then pick "a|m0" "b|m1" "a|r" "b|r"; else pick "a|r" "b|r"; fi
-                    tgt=$r
-                    rand 5; arg=$((20 + 10 * r))
-                    rand 1500; dur=$((500 + r)) ;;
-                pause)
-                    if [ "$fam" = redlock ]; then pick a b a b m0 m1; else pick a b a b r; fi
-                    tgt=$r
-                    rand 2200; dur=$((300 + r)) ;;
-                kill)
-                    if [ "$fam" = redlock ]; then pick a b r m2; else pick a b r; fi
-                    tgt=$r
-                    rand 1200; dur=$((300 + r)) ;;
-                failover)
-                    if [ "$fam" = redlock ]; then pick m0 m1 m2; tgt=$r; rand 400; dur=$((100 + r))
-                    else pick lag split; tgt=$r; rand 1000; dur=$((1200 + r)); fi ;;
-                redlock-restart)
-                    [ "$fam" = redlock ] || continue
-                    pick m0 m1 m2; tgt=$r
-                    rand 400; dur=$((100 + r)) ;;
-                drift)
-                    pick "0.5" "0.7" "1.5" "2"; arg=$r
-                    at=0; dur=$T; tgt=a ;;
-                slow)
-                    if [ "$fam" = redlock ]; then pick r m0 m1 m2; else pick r; fi
-                    tgt=$r
-                    rand 1000; dur=$((300 + r)) ;;
-                mixed)
-                    # a second stall hits another master: two on one server
-                    # would queue the pause behind the stop and outlast both
-                    if [ "$fam" = redlock ]; then tgt=r
-                    elif [ -n "$mixed_used" ]; then pick ${masters[@]/$mixed_used}; tgt=$r
-                    else pick "${masters[@]}"; tgt=$r; fi
-                    mixed_used=$tgt
-                    pick pause stop; arg=$r
-                    # early in the run (10-30%), while A's first Redlock
-                    # hold is under way, and 3-5 s long, as the review's
-                    # 6 s pause: its renewal is held up whatever its phase
-                    rand $((T / 5)); at=$((T / 10 + r))
-                    rand 2000; dur=$((3000 + r)) ;;
-                *) die "unknown nemesis '$n' in mix '$mix' (known: $nemeses_known)" ;;
-            esac
+            draw_fault "$n" "$fam" "$mix" || continue
             # every fault heals before the load ends
             [ $((at + dur)) -le $((T * 9 / 10)) ] || dur=$((T * 9 / 10 - at))
             [ "$n" = drift ] && dur=$T

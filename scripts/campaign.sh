@@ -574,20 +574,86 @@ aim_long() {
     return 0
 }
 
-strike() {
-    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h
-    # Two faults that kill the same server overlap: the second finds it down
-    # and is skipped, and so is its heal. (Restarting it twice would start a
-    # second server that cannot bind, and lose the first one's pid: a
-    # server that outlives the run and answers the next runs.)
+# strike_skipped I: true (and logged) when fault I would kill a server that
+# is already down. Two faults that kill the same server overlap: the second
+# finds it down and is skipped, and so is its heal. (Restarting it twice
+# would start a second server that cannot bind, and lose the first one's
+# pid: a server that outlives the run and answers the next runs.)
+strike_skipped() {
+    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]}
     case $n:$tgt in
         kill:* | redlock-restart:* | failover:m*)
             if [ -z "${PID[$tgt]:-}" ]; then
                 F_SKIP[$i]=1
                 echo "$(( ($(now_us) - t0_us) / 1000 )) strike f$i $n $tgt skipped: $tgt is down" >>"$run/faults.log"
-                return
+                return 0
             fi ;;
     esac
+    return 1
+}
+
+# kill_node NODE: kills NODE's server outright (SIGKILL) and forgets it.
+kill_node() {
+    kill -KILL "${PID[$1]}" 2>/dev/null
+    wait "${PID[$1]}" 2>/dev/null
+    forget_pid "${PID[$1]}"
+    PID[$1]=
+}
+
+# strike_stop I: fault I, a pause or a kill of its target.
+strike_stop() {
+    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} h
+    case $tgt in
+        r) h=$aimed ;;
+        m*) h=$(lock_on "$tgt" "$item") ;;
+    esac
+    if [ "$n" = pause ]; then
+        kill -STOP "${PID[$tgt]}" 2>/dev/null
+    else
+        kill_node "$tgt"
+    fi
+    case $tgt in a | b) h=$(holders "$item" "$tgt") ;; esac
+    [ "$h" -gt 0 ] && cover holder_inside "f$i" "$n of $tgt with $h holder(s) or lock inside"
+}
+
+# strike_failover I: fault I, a failover: the replica cut off (lag, split),
+# or a Redlock master killed.
+strike_failover() {
+    local i=$1 tgt=${F_TGT[$1]} h
+    if [ "$tgt" = lag ]; then
+        net_cut "f$i" r rr   # the replica falls behind; promoted at mid
+    elif [ "$tgt" = split ]; then
+        # the master alone with A: Sentinel promotes the replica at
+        # mid, while the old master still takes A's writes
+        net_cut "f$i" r rr && net_cut "f$i" r sen && net_cut "f$i" a sen
+    else
+        h=$(lock_on "$tgt" "$item")
+        kill_node "$tgt"
+        [ "$h" = 1 ] && cover failover_before_replication "f$i" "$tgt lost the lock it held (no replica): restarted empty"
+    fi
+}
+
+# strike_reset I: fault I, the reset of the cell's item.
+strike_reset() {
+    local i=$1
+    # the reset frees the item's lock (lock.scope=item) and empties
+    # its ledger and history: the run is judged from then on. When,
+    # Redis itself says: MONITOR (for 1 s, in the background) dates
+    # each command as Redis runs it, and the reset's SET of the
+    # initial stock is read from it once the run is over (the
+    # answer's time is too late: a hold granted between the two
+    # would be taken for one the reset freed)
+    reset_f=$i
+    ns_cli timeout 1 redis-cli -h "$(net_ip "$(data_master)")" -p 6379 MONITOR >"$run/reset-monitor.txt" 2>/dev/null &
+    bg_jobs+=($!)
+    sleep 0.05
+    admin "${F_TGT[$i]}" POST /inventory/reset "{\"stock\":${F_ARG[$i]},\"item\":\"$item\"}" >"$run/reset-f$i.json"
+    reset_at=1
+}
+
+strike() {
+    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h
+    strike_skipped "$i" && return
     case $n:$tgt in
         partition:* | loss:*) aim "${tgt%%|*}" ;;
         pause:[ab] | kill:[ab]) aim "$tgt" ;;
@@ -611,42 +677,11 @@ strike() {
         loss)
             read -r x y <<<"$(ends "$tgt")"
             net_loss "f$i" "$x" "$y" "$arg" ;;
-        pause | kill)
-            case $tgt in
-                r) h=$aimed ;;
-                m*) h=$(lock_on "$tgt" "$item") ;;
-            esac
-            if [ "$n" = pause ]; then
-                kill -STOP "${PID[$tgt]}" 2>/dev/null
-            else
-                kill -KILL "${PID[$tgt]}" 2>/dev/null
-                wait "${PID[$tgt]}" 2>/dev/null
-                forget_pid "${PID[$tgt]}"
-                PID[$tgt]=
-            fi
-            case $tgt in a | b) h=$(holders "$item" "$tgt") ;; esac
-            [ "$h" -gt 0 ] && cover holder_inside "f$i" "$n of $tgt with $h holder(s) or lock inside" ;;
-        failover)
-            if [ "$tgt" = lag ]; then
-                net_cut "f$i" r rr   # the replica falls behind; promoted at mid
-            elif [ "$tgt" = split ]; then
-                # the master alone with A: Sentinel promotes the replica at
-                # mid, while the old master still takes A's writes
-                net_cut "f$i" r rr && net_cut "f$i" r sen && net_cut "f$i" a sen
-            else
-                h=$(lock_on "$tgt" "$item")
-                kill -KILL "${PID[$tgt]}" 2>/dev/null
-                wait "${PID[$tgt]}" 2>/dev/null
-                forget_pid "${PID[$tgt]}"
-                PID[$tgt]=
-                [ "$h" = 1 ] && cover failover_before_replication "f$i" "$tgt lost the lock it held (no replica): restarted empty"
-            fi ;;
+        pause | kill) strike_stop "$i" ;;
+        failover) strike_failover "$i" ;;
         redlock-restart)
             h=$(lock_on "$tgt" "$item")
-            kill -KILL "${PID[$tgt]}" 2>/dev/null
-            wait "${PID[$tgt]}" 2>/dev/null
-            forget_pid "${PID[$tgt]}"
-            PID[$tgt]=
+            kill_node "$tgt"
             [ "$h" = 1 ] && cover holder_inside "f$i" "$tgt killed holding the lock" ;;
         drift) ;;   # A was started under libfaketime
         slow)
@@ -662,20 +697,7 @@ strike() {
             fi
             [ "$tgt" = r ] || h=$(holders "$item")
             [ "$h" -gt 0 ] && cover stall_while_held "f$i" "$tgt stalled ($arg) with $h holder(s) of $item inside" ;;
-        reset)
-            # the reset frees the item's lock (lock.scope=item) and empties
-            # its ledger and history: the run is judged from then on. When,
-            # Redis itself says: MONITOR (for 1 s, in the background) dates
-            # each command as Redis runs it, and the reset's SET of the
-            # initial stock is read from it once the run is over (the
-            # answer's time is too late: a hold granted between the two
-            # would be taken for one the reset freed)
-            reset_f=$i
-            ns_cli timeout 1 redis-cli -h "$(net_ip "$(data_master)")" -p 6379 MONITOR >"$run/reset-monitor.txt" 2>/dev/null &
-            bg_jobs+=($!)
-            sleep 0.05
-            admin "$tgt" POST /inventory/reset "{\"stock\":$arg,\"item\":\"$item\"}" >"$run/reset-f$i.json"
-            reset_at=1 ;;
+        reset) strike_reset "$i" ;;
     esac
     echo "$at strike f$i $n $tgt${arg:+ $arg}" >>"$run/faults.log"
 }

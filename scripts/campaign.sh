@@ -762,52 +762,96 @@ heal() {
 
 # ---- one run ---------------------------------------------------------------------------------
 # run_one STRATEGY MIX SEED DIR: the run, with the F_ arrays already set;
-# sets R_VERDICT R_COVERED R_TWICE R_NOTE.
-run_one() {
-    local s=$1 mix=$2 seed=$3 fam i
-    run=$4
-    fam=$(family_of "$s")
+# sets R_VERDICT R_COVERED R_TWICE R_FINDINGS R_NOTE. It goes in steps, in
+# this order, each a function below: run_begin (the run's directory and
+# state), run_servers, run_items, run_loads (the loads and the long holder),
+# run_schedule (the faults), run_coverage, run_judge (the checkers) and
+# run_verdict (the servers stopped, the R_* verdict).
+#
+# What a step leaves for a later one is in these globals, every one set
+# afresh by run_begin, so that nothing of a run reaches the next:
+#   run_strategy, run_mix, run_seed: the run's cell and seed; run_family:
+#       the strategy's family (single or redlock)
+#   run_sentinel: 1 when the data Redis runs with a replica and a Sentinel
+#       (the mix fails over); run_mixed: 1 in the mixed workload;
+#       run_masters: 1 when the three Redlock masters run (Redlock's family,
+#       or the mixed workload's Redlock companion)
+#   run_up_at: $SECONDS when the servers were up (the masters' vote wait)
+#   run_companions: the mixed workload's companions, family:hold_ms:instances;
+#       run_shared: the shared key's sellers, family:hold_ms:instance
+#   run_load_pids: the pids of the loads and of the long holder
+#   run_shared_cov: handoff sales on the shared key written while a fenced
+#       hold was inside past its lease (run_coverage, for run_judge)
+#   run_judge_node: the data Redis the checkers read (the master at the end)
+#   run_rc, run_rc_shared: the checker's exit status on the cell's item and
+#       on the shared key
+# and those the nemeses and heals share with the steps: run (the run's
+# directory), since (the judged history's start: a restart of Redis moves
+# it), reset_at, reset_lost, reset_f (the mixed workload's reset),
+# drift_rate (A's clock), t0_us (the load's start) and inst_args.
+
+# run_begin STRATEGY MIX SEED DIR: an empty run directory with the schedule,
+# and the run's state set afresh.
+run_begin() {
+    local i
+    run_strategy=$1 run_mix=$2 run_seed=$3 run=$4
+    run_family=$(family_of "$run_strategy")
     rm -rf "$run"
     mkdir -p "$run/logs"
-    write_schedule "$seed" "$s" "$mix" >"$run/schedule.json"
+    write_schedule "$run_seed" "$run_strategy" "$run_mix" >"$run/schedule.json"
     : >"$run/faults.log"; : >"$run/coverage.tsv"
     since=0
     reset_at=0
     reset_lost=0
     reset_f=
     drift_rate=
+    t0_us=0
+    inst_args=()
     for ((i = 0; i < ${#F_AT[@]}; i++)); do [ "${F_NEM[$i]}" = drift ] && drift_rate=${F_ARG[$i]}; done
-    local sent=0 masters=0 mixed=0
-    sentinel_topology "$mix" "$fam" && sent=1
-    case "+$mix+" in *+mixed+*) mixed=1 ;; esac
-    [ "$fam" = redlock ] || [ "$mixed" = 1 ] && masters=1
-    # the servers
+    run_sentinel=0 run_masters=0 run_mixed=0
+    sentinel_topology "$run_mix" "$run_family" && run_sentinel=1
+    case "+$run_mix+" in *+mixed+*) run_mixed=1 ;; esac
+    [ "$run_family" = redlock ] || [ "$run_mixed" = 1 ] && run_masters=1
+    run_up_at=0
+    run_companions=() run_shared=() run_load_pids=()
+    run_shared_cov=0 run_judge_node='' run_rc='' run_rc_shared=0
+}
+
+# run_servers: the servers, the firewall rules of an earlier run gone: the
+# data Redis (and its replica and Sentinel), the Redlock masters, A and B.
+run_servers() {
+    local n node_timeout=50
     for n in "${net_nodes[@]}"; do
         [ "$n" = hub ] && continue
         ip netns exec "$(net_ns "$n")" nft flush table inet nem 2>/dev/null
     done
     start_redis_in r
-    if [ "$sent" = 1 ]; then
+    if [ "$run_sentinel" = 1 ]; then
         start_redis_in rr --replicaof "$(net_ip r)" 6379
         start_sentinel
     fi
-    [ "$masters" = 1 ] && for n in m0 m1 m2; do start_redis_in "$n"; done
-    local up_at=$SECONDS node_timeout=50
+    [ "$run_masters" = 1 ] && for n in m0 m1 m2; do start_redis_in "$n"; done
+    run_up_at=$SECONDS
     # the mixed workload's Redlock companion waits long on a stalled master,
     # so that its stall can meet the cell's holds (issue 20's recipe)
-    [ "$mixed" = 1 ] && [ "$fam" = single ] && node_timeout=1500
+    [ "$run_mixed" = 1 ] && [ "$run_family" = single ] && node_timeout=1500
     inst_args=(--set lock.ttl-ms="$ttl" --set lock.wait-ms=2000 --set lock.scope=item
                --set faults.enabled=true --set faults.max-hold-ms=5000 --set redis.timeout=500
                --set redlock.node-timeout-ms="$node_timeout" --set history.enabled=true
                --set history.max-events=1000000
                --set redlock.nodes="$(net_ip m0):6379,$(net_ip m1):6379,$(net_ip m2):6379")
-    if [ "$sent" = 1 ]; then
+    if [ "$run_sentinel" = 1 ]; then
         inst_args+=(--set redis.sentinel.nodes="$(net_ip sen):26379" --set redis.sentinel.master=mymaster)
     else
         inst_args+=(--set redis.host="$(net_ip r)" --set redis.port=6379)
     fi
     start_inst a
     start_inst b
+}
+
+# run_items: the items reset to the stock; sets run_companions and run_shared.
+run_items() {
+    local c
     # the items: the cell's, and in the mixed workload its companions
     # (family:hold_ms:instances). Redlock's runs on A alone, one 5 s hold
     # after another: issue 20's recipe, where a Redlock renewal stalled on a
@@ -815,13 +859,12 @@ run_one() {
     # A hold that outlasts the stall is what found it: against the build
     # before the fix, 3 of 10 seeds sold a unit twice with 5 s holds, none
     # with 2.5 s holds (docs/campaign.md)
-    local companions=() c
-    if [ "$mixed" = 1 ]; then
-        if [ "$fam" = redlock ]; then companions=(redisson:700:ab watchdog:5000:a fenced:150:ab)
+    if [ "$run_mixed" = 1 ]; then
+        if [ "$run_family" = redlock ]; then run_companions=(redisson:700:ab watchdog:5000:a fenced:150:ab)
         else
-            companions=(redlock:5000:a)
-            [ "$s" = redisson ] && companions+=(watchdog:700:ab) || companions+=(redisson:700:ab)
-            [ "$s" = fenced ] && companions+=(owner-lua:150:ab) || companions+=(fenced:150:ab)
+            run_companions=(redlock:5000:a)
+            [ "$run_strategy" = redisson ] && run_companions+=(watchdog:700:ab) || run_companions+=(redisson:700:ab)
+            [ "$run_strategy" = fenced ] && run_companions+=(owner-lua:150:ab) || run_companions+=(fenced:150:ab)
         fi
     fi
     # and the shared key (family:hold_ms:instance): one item, mix-shared,
@@ -829,40 +872,48 @@ run_one() {
     # lease runs out inside every hold), and by handoff on B, which takes
     # the expired key without bumping the fence (issue 34's recipe). Judged
     # on its own, and its verdict is the seed's too.
-    local shared=()
-    [ "$mixed" = 1 ] && shared=(fenced:1300:a handoff:10:b)
+    [ "$run_mixed" = 1 ] && run_shared=(fenced:1300:a handoff:10:b)
     admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"$item\"}" >"$run/reset.json"
-    for c in "${companions[@]}"; do
+    for c in "${run_companions[@]}"; do
         admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"mix-${c%%:*}\"}" >/dev/null
     done
-    [ ${#shared[@]} -gt 0 ] && admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"mix-shared\"}" >/dev/null
+    [ ${#run_shared[@]} -gt 0 ] && admin a POST /inventory/reset "{\"stock\":$stock,\"item\":\"mix-shared\"}" >/dev/null
+}
+
+# lstart NAME NODE PATH CLIENTS [TIMEOUT_MS: 4000] [MAX_S: the run's]: a
+# load from the client on NODE's instance, its answers recorded in
+# told-NAME; its pid joins run_load_pids.
+lstart() {
+    INVENTORY_LOAD_TOKEN=$token ip netns exec "$(net_ns cli)" "$load" --host "$(net_ip "$2")" --port 3786 \
+        --path "$3" --clients "$4" --requests 100000 --max-s "${6:-$time_s}" --timeout-ms "${5:-4000}" \
+        --error-pause-ms 20 --record "$run/told-$1" --format kv >"$run/load-$1.kv" 2>"$run/load-$1.log" &
+    run_load_pids+=($!)
+    pids+=($!)
+}
+
+# run_loads: the loads, the long holder, the companions' and the shared
+# key's, all started at t0_us; sets run_load_pids.
+run_loads() {
+    local x c cf ch cw
     # a Redlock master votes once up for a TTL
-    if [ "$masters" = 1 ]; then
-        while [ $((SECONDS - up_at)) -lt 2 ]; do sleep 0.1; done
+    if [ "$run_masters" = 1 ]; then
+        while [ $((SECONDS - run_up_at)) -lt 2 ]; do sleep 0.1; done
     fi
     # the loads
     t0_us=$(now_us)
-    local loads=() x
-    lstart() {   # NAME NODE PATH CLIENTS [TIMEOUT_MS: 4000] [MAX_S: the run's]
-        INVENTORY_LOAD_TOKEN=$token ip netns exec "$(net_ns cli)" "$load" --host "$(net_ip "$2")" --port 3786 \
-            --path "$3" --clients "$4" --requests 100000 --max-s "${6:-$time_s}" --timeout-ms "${5:-4000}" \
-            --error-pause-ms 20 --record "$run/told-$1" --format kv >"$run/load-$1.kv" 2>"$run/load-$1.log" &
-        loads+=($!)
-        pids+=($!)
-    }
     # the long holder: A sells with hold_ms 600 (past TTL/3: renewed, if
     # the strategy renews) every 2 s, its answers recorded as the loads';
     # in the mixed workload one after another (0.1 s apart), so that another
     # family's stall meets a renewing hold
     local long_gap=2
-    [ "$mixed" = 1 ] && long_gap=0.1
+    [ "$run_mixed" = 1 ] && long_gap=0.1
     (
         lp=
         trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 0' TERM
         end=$((t0_us + T * 1000))
         while [ "$(now_us)" -lt "$end" ]; do
             printf 'Authorization: Bearer %s\n' "$token" | ns_cli curl -s -H @- --max-time 8 \
-                -w '\n%{http_code}' "http://$(net_ip a):3786/inventory/sale/$s?hold_ms=600" >"$run/long.body" &
+                -w '\n%{http_code}' "http://$(net_ip a):3786/inventory/sale/$run_strategy?hold_ms=600" >"$run/long.body" &
             lp=$!
             wait "$lp"
             body=$(cat "$run/long.body")
@@ -876,13 +927,13 @@ run_one() {
             wait "$lp"
         done >"$run/told-a-long"
     ) &
-    loads+=($!)
+    run_load_pids+=($!)
     pids+=($!)
     for x in a b; do
-        lstart "$x" "$x" "/inventory/sale/$s?hold_ms=10" 4
-        for c in "${companions[@]}"; do
-            local cf=${c%%:*} ch=${c#*:}
-            local cw=${ch#*:}
+        lstart "$x" "$x" "/inventory/sale/$run_strategy?hold_ms=10" 4
+        for c in "${run_companions[@]}"; do
+            cf=${c%%:*} ch=${c#*:}
+            cw=${ch#*:}
             ch=${ch%%:*}
             case $cw in *"$x"*) ;; *) continue ;; esac
             # a long hold answers after its hold, an acquire that waited
@@ -890,12 +941,16 @@ run_one() {
             lstart "mix-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-$cf&hold_ms=$ch" 1 $((ch + 6000))
         done
     done
-    for c in "${shared[@]}"; do
+    for c in "${run_shared[@]}"; do
         IFS=: read -r cf ch x <<<"$c"
         lstart "shared-$cf-$x" "$x" "/inventory/sale/$cf?item=mix-shared&hold_ms=$ch" 1 $((ch + 6000))
     done
-    # the schedule
-    local ev=() t k
+}
+
+# run_schedule: the schedule played, each strike, mid and heal at its time
+# from t0_us; then the loads and the faults' background jobs waited for.
+run_schedule() {
+    local ev=() t k i x wait_ms
     F_SKIP=()
     for ((i = 0; i < ${#F_AT[@]}; i++)); do
         ev+=("$(printf '%08d 1 strike %d' "${F_AT[$i]}" "$i")")
@@ -908,27 +963,33 @@ run_one() {
     while read -r t _ k i; do
         [ -n "$t" ] || continue
         t=$((10#$t))
-        local wait_ms=$(( t - ($(now_us) - t0_us) / 1000 ))
+        wait_ms=$(( t - ($(now_us) - t0_us) / 1000 ))
         [ "$wait_ms" -gt 0 ] && sleep "$(awk -v w="$wait_ms" 'BEGIN { printf "%.3f", w / 1000 }')"
         "$k" "$i"
     done < <(printf '%s\n' "${ev[@]}" | sort)
-    for x in "${loads[@]}"; do wait "$x" 2>/dev/null; forget_pid "$x"; done
+    for x in "${run_load_pids[@]}"; do wait "$x" 2>/dev/null; forget_pid "$x"; done
     for x in "${bg_jobs[@]}"; do wait "$x" 2>/dev/null; done
     bg_jobs=()
+}
+
+# run_coverage: what the faults reached that only the run's answers, its
+# metrics and its history tell, into coverage.tsv; sets run_shared_cov.
+run_coverage() {
+    local i x c lo hi lost from votes held
     # replies lost: answers with no reply from Redis (503) or none at all,
     # during a fault that can lose one, and Redlock votes lost
     for ((i = 0; i < ${#F_AT[@]}; i++)); do
         case ${F_NEM[$i]} in slow | loss | partition | failover) ;; *) continue ;; esac
-        local lo=$((t0_us + F_AT[i] * 1000)) hi=$((t0_us + (F_AT[i] + F_DUR[i] + 1000) * 1000)) lost
-        local from=("$run"/told-a "$run"/told-b "$run"/told-a-long)
+        lo=$((t0_us + F_AT[i] * 1000)) hi=$((t0_us + (F_AT[i] + F_DUR[i] + 1000) * 1000))
+        from=("$run"/told-a "$run"/told-b "$run"/told-a-long)
         case ${F_TGT[$i]} in a\|*) from=("$run"/told-a "$run"/told-a-long) ;; b\|*) from=("$run"/told-b) ;; esac
         # an instance that answers 503 lost a reply from Redis (or its connection)
         lost=$(cat "${from[@]}" 2>/dev/null |
             awk -v lo="$lo" -v hi="$hi" '$1 >= lo && $1 <= hi && $3 == "backend_unavailable" { n++ } END { print n + 0 }')
         [ "$lost" -gt 0 ] && cover reply_lost "f$i" "$lost answers lost their reply during ${F_NEM[$i]} ${F_TGT[$i]}"
     done
-    if [ "$fam" = redlock ]; then
-        local votes=0
+    if [ "$run_family" = redlock ]; then
+        votes=0
         for x in a b; do
             c=$(ns_cli curl -s --max-time 5 "http://$(net_ip "$x"):3786/metrics" |
                 awk '/^inventoryd_redlock_votes_total/ && /outcome="error"/ { n += $NF } END { print n + 0 }')
@@ -939,7 +1000,6 @@ run_one() {
     # the reset's window: a hold that read the stock of before the reset (at
     # or below the old stock) whose event is in the history the reset began
     # (its write or refusal reached Redis after it): it spanned the reset
-    local held
     if [ "$reset_at" -gt 0 ]; then
         reset_at=$(awk -v k="\"$item:initial\"" '$0 ~ /"SET"/ && index($0, k) { printf "%.0f", $1 * 1000000; exit }' \
             "$run/reset-monitor.txt" 2>/dev/null)
@@ -951,25 +1011,29 @@ run_one() {
     fi
     # the shared key's window: a handoff sale written while a fenced hold was
     # inside with its lease run out (after its lease, before its write)
-    local shared_cov=0
-    if [ ${#shared[@]} -gt 0 ]; then
-        shared_cov=$(ns_cli curl -s --max-time 5 "http://$(net_ip a):3786/inventory/history?item=mix-shared&limit=5000" |
+    if [ ${#run_shared[@]} -gt 0 ]; then
+        run_shared_cov=$(ns_cli curl -s --max-time 5 "http://$(net_ip a):3786/inventory/history?item=mix-shared&limit=5000" |
             jq '[.events[]?] as $e | [$e[] | select(.strategy == "fenced" and .lease_us > 0)] as $f |
                 [$e[] | select(.strategy == "handoff" and .outcome == "sold") as $h | $f[] |
                  select($h.written_us > .lease_us and $h.written_us < (.written_us // .released_us))] | length' 2>/dev/null)
-        [[ $shared_cov =~ ^[0-9]+$ ]] || shared_cov=0
+        [[ $run_shared_cov =~ ^[0-9]+$ ]] || run_shared_cov=0
     fi
+}
+
+# run_judge: the coverage written into the history, and the checkers run on
+# the cell's item, the shared key and each companion's item; sets
+# run_judge_node, run_rc, run_rc_shared and R_NOTE (the companions' verdicts).
+run_judge() {
+    local name src at detail told=() f skew=() reset=() stold=() ctold=() c cf ch x
     # judge: the coverage into the history of the Redis the checker reads
-    local judge_node
-    judge_node=$(data_master)
-    [ "$shared_cov" -gt 0 ] && rc_at "$judge_node" XADD mix-shared:history '*' outcome coverage \
+    run_judge_node=$(data_master)
+    [ "$run_shared_cov" -gt 0 ] && rc_at "$run_judge_node" XADD mix-shared:history '*' outcome coverage \
         event shared_key_sold source shared at_us "$(now_us)" \
-        detail "$shared_cov handoff sale(s) written while a fenced hold was inside past its lease" >/dev/null
+        detail "$run_shared_cov handoff sale(s) written while a fenced hold was inside past its lease" >/dev/null
     while IFS=$'\t' read -r name src at detail; do
-        rc_at "$judge_node" XADD "$item:history" '*' outcome coverage event "$name" source "$src" \
+        rc_at "$run_judge_node" XADD "$item:history" '*' outcome coverage event "$name" source "$src" \
             at_us "$at" detail "$detail" >/dev/null
     done <"$run/coverage.tsv"
-    local told=() f skew=() reset=()
     # After a reset the item is a new inventory of units above the old
     # stock: a sold answer of a unit at or below it is of the inventory the
     # reset replaced (its ledger entry went with it), and is not judged. A
@@ -987,35 +1051,42 @@ run_one() {
     done
     [ "$reset_at" -gt 0 ] && reset=(--reset-us "$reset_at")
     [ -n "$drift_rate" ] && skew=(--no-overlaps)
-    ns_cli "$checker" --redis "$(net_ip "$judge_node"):6379" --item "$item" --since-us "$since" \
-        --max-findings 20 --need "$(needs_of "$mix")" "${skew[@]}" "${reset[@]}" "${told[@]}" \
+    ns_cli "$checker" --redis "$(net_ip "$run_judge_node"):6379" --item "$item" --since-us "$since" \
+        --max-findings 20 --need "$(needs_of "$run_mix")" "${skew[@]}" "${reset[@]}" "${told[@]}" \
         >"$run/check.json" 2>"$run/check.log"
-    local rc=$? rc_shared=0
-    if [ ${#shared[@]} -gt 0 ]; then
-        local stold=()
-        for c in "${shared[@]}"; do
+    run_rc=$?
+    if [ ${#run_shared[@]} -gt 0 ]; then
+        for c in "${run_shared[@]}"; do
             IFS=: read -r cf ch x <<<"$c"
             [ -f "$run/told-shared-$cf-$x" ] && stold+=(--told "$run/told-shared-$cf-$x")
         done
-        ns_cli "$checker" --redis "$(net_ip "$judge_node"):6379" --item mix-shared --since-us "$since" \
+        ns_cli "$checker" --redis "$(net_ip "$run_judge_node"):6379" --item mix-shared --since-us "$since" \
             --max-findings 5 --need shared_key_sold,lease_expired_inside "${stold[@]}" \
             >"$run/check-shared.json" 2>>"$run/check.log"
-        rc_shared=$?
+        run_rc_shared=$?
     fi
     R_NOTE=""
-    for c in "${companions[@]}"; do
+    for c in "${run_companions[@]}"; do
         c=${c%%:*}
-        local ctold=()
+        ctold=()
         for f in "$run/told-mix-$c-a" "$run/told-mix-$c-b"; do [ -f "$f" ] && ctold+=(--told "$f"); done
-        ns_cli "$checker" --redis "$(net_ip "$judge_node"):6379" --item "mix-$c" --since-us "$since" \
+        ns_cli "$checker" --redis "$(net_ip "$run_judge_node"):6379" --item "mix-$c" --since-us "$since" \
             --max-findings 5 "${ctold[@]}" >"$run/check-mix-$c.json" 2>>"$run/check.log"
         R_NOTE+=" $c:$(jq -r .verdict "$run/check-mix-$c.json" 2>/dev/null || echo error)"
     done
+}
+
+# verdict_of STATUS: the verdict an inventory-check exit status stands for.
+verdict_of() { case $1 in 0) echo safe ;; 1) echo unsafe ;; 3) echo incomplete ;; 4) echo inconclusive ;; *) echo error ;; esac; }
+
+# run_verdict: the end of the run: every server stopped, R_VERDICT
+# R_COVERED R_TWICE R_FINDINGS set (R_NOTE completed), and run.json written.
+run_verdict() {
+    local n sv sf
     # the end of the run
     for n in a b sen rr r m0 m1 m2; do stop_node "$n"; done
     rm -f "$work"/*.rdb
-    verdict_of() { case $1 in 0) echo safe ;; 1) echo unsafe ;; 3) echo incomplete ;; 4) echo inconclusive ;; *) echo error ;; esac; }
-    R_VERDICT=$(verdict_of "$rc")
+    R_VERDICT=$(verdict_of "$run_rc")
     R_COVERED=$(jq -r 'if .covered then 1 else 0 end' "$run/check.json" 2>/dev/null || echo 0)
     R_TWICE=$(jq -r '.counts.sold_twice // 0' "$run/check.json" 2>/dev/null || echo 0)
     R_FINDINGS=$(jq -r '[.counts | to_entries[] | select(.value > 0 and .key != "untold_sale") | "\(.key) \(.value)"] | join(", ")' \
@@ -1027,9 +1098,8 @@ run_one() {
     fi
     # the shared key's verdict is the seed's too: unsafe if either is, and
     # safe (and covered) only if both are
-    if [ ${#shared[@]} -gt 0 ]; then
-        local sv sf
-        sv=$(verdict_of "$rc_shared")
+    if [ ${#run_shared[@]} -gt 0 ]; then
+        sv=$(verdict_of "$run_rc_shared")
         R_NOTE+=" shared:$sv"
         if [ "$sv" = unsafe ] || { [ "$R_VERDICT" = safe ] && [ "$sv" != safe ]; }; then
             [ "$R_VERDICT" = unsafe ] || R_VERDICT=$sv
@@ -1041,7 +1111,18 @@ run_one() {
         [ -n "$sf" ] && R_FINDINGS+="${R_FINDINGS:+, }$sf"
     fi
     printf '{"prefix": "%s", "load_start_us": %s, "since_us": %s, "judged_on": "%s", "verdict": "%s", "companions": "%s"}\n' \
-        "$net_prefix" "$t0_us" "$since" "$judge_node" "$R_VERDICT" "${R_NOTE# }" >"$run/run.json"
+        "$net_prefix" "$t0_us" "$since" "$run_judge_node" "$R_VERDICT" "${R_NOTE# }" >"$run/run.json"
+}
+
+run_one() {
+    run_begin "$@"
+    run_servers
+    run_items
+    run_loads
+    run_schedule
+    run_coverage
+    run_judge
+    run_verdict
 }
 
 # ---- expectations --------------------------------------------------------------------------

@@ -70,9 +70,12 @@ static void teardown(void) {
     harness_stop(inst2_pid);
     harness_stop(inst_pid);
     harness_stop(redis_pid);
+    const char *made[] = {"demo.csv", "campaign.csv", "campaign-counterexample.json"};
     char path[320];
-    snprintf(path, sizeof(path), "%s/demo.csv", results_dir);
-    unlink(path);
+    for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", results_dir, made[i]);
+        unlink(path);
+    }
     rmdir(results_dir);
 }
 

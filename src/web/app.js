@@ -27,6 +27,10 @@
     redlock: 'its flaw needs clock drift or a pause longer than the lock\u2019s validity.',
     batched: 'no known flaw: it keeps every guarantee of redisson.',
     atomic: 'no lock and no flaw for this workload: the reference ceiling.',
+    zookeeper: 'its flaw needs the holder\u2019s process paused past its ZooKeeper session (SIGSTOP); tests/check_zookeeper.c and the matrix\u2019s pause column show it.',
+    'zookeeper-fenced': 'its fix is shown by the same pause: tests/check_zookeeper.c and the matrix.',
+    mysql: 'its flaw needs the lock\u2019s session killed or timed out while the holder works; tests/check_mysql.c and the matrix show it.',
+    'mysql-fenced': 'its fix is shown by the same kill: tests/check_mysql.c and the matrix.',
   };
 
   const S = {
@@ -190,7 +194,8 @@
     S.strategies.forEach((st, i) => {
       const sc = scenarioFor(st.name);
       const acts = h('div', { class: 'acts' });
-      if (S.lab.enabled) {
+      const off = st.available === false;
+      if (S.lab.enabled && !off) {
         if (sc) {
           acts.append(h('button', {
             type: 'button', class: 'primary show-flaw', 'data-scenario': sc.name,
@@ -211,7 +216,7 @@
         h('p', { text: st.description }),
         h('p', { class: 'flaw' }, h('b', {}, 'Flaw: '), st.flaw),
         sc ? h('p', { class: 'hint' }, `Scenario: ${sc.title}; fixed by ${sc.fixed_by}.`) : null,
-        none, acts));
+        off ? h('p', { class: 'none unavailable' }, `Not available here: ${st.unavailable}.`) : none, acts));
     });
   }
 
@@ -264,7 +269,10 @@
   function fillForm() {
     const fs = $('f-strategy');
     fs.textContent = '';
-    for (const st of S.strategies) fs.append(h('option', { value: st.name, selected: st.name === S.def }, st.name));
+    for (const st of S.strategies) {
+      fs.append(h('option', { value: st.name, selected: st.name === S.def, disabled: st.available === false },
+        st.available === false ? `${st.name} (${st.unavailable})` : st.name));
+    }
     const sc = $('f-scenario');
     for (const x of S.scenarios) sc.append(h('option', { value: x.name }, `${x.name}: ${x.title}`));
     const b = S.lab.bounds;

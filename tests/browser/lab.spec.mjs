@@ -139,6 +139,16 @@ await check('ladder', 'the ladder lists exactly the strategies of /strategies', 
   assert(JSON.stringify(names) === JSON.stringify(want), `cards ${names} but /strategies has ${want}`);
   for (const s of ['expiring', 'owner-check', 'none', 'local', 'owner-lua', 'reentrant'])
     assert(await page.locator(`#card-${s} .show-flaw`).count() === 1, `${s} has no Show the flaw button`);
+  /* A strategy whose store this instance has not configured says why, and offers no run
+   * (tests/browser_lab.sh configures neither ZooKeeper nor MySQL). */
+  const off = (await api('/strategies')).body.strategies.filter((x) => x.available === false);
+  assert(off.length === 4, `${off.length} strategies unavailable, not the 4 of ZooKeeper and MySQL`);
+  for (const st of off) {
+    const card = page.locator(`#card-${st.name}`);
+    assert((await card.innerText()).includes(`Not available here: ${st.unavailable}`), `${st.name}'s card does not say it is unavailable`);
+    assert(await card.locator('button').count() === 0, `${st.name}, unavailable, offers a run`);
+    assert(await page.locator(`#f-strategy option[value="${st.name}"]`).evaluate((o) => o.disabled), `${st.name} can be picked in the form`);
+  }
 });
 
 /* The run's verdict box: its result word (data-result) and its text. */

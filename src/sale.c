@@ -59,6 +59,32 @@
 #define HISTORY_ARGS 20
 #define STOCK_EXACT_MAX (1LL << 53)
 
+/* The write scripts' fixed arguments by name, as their headers list them
+ * (script.h; tests/check_script.c holds the two together). */
+static const struct script_sig sig_sale_write = {"sale-write",
+                                                 5,
+                                                 12,
+                                                 {"stock", "ledger", "families", "history", "lock",
+                                                  "new_stock", "family", "cap", "guard", "owner",
+                                                  "enforce", "n"}};
+static const struct script_sig sig_fenced_sale = {"fenced-sale",
+                                                  6,
+                                                  12,
+                                                  {"stock", "ledger", "fence", "families",
+                                                   "history", "lock", "token", "new_stock", "entry",
+                                                   "family", "cap", "owner"}};
+static const struct script_sig sig_handoff_sale = {"handoff-sale",
+                                                   6,
+                                                   13,
+                                                   {"stock", "ledger", "families", "history",
+                                                    "lock", "queue", "new_stock", "family", "cap",
+                                                    "owner", "lease", "channel_prefix", "entry"}};
+static const struct script_sig sig_history_event = {
+    "history-event", 2, 6, {"history", "lock", "cap", "guard", "owner", "outcome"}};
+
+const struct script_sig *const sale_script_sigs[] = {&sig_sale_write, &sig_fenced_sale,
+                                                     &sig_handoff_sale, &sig_history_event, NULL};
+
 /* One critical section, for n sales at once (n is 1 but for batched). */
 struct sale_section {
     struct inventory *inv;
@@ -127,16 +153,21 @@ static void history_nothing(struct sale_section *sec, const char *outcome) {
     char cap[16];
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct lock_guard *g = &sec->guard;
-    const char *argv[6 + HISTORY_ARGS] = {sec->k->history, g->key, cap, g->kind, g->field, outcome};
-    memcpy(argv + 6, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    lock_append_script(sec->l, "history-event", 2, 6 + sec->nhist, argv, NULL);
+    const struct script_kv kv[] = {
+        {"history", sec->k->history}, {"lock", g->key},    {"cap", cap},
+        {"guard", g->kind},           {"owner", g->field}, {"outcome", outcome}};
+    const struct script_sig *sig = &sig_history_event;
+    const char *argv[SCRIPT_ARGS_MAX + HISTORY_ARGS];
+    if (script_args(sig, argv, kv, (int)(sizeof(kv) / sizeof(kv[0]))) < 0) return;
+    memcpy(argv + sig->nargs, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    lock_append_script(sec->l, sig->script, sig->nkeys, sig->nargs + sec->nhist, argv, NULL);
 }
 
 /* ---- writes --------------------------------------------------------------- */
 
 int sale_commit_plain(struct sale_section *sec) {
     int n = (int)sec->sold, argc = 0;
-    const char **argv = malloc(sizeof(*argv) * (size_t)(12 + n + HISTORY_ARGS));
+    const char **argv = malloc(sizeof(*argv) * (size_t)(SCRIPT_ARGS_MAX + n + HISTORY_ARGS));
     if (!argv) return -1;
     char stock[24], cap[16], count[16];
     snprintf(stock, sizeof(stock), "%lld", sec->stock - sec->sold);
@@ -144,22 +175,27 @@ int sale_commit_plain(struct sale_section *sec) {
     snprintf(count, sizeof(count), "%d", n);
     const struct item_keys *k = sec->k;
     const struct lock_guard *g = &sec->guard;
-    const char *head[] = {k->stock,
-                          k->ledger,
-                          k->families,
-                          k->history,
-                          g->key,
-                          stock,
-                          lock_type_family(lock_type_of(sec->l)),
-                          cap,
-                          g->kind,
-                          g->field,
-                          g->enforce ? "1" : "0",
-                          count};
-    for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) argv[argc++] = head[i];
+    const struct script_kv kv[] = {{"stock", k->stock},
+                                   {"ledger", k->ledger},
+                                   {"families", k->families},
+                                   {"history", k->history},
+                                   {"lock", g->key},
+                                   {"new_stock", stock},
+                                   {"family", lock_type_family(lock_type_of(sec->l))},
+                                   {"cap", cap},
+                                   {"guard", g->kind},
+                                   {"owner", g->field},
+                                   {"enforce", g->enforce ? "1" : "0"},
+                                   {"n", count}};
+    const struct script_sig *sig = &sig_sale_write;
+    if (script_args(sig, argv, kv, (int)(sizeof(kv) / sizeof(kv[0]))) < 0) {
+        free(argv);
+        return -1;
+    }
+    argc = sig->nargs;
     for (int i = 0; i < n; i++) argv[argc++] = sec->entries[i];
     for (int i = 0; i < sec->nhist; i++) argv[argc++] = sec->hist[i];
-    int rc = lock_append_script(sec->l, "sale-write", 5, argc, argv, NULL);
+    int rc = lock_append_script(sec->l, sig->script, sig->nkeys, argc, argv, NULL);
     free(argv);
     return rc;
 }
@@ -173,20 +209,23 @@ static int commit_fenced(struct sale_section *sec) {
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct item_keys *k = sec->k;
-    const char *argv[12 + HISTORY_ARGS] = {k->stock,
-                                           k->ledger,
-                                           fence,
-                                           k->families,
-                                           k->history,
-                                           sec->guard.key,
-                                           token,
-                                           stock,
-                                           sec->entries[0],
-                                           lock_type_family(lock_type_of(sec->l)),
-                                           cap,
-                                           sec->guard.field};
-    memcpy(argv + 12, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    return lock_append_script(sec->l, "fenced-sale", 6, 12 + sec->nhist, argv, NULL);
+    const struct script_kv kv[] = {{"stock", k->stock},
+                                   {"ledger", k->ledger},
+                                   {"fence", fence},
+                                   {"families", k->families},
+                                   {"history", k->history},
+                                   {"lock", sec->guard.key},
+                                   {"token", token},
+                                   {"new_stock", stock},
+                                   {"entry", sec->entries[0]},
+                                   {"family", lock_type_family(lock_type_of(sec->l))},
+                                   {"cap", cap},
+                                   {"owner", sec->guard.field}};
+    const struct script_sig *sig = &sig_fenced_sale;
+    const char *argv[SCRIPT_ARGS_MAX + HISTORY_ARGS];
+    if (script_args(sig, argv, kv, (int)(sizeof(kv) / sizeof(kv[0]))) < 0) return -1;
+    memcpy(argv + sig->nargs, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    return lock_append_script(sec->l, sig->script, sig->nkeys, sig->nargs + sec->nhist, argv, NULL);
 }
 
 /* The errors handoff-sale.lua answers itself, the lock handed on all the
@@ -204,22 +243,25 @@ static int commit_handoff(struct sale_section *sec) {
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct item_keys *k = sec->k;
-    const char *argv[13 + HISTORY_ARGS] = {k->stock,
-                                           k->ledger,
-                                           k->families,
-                                           k->history,
-                                           h.key,
-                                           h.queue,
-                                           stock,
-                                           lock_type_family(lock_type_of(sec->l)),
-                                           cap,
-                                           h.owner,
-                                           h.lease_ms,
-                                           h.channel_prefix,
-                                           sec->entries[0]};
-    memcpy(argv + 13, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    return lock_append_release(sec->l, "handoff-sale", handoff_sale_errors, 6, 13 + sec->nhist,
-                               argv, NULL);
+    const struct script_kv kv[] = {{"stock", k->stock},
+                                   {"ledger", k->ledger},
+                                   {"families", k->families},
+                                   {"history", k->history},
+                                   {"lock", h.key},
+                                   {"queue", h.queue},
+                                   {"new_stock", stock},
+                                   {"family", lock_type_family(lock_type_of(sec->l))},
+                                   {"cap", cap},
+                                   {"owner", h.owner},
+                                   {"lease", h.lease_ms},
+                                   {"channel_prefix", h.channel_prefix},
+                                   {"entry", sec->entries[0]}};
+    const struct script_sig *sig = &sig_handoff_sale;
+    const char *argv[SCRIPT_ARGS_MAX + HISTORY_ARGS];
+    if (script_args(sig, argv, kv, (int)(sizeof(kv) / sizeof(kv[0]))) < 0) return -1;
+    memcpy(argv + sig->nargs, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
+    return lock_append_release(sec->l, sig->script, handoff_sale_errors, sig->nkeys,
+                               sig->nargs + sec->nhist, argv, NULL);
 }
 
 /* ---- the critical section ------------------------------------------------- */

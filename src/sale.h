@@ -16,4 +16,9 @@ extern const struct sale_way sale_handoff;
 extern const struct sale_way sale_batched;
 extern const struct sale_way sale_atomic;
 
+/* The fixed arguments of the write scripts sale.c runs, by name (script.h),
+ * NULL-terminated: for the test that holds them to the scripts' headers. */
+struct script_sig;
+extern const struct script_sig *const sale_script_sigs[];
+
 #endif

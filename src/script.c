@@ -119,3 +119,17 @@ int script_load_all(redisContext *c, char *errstr, size_t errlen) {
     }
     return rc;
 }
+
+int script_args(const struct script_sig *sig, const char **argv, const struct script_kv *kv,
+                int n) {
+    if (n != sig->nargs) return -1;
+    for (int i = 0; i < sig->nargs; i++) argv[i] = NULL;
+    for (int j = 0; j < n; j++) {
+        int at = -1;
+        for (int i = 0; i < sig->nargs && at < 0; i++)
+            if (strcmp(sig->names[i], kv[j].name) == 0) at = i;
+        if (at < 0 || argv[at] || !kv[j].value) return -1;
+        argv[at] = kv[j].value;
+    }
+    return 0;
+}

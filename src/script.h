@@ -50,6 +50,31 @@ long long script_format(char **cmd, const char *name, int numkeys, int argc, con
 /* True when r is the NOSCRIPT error: the script did not run. */
 int script_missing(const redisReply *r);
 
+/* A script's fixed arguments by name: its KEYS, then the head of its ARGV
+ * (what follows, a variable tail, the caller appends), in the order the
+ * script's header lists them on its "-- KEYS:" and "-- ARGV:" lines, which
+ * a unit test compares with this table. Callers fill argv by name
+ * (script_args), never by position. */
+#define SCRIPT_ARGS_MAX 16
+struct script_sig {
+    const char *script; /* the file name without .lua */
+    int nkeys;
+    int nargs; /* the keys and the fixed head of ARGV */
+    const char *names[SCRIPT_ARGS_MAX];
+};
+
+/* One named argument for script_args. */
+struct script_kv {
+    const char *name;
+    const char *value;
+};
+
+/* Fills argv[0 .. sig->nargs) from the n named values: each of sig's names
+ * exactly once. 0, or -1 when a name is unknown, given twice or missing
+ * (a caller's mistake: the script must not run with arguments in the wrong
+ * places). */
+int script_args(const struct script_sig *sig, const char **argv, const struct script_kv *kv, int n);
+
 /* Loads every embedded script on c with SCRIPT LOAD, pipelined (one round
  * trip). Returns 0, or -1 with errstr set (c->err set if the connection
  * failed). */

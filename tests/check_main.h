@@ -28,5 +28,6 @@ Suite *commit_suite(void);
 Suite *handoff_suite(void);
 Suite *zookeeper_suite(void);
 Suite *mysql_suite(void);
+Suite *script_suite(void);
 
 #endif

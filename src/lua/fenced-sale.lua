@@ -18,6 +18,9 @@
 -- token written so far, and a newer one is recorded as it writes. There is
 -- no lock key here to look at (ARGV[6] is empty, and the events carry no
 -- owned): the token and the stock check do the job.
+-- The arguments by name (src/sale.c fills them by these names):
+-- KEYS: stock ledger fence families history lock
+-- ARGV: token new_stock entry family cap owner, then the history
 -- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] fencing counter (or the
 -- newest token written, for a store's tokens), KEYS[4] families set,
 -- KEYS[5] history stream, KEYS[6] lock

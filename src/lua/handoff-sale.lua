@@ -25,6 +25,9 @@
 -- Should that answer be lost, the grantee learns of its grant by its
 -- re-check.
 --
+-- The arguments by name (src/sale.c fills them by these names):
+-- KEYS: stock ledger families history lock queue
+-- ARGV: new_stock family cap owner lease channel_prefix entry, then the history and the riders
 -- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] families set,
 -- KEYS[4] history stream, KEYS[5] lock, KEYS[6] queue
 -- ARGV[1] new stock, ARGV[2] lock family, ARGV[3] history cap (0: none),

@@ -3,6 +3,9 @@
 -- out, lock lost, bad stock). It goes out with the release, as a write
 -- would, and like sale-write.lua it records Redis's own clock when it
 -- applied (written_us) and whether the lock was still the holder's then.
+-- The arguments by name (src/sale.c fills them by these names):
+-- KEYS: history lock
+-- ARGV: cap guard owner outcome, then the history
 -- KEYS[1] history stream, KEYS[2] lock
 -- ARGV[1] history cap, ARGV[2] guard ('string', 'hash' or ''), ARGV[3] the
 -- owner's value or field, ARGV[4] outcome, ARGV[5 ..] fields and values

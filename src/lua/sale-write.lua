@@ -22,6 +22,9 @@
 -- that do not enforce keep their flaw: they overwrite, and the audit
 -- counts what they lost.)
 --
+-- The arguments by name (src/sale.c fills them by these names):
+-- KEYS: stock ledger families history lock
+-- ARGV: new_stock family cap guard owner enforce n, then the n entries and the history
 -- KEYS[1] stock, KEYS[2] ledger list, KEYS[3] families set,
 -- KEYS[4] history stream, KEYS[5] lock
 -- ARGV[1] new stock, ARGV[2] lock family, ARGV[3] history cap (0: no history)

@@ -5,6 +5,7 @@
  * mariadbd, both started by the harness for each test, and real inventoryd
  * instances with faults.enabled=true. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <mysql.h>
 #include <signal.h>
 #include <stdio.h>
@@ -232,6 +233,57 @@ START_TEST(test_a_holder_idle_past_its_session_timeout_loses_the_lock_while_stil
 }
 END_TEST
 
+/* The lab's overrun scenario (A works 1.5 x TTL on instance A, B sells on
+ * instance B at 0.25 x TTL) run with strategy s on two instances with
+ * lock.ttl-ms 1000 (wait_timeout 1 s): its verdict, as "result: evidence". */
+static void lab_overrun(const char *s, char *out, size_t len) {
+    char rp[32], inst[96];
+    if (!a_pid) {
+        a_port = harness_free_port();
+        b_port = harness_free_port();
+    }
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
+    const char *sets[] = {
+        rp,   host_set, port_set, "lock.ttl-ms=1000", "faults.enabled=true", "lab.enabled=true",
+        inst, NULL};
+    if (!a_pid) a_pid = harness_inventoryd_start(a_port, sets);
+    if (!b_pid) b_pid = harness_inventoryd_start(b_port, sets);
+    ck_assert_int_gt(a_pid, 0);
+    ck_assert_int_gt(b_pid, 0);
+    char body[96];
+    struct httpc_response r;
+    snprintf(body, sizeof(body), "{\"strategy\":\"%s\",\"scenario\":\"overrun\"}", s);
+    ck_assert_int_eq(harness_http(a_port, "POST", "/lab/runs", NULL, body, &r), 202);
+    char path[64];
+    snprintf(path, sizeof(path), "/lab/runs/%d", (int)harness_json_num(r.body, "id"));
+    cJSON *j = NULL;
+    for (int64_t t0 = mclock_ms(); mclock_ms() - t0 < 20000; mclock_sleep_ms(100)) {
+        ck_assert_int_eq(harness_http(a_port, "GET", path, NULL, NULL, &r), 200);
+        cJSON_Delete(j);
+        j = cJSON_Parse(r.body);
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "state")), "done") == 0) break;
+    }
+    const cJSON *v = cJSON_GetObjectItem(j, "verdict");
+    ck_assert_msg(v != NULL, "the %s run did not finish in 20 s", s);
+    snprintf(out, len, "%s: %s", cJSON_GetStringValue(cJSON_GetObjectItem(v, "result")),
+             cJSON_GetStringValue(cJSON_GetObjectItem(v, "evidence")));
+    cJSON_Delete(j);
+}
+
+START_TEST(test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write) {
+    char v[512];
+    lab_overrun("mysql", v, sizeof(v));
+    ck_assert_msg(strncmp(v, "flaw_shown: ", 12) == 0 && strstr(v, "inside together") &&
+                      strstr(v, "sold unit"),
+                  "mysql: %s", v);
+    lab_overrun("mysql-fenced", v, sizeof(v));
+    ck_assert_msg(strncmp(v, "flaw_shown: ", 12) == 0 && strstr(v, "was refused") &&
+                      strstr(v, "nothing was sold twice"),
+                  "mysql-fenced: %s", v);
+}
+END_TEST
+
 START_TEST(test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back) {
     start_pair();
     struct httpc_response r;
@@ -336,6 +388,7 @@ Suite *mysql_suite(void) {
          {test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales,
           test_an_unconfigured_mysql_is_listed_unavailable_and_its_sale_answers_503_naming_the_key,
           test_the_mysql_password_appears_in_no_answer_no_config_dump_and_no_log}},
+        {"Lab", {test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write}},
         {"Faults",
          {test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes,
           test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_sells_twice,

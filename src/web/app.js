@@ -27,10 +27,8 @@
     redlock: 'its flaw needs clock drift or a pause longer than the lock\u2019s validity.',
     batched: 'no known flaw: it keeps every guarantee of redisson.',
     atomic: 'no lock and no flaw for this workload: the reference ceiling.',
-    zookeeper: 'its flaw needs the holder\u2019s process paused past its ZooKeeper session (SIGSTOP); tests/check_zookeeper.c and the matrix\u2019s pause column show it.',
+    zookeeper: 'its flaw needs the holder\u2019s process paused past its ZooKeeper session (SIGSTOP): a holder that only works long keeps pinging, and keeps its lock (run overrun with it to see that); tests/check_zookeeper.c and the matrix\u2019s pause column show it.',
     'zookeeper-fenced': 'its fix is shown by the same pause: tests/check_zookeeper.c and the matrix.',
-    mysql: 'its flaw needs the lock\u2019s session killed or timed out while the holder works; tests/check_mysql.c and the matrix show it.',
-    'mysql-fenced': 'its fix is shown by the same kill: tests/check_mysql.c and the matrix.',
   };
 
   const S = {

@@ -5,7 +5,6 @@
  * mariadbd, both started by the harness for each test, and real inventoryd
  * instances with faults.enabled=true. */
 #include <check.h>
-#include <cjson/cJSON.h>
 #include <mysql.h>
 #include <signal.h>
 #include <stdio.h>
@@ -252,23 +251,8 @@ static void lab_overrun(const char *s, char *out, size_t len) {
     ck_assert_int_gt(a_pid, 0);
     ck_assert_int_gt(b_pid, 0);
     char body[96];
-    struct httpc_response r;
     snprintf(body, sizeof(body), "{\"strategy\":\"%s\",\"scenario\":\"overrun\"}", s);
-    ck_assert_int_eq(harness_http(a_port, "POST", "/lab/runs", NULL, body, &r), 202);
-    char path[64];
-    snprintf(path, sizeof(path), "/lab/runs/%d", (int)harness_json_num(r.body, "id"));
-    cJSON *j = NULL;
-    for (int64_t t0 = mclock_ms(); mclock_ms() - t0 < 20000; mclock_sleep_ms(100)) {
-        ck_assert_int_eq(harness_http(a_port, "GET", path, NULL, NULL, &r), 200);
-        cJSON_Delete(j);
-        j = cJSON_Parse(r.body);
-        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(j, "state")), "done") == 0) break;
-    }
-    const cJSON *v = cJSON_GetObjectItem(j, "verdict");
-    ck_assert_msg(v != NULL, "the %s run did not finish in 20 s", s);
-    snprintf(out, len, "%s: %s", cJSON_GetStringValue(cJSON_GetObjectItem(v, "result")),
-             cJSON_GetStringValue(cJSON_GetObjectItem(v, "evidence")));
-    cJSON_Delete(j);
+    ck_assert_msg(harness_lab_verdict(a_port, body, 20000, out, len) == 0, "%s", out);
 }
 
 START_TEST(test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write) {

@@ -257,6 +257,33 @@ START_TEST(test_zookeeper_down_answers_503_and_sales_resume_without_a_restart) {
 }
 END_TEST
 
+START_TEST(test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun) {
+    /* The lab's overrun: A works 1.5 x TTL, B comes at 0.25 x TTL. The
+     * session pings while A works (a sleep, not a pause), so it outlives
+     * the 1 s TTL and the 1.5 s session: B waits, as behind a watchdog. */
+    char rp[32], zc[64], inst[96], v[512];
+    a_port = harness_free_port();
+    b_port = harness_free_port();
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(zc, sizeof(zc), "zookeeper.connect=127.0.0.1:%d", zk_port);
+    snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
+    const char *sets[] = {rp,
+                          zc,
+                          "zookeeper.session-timeout-ms=1500",
+                          "lock.ttl-ms=1000",
+                          "faults.enabled=true",
+                          "lab.enabled=true",
+                          inst,
+                          NULL};
+    ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, sets), 0);
+    ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, sets), 0);
+    const char *body = "{\"strategy\":\"zookeeper\",\"scenario\":\"overrun\"}";
+    ck_assert_msg(harness_lab_verdict(a_port, body, 20000, v, sizeof(v)) == 0, "%s", v);
+    ck_assert_msg(strncmp(v, "fixed: ", 7) == 0 && strstr(v, "kept the lock"), "zookeeper: %s", v);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
 Suite *zookeeper_suite(void) {
     Suite *s = suite_create("zookeeper");
     struct {
@@ -271,6 +298,7 @@ Suite *zookeeper_suite(void) {
          {test_a_zookeeper_holder_paused_past_its_session_sells_a_unit_sold_since,
           test_zookeeper_fenced_refuses_the_paused_holders_write_by_its_older_czxid}},
         {"Outage", {test_zookeeper_down_answers_503_and_sales_resume_without_a_restart}},
+        {"Lab", {test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

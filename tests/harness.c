@@ -1007,3 +1007,30 @@ void harness_mariadb_stop(pid_t pid, const char *sock, int remove) {
     sock_dir(sock, dir, sizeof(dir));
     mariadb_remove(dir);
 }
+
+int harness_lab_verdict(int port, const char *body, int timeout_ms, char *out, size_t len) {
+    struct httpc_response r;
+    int code = harness_http(port, "POST", "/lab/runs", NULL, body, &r);
+    if (code != 202) {
+        snprintf(out, len, "POST /lab/runs %s answered %d: %.200s", body, code, r.body);
+        return -1;
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/lab/runs/%d", (int)harness_json_num(r.body, "id"));
+    for (int64_t t0 = mclock_ms(); mclock_ms() - t0 < timeout_ms; mclock_sleep_ms(100)) {
+        if (harness_http(port, "GET", path, NULL, NULL, &r) != 200) continue;
+        cJSON *j = cJSON_Parse(r.body);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "verdict");
+        const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "state"));
+        int done = state && strcmp(state, "running") != 0;
+        if (done)
+            snprintf(
+                out, len, "%s: %s",
+                v ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "result")) : state,
+                v ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "evidence")) : "");
+        cJSON_Delete(j);
+        if (done) return 0;
+    }
+    snprintf(out, len, "%s did not finish in %d ms", path, timeout_ms);
+    return -1;
+}

@@ -131,6 +131,11 @@ int harness_pair_start(int redis_port, int ttl_ms, int wait_ms, const char *cons
  * audit did not answer 200. */
 double harness_audit(int port, const char *field);
 
+/* Starts a lab run on the instance on port (POST /lab/runs body) and waits
+ * up to timeout_ms for it to finish; out gets its verdict as
+ * "<result>: <evidence>". 0, or -1 with out saying what went wrong. */
+int harness_lab_verdict(int port, const char *body, int timeout_ms, char *out, size_t len);
+
 /* Waits until something accepts TCP on 127.0.0.1:port; 0 or -1 on timeout. */
 int harness_wait_port(int port, int timeout_ms);
 

@@ -271,11 +271,10 @@ END_TEST
 
 START_TEST(test_an_unknown_strategy_is_404_and_lists_the_known_ones) {
     struct httpc_response r;
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/zookeeper", NULL, NULL, &r),
-                     404);
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/etcd", NULL, NULL, &r), 404);
     cJSON *j = json(&r);
     ck_assert_str_eq(str(j, "status"), "unknown_strategy");
-    ck_assert_ptr_nonnull(strstr(str(j, "error"), "zookeeper"));
+    ck_assert_ptr_nonnull(strstr(str(j, "error"), "etcd"));
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "strategies")),
                      strategy_count());
     cJSON_Delete(j);
@@ -391,7 +390,7 @@ START_TEST(test_a_bad_config_value_stops_start_up_naming_the_key_and_line) {
     unlink(path);
     ck_assert_int_eq(run_binary("--set server.port=70000", out, sizeof(out)), 2);
     ck_assert_ptr_nonnull(strstr(out, "server.port"));
-    ck_assert_int_eq(run_binary("--set lock.strategy=zookeeper", out, sizeof(out)), 2);
+    ck_assert_int_eq(run_binary("--set lock.strategy=etcd", out, sizeof(out)), 2);
     ck_assert_ptr_nonnull(strstr(out, "lock.strategy"));
 }
 END_TEST

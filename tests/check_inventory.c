@@ -90,10 +90,19 @@ START_TEST(test_a_sale_sells_the_unit_equal_to_the_stock_and_records_it) {
 }
 END_TEST
 
+/* Whether s can sell in this suite: its lock lives on Redis, or in a store
+ * this suite configures (none: the zookeeper and mysql strategies have
+ * suites of their own, which start their stores). */
+static int here(const struct strategy *s) {
+    char why[128];
+    return inventory_strategy_configured(svc.inv, s, why, sizeof(why));
+}
+
 START_TEST(test_every_strategy_answers_sold_out_once_the_stock_is_gone) {
     char err[256];
     redlock_ready();
     for (int i = 0; strategies[i].name; i++) {
+        if (!here(&strategies[i])) continue;
         ck_assert_int_eq(inventory_reset(svc.inv, NULL, 1, err, sizeof(err)), 0);
         struct sale_result r;
         int rc = inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r);
@@ -169,6 +178,7 @@ START_TEST(test_a_stock_that_is_not_a_number_is_refused_without_a_write) {
     redlock_ready();
     harness_redis_int(redis_port, "SET inventory001 abc");
     for (int i = 0; strategies[i].name; i++) {
+        if (!here(&strategies[i])) continue;
         struct sale_result r;
         ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_BAD_DATA);
         ck_assert_ptr_nonnull(strstr(r.errstr, "inventory001"));
@@ -194,6 +204,7 @@ START_TEST(test_a_sale_with_redis_stopped_is_backend_unavailable_within_the_time
     harness_stop(redis_pid);
     redis_pid = 0;
     for (int i = 0; strategies[i].name; i++) {
+        if (!here(&strategies[i])) continue;
         int64_t t0 = mclock_ms();
         ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_BACKEND);
         ck_assert_int_lt(mclock_ms() - t0, cfg.redis_timeout_ms + 500);
@@ -218,7 +229,8 @@ START_TEST(test_sales_resume_by_themselves_once_redis_is_back) {
     ck_assert_int_eq(inventory_reset(svc.inv, NULL, 100, err, sizeof(err)), 0);
     redlock_ready(); /* the restarted master votes once up for the TTL */
     for (int i = 0; strategies[i].name; i++)
-        ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_SOLD);
+        if (here(&strategies[i]))
+            ck_assert_int_eq(inventory_sell(svc.inv, &strategies[i], NULL, NULL, &r), INV_SOLD);
 }
 END_TEST
 

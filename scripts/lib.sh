@@ -300,7 +300,7 @@ start_zookeeper() {
     [ -r /usr/share/java/zookeeper.jar ] || fail "ZooKeeper is not installed (apt-get install zookeeper default-jre-headless)"
     mkdir -p "$dir/data"
     printf '%s\n' "tickTime=500" "dataDir=$dir/data" "clientPort=$p" "clientPortAddress=127.0.0.1" \
-        "admin.enableServer=false" "4lw.commands.whitelist=ruok,srvr,cons" >"$dir/zoo.cfg"
+        "admin.enableServer=false" "4lw.commands.whitelist=ruok,srvr,cons,dump" >"$dir/zoo.cfg"
     java -Xmx256m -XX:+UseSerialGC -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
         -Dzookeeper.log.dir="$dir" -Dzookeeper.root.logger=INFO,CONSOLE \
         org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" >"$work/$name.log" 2>&1 &
@@ -314,7 +314,9 @@ start_zookeeper() {
     fail "$name (ZooKeeper) not serving on $p after 30 s"
 }
 
-# zk_word PORT WORD: ZooKeeper's answer to a four-letter word (ruok, srvr).
+# zk_word PORT WORD: ZooKeeper's answer to a four-letter word (ruok, srvr,
+# cons; dump: the ephemeral nodes of every session, which the matrix reads
+# to see a lock held).
 zk_word() {
     timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null
 }

@@ -115,9 +115,7 @@ case "$strike_late_ms" in ''|*[!0-9]*) die "MATRIX_STRIKE_LATE_MS must be a whol
 find_builds "$build"
 require_tools redis-server redis-cli curl jq gnuplot
 [ -f "$expected" ] || die "no expected file $expected"
-# Not (yet) in the matrix: the strategies whose lock lives in ZooKeeper or MariaDB.
-mapfile -t listed < <("$inventoryd" --list-strategies |
-    grep -vx -e zookeeper -e zookeeper-fenced -e mysql -e mysql-fenced)
+mapfile -t listed < <("$inventoryd" --list-strategies)
 read -r -a strategies <<<"${MATRIX_STRATEGIES:-${listed[*]}}"
 
 # expect_of S N: the expected file's word for a cell ("safe", "unsafe",
@@ -150,6 +148,48 @@ a_pid=; b_pid=
 common=(--set lock.ttl-ms="$ttl" --set lock.wait-ms=2000 --set faults.enabled=true
         --set faults.max-hold-ms=5000 --set redis.timeout=500 --set redlock.node-timeout-ms=50
         --set history.enabled=true)
+
+# store_of S: where strategy S keeps its lock when that is not Redis
+# (zookeeper, mysql); fails for the others.
+store_of() {
+    case $1 in
+        zookeeper | zookeeper-fenced) echo zookeeper ;;
+        mysql | mysql-fenced) echo mysql ;;
+        *) return 1 ;;
+    esac
+}
+
+# store_wanted STORE: some cell this run will judge has its lock in STORE.
+store_wanted() {
+    local s n e
+    for s in "${strategies[@]}"; do
+        [ "$(store_of "$s")" = "$1" ] || continue
+        for n in "${nemeses[@]}"; do
+            e=$(expect_of "$s" "$n")
+            [ "$e" = n/a ] && continue
+            [ "$short" = 1 ] && ! short_cell "$s" "$n" && continue
+            return 0
+        done
+    done
+    return 1
+}
+
+# The lock stores, one server each, started only when a cell needs them.
+# ZooKeeper's session is the zookeeper locks' lease: it times out after the
+# matrix TTL (start_zookeeper's tickTime of 500 ms allows 1 s to 10 s).
+# MariaDB's is the mysql locks': each session's wait_timeout is lock.ttl-ms
+# rounded up to whole seconds (src/lock_mysql.c), 1 s at the matrix TTL.
+zk_port=; mysql_port=
+if store_wanted zookeeper; then
+    pick_port; zk_port=$port
+    start_zookeeper "$zk_port"
+    common+=(--set zookeeper.connect="127.0.0.1:$zk_port" --set zookeeper.session-timeout-ms="$ttl")
+fi
+if store_wanted mysql; then
+    pick_port; mysql_port=$port
+    start_mariadb "$mysql_port"
+    common+=(--set mysql.host=127.0.0.1 --set mysql.port="$mysql_port")
+fi
 
 # instance PORT REDIS_PORT NODES [--faketime] [ARG...]: starts inventoryd,
 # waits until it answers; sets inst_pid.
@@ -341,18 +381,45 @@ holder_outlived_ttl() {
 # lock_key S: the key of strategy S's lock (lock.scope global).
 lock_key() { echo RedisDistributedLock; }
 
-# lock_exists S: S's lock is held now, where it lives (on the first Redlock
-# master for redlock, else on the data Redis).
+# lock_exists S: S's lock is held now, where it lives: on the first Redlock
+# master for redlock; in ZooKeeper, a node of some session under
+# /locks/<key> (the lowest one holds, and a waiter's node is there only
+# behind it); in MariaDB, the named lock in use by some session; else on
+# the data Redis.
 lock_exists() {
     local p=$redis_port
+    case $(store_of "$1") in
+        zookeeper) zk_word "$zk_port" dump | grep -q "^[[:space:]]*/locks/$(lock_key "$1")/"; return ;;
+        mysql) [ "$(mysql_query "SELECT IS_USED_LOCK('$(lock_key "$1")') IS NOT NULL")" = 1 ]; return ;;
+    esac
     [ "$1" = redlock ] && p=${masters[0]}
     [ "$(redis-cli -p "$p" EXISTS "$(lock_key "$1")" 2>/dev/null)" = 1 ]
+}
+
+# mysql_query SQL: the matrix's MariaDB's one-value answer to SQL.
+mysql_query() {
+    mariadb --no-defaults -h 127.0.0.1 -P "$mysql_port" -u root -N -B -e "$1" 2>/dev/null
+}
+
+# store_settled S: no lock of S is left in its store from an earlier cell
+# (the ZooKeeper node of a killed holder lives until its session expires,
+# the session timeout rounded up to a tick; a MariaDB lock dies with its
+# session at once), waited for up to 4 TTL; the cell fails when one is left.
+store_settled() {
+    local i
+    store_of "$1" >/dev/null || return 0
+    for i in $(seq 1 $((4 * ttl / 100))); do
+        lock_exists "$1" || return 0
+        sleep 0.1
+    done
+    fail "$1: a lock of an earlier cell is still held in $(store_of "$1") after $((4 * ttl)) ms"
 }
 
 # lock_free S: S takes no lock (one script per sale): no holder to strike.
 lock_free() { [ "$1" = atomic ]; }
 
-# no_redis_lock S: S keeps no lock in Redis (none, local, atomic).
+# no_redis_lock S: S keeps no lock in any store (none, local, atomic); the
+# zookeeper and mysql locks live in their stores, where lock_exists looks.
 no_redis_lock() { case $1 in none | local | atomic) return 0 ;; esac; return 1; }
 
 # ---- the nemeses ------------------------------------------------------------------
@@ -785,6 +852,7 @@ for n in "${nemeses[@]}"; do
         [ "$n" = mixed-key ] && b_strategy=$(partner "$s")
         item=inventory001; item_q=
         [ "$n" = reset ] && { item=inventory002; item_q="&item=$item"; }
+        store_settled "$s"
         if [ "$n" = failover ]; then
             cell_failover "$s"
         else
@@ -795,7 +863,8 @@ for n in "${nemeses[@]}"; do
                     latency) extra_both=(--set redis.timeout=300) ;;
                     pool) extra_a=(--set redis.pool-size=2) ;;
                     drift) extra_a=(--faketime) ;;
-                    reset) extra_both=(--set lock.ttl-ms="$reset_ttl") ;;
+                    reset) extra_both=(--set lock.ttl-ms="$reset_ttl"
+                                       --set zookeeper.session-timeout-ms="$reset_ttl") ;;
                 esac
                 instance "$port_a" "$redis_port" "$nodes" "${extra_a[@]}"; a_pid=$inst_pid
                 instance "$port_b" "$redis_port" "$nodes"; b_pid=$inst_pid

@@ -126,7 +126,7 @@ short_cell() { awk -F'\t' -v s="$1" -v n="$2" '$1 == s && $2 == n && $5 == "shor
 
 setup_work matrix
 mkdir -p "$results/matrix"
-now_us() { echo $(( $(date +%s%N) / 1000 )); }
+now_us() { echo "${EPOCHREALTIME/./}"; }   # no process: the strike path must be quick under load
 
 # ---- the stack ------------------------------------------------------------
 pick_port; redis_port=$port
@@ -274,6 +274,31 @@ special() {
     special_pid=$!
 }
 
+# a_inside: sets inside_now to the orders of A's sales in the probe's
+# holders now, each followed by a space. Asked on the connection hit_inside opened to the data Redis
+# (look_fd, RESP by hand), so that a look starts no process: on a machine
+# where one takes 50 ms, three looks of redis-cli did not fit in a hold.
+a_inside() {
+    local line n i len field value
+    inside_now=
+    printf 'HGETALL %s\r\n' "$item:holders" >&"$look_fd" || return 1
+    IFS= read -r -t 2 -u "$look_fd" line || return 1
+    line=${line%$'\r'}
+    [ "${line:0:1}" = '*' ] || return 1
+    n=${line:1}
+    for ((i = 0; i < n; i += 2)); do
+        IFS= read -r -t 2 -u "$look_fd" len && IFS= read -r -t 2 -u "$look_fd" field &&
+            IFS= read -r -t 2 -u "$look_fd" len && IFS= read -r -t 2 -u "$look_fd" value || return 1
+        [[ ${value%$'\r'} == *":alive:$id_a" ]] && inside_now+="${field%$'\r'} "
+    done
+    return 0
+}
+# nap_fd: a pipe nobody writes to; read -t on it waits without a process.
+exec {nap_fd}<> <(:)
+# nap SECONDS: sleep without starting a process (the loads keep both cores
+# busy, and a sleep's fork and exec can take longer than the wait itself).
+nap() { read -r -t "$1" -u "$nap_fd" _ || true; }
+
 # hit_inside S HOLD: sends A a sale of S holding HOLD ms, again (at most 4
 # sales) when it is refused in the lock's wait, until one of A's sales stays
 # inside the critical section: the probe lists the same sale of A in three
@@ -283,21 +308,23 @@ special() {
 # inside_at_strike says whether the sale was still inside then.
 hit_inside() {
     local s=$1 h=$2 i tries=0 now p1=" " p2=" " o
+    exec {look_fd}<>"/dev/tcp/127.0.0.1/$redis_port" || fail "no connection to the data Redis"
     for i in $(seq 1 120); do
         if [ -z "${special_pid:-}" ] || ! kill -0 "$special_pid" 2>/dev/null; then
             [ "$tries" -ge 4 ] && break
             special "$port_a" "$s" "$h"
             tries=$((tries + 1))
         fi
-        now=" $(rcli HGETALL "$item:holders" | paste - - |
-            awk -v k=":alive:$id_a" '$2 ~ k"$" { printf "%s ", $1 }')"
+        a_inside
+        now=" $inside_now"
         for o in $now; do
-            case "$p1$p2" in *" $o "*" $o "*) inside_order=$o; return 0 ;; esac
+            case "$p1$p2" in *" $o "*" $o "*) inside_order=$o; exec {look_fd}>&-; return 0 ;; esac
         done
         p2=$p1
         p1=$now
-        sleep 0.06
+        nap 0.06
     done
+    exec {look_fd}>&-
     echo "missed: no sale of A stayed inside" >>"$cell/nemesis"
     return 1
 }
@@ -434,16 +461,16 @@ holder_first() { case $1 in kill | pause | pool | drift | latency | restart | mi
 # MATRIX_STRIKE_LATE_MS more); sets struck.
 loads_then_strike() {
     loads_start "$1"
-    sleep 0.2
+    nap 0.2
     [ "$strike_late_ms" -gt 0 ] && sleep "$(awk -v t="$strike_late_ms" 'BEGIN { print t / 1000 }')"
-    struck=$(now_us)
+    struck=${EPOCHREALTIME/./}
 }
 
 nemesis_kill() {
     hit_inside "$1" 800 || return 0
     loads_then_strike "$1"
     kill -STOP "$a_pid"
-    sleep 0.05
+    nap 0.05
     inside_at_strike kill
     kill -KILL "$a_pid" 2>/dev/null
     wait "$a_pid" 2>/dev/null
@@ -458,7 +485,7 @@ nemesis_pause() {
     hit_inside "$1" 800 || return 0
     loads_then_strike "$1"
     kill -STOP "$a_pid"
-    sleep 0.05
+    nap 0.05
     inside_at_strike pause
     echo "A paused for $((2 * ttl)) ms" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
@@ -492,8 +519,14 @@ nemesis_latency() {
         loads_then_strike "$s"
         inside_at_strike "Redis's sleep"
     fi
-    local said
-    said=$(rcli DEBUG SLEEP "$secs")
+    local said fd
+    # on a connection of its own, opened by the shell: no process between
+    # the check that the holder is inside and the sleep
+    exec {fd}<>"/dev/tcp/127.0.0.1/$redis_port" && printf 'DEBUG SLEEP %s\r\n' "$secs" >&"$fd" &&
+        IFS= read -r -u "$fd" said
+    exec {fd}>&-
+    said=${said%$'\r'}
+    said=${said#+}
     echo "DEBUG SLEEP $secs s: $said" >>"$cell/nemesis"
     if lock_free "$s"; then
         loads_wait
@@ -597,7 +630,7 @@ nemesis_mixed_key() {
     loads_then_strike "$s"
     kill -STOP "$a_pid"
     stopped=$(now_us)
-    sleep 0.05
+    nap 0.05
     inside_at_strike pause
     echo "A paused for $((2 * ttl)) ms; B sells under $p on the same key" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 2 * t / 1000 }')"
@@ -950,6 +983,47 @@ done
     echo "${#contradictions[@]} contradictions."
     for c in "${contradictions[@]}"; do echo "- $c"; done
 } >>"$md"
+
+# by_store: the same verdicts turned around: one row per nemesis, one column
+# per lock store (each store shown by the strategy that keeps its lock
+# there), for the stores whose strategy this run judged. Only measured
+# cells: a store whose strategy did not run has no column.
+by_store() {
+    local cols=() heads=() pair s label n v over twice overlap rest
+    for pair in "redisson|Redis, one master (redisson)" "handoff|Redis, one master (handoff)" \
+        "fenced|Redis + fence (fenced)" "redlock|Redlock, 3 masters (redlock)" \
+        "zookeeper|ZooKeeper (zookeeper)" "zookeeper-fenced|ZooKeeper + czxid fence (zookeeper-fenced)" \
+        "mysql|MariaDB GET_LOCK (mysql)" "mysql-fenced|MariaDB + SEQUENCE fence (mysql-fenced)"; do
+        s=${pair%%|*}
+        label=${pair#*|}
+        for n in "${nemeses[@]}"; do
+            [ -n "${V["$s|$n"]:-}" ] && { cols+=("$s"); heads+=("$label"); break; }
+        done
+    done
+    [ ${#cols[@]} -gt 0 ] || return 0
+    echo
+    echo "## By lock store"
+    echo
+    echo "The verdicts above, one column per store that keeps the lock (the stock and the"
+    echo "ledger are always in the data Redis): verdict, oversold / sold twice / overlapping holds."
+    echo
+    printf '| nemesis |'; printf ' %s |' "${heads[@]}"; echo
+    printf '|---|'; for s in "${cols[@]}"; do printf -- '---|'; done; echo
+    for n in "${nemeses[@]}"; do
+        printf '| %s |' "$n"
+        for s in "${cols[@]}"; do
+            v=${V["$s|$n"]:-}
+            case $v in
+                '') printf ' not run |' ;;
+                n/a) printf ' n/a |' ;;
+                *) read -r over twice overlap rest <<<"${D["$s|$n"]}"
+                   printf ' %s %s/%s/%s |' "$v" "$over" "$twice" "$overlap" ;;
+            esac
+        done
+        echo
+    done
+}
+by_store >>"$md"
 
 # The heatmap: 0 safe (green), 1 unsafe (red), 2 unavailable (grey), 3 n/a
 # or not run (near white), 4 inconclusive (orange); each cell also carries

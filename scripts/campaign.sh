@@ -4,7 +4,8 @@
 # violation rate of each with its 95% interval (docs/campaign.md).
 #
 # Every run is one (strategy, mix, seed): two inventoryd instances (A, B)
-# and their Redis servers, each in its own network namespace on a bridge
+# and their Redis servers (and ZooKeeper or MariaDB, for the strategies
+# whose lock lives there), each in its own network namespace on a bridge
 # the campaign makes (scripts/lib-net.sh), loaded from a client namespace
 # with inventory-load --record, while a fault schedule drawn from the seed
 # alone (times in ms from the load's start) strikes and heals. Then the
@@ -67,8 +68,9 @@ shrink_tries=3
 usage() {
     sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     cat <<EOF
-Options: --strategies LIST (comma or blank separated; default every Redis-backed
-strategy of inventoryd --list-strategies), --mixes LIST, --seeds N (30), --seed S
+Options: --strategies LIST (comma or blank separated; default every strategy of
+inventoryd --list-strategies but none and local, the ZooKeeper and MySQL ones
+when ZooKeeper and MariaDB are installed), --mixes LIST, --seeds N (30), --seed S
 (first seed, 1), --time S (seconds of load per run: 6, --quick 3), --results DIR,
 --min-covered N (seeds a safe cell needs covered: 10, --quick 1), --out DIR
 (where --replay writes its run), --tries N (runs per candidate in --shrink, 3),
@@ -149,6 +151,26 @@ pick() { rand $#; local a=("$@"); r=${a[$r]}; }
 
 family_of() { [ "$1" = redlock ] && echo redlock || echo single; }
 
+# store_of STRATEGY: the node of the server the lock lives on when that is
+# not the data Redis: zk (ZooKeeper) or db (MariaDB); nothing otherwise.
+# Those strategies draw the single family's schedules with that node where
+# the lock's server is aimed at (a cut, a loss, a pause or a kill of it), so
+# a seed strikes them at the times it strikes the Redis locks.
+store_of() { case $1 in zookeeper*) echo zk ;; mysql*) echo db ;; esac; }
+
+# session_window_ms STRATEGY: how long a stop or a cut must last, from when
+# it struck, for the lock store to have ended the holder's session: the
+# TTL (ZooKeeper's session timeout, MariaDB's wait_timeout in whole seconds)
+# and the server's own slack (ZooKeeper expires sessions by the tick, 500
+# ms); 0 for the Redis locks.
+session_window_ms() {
+    case $(store_of "$1") in
+        zk) echo $((ttl + 600)) ;;
+        db) echo $(( (ttl + 999) / 1000 * 1000 + 200 )) ;;
+        *) echo 0 ;;
+    esac
+}
+
 # needs_of MIX: the coverage events (key states) a seed of MIX must show to
 # count as covered, comma separated.
 needs_of() {
@@ -183,7 +205,8 @@ F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=(); F_SKIP=()
 
 # draw_fault NEMESIS FAMILY MIX: draws the rest of one fault of NEMESIS,
 # its time already drawn into at and arg set to 0: sets at, tgt, dur and
-# arg, and reads and sets mixed_used, all locals of draw_schedule, its only
+# arg, reads lsrv (the lock's server: r, or the strategy's store_of) and
+# reads and sets mixed_used, all locals of draw_schedule, its only
 # caller (bash's dynamic scope); false when the family has no such fault
 # (redlock-restart off Redlock). The draws' order is the schedule: moving
 # one changes every seed's faults.
@@ -194,20 +217,20 @@ draw_fault() {
             if [ "$fam" = redlock ]; then
                 pick "a|m0" "a|m1" "a|m2" "b|m0" "b|m2" "a|r" "a|m0+m1"; tgt=$r
             else
-                pick "a|r" "b|r"; tgt=$r
+                pick "a|$lsrv" "b|$lsrv"; tgt=$r
             fi
             rand 1700; dur=$((300 + r)) ;;
         loss)
-            if [ "$fam" = redlock ]; then pick "a|m0" "b|m1" "a|r" "b|r"; else pick "a|r" "b|r"; fi
+            if [ "$fam" = redlock ]; then pick "a|m0" "b|m1" "a|r" "b|r"; else pick "a|$lsrv" "b|$lsrv"; fi
             tgt=$r
             rand 5; arg=$((20 + 10 * r))
             rand 1500; dur=$((500 + r)) ;;
         pause)
-            if [ "$fam" = redlock ]; then pick a b a b m0 m1; else pick a b a b r; fi
+            if [ "$fam" = redlock ]; then pick a b a b m0 m1; else pick a b a b "$lsrv"; fi
             tgt=$r
             rand 2200; dur=$((300 + r)) ;;
         kill)
-            if [ "$fam" = redlock ]; then pick a b r m2; else pick a b r; fi
+            if [ "$fam" = redlock ]; then pick a b r m2; else pick a b "$lsrv"; fi
             tgt=$r
             rand 1200; dur=$((300 + r)) ;;
         failover)
@@ -242,9 +265,10 @@ draw_fault() {
     return 0
 }
 
-# draw_schedule SEED MIX FAMILY: fills the F_ arrays.
+# draw_schedule SEED MIX FAMILY [STORE]: fills the F_ arrays (STORE: the
+# strategy's store_of, when its lock is not in the data Redis).
 draw_schedule() {
-    local seed=$1 mix=$2 fam=$3 n k count at dur tgt arg lines=() mixed_used=
+    local seed=$1 mix=$2 fam=$3 lsrv=${4:-r} n k count at dur tgt arg lines=() mixed_used=
     rng_seed "$seed" "$mix" "$T" "$fam"
     for n in ${mix//+/ }; do
         rand 2; count=$((1 + r))
@@ -321,7 +345,7 @@ faults_summary() {
 if [ "$print_schedule" = 1 ]; then
     [ -n "$one_strategy" ] && [ -n "$one_mix" ] && [ -n "$one_seed" ] ||
         die "--print-schedule needs --strategy, --mix and --seed"
-    draw_schedule "$one_seed" "$one_mix" "$(family_of "$one_strategy")"
+    draw_schedule "$one_seed" "$one_mix" "$(family_of "$one_strategy")" "$(store_of "$one_strategy")"
     write_schedule "$one_seed" "$one_strategy" "$one_mix"
     exit 0
 fi
@@ -343,17 +367,30 @@ if [ -f "$expected" ]; then
     [ -z "$shadowed" ] || die "$expected: ${shadowed%; }: put the narrower line first"
 fi
 mapfile -t listed < <("$inventoryd" --list-strategies)
-redis_backed=()
+# store_here STORE: true when this machine can run that lock store's server
+store_here() {
+    case $1 in
+        zk) command -v java >/dev/null && [ -r "$zk_jar" ] ;;
+        db) command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null && command -v mariadb >/dev/null ;;
+        *) return 0 ;;
+    esac
+}
+zk_jar=/usr/share/java/zookeeper.jar
+campaignable=()   # every strategy but none and local
+by_default=()     # and of those, the ones whose lock store this machine has
 for s in "${listed[@]}"; do
-    # zookeeper*, mysql*: their lock lives in ZooKeeper or MariaDB, not in Redis
-    case $s in none | local | zookeeper | zookeeper-fenced | mysql | mysql-fenced) ;; *) redis_backed+=("$s") ;; esac
+    case $s in none | local) continue ;; esac
+    campaignable+=("$s")
+    if store_here "$(store_of "$s")"; then by_default+=("$s")
+    else log "leaving $s out: its lock store is not installed here (scripts/deps.sh)"; fi
 done
 read -r -a strategies <<<"${strategies_opt//,/ }"
-[ ${#strategies[@]} -gt 0 ] || strategies=("${redis_backed[@]}")
+[ ${#strategies[@]} -gt 0 ] || strategies=("${by_default[@]}")
 read -r -a mixes <<<"${mixes_opt//,/ }"
 [ ${#mixes[@]} -gt 0 ] || read -r -a mixes <<<"$all_mixes"
 for s in "${strategies[@]}"; do
-    case " ${redis_backed[*]} " in *" $s "*) ;; *) die "'$s' is not a Redis-backed strategy (${redis_backed[*]})" ;; esac
+    case " ${campaignable[*]} " in *" $s "*) ;; *) die "'$s' is not a strategy a campaign can judge (${campaignable[*]})" ;; esac
+    store_here "$(store_of "$s")" || die "$s needs $(store_of "$s" | sed 's/zk/ZooKeeper (zookeeper, a JRE)/; s/db/MariaDB (mariadb-server)/'), not installed here (scripts/deps.sh)"
 done
 for m in "${mixes[@]}"; do
     for n in ${m//+/ }; do
@@ -375,6 +412,9 @@ cleanup() {
     for p in "${pids[@]}" "${bg_jobs[@]}"; do kill -CONT "$p" 2>/dev/null; done
     for p in "${bg_jobs[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
     stop_started
+    # the lock stores' data (a MariaDB datadir is 26 MB): gone on every
+    # path, a failure too, when $work with the logs is kept
+    rm -rf "$work/stores"
     if ! net_down; then
         echo "$tag: namespaces left: $(net_list | tr '\n' ' ')" >&2
         failed=1
@@ -384,7 +424,7 @@ cleanup() {
 
 net_sweep || log "some namespaces of a run that is gone could not be removed (ip netns list)"
 net_init "$net_prefix_want" 1 || die "could not make the hub namespace $net_prefix_want-hub"
-for nh in cli:10 a:21 b:22 r:31 rr:32 sen:33 m0:41 m1:42 m2:43; do
+for nh in cli:10 a:21 b:22 r:31 rr:32 sen:33 m0:41 m1:42 m2:43 zk:51 db:52; do
     net_node "${nh%%:*}" "${nh#*:}" || fail "could not make the namespace for ${nh%%:*}"
 done
 log "network: namespaces $net_prefix-* on 10.251.$net_sub.0/24 (hub, ${net_nodes[*]})"
@@ -428,6 +468,76 @@ start_redis_in() {
         sleep 0.05
     done
     fail "redis-server in $node not answering"
+}
+
+# start_zookeeper_in NODE: a standalone ZooKeeper in NODE's namespace on its
+# address, port 2181, the JVM run directly (its pid is the server's), tickTime
+# 500 ms (sessions from 1 s), its data in $work/stores/NODE, kept when it is
+# killed and started again within the run (a czxid only grows); sets
+# PID[NODE]. Waits until it serves ("srvr" names its mode).
+start_zookeeper_in() {
+    local node=$1 dir=$work/stores/$1 ip i
+    ip=$(net_ip "$node")
+    ns_empty "$node"
+    mkdir -p "$dir/data"
+    printf '%s\n' "tickTime=500" "dataDir=$dir/data" "clientPort=2181" "clientPortAddress=$ip" \
+        "admin.enableServer=false" "4lw.commands.whitelist=srvr" >"$dir/zoo.cfg"
+    (cd "$work" && exec ip netns exec "$(net_ns "$node")" java -Xmx256m -XX:+UseSerialGC \
+        -XX:TieredStopAtLevel=1 -cp "/etc/zookeeper/conf:$zk_jar" -Dzookeeper.log.dir="$dir" \
+        -Dzookeeper.root.logger=INFO,CONSOLE org.apache.zookeeper.server.quorum.QuorumPeerMain \
+        "$dir/zoo.cfg" >>"$run/logs/zookeeper-$node.log" 2>&1) &
+    PID[$node]=$!
+    pids+=("${PID[$node]}")
+    for i in $(seq 1 300); do
+        net_exec "$node" timeout 1 bash -c 'exec 3<>"/dev/tcp/$1/2181" && printf srvr >&3 && cat <&3' _ "$ip" \
+            2>/dev/null | grep -q '^Mode:' && return 0
+        kill -0 "${PID[$node]}" 2>/dev/null || fail "ZooKeeper in $node exited at start-up: $(tail -3 "$run/logs/zookeeper-$node.log")"
+        sleep 0.1
+    done
+    fail "ZooKeeper in $node not serving after 30 s"
+}
+
+# start_mariadb_in NODE: mariadbd in NODE's namespace on its address, port
+# 3306, its datadir $work/stores/NODE: a copy of the campaign's template
+# (mariadb-install-db, made once) at the run's first start, kept when it is
+# killed and started again within the run (a SEQUENCE only grows); root may
+# connect from any node, with no password. Sets PID[NODE]; waits for ping.
+start_mariadb_in() {
+    local node=$1 dir=$work/stores/$1 tpl=$work/stores/mariadb-template i
+    ns_empty "$node"
+    if [ ! -d "$tpl" ]; then
+        mariadb-install-db --no-defaults --datadir="$tpl" --user=root --skip-test-db \
+            --auth-root-authentication-method=normal --innodb-log-file-size=8M \
+            >"$work/mariadb-install.log" 2>&1 || fail "mariadb-install-db failed: $(tail -3 "$work/mariadb-install.log")"
+    fi
+    [ -d "$dir/data" ] || { mkdir -p "$dir" && cp -a "$tpl" "$dir/data"; } || fail "could not copy the MariaDB datadir"
+    (cd "$work" && exec ip netns exec "$(net_ns "$node")" mariadbd --no-defaults --datadir="$dir/data" \
+        --port=3306 --bind-address="$(net_ip "$node")" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
+        --user=root --skip-name-resolve --skip-log-bin --innodb-buffer-pool-size=32M \
+        --innodb-log-file-size=8M --max-connections=1000 \
+        --log-error="$run/logs/mariadb-$node.log" >/dev/null 2>&1) &
+    PID[$node]=$!
+    pids+=("${PID[$node]}")
+    for i in $(seq 1 300); do
+        if net_exec "$node" mariadb-admin --no-defaults -S "$dir/mysqld.sock" -u root ping >/dev/null 2>&1; then
+            net_exec "$node" mariadb --no-defaults -S "$dir/mysqld.sock" -u root -e \
+                "CREATE USER IF NOT EXISTS 'root'@'%'; GRANT ALL ON *.* TO 'root'@'%' WITH GRANT OPTION" ||
+                fail "MariaDB in $node: root could not be let in from the other nodes"
+            return 0
+        fi
+        kill -0 "${PID[$node]}" 2>/dev/null || fail "mariadbd in $node exited at start-up: $(tail -3 "$run/logs/mariadb-$node.log")"
+        sleep 0.1
+    done
+    fail "mariadbd in $node not answering after 30 s"
+}
+
+# start_store NODE: the lock store on NODE (zk or db), or the data Redis.
+start_store() {
+    case $1 in
+        zk) start_zookeeper_in zk ;;
+        db) start_mariadb_in db ;;
+        *) start_redis_in "$1" ;;
+    esac
 }
 
 start_sentinel() {
@@ -600,11 +710,14 @@ kill_node() {
     PID[$1]=
 }
 
-# strike_stop I: fault I, a pause or a kill of its target.
+# strike_stop I LEFT: fault I, a pause or a kill of its target, LEFT ms of
+# it to come. A lock held by a session (run_window) frees itself only once
+# the session has expired: a pause shorter than that never reached its
+# window, and covers nothing.
 strike_stop() {
-    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} h
+    local i=$1 left=$2 n=${F_NEM[$1]} tgt=${F_TGT[$1]} h past=""
     case $tgt in
-        r) h=$aimed ;;
+        r | zk | db) h=$aimed ;;
         m*) h=$(lock_on "$tgt" "$item") ;;
     esac
     if [ "$n" = pause ]; then
@@ -613,7 +726,11 @@ strike_stop() {
         kill_node "$tgt"
     fi
     case $tgt in a | b) h=$(holders "$item" "$tgt") ;; esac
-    [ "$h" -gt 0 ] && cover holder_inside "f$i" "$n of $tgt with $h holder(s) or lock inside"
+    if [ "$n" = pause ] && [ "$run_window" -gt 0 ]; then
+        [ "$left" -ge "$run_window" ] || return 0
+        past=", stopped past the session ($left ms of a $run_window ms window)"
+    fi
+    [ "$h" -gt 0 ] && cover holder_inside "f$i" "$n of $tgt with $h holder(s) or lock inside$past"
 }
 
 # strike_failover I: fault I, a failover: the replica cut off (lag, split),
@@ -661,7 +778,7 @@ strike() {
         # the reset lands before the stalls (from 10% of the run), which it
         # must neither hold up nor meet: it waits for a long hold until then
         reset:*) aim_long $((t0_us + (T / 10 - 150) * 1000)) ;;
-        pause:r | kill:r | slow:r | mixed:* | failover:lag | failover:split) aim ;;
+        pause:r | kill:r | pause:zk | kill:zk | pause:db | kill:db | slow:r | mixed:* | failover:lag | failover:split) aim ;;
     esac
     local at=$(( ($(now_us) - t0_us) / 1000 ))   # when the strike began
     # what is left of the fault's time once the aim has waited: a fault
@@ -672,12 +789,16 @@ strike() {
         partition)
             read -r x y <<<"$(ends "$tgt")"
             for y in ${y//+/ }; do net_cut "f$i" "$x" "$y"; done
-            h=$(holders "$item" "$x")
-            [ "$h" -gt 0 ] && cover partition_while_held "f$i" "$x cut from ${tgt#*|} with $h holder(s) of $x inside" ;;
+            # cut from a lock store: covered at mid, if a holder is still
+            # inside once the session has expired (its window)
+            case $tgt in *\|zk | *\|db) ;; *)
+                h=$(holders "$item" "$x")
+                [ "$h" -gt 0 ] && cover partition_while_held "f$i" "$x cut from ${tgt#*|} with $h holder(s) of $x inside" ;;
+            esac ;;
         loss)
             read -r x y <<<"$(ends "$tgt")"
             net_loss "f$i" "$x" "$y" "$arg" ;;
-        pause | kill) strike_stop "$i" ;;
+        pause | kill) strike_stop "$i" "$left" ;;
         failover) strike_failover "$i" ;;
         redlock-restart)
             h=$(lock_on "$tgt" "$item")
@@ -705,6 +826,15 @@ strike() {
 mid() {
     local i=$1 n=${F_NEM[$1]} a b
     case $n in
+        partition)
+            # a cut from a lock store, run_window after it struck (at the
+            # latest) and still on: the session has expired, the store has
+            # freed the lock; a holder of the cut instance still inside
+            # will write after the next holder got it
+            a=${F_TGT[$i]%%|*}
+            b=$(holders "$item" "$a")
+            flog "mid f$i partition ${F_TGT[$i]}: $b holder(s) of $a inside, the session expired"
+            [ "$b" -gt 0 ] && cover partition_while_held "f$i" "$a cut from ${F_TGT[$i]#*|} past the session ($run_window ms) with $b holder(s) of $a still inside" ;;
         failover)
             a=$(probe_at r INFO replication | tr -d '\r' | sed -n 's/^master_repl_offset://p')
             b=$(probe_at rr INFO replication | tr -d '\r' | sed -n 's/^slave_repl_offset://p')
@@ -755,6 +885,7 @@ heal() {
                     # the stock again, in Redis itself (a reset would free a held lock)
                     rc_at "$(data_master)" MSET "$item" "$stock" "$item:initial" "$stock" >/dev/null ;;
                 m*) start_redis_in "$tgt" ;;
+                zk | db) start_store "$tgt" ;;
             esac ;;
     esac
     echo "$at heal f$i $n $tgt" >>"$run/faults.log"
@@ -771,7 +902,10 @@ heal() {
 # What a step leaves for a later one is in these globals, every one set
 # afresh by run_begin, so that nothing of a run reaches the next:
 #   run_strategy, run_mix, run_seed: the run's cell and seed; run_family:
-#       the strategy's family (single or redlock)
+#       the strategy's family (single or redlock); run_store: the node of
+#       its lock store (zk, db) when the lock is not in Redis; run_window:
+#       how long a stop or a cut must last to outlive its session there
+#       (session_window_ms)
 #   run_sentinel: 1 when the data Redis runs with a replica and a Sentinel
 #       (the mix fails over); run_mixed: 1 in the mixed workload;
 #       run_masters: 1 when the three Redlock masters run (Redlock's family,
@@ -796,6 +930,8 @@ run_begin() {
     local i
     run_strategy=$1 run_mix=$2 run_seed=$3 run=$4
     run_family=$(family_of "$run_strategy")
+    run_store=$(store_of "$run_strategy")
+    run_window=$(session_window_ms "$run_strategy")
     rm -rf "$run"
     mkdir -p "$run/logs"
     write_schedule "$run_seed" "$run_strategy" "$run_mix" >"$run/schedule.json"
@@ -818,7 +954,9 @@ run_begin() {
 }
 
 # run_servers: the servers, the firewall rules of an earlier run gone: the
-# data Redis (and its replica and Sentinel), the Redlock masters, A and B.
+# data Redis (and its replica and Sentinel), the Redlock masters, the lock
+# store (ZooKeeper or MariaDB, for the strategies whose lock is there), A
+# and B.
 run_servers() {
     local n node_timeout=50
     for n in "${net_nodes[@]}"; do
@@ -831,6 +969,7 @@ run_servers() {
         start_sentinel
     fi
     [ "$run_masters" = 1 ] && for n in m0 m1 m2; do start_redis_in "$n"; done
+    [ -n "$run_store" ] && start_store "$run_store"
     run_up_at=$SECONDS
     # the mixed workload's Redlock companion waits long on a stalled master,
     # so that its stall can meet the cell's holds (issue 20's recipe)
@@ -845,6 +984,10 @@ run_servers() {
     else
         inst_args+=(--set redis.host="$(net_ip r)" --set redis.port=6379)
     fi
+    case $run_store in
+        zk) inst_args+=(--set zookeeper.connect="$(net_ip zk):2181" --set zookeeper.session-timeout-ms="$ttl") ;;
+        db) inst_args+=(--set mysql.host="$(net_ip db)" --set mysql.port=3306) ;;
+    esac
     start_inst a
     start_inst b
 }
@@ -905,15 +1048,22 @@ run_loads() {
     # the strategy renews) every 2 s, its answers recorded as the loads';
     # in the mixed workload one after another (0.1 s apart), so that another
     # family's stall meets a renewing hold
-    local long_gap=2
+    local long_gap=2 long_hold=600
     [ "$run_mixed" = 1 ] && long_gap=0.1
+    # ZooKeeper's session is renewed by the client's heartbeats (as a
+    # watchdog renews): the long hold outlasts the session (the TTL) by
+    # 1.5 s, so that a stop or a cut that begins inside it can outlive the
+    # session while the holder is still inside. MariaDB's is not: a hold
+    # idle past wait_timeout loses its lock with no fault at all (mysql's
+    # flaw, as reentrant's), so its long hold stays 600 ms, under it
+    [ "$run_store" = zk ] && long_hold=$((ttl + 1500)) long_gap=0.5
     (
         lp=
         trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 0' TERM
         end=$((t0_us + T * 1000))
         while [ "$(now_us)" -lt "$end" ]; do
             printf 'Authorization: Bearer %s\n' "$token" | ns_cli curl -s -H @- --max-time 8 \
-                -w '\n%{http_code}' "http://$(net_ip a):3786/inventory/sale/$run_strategy?hold_ms=600" >"$run/long.body" &
+                -w '\n%{http_code}' "http://$(net_ip a):3786/inventory/sale/$run_strategy?hold_ms=$long_hold" >"$run/long.body" &
             lp=$!
             wait "$lp"
             body=$(cat "$run/long.body")
@@ -957,6 +1107,12 @@ run_schedule() {
         case ${F_NEM[$i]} in
             failover) case ${F_TGT[$i]} in lag | split) ev+=("$(printf '%08d 2 mid %d' $((F_AT[i] + 300)) "$i")") ;; esac ;;
             drift) ev+=("$(printf '%08d 2 mid %d' $((T / 2)) "$i")") ;;
+            partition)
+                # the aim may strike 250 ms late
+                x=$((F_AT[i] + 250 + run_window))
+                case ${F_TGT[$i]} in *\|zk | *\|db)
+                    [ "$x" -lt $((F_AT[i] + F_DUR[i])) ] && ev+=("$(printf '%08d 2 mid %d' "$x" "$i")") ;;
+                esac ;;
         esac
         case ${F_NEM[$i]} in drift | slow | reset) ;; *) ev+=("$(printf '%08d 0 heal %d' $((F_AT[i] + F_DUR[i])) "$i")") ;; esac
     done
@@ -1085,6 +1241,11 @@ run_verdict() {
     local n sv sf
     # the end of the run
     for n in a b sen rr r m0 m1 m2; do stop_node "$n"; done
+    # the lock store's data is the run's alone: killed, and deleted
+    for n in zk db; do
+        [ -n "${PID[$n]:-}" ] && kill_node "$n"
+        rm -rf "${work:?}/stores/$n"
+    done
     rm -f "$work"/*.rdb
     R_VERDICT=$(verdict_of "$run_rc")
     R_COVERED=$(jq -r 'if .covered then 1 else 0 end' "$run/check.json" 2>/dev/null || echo 0)
@@ -1274,7 +1435,7 @@ for m in "${mixes[@]}"; do
             k=$((k + 1))
             [ "$resume" = 1 ] && done_run "$s" "$m" "$seed" && continue
             ran=$((ran + 1))
-            draw_schedule "$seed" "$m" "$(family_of "$s")"
+            draw_schedule "$seed" "$m" "$(family_of "$s")" "$(store_of "$s")"
             run_one "$s" "$m" "$seed" "$cdir/$s/$m/seed-$seed"
             lei=$(jq -r 'if (.coverage.lease_expired_inside // 0) > 0 then 1 else 0 end' \
                 "$run/check.json" 2>/dev/null || echo 0)

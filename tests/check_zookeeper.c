@@ -179,6 +179,14 @@ END_TEST
  * and writes what it read. */
 static void paused_holder(const char *strategy, struct harness_bg *a, struct harness_bg *b) {
     start_pair(1, 1500, 5000);
+    /* Ready: A's ZooKeeper session is up (a slow first connect under the
+     * sanitizers ate A's lock wait in a CI run, and A never came inside). */
+    struct httpc_response r;
+    int64_t t0 = mclock_ms();
+    while (harness_http(a_port, "GET", "/readyz", NULL, NULL, &r) != 200 &&
+           mclock_ms() - t0 < 20000)
+        mclock_sleep_ms(100);
+    ck_assert_msg(mclock_ms() - t0 < 20000, "A not ready in 20 s: %s", r.body);
     char pa[128], pb[128], before[512], after[512];
     snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=2000", strategy);
     snprintf(pb, sizeof(pb), "/inventory/sale/%s", strategy);

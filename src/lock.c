@@ -907,7 +907,7 @@ int lock_check(struct lock *l) {
 }
 
 int lock_commit_check(struct lock *l) {
-    unwatch(l);
+    if (!(l->type->flags & LOCK_T_UNHEEDED)) unwatch(l);
     return lock_check(l);
 }
 

@@ -162,10 +162,11 @@ const char *lock_type_store(const struct lock_type *t);
 const struct redlock *lock_core_redlock(const struct lock_core *core);
 
 /* What one of the watchdog's lanes did (watchdog.h): one lane per Redis
- * server the core's watched locks live on, and one for the Redlock
- * masters. */
+ * server the core's watched locks live on, one for the Redlock masters,
+ * and one per other store (its renewals only look: see LOCK_T_UNHEEDED). */
 struct lock_lane_stats {
-    char name[64]; /* "host:port" of its server, the Sentinel master's name, or "redlock" */
+    char name[64]; /* "host:port" of its server, the Sentinel master's name, "redlock",
+                      or the store's name ("zookeeper") */
     long long renewed; /* renewals that found the lock and reset its lease */
     long long lost; /* renewals that found it gone, or came after its lease */
     long long unreached; /* renewals that could not reach the server (tried again) */
@@ -240,7 +241,10 @@ int lock_check(struct lock *l);
 /* The commit point, called right before the holder appends its write:
  * stops renewing the lock (waiting for a renewal of it in flight, and only
  * for that one), then answers as lock_check does. After it the lease is no
- * longer renewed, so the write must go out at once, with the release. */
+ * longer renewed, so the write must go out at once, with the release. A
+ * lock whose renewals only look and date its lease (a ZooKeeper session:
+ * LOCK_T_UNHEEDED) is looked at until its release, so that a write slowed
+ * in Redis is still dated inside the session that really held it. */
 int lock_commit_check(struct lock *l);
 
 /* How Redis itself can tell, inside the script that writes, whether the

@@ -31,6 +31,11 @@ struct wd_lane;
     16 /* the holder may not commit past its lease deadline, and its
                               write is refused in Redis when the lock is no longer its own */
 #define LOCK_T_QUORUM 32 /* it lives on the Redlock masters, not on the core's Redis */
+#define LOCK_T_UNHEEDED                                                                            \
+    64 /* the watchdog dates its lease (renew looks whether it is still held)
+                               but its holder never looks: a renewal that finds
+                               it gone stops the lease and does not mark it lost
+                               (Curator's mutex: the session is the lease) */
 
 /* A store a lock can live in beside the core's Redis (MySQL, ZooKeeper):
  * one file each fills one `const struct lock_store` and registers it in
@@ -87,8 +92,10 @@ struct lock_type {
     int (*acquire)(struct lock *l);
     /* Gives back one hold: LOCK_OK, LOCK_LOST (not ours any more), LOCK_ERR. */
     int (*release)(struct lock *l);
-    /* Resets the lease of a held lock (LOCK_T_WATCHED): LOCK_OK, LOCK_LOST
-     * (it is gone), LOCK_ERR (not reached; try again). Watchdog thread. */
+    /* Resets the lease of a held lock (LOCK_T_WATCHED), or for a store
+     * whose session is the lease looks that it is still held (the look's
+     * send dates the lease): LOCK_OK, LOCK_LOST (it is gone), LOCK_ERR (not
+     * reached; try again). Watchdog thread. */
     int (*renew)(struct lock *l, struct lock_link *k);
     /* Gives up every hold of l->owner, checked against the owner, after an
      * unknown outcome: LOCK_OK (done, or nothing was ours), LOCK_ERR (not
@@ -143,6 +150,8 @@ struct lock {
     int64_t deadline_us; /* of the acquire in progress */
     int wait_ms; /* the longest acquire wait: lock.wait-ms, or lock_set_wait's */
     int release_delay_ms; /* fault: see lock_set_release_delay */
+    int lease_ms; /* the lease's length when it is not lock.ttl-ms (a store
+                     session's timeout, set by the type's acquire); 0: ttl */
     int holds;
     int unknown; /* the last command's reply was lost */
     int orphaned; /* its holds could not be given up: the watchdog retries */
@@ -304,9 +313,12 @@ int lock_link_owned(struct lock *l, struct lock_link *k, const char *name, int n
 redisReply *lock_link_script(struct lock *l, struct lock_link *k, const char *name, int numkeys,
                              int argc, const char **argv);
 
-/* The lease in ms, and its safety margin: TTL/100 + 2 ms. Inline, so that
- * the watchdog reads them without calling into lock.c. */
-static inline int lock_lease_ms(const struct lock *l) { return l->core->ttl_ms; }
+/* The lease in ms (lock.ttl-ms, or the store session's timeout), and its
+ * safety margin: TTL/100 + 2 ms. Inline, so that the watchdog reads them
+ * without calling into lock.c. */
+static inline int lock_lease_ms(const struct lock *l) {
+    return l->lease_ms > 0 ? l->lease_ms : l->core->ttl_ms;
+}
 static inline int64_t lock_margin_us(int ttl_ms) { return ((int64_t)ttl_ms / 100 + 2) * 1000; }
 
 #endif

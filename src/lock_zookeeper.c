@@ -10,6 +10,12 @@
  * deadline; then it deletes its node and is busy. The release deletes the
  * node.
  *
+ * The lease a hold records is the session's: one negotiated session timeout
+ * from the send of the last look that found the node (the granting list,
+ * then the watchdog's looks while it is held). Its holder never looks at
+ * it (LOCK_T_UNHEEDED, as a Curator user does not), so the lease changes
+ * no sale: it tells the checker when the server may have ended the hold.
+ *
  * All the handles of a process share one session (zk.c), so ownership is
  * the node, not the session. The session is the lease: a holder paused past
  * the session timeout (a stop, a long GC) has its session expired by the
@@ -102,6 +108,7 @@ static int create_node(struct lock *l, struct zk *z, struct zk_session *s, const
     struct Stat st;
     l->attempts++;
     h->gen = zk_generation(s);
+    l->lease_ms = zoo_recv_timeout(zk_handle(s)); /* the negotiated session timeout */
     l->sent_us = mclock_us();
     int zrc = zoo_create2(zk_handle(s), prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
                           ZOO_EPHEMERAL_SEQUENTIAL, h->node, sizeof(h->node), &st);
@@ -162,6 +169,7 @@ static int wait_turn(struct lock *l, struct zk *z, struct zk_session *s, const c
     const char *own = h->node + strlen(dir) + 1;
     for (;;) {
         struct String_vector v = {0, NULL};
+        l->sent_us = mclock_us(); /* the granting look dates the lease */
         int zrc = zoo_get_children(zk_handle(s), dir, 0, &v);
         if (zrc != ZOK) {
             zk_error(z, l->errstr, sizeof(l->errstr), "get children", zrc);
@@ -222,6 +230,21 @@ static int zookeeper_release(struct lock *l) {
     return rc;
 }
 
+/* The watchdog's look at a held lock: its node is still there. The look's
+ * send dates the lease, as the granting one did: the server heard from the
+ * session then, and expires it no sooner than one session timeout later.
+ * The binding's own pings keep the session; this only dates it. */
+static int zookeeper_renew(struct lock *l, struct lock_link *k) {
+    struct zk_hold *h = l->priv;
+    if (!h->s || !h->node[0]) return LOCK_LOST;
+    struct Stat st;
+    int zrc = zoo_exists(zk_handle(h->s), h->node, 0, &st);
+    if (zrc == ZOK) return LOCK_OK;
+    if (zrc == ZNONODE || session_gone(zrc)) return LOCK_LOST;
+    zk_error(lock_store_state(l), k->errstr, sizeof(k->errstr), "exists", zrc);
+    return LOCK_ERR;
+}
+
 /* Deletes every node of the handle's owner, found by its name, in the
  * session that made them; once that session has ended they are gone. */
 static int zookeeper_abandon(struct lock *l, struct lock_link *k) {
@@ -262,20 +285,24 @@ static void zookeeper_report(const struct lock *l, struct lock_report *r) {
 const struct lock_type lock_type_zookeeper = {
     .name = "zookeeper",
     .family = "zookeeper",
+    .flags = LOCK_T_WATCHED | LOCK_T_LEASED | LOCK_T_UNHEEDED,
     .store = &lock_store_zookeeper,
     .priv_size = sizeof(struct zk_hold),
     .acquire = zookeeper_acquire,
     .release = zookeeper_release,
+    .renew = zookeeper_renew,
     .abandon = zookeeper_abandon,
 };
 
 const struct lock_type lock_type_zookeeper_fenced = {
     .name = "zookeeper-fenced",
     .family = "zookeeper",
+    .flags = LOCK_T_WATCHED | LOCK_T_LEASED | LOCK_T_UNHEEDED,
     .store = &lock_store_zookeeper,
     .priv_size = sizeof(struct zk_hold),
     .acquire = zookeeper_acquire,
     .release = zookeeper_release,
+    .renew = zookeeper_renew,
     .abandon = zookeeper_abandon,
     .report = zookeeper_report,
 };

@@ -57,7 +57,8 @@ struct wd_link {
 
 struct wd_lane {
     struct watchdog *wd;
-    struct rpool *home; /* the server of its locks; NULL: the Redlock masters */
+    struct rpool *home; /* the server of its locks; NULL: the Redlock masters, or store */
+    const struct lock_store *store; /* the store of its locks when not Redis */
     pthread_t thread;
     pthread_cond_t changed; /* a lock was watched or adopted here, or stop */
     struct lock *watched; /* through wd_next, under mu */
@@ -128,6 +129,7 @@ static int64_t period_us(const struct lock *l) {
 /* Records the outcome rc of renewing l, sent at sent_us. Called with mu held. */
 static void renewed(struct wd_lane *lane, struct lock *l, int rc, int64_t sent_us) {
     int64_t now = mclock_us();
+    int unheeded = (l->type->flags & LOCK_T_UNHEEDED) != 0;
     if (now - sent_us > lane->stats.longest_us) lane->stats.longest_us = now - sent_us;
     if (rc == LOCK_OK) {
         atomic_store(&l->lease_until_us,
@@ -135,8 +137,12 @@ static void renewed(struct wd_lane *lane, struct lock *l, int rc, int64_t sent_u
         atomic_fetch_add(&l->renewals, 1);
         l->wd_due_us = sent_us + period_us(l);
         lane->stats.renewed++;
-    } else if (rc == LOCK_LOST || now >= atomic_load(&l->lease_until_us)) {
-        atomic_store(&l->lost, 1); /* gone, or its lease ran out unrenewed */
+    } else if (rc == LOCK_LOST || (now >= atomic_load(&l->lease_until_us) && !unheeded)) {
+        /* Gone, or its lease ran out unrenewed. A holder that never looks
+         * (LOCK_T_UNHEEDED) is not told, and its lease stays as it was;
+         * while its store is out of reach it is looked at again, even
+         * past the lease: a node found again was never lost. */
+        if (!unheeded) atomic_store(&l->lost, 1);
         l->wd_due_us = INT64_MAX;
         lane->stats.lost++;
     } else {
@@ -214,13 +220,15 @@ static void *lane_main(void *arg) {
 /* The lane for home, made and started if need be; with no thread to be
  * had, the first lane (any lane can reach any server). Called with mu
  * held. */
-static struct wd_lane *lane_for(struct watchdog *wd, struct rpool *home) {
+static struct wd_lane *lane_for(struct watchdog *wd, struct rpool *home,
+                                const struct lock_store *store) {
     for (int i = 0; i < wd->nlanes; i++)
-        if (wd->lanes[i]->home == home) return wd->lanes[i];
+        if (wd->lanes[i]->home == home && wd->lanes[i]->store == store) return wd->lanes[i];
     struct wd_lane *lane = wd->nlanes < LANES_MAX ? calloc(1, sizeof(*lane)) : NULL;
     if (lane) {
         lane->wd = wd;
         lane->home = home;
+        lane->store = store;
         mclock_cond_init(&lane->changed);
         if (pthread_create(&lane->thread, NULL, lane_main, lane) == 0) {
             wd->lanes[wd->nlanes++] = lane;
@@ -232,9 +240,12 @@ static struct wd_lane *lane_for(struct watchdog *wd, struct rpool *home) {
     return wd->nlanes > 0 ? wd->lanes[0] : NULL;
 }
 
-/* The server whose stall would stall l's renewal. */
+/* The Redis server whose stall would stall l's renewal: NULL for the
+ * Redlock masters and for a lock in another store (its lane is the
+ * store's). */
 static struct rpool *home_of(const struct lock *l) {
-    return (l->type->flags & LOCK_T_QUORUM) ? NULL : atomic_load(&((struct lock *)l)->pool);
+    if ((l->type->flags & LOCK_T_QUORUM) || l->type->store) return NULL;
+    return atomic_load(&((struct lock *)l)->pool);
 }
 
 struct watchdog *watchdog_create(struct lock_core *core, const struct watchdog_ops *ops) {
@@ -245,7 +256,8 @@ struct watchdog *watchdog_create(struct lock_core *core, const struct watchdog_o
     pthread_mutex_init(&wd->mu, NULL);
     mclock_cond_init(&wd->idle);
     pthread_mutex_lock(&wd->mu);
-    int ok = lane_for(wd, core->pool) != NULL; /* the first lane: the fallback of the others */
+    int ok =
+        lane_for(wd, core->pool, NULL) != NULL; /* the first lane: the fallback of the others */
     pthread_mutex_unlock(&wd->mu);
     if (!ok) {
         pthread_cond_destroy(&wd->idle);
@@ -258,7 +270,7 @@ struct watchdog *watchdog_create(struct lock_core *core, const struct watchdog_o
 
 void watchdog_watch(struct watchdog *wd, struct lock *l) {
     pthread_mutex_lock(&wd->mu);
-    struct wd_lane *lane = lane_for(wd, home_of(l));
+    struct wd_lane *lane = lane_for(wd, home_of(l), l->type->store);
     l->wd_lane = lane;
     l->wd_due_us = mclock_us() + period_us(l);
     l->wd_busy = 0;
@@ -294,7 +306,7 @@ void watchdog_adopt(struct watchdog *wd, struct lock *l) {
         wd->ops->destroy(l);
         return;
     }
-    struct wd_lane *lane = lane_for(wd, home_of(l));
+    struct wd_lane *lane = lane_for(wd, home_of(l), l->type->store);
     int64_t now = mclock_us(), lease = atomic_load(&l->lease_until_us);
     /* A lock without a lease (setnx) is retried for a minute at most. */
     l->wd_giveup_us = lease ? lease + lock_margin_us(lock_lease_ms(l)) : now + 60000000;
@@ -321,7 +333,9 @@ int watchdog_stats(struct watchdog *wd, struct lock_lane_stats *out, int max) {
     for (; n < wd->nlanes && n < max; n++) {
         struct wd_lane *lane = wd->lanes[n];
         out[n] = lane->stats;
-        if (!lane->home) {
+        if (lane->store) {
+            snprintf(out[n].name, sizeof(out[n].name), "%s", lane->store->name);
+        } else if (!lane->home) {
             snprintf(out[n].name, sizeof(out[n].name), "redlock");
         } else {
             const struct rpool_options *o = rpool_options(lane->home);

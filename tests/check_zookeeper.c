@@ -5,13 +5,16 @@
  *
  * Core: exact sales across two instances, each waiter watching only the
  * node before its own, the strategies unconfigured. Faults: a holder paused
- * past its session (the flaw, then the fence that fixes it). Outage:
+ * past its session (the flaw, then the fence that fixes it; the checker
+ * dates both by the session's lease), a long hold's lease renewed. Outage:
  * ZooKeeper stopped and started again under a running instance. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "check_main.h"
 #include "harness.h"
 #include "mclock.h"
@@ -173,6 +176,27 @@ END_TEST
 
 /* ---- Faults: a holder paused past its session ------------------------------ */
 
+/* inventory-check on the test's item: its exit status, and in *n the
+ * count of violations of kind ("overlap", "late_write", "sold_twice"). */
+static int checker(const char *kind, double *n) {
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s --redis 127.0.0.1:%d --item inventory001 2>&1",
+             INVENTORY_CHECK_BIN, redis_port);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    static char out[1 << 16];
+    size_t len = fread(out, 1, sizeof(out) - 1, p);
+    out[len] = '\0';
+    int st = pclose(p);
+    cJSON *doc = cJSON_Parse(out);
+    ck_assert_msg(doc != NULL, "inventory-check printed no JSON: %.400s", out);
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "counts"), kind);
+    *n = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    cJSON_Delete(doc);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* A sells holding 2 s with a session of 1.5 s, and is SIGSTOPped once
  * inside (the probe has its entry: A has read the stock). Its session
  * expires and the server deletes its node; only then B sells. A is resumed
@@ -215,6 +239,10 @@ START_TEST(test_a_zookeeper_holder_paused_past_its_session_sells_a_unit_sold_sin
     ck_assert_str_eq(harness_json_str(a.body, "status"), "sold");
     ck_assert_int_eq(harness_json_num(a.body, "unit"), harness_json_num(b.body, "unit"));
     ck_assert_int_eq(audit("sold_twice"), 1);
+    /* A's hold recorded its session's lease: its write came after it */
+    double n = 0;
+    ck_assert_int_eq(checker("late_write", &n), 1);
+    ck_assert_msg(n >= 1, "the checker saw no late write of A's");
 }
 END_TEST
 
@@ -229,11 +257,36 @@ START_TEST(test_zookeeper_fenced_refuses_the_paused_holders_write_by_its_older_c
     ck_assert_int_eq(audit("sold"), 1);
     ck_assert_int_eq(audit("sold_twice"), 0);
     ck_assert_int_eq(audit("stock"), 199);
+    /* A's hold ended with its session's lease, before B came in: the
+     * checker counts no overlap and judges the run safe */
+    double n = -1;
+    int st = checker("overlap", &n);
+    ck_assert_msg(n == 0, "the checker counts %.0f overlapping holds", n);
+    ck_assert_int_eq(st, 0);
     /* and the next sale, on A's new session, is granted */
     struct httpc_response r;
     ck_assert_int_eq(
         harness_http(a_port, "GET", "/inventory/sale/zookeeper-fenced", NULL, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+}
+END_TEST
+
+/* A holder that works past its session timeout (a sleep: the binding's
+ * pings keep the session) keeps its lock, and the lease its hold records
+ * keeps up with the session: the watchdog's looks find the node and date
+ * it again, so the checker sees no late write. */
+START_TEST(test_a_long_zookeeper_hold_renews_its_recorded_lease_and_writes_inside_it) {
+    start_pair(1, 1500, 5000);
+    struct httpc_response r;
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/zookeeper?hold_ms=2500", NULL, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_msg(harness_json_num(r.body, "lock.renewals") >= 2,
+                  "a 2.5 s hold on a 1.5 s session looked at its node %.0f times: %s",
+                  harness_json_num(r.body, "lock.renewals"), r.body);
+    double n = -1;
+    ck_assert_int_eq(checker("late_write", &n), 0);
+    ck_assert_msg(n == 0, "the checker counts %.0f late writes", n);
 }
 END_TEST
 
@@ -304,7 +357,8 @@ Suite *zookeeper_suite(void) {
           test_without_zookeeper_connect_the_strategies_are_unavailable_and_the_instance_ready}},
         {"Faults",
          {test_a_zookeeper_holder_paused_past_its_session_sells_a_unit_sold_since,
-          test_zookeeper_fenced_refuses_the_paused_holders_write_by_its_older_czxid}},
+          test_zookeeper_fenced_refuses_the_paused_holders_write_by_its_older_czxid,
+          test_a_long_zookeeper_hold_renews_its_recorded_lease_and_writes_inside_it}},
         {"Outage", {test_zookeeper_down_answers_503_and_sales_resume_without_a_restart}},
         {"Lab", {test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun}},
     };

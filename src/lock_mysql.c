@@ -56,6 +56,9 @@
 #define WAIT_CHUNK_S 2
 #define NAME_MAX_LEN 64
 #define FENCE_SEQUENCE "inventoryd_fence"
+/* A grant answered later than this after its GET_LOCK was sent waited in
+ * the server: its lease is dated by one more statement (see acquire). */
+#define REDATE_AFTER_US 1000
 
 struct sqllock_store {
     struct sqlpool *pool;
@@ -249,9 +252,16 @@ static int sqllock_acquire_as(struct lock *l, int fenced) {
     if (rc != SQLPOOL_OK) return rc == SQLPOOL_BUSY ? LOCK_BUSY : LOCK_ERR;
     int64_t sent = 0;
     int got = get_lock_until(l, m, h->name, &sent);
-    if (got == 1 && fenced && fence_next(m, &h->token) < 0) {
-        got = -1; /* dropped below: closing the session frees the lock it got */
-        sql_fail(l, m, "NEXTVAL");
+    if (got == 1 && (fenced || mclock_us() - sent > REDATE_AFTER_US)) {
+        /* wait_timeout runs from the end of the session's last statement:
+         * for a GET_LOCK that waited, its grant, not its send. The send of
+         * a statement after the grant dates the lease: the token's, or a
+         * DO 0 when the grant waited. */
+        sent = mclock_us();
+        if (fenced ? fence_next(m, &h->token) < 0 : mysql_query(m, "DO 0") != 0) {
+            got = -1; /* dropped below: closing the session frees the lock it got */
+            sql_fail(l, m, fenced ? "NEXTVAL" : "DO 0");
+        }
     } else if (got < 0) {
         sql_fail(l, m, "GET_LOCK");
     }

@@ -5,6 +5,7 @@
  * mariadbd, both started by the harness for each test, and real inventoryd
  * instances with faults.enabled=true. */
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <mysql.h>
 #include <signal.h>
 #include <stdio.h>
@@ -235,6 +236,56 @@ END_TEST
 /* The lab's overrun scenario (A works 1.5 x TTL on instance A, B sells on
  * instance B at 0.25 x TTL) run with strategy s on two instances with
  * lock.ttl-ms 1000 (wait_timeout 1 s): its verdict, as "result: evidence". */
+/* The lease B's hold recorded, from its grant, in ms (history on A). */
+static double lease_after_grant_ms(const char *order) {
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/history?limit=100", NULL, NULL, &r),
+                     200);
+    cJSON *doc = cJSON_Parse(r.body), *e;
+    ck_assert_ptr_nonnull(doc);
+    double ms = -1;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events")) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(e, "order");
+        if (!cJSON_IsString(o) || strcmp(o->valuestring, order) != 0) continue;
+        ms = (cJSON_GetObjectItemCaseSensitive(e, "lease_us")->valuedouble -
+              cJSON_GetObjectItemCaseSensitive(e, "granted_us")->valuedouble) /
+             1000;
+    }
+    cJSON_Delete(doc);
+    ck_assert_msg(ms >= 0, "no event of order %s in %.300s", order, r.body);
+    return ms;
+}
+
+/* MariaDB's wait_timeout (10 s here) runs from the end of the session's
+ * last statement: for a GET_LOCK that waited, its grant. B waits about
+ * 1.5 s behind A; its hold records a lease of a whole wait_timeout from
+ * its grant, not one dated from the GET_LOCK it sent 1.5 s before. */
+START_TEST(test_a_grant_that_waited_dates_its_lease_from_after_the_grant) {
+    for (int fenced = 0; fenced < 2; fenced++) {
+        const char *s = fenced ? "mysql-fenced" : "mysql";
+        if (!a_pid) start_pair();
+        char pa[96], pb[96];
+        snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=1500", s);
+        snprintf(pb, sizeof(pb), "/inventory/sale/%s", s);
+        struct harness_bg a;
+        harness_bg_start(&a, a_port, pa, 0);
+        ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                      "A never came inside");
+        struct httpc_response r;
+        int64_t t0 = mclock_ms();
+        ck_assert_int_eq(harness_http(b_port, "GET", pb, NULL, NULL, &r), 200);
+        ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+        ck_assert_msg(mclock_ms() - t0 >= 1000, "%s: B did not wait behind A (%lld ms)", s,
+                      (long long)(mclock_ms() - t0));
+        harness_bg_join(&a);
+        double ms = lease_after_grant_ms(harness_json_str(r.body, "order"));
+        ck_assert_msg(ms >= 9900 && ms <= 10100,
+                      "%s: B's lease ends %.0f ms after its grant, not one wait_timeout (10 s)", s,
+                      ms);
+    }
+}
+END_TEST
+
 static void lab_overrun(const char *s, char *out, size_t len) {
     char rp[32], inst[96];
     if (!a_pid) {
@@ -375,6 +426,7 @@ Suite *mysql_suite(void) {
         {"Lab", {test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write}},
         {"Faults",
          {test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes,
+          test_a_grant_that_waited_dates_its_lease_from_after_the_grant,
           test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_sells_twice,
           test_a_holder_idle_past_its_session_timeout_loses_the_lock_while_still_inside,
           test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back}},

@@ -204,6 +204,22 @@ void lock_set_release_delay(struct lock *l, int ms) { l->release_delay_ms = ms; 
 
 void lock_set_wait(struct lock *l, int wait_ms) { l->wait_ms = wait_ms; }
 
+int lock_type_ends_session(const struct lock_type *t) { return t->end_session != NULL; }
+
+int lock_end_session(struct lock *l, char *why, size_t whylen) {
+    if (!l->type->end_session) {
+        snprintf(why, whylen, "%s keeps its lock in %s, with no session of a store to end",
+                 l->type->name, lock_type_store(l->type));
+        return LOCK_ERR;
+    }
+    if (l->holds <= 0) {
+        snprintf(why, whylen, "the %s lock is not held: no session of a hold to end",
+                 l->type->name);
+        return LOCK_ERR;
+    }
+    return l->type->end_session(l, why, whylen);
+}
+
 void lock_carry(struct lock *l, const char *key) {
     snprintf(l->carry_key, sizeof(l->carry_key), "%s", key);
 }

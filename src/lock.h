@@ -381,6 +381,21 @@ void lock_set_release_delay(struct lock *l, int ms);
  * (0: one try). */
 void lock_set_wait(struct lock *l, int wait_ms);
 
+/* Whether locks of type t live on a session of their store (zookeeper,
+ * mysql and their fenced forms) that lock_end_session can end: 1 or 0. */
+int lock_type_ends_session(const struct lock_type *t);
+
+/* Fault injection: ends the store session of l's hold from outside, as the
+ * store would when it expires or kills it (ZooKeeper: the session is
+ * expired through a second handle on it; MariaDB: KILL CONNECTION from
+ * another session), and returns once the session is seen gone, so the
+ * lock is free for the next holder while this one, which is not told,
+ * goes on inside. LOCK_OK, or LOCK_ERR with why set: l's type keeps no
+ * session (lock_type_ends_session), l is not held, or the session could
+ * not be ended or was not seen gone in time. The holds stay counted: the
+ * release then finds the lock gone. */
+int lock_end_session(struct lock *l, char *why, size_t whylen);
+
 /* Why the last call failed. */
 const char *lock_errstr(const struct lock *l);
 

@@ -124,6 +124,15 @@ struct lock_type {
      * an error not the script's own (it was refused, or stopped partway).
      * May be NULL. */
     void (*handed)(struct lock *l, const redisReply *answer);
+    /* Fault injection, for the types whose lease is a session of their
+     * store: ends the session of l's hold from outside, as the server
+     * expiring it or an operator killing it would, while the holder goes
+     * on as if it held the lock; returns once the session is seen gone
+     * (the lock free for the next holder). LOCK_OK, or LOCK_ERR with why
+     * set (the session could not be ended, or was not seen gone in time).
+     * On the handle's thread, while held. NULL for the others (lock.h,
+     * lock_end_session). */
+    int (*end_session)(struct lock *l, char *why, size_t whylen);
 };
 
 struct lock_core {

@@ -338,6 +338,58 @@ static void sqllock_report(const struct lock *l, struct lock_report *r) {
     r->token = h->token;
 }
 
+#define KILL_WAIT_MS 5000 /* the end_session fault's wait for the killed session */
+
+/* Polls on k (every 5 ms, KILL_WAIT_MS at most) until the session id is
+ * gone from the server's process list and holds the lock name no more. 0
+ * when so, 1 when it was still there at the end, -1 when a query failed
+ * (the error is k's). */
+static int session_gone_wait(MYSQL *k, unsigned long id, const char *name) {
+    char esc[2 * NAME_MAX_LEN + 1], q[400];
+    mysql_real_escape_string(k, esc, name, (unsigned long)strlen(name));
+    snprintf(q, sizeof(q),
+             "SELECT (SELECT COUNT(*) FROM information_schema.processlist WHERE id = %lu)"
+             " + (IS_USED_LOCK('%s') <=> %lu)",
+             id, esc, id);
+    for (int64_t end = mclock_us() + (int64_t)KILL_WAIT_MS * 1000;; mclock_sleep_ms(5)) {
+        long long v = 0;
+        int isnull = 0;
+        if (sql_integer(k, q, &v, &isnull) < 0) return -1;
+        if (v == 0) return 0;
+        if (mclock_us() >= end) return 1;
+    }
+}
+
+/* The end_session fault: the hold's session is killed from another
+ * session of the pool (KILL CONNECTION, as an operator would), and
+ * waited for until the server has ended it and its lock is free; the
+ * holder is not told (its release then finds the session closed). */
+static int sqllock_end_session(struct lock *l, char *why, size_t whylen) {
+    struct sqllock_hold *h = l->priv;
+    struct sqllock_store *st = lock_store_state(l);
+    if (!h->m) {
+        snprintf(why, whylen, "mysql %s: the hold has no session", sqlpool_addr(st->pool));
+        return LOCK_ERR;
+    }
+    unsigned long id = mysql_thread_id(h->m);
+    MYSQL *k = NULL;
+    if (sqlpool_get(st->pool, st->pool_wait_ms, &k, why, whylen) != SQLPOOL_OK) return LOCK_ERR;
+    char q[64];
+    snprintf(q, sizeof(q), "KILL CONNECTION %lu", id);
+    int rc = mysql_query(k, q) == 0 ? session_gone_wait(k, id, h->name) : -1;
+    if (rc < 0)
+        snprintf(why, whylen, "mysql %s: %.160s (KILL CONNECTION %lu)", sqlpool_addr(st->pool),
+                 mysql_error(k), id);
+    else if (rc > 0)
+        snprintf(why, whylen, "mysql %s: session %lu still held the lock %d ms after its KILL",
+                 sqlpool_addr(st->pool), id, KILL_WAIT_MS);
+    if (rc < 0)
+        sqlpool_drop(st->pool, k);
+    else
+        sqlpool_put(st->pool, k);
+    return rc == 0 ? LOCK_OK : LOCK_ERR;
+}
+
 const struct lock_type lock_type_mysql = {
     .name = "mysql",
     .family = "mysql",
@@ -347,6 +399,7 @@ const struct lock_type lock_type_mysql = {
     .acquire = sqllock_acquire,
     .release = sqllock_release,
     .abandon = sqllock_abandon,
+    .end_session = sqllock_end_session,
 };
 
 const struct lock_type lock_type_mysql_fenced = {
@@ -359,4 +412,5 @@ const struct lock_type lock_type_mysql_fenced = {
     .release = sqllock_release,
     .abandon = sqllock_abandon,
     .report = sqllock_report,
+    .end_session = sqllock_end_session,
 };

@@ -282,6 +282,18 @@ static void zookeeper_report(const struct lock *l, struct lock_report *r) {
     r->token = h->czxid;
 }
 
+/* The end_session fault: the hold's session is expired from outside
+ * (zk_session_end), its node with it, while the holder goes on. The
+ * session is the process's: every hold of the process ends with it. */
+static int zookeeper_end_session(struct lock *l, char *why, size_t whylen) {
+    struct zk_hold *h = l->priv;
+    if (!h->s) {
+        snprintf(why, whylen, "zookeeper: the hold has no session");
+        return LOCK_ERR;
+    }
+    return zk_session_end(h->s, why, whylen) == 0 ? LOCK_OK : LOCK_ERR;
+}
+
 const struct lock_type lock_type_zookeeper = {
     .name = "zookeeper",
     .family = "zookeeper",
@@ -292,6 +304,7 @@ const struct lock_type lock_type_zookeeper = {
     .release = zookeeper_release,
     .renew = zookeeper_renew,
     .abandon = zookeeper_abandon,
+    .end_session = zookeeper_end_session,
 };
 
 const struct lock_type lock_type_zookeeper_fenced = {
@@ -305,6 +318,7 @@ const struct lock_type lock_type_zookeeper_fenced = {
     .renew = zookeeper_renew,
     .abandon = zookeeper_abandon,
     .report = zookeeper_report,
+    .end_session = zookeeper_end_session,
 };
 
 /* ---- the store ------------------------------------------------------------------ */

@@ -112,3 +112,14 @@ void strategy_names(char *buf, size_t len) {
         off += (size_t)n;
     }
 }
+
+void strategy_session_names(char *buf, size_t len) {
+    size_t off = 0;
+    if (len) buf[0] = '\0';
+    for (int i = 0; strategies[i].name && off < len; i++) {
+        if (!lock_type_ends_session(strategies[i].lock)) continue;
+        int n = snprintf(buf + off, len - off, "%s%s", off ? ", " : "", strategies[i].name);
+        if (n < 0) break;
+        off += (size_t)n;
+    }
+}

@@ -38,4 +38,9 @@ int strategy_index(const struct strategy *s);
 /* Every name, comma-separated, into buf. */
 void strategy_names(char *buf, size_t len);
 
+/* The names of the strategies whose lock lives on a session of its store
+ * (lock_type_ends_session: the end_session fault applies to them),
+ * comma-separated, into buf. */
+void strategy_session_names(char *buf, size_t len);
+
 #endif

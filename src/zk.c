@@ -19,6 +19,11 @@
  * by whoever puts it back last (refs), on that thread, never on the
  * completion thread.
  *
+ * A fault may end a session from outside (zk_session_end, for the lab): a
+ * second handle on the session's id, with two threads of its own that its
+ * zookeeper_close joins before the call returns; its watcher takes `mu`
+ * like the others.
+ *
  * Locking: `mu` guards `cur`, `creating`, every session's state, refs and
  * retired flag, and the waiters' list; `cv` (monotonic) is broadcast on
  * every session event and every node event. No zoo_* call, no
@@ -39,6 +44,7 @@ struct zk_session {
     zhandle_t *zh;
     unsigned gen;
     int state; /* the last session state its watcher saw; 0 before any */
+    unsigned events; /* session events its watcher saw */
     int refs; /* users between zk_session_get and zk_session_put */
     int retired; /* replaced: closed when refs drops to 0 */
 };
@@ -86,6 +92,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     if (type != ZOO_SESSION_EVENT) return;
     pthread_mutex_lock(&s->z->mu);
     s->state = state;
+    s->events++;
     pthread_cond_broadcast(&s->z->cv);
     pthread_mutex_unlock(&s->z->mu);
 }
@@ -299,4 +306,73 @@ int zk_wait_gone(struct zk_session *s, const char *path, int64_t deadline_us, in
     }
     waiter_remove(z, &w);
     return out;
+}
+
+/* ---- a session ended from outside (a fault) --------------------------------- */
+
+/* A second handle on a session: its last session state, under z->mu. */
+struct zk_twin {
+    struct zk *z;
+    int state; /* 0 before any event */
+};
+
+/* The twin's session events, on its own completion thread. */
+static void twin_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx) {
+    (void)zh;
+    (void)path;
+    struct zk_twin *t = ctx;
+    if (type != ZOO_SESSION_EVENT) return;
+    pthread_mutex_lock(&t->z->mu);
+    t->state = state;
+    pthread_cond_broadcast(&t->z->cv);
+    pthread_mutex_unlock(&t->z->mu);
+}
+
+/* One try of zk_session_end: a twin on id, closed once connected; then
+ * waits until s's own handle has seen the end (1), or has connected again
+ * since the close began (0: it won its session back from the twin before
+ * the close reached the server), until limit (0). errstr says what was
+ * seen; -1 when no twin could be made. */
+static int end_once(struct zk_session *s, const clientid_t *id, monotime_us limit, char *errstr,
+                    size_t errlen) {
+    struct zk *z = s->z;
+    struct zk_twin t = {.z = z};
+    zhandle_t *zh = zookeeper_init2(z->connect, twin_watcher, z->timeout_ms, id, &t, 0, zk_log);
+    if (!zh) {
+        snprintf(errstr, errlen, "zookeeper %s: zookeeper_init: %s", z->connect, strerror(errno));
+        return -1;
+    }
+    pthread_mutex_lock(&z->mu);
+    while (t.state != ZOO_CONNECTED_STATE && !state_ended(t.state) && !state_ended(s->state) &&
+           mclock_us() < limit)
+        mclock_cond_wait_until(&z->cv, &z->mu, limit);
+    int twin = t.state;
+    unsigned mark = s->events;
+    pthread_mutex_unlock(&z->mu);
+    /* Connected, the close ends the session on the server, its ephemeral
+     * nodes with it; it also joins the twin's threads. */
+    zookeeper_close(zh);
+    pthread_mutex_lock(&z->mu);
+    while (!state_ended(s->state) && !(s->events != mark && s->state == ZOO_CONNECTED_STATE) &&
+           mclock_us() < limit)
+        mclock_cond_wait_until(&z->cv, &z->mu, limit);
+    int own = s->state;
+    pthread_mutex_unlock(&z->mu);
+    if (!state_ended(own))
+        snprintf(errstr, errlen,
+                 "zookeeper %s: the session 0x%llx was not seen expired (its own handle %s, the "
+                 "second one %s)",
+                 z->connect, (unsigned long long)id->client_id, state_word(own), state_word(twin));
+    return state_ended(own);
+}
+
+int zk_session_end(struct zk_session *s, char *errstr, size_t errlen) {
+    if (zk_session_expired(s)) return 0;
+    clientid_t id = *zoo_client_id(s->zh);
+    int64_t per_try_us = (int64_t)(1000 + s->z->timeout_ms / 60) * 1000;
+    for (int i = 0; i < ZK_END_TRIES; i++) {
+        int rc = end_once(s, &id, mclock_us() + per_try_us, errstr, errlen);
+        if (rc != 0) return rc > 0 ? 0 : -1;
+    }
+    return -1;
 }

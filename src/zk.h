@@ -70,4 +70,18 @@ void zk_error(const struct zk *z, char *buf, size_t len, const char *what, int r
  * error (ZSESSIONEXPIRED when the session ended). */
 int zk_wait_gone(struct zk_session *s, const char *path, int64_t deadline_us, int *zrc);
 
+/* Ends session s from outside, as Curator's tests expire one: a second
+ * handle opened on s's id and password (the server moves the session to
+ * it and drops s's connection), closed once connected (the server ends
+ * the session and removes its ephemeral nodes). Returns once s's own
+ * handle has seen the session expire, when it reconnects: 0; or -1 with
+ * errstr set after ZK_END_TRIES tries of 1 s (and a 60th of the session
+ * timeout) each. Tries, because the two handles race: the server drops
+ * s's connection when the twin connects, s's handle reconnects at once,
+ * and the server then drops the twin's; a close sent after that is lost,
+ * and s's handle keeps its session (in about half the tries here).
+ * A fault for the lab: the session ends for every hold of the process. */
+#define ZK_END_TRIES 10
+int zk_session_end(struct zk_session *s, char *errstr, size_t errlen);
+
 #endif

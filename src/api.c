@@ -130,10 +130,13 @@ static int read_faults(const struct call *k, struct sale_faults *f, char *why, s
     if ((rc = query_int(rq, "wait_ms", 0, maxhold, &f->wait_ms, why, whylen)) < 0) return 400;
     f->wait_given = rc;
     given |= rc;
+    if ((rc = query_int(rq, "end_session", 0, 1, &f->end_session, why, whylen)) < 0) return 400;
+    given |= rc;
     if (given && !s->cfg->faults_enabled) {
         snprintf(why, whylen,
-                 "fault injection is off: start the instance with faults.enabled=true "
-                 "to use hold_ms, crash, release_delay_ms, nested, commit_delay_ms or wait_ms");
+                 "fault injection is off: start the instance with faults.enabled=true to use "
+                 "hold_ms, crash, release_delay_ms, nested, commit_delay_ms, wait_ms or "
+                 "end_session");
         return 403;
     }
     if (given && !http_admin_allowed(rq, "a fault parameter", why, whylen)) return 401;
@@ -159,9 +162,11 @@ static int sell(const struct call *k, const struct strategy *t) {
         return http_answer_error(rq, 200, "not_sold", "HEAD never sells: GET or POST does", text);
 
     struct sale_faults f;
-    char why[192];
+    char why[384];
     int code = read_faults(k, &f, why, sizeof(why));
     if (code) return answer_faults_refused(rq, code, why, text);
+    if (inventory_faults_check(s->inv, t, &f, why, sizeof(why)) != 0)
+        return http_answer_error(rq, 400, "bad_request", why, text);
 
     struct sale_result r;
     inventory_sell(s->inv, t, k->item, &f, &r);
@@ -329,10 +334,12 @@ static int answer_inventory_error(const struct http_request *rq, int rc, const c
 
 static int api_inventory(const struct call *k) {
     struct sale_faults f;
-    char err[192];
+    char err[384];
     long long stock;
     int code = read_faults(k, &f, err, sizeof(err));
     if (code) return answer_faults_refused(k->rq, code, err, k->text);
+    if (inventory_faults_check(k->s->inv, NULL, &f, err, sizeof(err)) != 0)
+        return http_answer_error(k->rq, 400, "bad_request", err, k->text);
     int rc = inventory_stock(k->s->inv, k->item, f.hold_ms, &stock, err, sizeof(err));
     if (rc != 0) return answer_inventory_error(k->rq, rc, err, k->text);
     return http_answer(k->rq, 200, reply_stock(stock, k->s->cfg->port, k->text),

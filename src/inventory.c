@@ -530,6 +530,27 @@ int inventory_strategy_configured(const struct inventory *inv, const struct stra
            (!s->rw_lock || lock_type_configured(inv->core, s->rw_lock, why, whylen));
 }
 
+int inventory_faults_check(const struct inventory *inv, const struct strategy *s,
+                           const struct sale_faults *f, char *why, size_t whylen) {
+    if (!f->end_session) return 0;
+    const struct lock_type *t = s ? (inv->read_lock && s->rw_lock ? s->rw_lock : s->lock)
+                                  : (inv->read_lock ? &lock_type_rw_read : &lock_type_none);
+    if (lock_type_ends_session(t)) return 0;
+    char names[256];
+    strategy_session_names(names, sizeof(names));
+    if (s)
+        snprintf(why, whylen,
+                 "end_session ends the store session that holds a sale's lock, and %s keeps "
+                 "its lock in %s, with no session to end: it applies to the sales of %s",
+                 s->name, lock_type_store(t), names);
+    else
+        snprintf(why, whylen,
+                 "end_session ends the store session that holds a sale's lock: a read of the "
+                 "stock holds none; it applies to the sales of %s",
+                 names);
+    return -1;
+}
+
 int inventory_ready(struct inventory *inv, char *errstr, size_t errlen) {
     struct rpool *m[READY_MASTERS_MAX];
     char why[384];

@@ -51,6 +51,7 @@ struct sale_faults {
     int commit_delay_ms; /* pause between the last lease check and the write's send */
     int wait_given; /* wait_ms replaces lock.wait-ms for this sale */
     int wait_ms;
+    int end_session; /* once inside, the lock's store session is ended from outside */
 };
 
 struct sale_result {
@@ -65,6 +66,12 @@ struct sale_result {
     int violation; /* the probe saw another holder inside */
     int lost; /* the release found the lock no longer ours */
     int late; /* the lease deadline had passed at commit */
+    /* The end_session fault: 1 ended (seen gone), -1 it could not be (see
+     * session_error), 0 not asked; wall-clock µs when it was begun, and
+     * when the session was seen gone. */
+    int session_ended;
+    int64_t session_end_us, session_gone_us;
+    char session_error[160];
     char errstr[384];
 };
 
@@ -120,6 +127,12 @@ void inventory_free(struct inventory *inv);
 /* Sells one unit of item with strategy s. Always fills r; returns r->status. */
 int inventory_sell(struct inventory *inv, const struct strategy *s, const char *item,
                    const struct sale_faults *faults, struct sale_result *r);
+
+/* Whether the faults f apply to a sale of s here (s NULL: to a read of
+ * the stock): 0, or -1 with why when one cannot (end_session on a lock
+ * that keeps no session of a store). */
+int inventory_faults_check(const struct inventory *inv, const struct strategy *s,
+                           const struct sale_faults *f, char *why, size_t whylen);
 
 /* Reads the stock, under the read lock when lock.read-lock=true, holding
  * it hold_ms (a fault; 0 normally). Returns INV_SOLD (0) on success,

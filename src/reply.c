@@ -90,6 +90,14 @@ char *reply_sale(const struct sale_result *r, const char *strategy, int port, in
     }
     cJSON_AddStringToObject(o, "strategy", strategy);
     cJSON_AddNumberToObject(o, "port", port);
+    if (r->session_ended) { /* the end_session fault: whether it reached its window */
+        cJSON_AddBoolToObject(o, "session_ended", r->session_ended > 0);
+        cJSON_AddNumberToObject(o, "session_end_us", (double)r->session_end_us);
+        if (r->session_ended > 0)
+            cJSON_AddNumberToObject(o, "session_gone_us", (double)r->session_gone_us);
+        else
+            cJSON_AddStringToObject(o, "session_error", r->session_error);
+    }
     const struct lock_report *lr = &r->lock;
     cJSON *lk = cJSON_AddObjectToObject(o, "lock");
     cJSON_AddNumberToObject(lk, "attempts", lr->attempts);

@@ -340,6 +340,21 @@ static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
     return rc;
 }
 
+/* The end_session fault, once the holder is inside (it has read the
+ * stock): its lock's store session is ended from outside, and the sale
+ * goes on, not told, once the session is seen gone, or could not be
+ * ended (rs[0] says which, and when). */
+static void section_end_session(struct sale_section *sec) {
+    struct sale_result *r = sec->rs[0];
+    r->session_end_us = mclock_wall_us();
+    if (lock_end_session(sec->l, r->session_error, sizeof(r->session_error)) == LOCK_OK) {
+        r->session_ended = 1;
+        r->session_gone_us = mclock_wall_us();
+    } else {
+        r->session_ended = -1;
+    }
+}
+
 /* The demo's critical section, run while the lock is held: read, check,
  * write, for n sales at once: one GET, then units stock, stock-1, ... go to
  * the first min(n, stock) sales in one write; the others are sold out. The
@@ -362,6 +377,7 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
         if (got < 0) rc = sale_backend(r, "GET stock", lock_errstr(sec->l));
     }
     if (rc == 0) rc = section_read(sec, entry, got, carried);
+    if (rc == 0 && f->end_session) section_end_session(sec);
     mclock_sleep_ms(f->hold_ms);
     if (rc == INV_BACKEND) {
         sale_fail_all(sec->rs, sec->n, rc, r->errstr);

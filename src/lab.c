@@ -38,6 +38,7 @@
 #include "addr.h"
 #include "alloc.h"
 #include "httpc.h"
+#include "lock.h"
 #include "mclock.h"
 #include "strategy.h"
 
@@ -211,6 +212,8 @@ static void step_query(const struct scenario_step *st, int ttl_ms, int wait_ms, 
         off += (size_t)snprintf(buf + off, len - off, "release_delay_ms=%d&", delay);
     if (st->nested > 0 && off < len)
         off += (size_t)snprintf(buf + off, len - off, "nested=%d&", st->nested);
+    if (st->end_session && off < len)
+        off += (size_t)snprintf(buf + off, len - off, "end_session=1&");
     if (off < len) snprintf(buf + off, len - off, "wait_ms=%d", wait_ms);
 }
 
@@ -231,6 +234,9 @@ static void read_answer(const char *body, struct lab_step *out) {
     }
     out->unit = (long long)json_num(j, "unit", -1);
     out->port = (int)json_num(j, "port", 0);
+    out->session_ended = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "session_ended"));
+    out->session_end_us = (int64_t)json_num(j, "session_end_us", 0);
+    out->session_gone_us = (int64_t)json_num(j, "session_gone_us", 0);
     const cJSON *order = cJSON_GetObjectItemCaseSensitive(j, "order");
     if (cJSON_IsString(order)) snprintf(out->order, sizeof(out->order), "%s", order->valuestring);
     const cJSON *lk = cJSON_GetObjectItemCaseSensitive(j, "lock");
@@ -291,6 +297,9 @@ static void *scenario_sale(void *arg) {
     out->attempts = got.attempts;
     out->depth = got.depth;
     out->renewals = got.renewals;
+    out->session_ended = got.session_ended;
+    out->session_end_us = got.session_end_us;
+    out->session_gone_us = got.session_gone_us;
     pthread_mutex_unlock(&lab->mu);
     httpc_free(h);
     return NULL;
@@ -471,6 +480,9 @@ static void judge_run(const struct lab *lab, struct run *r) {
         s->depth = st->depth;
         s->renewals = st->renewals;
         s->nested = r->sc->steps[i].nested;
+        s->session_ended = st->session_ended;
+        s->session_end_us = st->session_end_us;
+        s->session_gone_us = st->session_gone_us;
         s->has_hold = st->has_hold;
         s->hold = st->hold;
     }
@@ -675,6 +687,15 @@ static int check_request(const struct lab *lab, const struct lab_request *r,
                 off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "",
                                         scenarios[i].name);
             snprintf(errstr, errlen, "unknown scenario '%.32s'; known: %s", r->scenario, names);
+            return -1;
+        }
+        if (scenario_ends_session(*sc) &&
+            !lock_type_ends_session(strategy_find(r->strategy)->lock)) {
+            strategy_session_names(names, sizeof(names));
+            snprintf(errstr, errlen,
+                     "scenario %s ends the store session that holds A's lock (end_session), and "
+                     "%.32s keeps no such session: run it with %s",
+                     (*sc)->name, r->strategy, names);
             return -1;
         }
         return scenario_check(*sc, &lab->set, errstr, errlen);

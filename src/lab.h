@@ -99,13 +99,15 @@ struct lab_step {
     int status; /* HTTP status; 0 = no answer */
     char word[32]; /* the answer's "status" word */
     double took_ms;
-    char body[400]; /* the answer, cut to fit */
+    char body[640]; /* the answer, cut to fit */
     /* Read from the answer: */
     long long unit; /* -1: none */
     char order[48]; /* "" when none */
     int port; /* the instance that answered; 0: unknown */
     int waited_ms, hold_ms; /* lock.wait_ms, lock.hold_ms; -1: absent */
     int attempts, depth, renewals;
+    int session_ended; /* session_ended (end_session): 1 true, 0 false or absent */
+    int64_t session_end_us, session_gone_us; /* session_end_us, session_gone_us; 0: absent */
     /* Read from the history once the sales are over: */
     int has_hold;
     struct scenario_hold hold;

@@ -557,6 +557,13 @@ char *reply_lab_scenarios(const struct lab_info *info) {
             if (scenario_shows(sc, strategies[k].name))
                 cJSON_AddItemToArray(shows, cJSON_CreateString(strategies[k].name));
         cJSON_AddStringToObject(x, "fixed_by", sc->fixed_by);
+        cJSON *fix_of = cJSON_AddObjectToObject(x, "fix_of");
+        for (int k = 0; strategies[k].name; k++) {
+            char fix[64];
+            if (scenario_fix_for(sc, strategies[k].name, fix, sizeof(fix))[0])
+                cJSON_AddStringToObject(fix_of, strategies[k].name, fix);
+        }
+        cJSON_AddBoolToObject(x, "ends_session", scenario_ends_session(sc));
         cJSON_AddStringToObject(x, "window", sc->window);
         cJSON_AddStringToObject(x, "flaw", sc->flaw);
         cJSON_AddStringToObject(x, "fix", sc->fix);
@@ -577,6 +584,7 @@ char *reply_lab_scenarios(const struct lab_info *info) {
             cJSON_AddNumberToObject(y, "hold_ms", scenario_ms(st->hold, ttl_ms));
             cJSON_AddNumberToObject(y, "release_delay_ms", scenario_ms(st->release_delay, ttl_ms));
             cJSON_AddNumberToObject(y, "nested", st->nested);
+            cJSON_AddBoolToObject(y, "end_session", st->end_session);
             cJSON_AddNumberToObject(y, "wait_ms", scenario_wait_ms(st, set));
             cJSON_AddItemToArray(steps, y);
         }

@@ -478,6 +478,78 @@ static void judge_herd(const struct scenario_evidence *ev, struct scenario_verdi
     herd_attempts(ev, v, m, most);
 }
 
+/* Whether s's write was refused by the store's check (fenced: an older
+ * token; or the lock or the stock found changed). */
+static int refused(const struct scenario_sale *s) {
+    return s->status == 409 &&
+           (strcmp(s->word, "stale_token") == 0 || strcmp(s->word, "lock_lost") == 0 ||
+            strcmp(s->word, "stock_changed") == 0);
+}
+
+/* session-lost's flaw or fix, once the window was reached: A's session
+ * was ended ended_ms into its hold, and B was granted us before A left. */
+static void session_lost_outcome(const struct scenario_evidence *ev, struct scenario_verdict *v,
+                                 int64_t us) {
+    const struct scenario_sale *a = &ev->sale[0], *b = &ev->sale[1];
+    char d1[24], d2[24], w1[64], w2[64];
+    double ended_ms = (double)(a->session_end_us - a->hold.granted_us) / 1000;
+    double gone_ms = (double)(a->session_gone_us - a->session_end_us) / 1000;
+    if (sold(a)) {
+        say(v, SCENARIO_FLAW_SHOWN, 1,
+            "A's store session was ended %s into its hold (seen gone %s later) and B got the "
+            "lock %s before A left; A, never told, still wrote the stock it read",
+            dur(d1, sizeof(d1), ended_ms), dur(d2, sizeof(d2), gone_ms),
+            dur(w1, sizeof(w1), (double)us / 1000));
+        add_twice(v, a, b);
+        add_audit(v, ev);
+    } else if (refused(a) && sold(b)) {
+        say(v, SCENARIO_FIXED, 1,
+            "A's store session was ended %s into its hold, and B got the lock %s before A left "
+            "and sold unit %lld; A's late write was refused (409 %s), so nothing was sold twice",
+            dur(d1, sizeof(d1), ended_ms), dur(d2, sizeof(d2), (double)us / 1000), b->unit,
+            a->word);
+    } else {
+        say(v, SCENARIO_INCONCLUSIVE, 1,
+            "A's store session was ended while A was inside and B got the lock, but A %s and "
+            "B %s",
+            answered(a, w1, sizeof(w1)), answered(b, w2, sizeof(w2)));
+    }
+}
+
+/* session-lost: A's store session is ended from outside while A is inside
+ * (end_session), and B gets the lock. Flaw: A, not told, still writes
+ * what it read. Fix: A's late write is refused. The window needs the
+ * fault's own word (A's answer: the session was seen gone) and B granted
+ * after the end began and before A left. */
+static void judge_session_lost(const struct scenario_evidence *ev, struct scenario_verdict *v) {
+    const struct scenario_sale *a = &ev->sale[0], *b = &ev->sale[1];
+    char w[64];
+    int64_t us = 0;
+    if (!a->has_hold) {
+        no_hold(v, a, "there was no session of a hold to end");
+    } else if (a->session_ended <= 0) {
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A's store session was not seen ended while A was inside (A %s)",
+            answered(a, w, sizeof(w)));
+    } else if (!b->sent || b->sent_us >= left(a)) {
+        say(v, SCENARIO_INCONCLUSIVE, 0, "B %s after A had left: nobody could take its lock",
+            b->sent ? "was sent" : "was never sent, not even");
+    } else if (!b->has_hold) {
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A's store session was ended while A was inside, but B never got the lock: it %s",
+            answered(b, w, sizeof(w)));
+    } else if (b->hold.granted_us + HOLD_EDGE_US < a->session_end_us) {
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "B got the lock before A's store session was ended: not through the end of it");
+    } else if (!before_left(b, a, &us)) {
+        say(v, SCENARIO_INCONCLUSIVE, 0,
+            "A's store session was ended while A was inside, but B got the lock only after A "
+            "had left");
+    } else {
+        session_lost_outcome(ev, v, us);
+    }
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 
 const struct scenario scenarios[] = {
@@ -497,7 +569,8 @@ const struct scenario scenarios[] = {
      NONE,
      judge_meet,
      2,
-     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000)}, {'B', 0, MS(100), NONE, NONE, 0, MS(1200)}}},
+     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000), 0},
+      {'B', 0, MS(100), NONE, NONE, 0, MS(1200), 0}}},
     {"two-instances",
      "two sales at once on two instances",
      "A sells on instance A and works 300 ms inside the critical section; B sells on instance "
@@ -514,7 +587,8 @@ const struct scenario scenarios[] = {
      NONE,
      judge_meet,
      2,
-     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000)}, {'B', 1, MS(100), NONE, NONE, 0, MS(1200)}}},
+     {{'A', 0, NONE, MS(300), NONE, 0, MS(1000), 0},
+      {'B', 1, MS(100), NONE, NONE, 0, MS(1200), 0}}},
     {"long-hold",
      "a long hold and a retrying waiter",
      "A sells on instance A and works 2000 ms inside the critical section; B sells on instance "
@@ -530,7 +604,8 @@ const struct scenario scenarios[] = {
      NONE,
      judge_long_hold,
      2,
-     {{'A', 0, NONE, MS(2000), NONE, 0, MS(1000)}, {'B', 1, MS(100), NONE, NONE, 0, MS(2900)}}},
+     {{'A', 0, NONE, MS(2000), NONE, 0, MS(1000), 0},
+      {'B', 1, MS(100), NONE, NONE, 0, MS(2900), 0}}},
     {"slow-holder",
      "a holder slower than the TTL",
      "A sells on instance A within 0.1 x TTL, then stalls 1.2 x TTL before releasing (a GC "
@@ -549,9 +624,9 @@ const struct scenario scenarios[] = {
      T(250),
      judge_slow_holder,
      3,
-     {{'A', 0, NONE, T(100), T(1200), 0, MS(1000)},
-      {'B', 1, T(200), T(800), NONE, 0, TMS(1000, 1000)},
-      {'C', 0, T(1550), NONE, NONE, 0, TMS(500, 1000)}}},
+     {{'A', 0, NONE, T(100), T(1200), 0, MS(1000), 0},
+      {'B', 1, T(200), T(800), NONE, 0, TMS(1000, 1000), 0},
+      {'C', 0, T(1550), NONE, NONE, 0, TMS(500, 1000), 0}}},
     {"nested",
      "a nested acquire by the same owner",
      "A sells on instance A and, inside the critical section, acquires the same lock twice "
@@ -569,7 +644,7 @@ const struct scenario scenarios[] = {
      NONE,
      judge_nested,
      1,
-     {{'A', 0, NONE, NONE, NONE, 2, MS(1500)}}},
+     {{'A', 0, NONE, NONE, NONE, 2, MS(1500), 0}}},
     {"overrun",
      "work longer than the TTL",
      "A sells on instance A and works 1.5 x TTL inside the critical section; B sells on "
@@ -592,8 +667,8 @@ const struct scenario scenarios[] = {
      T(250),
      judge_overrun,
      2,
-     {{'A', 0, NONE, T(1500), NONE, 0, MS(1000)},
-      {'B', 1, T(250), T(300), NONE, 0, TMS(1500, 1000)}}},
+     {{'A', 0, NONE, T(1500), NONE, 0, MS(1000), 0},
+      {'B', 1, T(250), T(300), NONE, 0, TMS(1500, 1000), 0}}},
     {"herd",
      "three waiters when the lock is freed",
      "A sells on instance A and works 600 ms inside the critical section; B sells on instance "
@@ -614,10 +689,34 @@ const struct scenario scenarios[] = {
      NONE,
      judge_herd,
      4,
-     {{'A', 0, NONE, MS(600), NONE, 0, MS(1000)},
-      {'B', 1, MS(100), MS(150), NONE, 0, MS(3000)},
-      {'C', 0, MS(250), MS(150), NONE, 0, MS(3000)},
-      {'D', 1, MS(400), MS(150), NONE, 0, MS(3000)}}},
+     {{'A', 0, NONE, MS(600), NONE, 0, MS(1000), 0},
+      {'B', 1, MS(100), MS(150), NONE, 0, MS(3000), 0},
+      {'C', 0, MS(250), MS(150), NONE, 0, MS(3000), 0},
+      {'D', 1, MS(400), MS(150), NONE, 0, MS(3000), 0}}},
+    {"session-lost",
+     "the lock's store session ended while its holder is inside",
+     "A sells on instance A and, once inside (it has read the stock), has its lock's store "
+     "session ended from outside (end_session: ZooKeeper's session expired through a second "
+     "handle on it, as Curator's tests do; MariaDB's session killed with KILL CONNECTION), "
+     "then works 1000 ms more; B sells on instance B at 200 ms and waits for the lock.",
+     "zookeeper and mysql: the store frees the lock with the session, B takes it and sells "
+     "while A still works, and A, never told, writes the stock it read: the holds overlap "
+     "(red) and one unit is sold twice. zookeeper-fenced and mysql-fenced: B gets in the same "
+     "way, but A's late write carries an older token (its node's czxid, its SEQUENCE value) "
+     "and is refused (409 stale_token): nothing is sold twice. It runs only with those four: "
+     "the other locks keep no session of a store.",
+     "zookeeper,mysql",
+     "zookeeper-fenced,mysql-fenced",
+     "A's store session ended while A was inside, and B got the lock",
+     "A, its session gone and never told, still wrote the stock it read after B had the lock "
+     "(a unit sold twice)",
+     "A's late write was refused (409 stale_token); nothing was sold twice",
+     MS(200),
+     NONE,
+     judge_session_lost,
+     2,
+     {{'A', 0, NONE, MS(1000), NONE, 0, MS(3000), 1},
+      {'B', 1, MS(200), NONE, NONE, 0, MS(3000), 0}}},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NONE, NONE, NULL, 0, {{0}}},
 };
 
@@ -742,6 +841,29 @@ int scenario_shows(const struct scenario *sc, const char *strategy) {
         if (k == n && strncmp(p, strategy, n) == 0) return 1;
         p += k + (p[k] == ',');
     }
+    return 0;
+}
+
+const char *scenario_fix_for(const struct scenario *sc, const char *strategy, char *buf,
+                             size_t len) {
+    buf[0] = '\0';
+    if (!scenario_shows(sc, strategy)) return buf;
+    size_t n = strlen(strategy);
+    int at = 0; /* strategy's place in shows */
+    for (const char *p = sc->shows; *p; at++) {
+        size_t k = strcspn(p, ",");
+        if (k == n && strncmp(p, strategy, n) == 0) break;
+        p += k + (p[k] == ',');
+    }
+    const char *f = sc->fixed_by; /* one for all, or one each */
+    for (int i = 0; i < at && strchr(f, ','); i++) f = strchr(f, ',') + 1;
+    snprintf(buf, len, "%.*s", (int)strcspn(f, ","), f);
+    return buf;
+}
+
+int scenario_ends_session(const struct scenario *sc) {
+    for (int i = 0; i < sc->nsteps; i++)
+        if (sc->steps[i].end_session) return 1;
     return 0;
 }
 

@@ -65,6 +65,9 @@ struct scenario_step {
     int nested; /* nested: re-acquire this many times inside */
     struct scenario_time wait; /* wait_ms: how long it may wait for the lock
                                           (plus lock.spin-sleep-ms) */
+    int end_session; /* end_session: once inside, its lock's store session is
+                                          ended from outside (only the strategies
+                                          whose lock has one can run it) */
 };
 
 /* The settings a scenario's timeline is sized for. */
@@ -105,6 +108,10 @@ struct scenario_sale {
     int hold_ms; /* lock.hold_ms of its answer; -1: absent */
     int attempts, depth, renewals;
     int nested; /* its nested parameter */
+    /* Its answer's session_ended (end_session): 1 ended, 0 absent or
+     * false; and the wall-clock µs when the end was begun and seen done. */
+    int session_ended;
+    int64_t session_end_us, session_gone_us;
     int has_hold; /* hold is filled */
     struct scenario_hold hold;
 };
@@ -139,7 +146,9 @@ struct scenario {
     const char *what; /* what the sales do, in units of the TTL */
     const char *look_for; /* what the timeline and the audit show */
     const char *shows; /* strategies whose flaw it shows, comma-separated */
-    const char *fixed_by; /* the step that fixes it */
+    const char *fixed_by; /* the step that fixes it; one per strategy of shows,
+                                 comma-separated in the same order, where they differ
+                                 (scenario_fix_for) */
     const char *window; /* the moment both the flaw and the fix must go through */
     const char *flaw; /* the evidence of the flaw */
     const char *fix; /* the evidence of the fix */
@@ -175,6 +184,15 @@ int scenario_check(const struct scenario *sc, const struct scenario_settings *s,
 
 /* Whether sc names strategy in its "shows" list. */
 int scenario_shows(const struct scenario *sc, const char *strategy);
+
+/* The step that fixes shown strategy's flaw in sc (its entry of fixed_by),
+ * into buf; "" when sc does not show strategy. Returns buf. */
+const char *scenario_fix_for(const struct scenario *sc, const char *strategy, char *buf,
+                             size_t len);
+
+/* Whether sc ends a store session (a step with end_session): it runs only
+ * with a strategy whose lock has one. */
+int scenario_ends_session(const struct scenario *sc);
 
 /* Judges a finished run of sc from ev into v (never SCENARIO_UNJUDGED). */
 void scenario_judge(const struct scenario *sc, const struct scenario_evidence *ev,

@@ -27,8 +27,7 @@
     redlock: 'its flaw needs clock drift or a pause longer than the lock\u2019s validity.',
     batched: 'no known flaw: it keeps every guarantee of redisson.',
     atomic: 'no lock and no flaw for this workload: the reference ceiling.',
-    zookeeper: 'its flaw needs the holder\u2019s process paused past its ZooKeeper session (SIGSTOP): a holder that only works long keeps pinging, and keeps its lock (run overrun with it to see that); tests/check_zookeeper.c and the matrix\u2019s pause column show it.',
-    'zookeeper-fenced': 'its fix is shown by the same pause: tests/check_zookeeper.c and the matrix.',
+    'zookeeper-fenced': 'it fixes zookeeper\u2019s flaw: run session-lost with zookeeper, then the same scenario with zookeeper-fenced.',
   };
 
   const S = {
@@ -186,6 +185,20 @@
     return S.scenarios.find((sc) => sc.shows.includes(name)) || null;
   }
 
+  /* The step that fixes the flaw a scenario shows with strategy name (each
+   * shown strategy may have its own: session-lost), or null. */
+  function fixOf(sc, name) {
+    if (!sc) return null;
+    return (sc.fix_of && sc.fix_of[name]) || (sc.fixed_by.includes(',') ? null : sc.fixed_by);
+  }
+
+  /* Who fixes what a scenario shows, in words. */
+  function fixWords(sc) {
+    const fixes = [...new Set(sc.shows.map((n) => fixOf(sc, n)))];
+    if (fixes.length <= 1) return `${fixes[0] || sc.fixed_by} fixes it`;
+    return sc.shows.map((n) => `${fixOf(sc, n)} fixes ${n}`).join(', ');
+  }
+
   function renderCards() {
     const ol = $('cards');
     ol.textContent = '';
@@ -213,7 +226,7 @@
           h('span', { class: 'fam', title: 'lock family' }, st.family)),
         h('p', { text: st.description }),
         h('p', { class: 'flaw' }, h('b', {}, 'Flaw: '), st.flaw),
-        sc ? h('p', { class: 'hint' }, `Scenario: ${sc.title}; fixed by ${sc.fixed_by}.`) : null,
+        sc ? h('p', { class: 'hint' }, `Scenario: ${sc.title}; fixed by ${fixOf(sc, st.name)}.`) : null,
         off ? h('p', { class: 'none unavailable' }, `Not available here: ${st.unavailable}.`) : none, acts));
     });
   }
@@ -287,6 +300,7 @@
     if (st.hold_ms) parts.push(`works ${num(st.hold_ms)} ms inside (hold_ms)`);
     if (st.release_delay_ms) parts.push(`stalls ${num(st.release_delay_ms)} ms before its release (release_delay_ms)`);
     if (st.nested) parts.push(`re-acquires the lock ${st.nested} times inside (nested)`);
+    if (st.end_session) parts.push('has its lock\u2019s store session ended from outside once inside (end_session)');
     if (st.wait_ms !== undefined) parts.push(`waits up to ${num(st.wait_ms)} ms for the lock (wait_ms)`);
     return `${st.label}: at ${num(st.at_ms)} ms on instance ${st.instance}` + (parts.length ? ', ' + parts.join(', ') : '');
   }
@@ -304,7 +318,8 @@
       h('p', {}, h('b', {}, 'Look for: '), sc.look_for),
       h('p', {}, h('b', {}, 'The verdict: '), `the window is “${sc.window}”. ` +
         `Flaw shown: ${sc.flaw}. Fixed: ${sc.fix}. Inconclusive: the window was not reached, or a sale gave up.`),
-      h('p', { class: 'hint' }, `Shows the flaw of ${sc.shows.join(', ')}; ${sc.fixed_by} fixes it. ` +
+      h('p', { class: 'hint' }, `Shows the flaw of ${sc.shows.join(', ')}; ${fixWords(sc)}. ` +
+        (sc.ends_session ? 'It runs only with a strategy whose lock lives on a session of its store. ' : '') +
         `Takes at most ${dur(sc.length_ms * 1000)}.`),
       sc.refused ? h('p', { class: 'notice bad', id: 'scenario-refused' }, 'Not at these settings: ' + sc.refused + '.') : '');
   }
@@ -404,9 +419,10 @@
     if (r.scenario && r.state === 'done' && !r.faults_refused) {
       const sc = S.scenarios.find((x) => x.name === r.scenario);
       const acts = h('div', { class: 'acts' });
-      if (sc && sc.fixed_by !== r.strategy)
-        acts.append(h('button', { type: 'button', class: 'primary', onclick: () => startRun({ strategy: sc.fixed_by, scenario: sc.name, stock: r.stock }) },
-          `Same scenario with ${sc.fixed_by} (the fix)`));
+      const fix = fixOf(sc, r.strategy);
+      if (fix && fix !== r.strategy)
+        acts.append(h('button', { type: 'button', class: 'primary', onclick: () => startRun({ strategy: fix, scenario: sc.name, stock: r.stock }) },
+          `Same scenario with ${fix} (the fix)`));
       acts.append(h('button', { type: 'button', onclick: () => startRun({ strategy: r.strategy, scenario: r.scenario, stock: r.stock }) }, 'Run it again'));
       vbox.append(acts);
     }

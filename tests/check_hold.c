@@ -161,13 +161,12 @@ static const char *history_pairs(const struct planted *h, int n, char *out, size
     return out;
 }
 
-/* The scenario sc judged from h (every sale sold or refused as planted). */
-static void judge(const char *sc, int ttl_ms, const struct planted *h, int n,
-                  struct scenario_verdict *v) {
-    struct scenario_evidence ev = {
+/* The evidence of a run of h (every sale sold or refused as planted). */
+static void evidence_of(int ttl_ms, const struct planted *h, int n, struct scenario_evidence *ev) {
+    *ev = (struct scenario_evidence){
         .strategy = "expiring", .ttl_ms = ttl_ms, .nsales = n, .history = 1, .audit = 1};
     for (int i = 0; i < n; i++) {
-        struct scenario_sale *s = &ev.sale[i];
+        struct scenario_sale *s = &ev->sale[i];
         s->label = h[i].label;
         s->sent = 1;
         s->sent_us = us(h[i].sent);
@@ -182,6 +181,13 @@ static void judge(const char *sc, int ttl_ms, const struct planted *h, int n,
         s->has_hold = 1;
         s->hold = scenario_hold_of(&h[i]);
     }
+}
+
+/* The scenario sc judged from h. */
+static void judge(const char *sc, int ttl_ms, const struct planted *h, int n,
+                  struct scenario_verdict *v) {
+    struct scenario_evidence ev;
+    evidence_of(ttl_ms, h, n, &ev);
     scenario_judge(scenario_find(sc), &ev, v);
 }
 
@@ -306,6 +312,56 @@ START_TEST(test_an_end_that_rests_on_the_answer_must_pass_a_grant_by_more_than_t
 }
 END_TEST
 
+/* session-lost judged from h, A's store session ended at ended_ms (seen
+ * gone 5 ms later), or not ended when ended_ms < 0. */
+static void judge_session_lost(const struct planted *h, double ended_ms,
+                               struct scenario_verdict *v) {
+    struct scenario_evidence ev;
+    evidence_of(10000, h, 2, &ev);
+    ev.strategy = "zookeeper";
+    if (ended_ms >= 0) {
+        ev.sale[0].session_ended = 1;
+        ev.sale[0].session_end_us = us(ended_ms);
+        ev.sale[0].session_gone_us = us(ended_ms + 5);
+    }
+    scenario_judge(scenario_find("session-lost"), &ev, v);
+}
+
+START_TEST(test_session_lost_is_judged_from_the_faults_own_word_and_bs_grant_inside_as_window) {
+    /* A granted at 1 ms, its session ended at 10 ms, A wrote at 1100 ms;
+     * B, waiting since 200 ms, granted at 12 ms... after A's end. */
+    struct planted h[] = {
+        {'A', 0, 1, 1100, 0, 1100.1, "sold", 200, 1099},
+        {'B', 5, 12, 20, 0, 20.1, "sold", 200, 8},
+    };
+    struct scenario_verdict v;
+    judge_session_lost(h, 10, &v);
+    ck_assert_int_eq(v.result, SCENARIO_FLAW_SHOWN);
+    ck_assert(v.window);
+    ck_assert_msg(strstr(v.evidence, "unit 200 sold twice") != NULL, "%s", v.evidence);
+    /* fenced: A's late write refused */
+    h[0].outcome = "stale_token";
+    judge_session_lost(h, 10, &v);
+    ck_assert_int_eq(v.result, SCENARIO_FIXED);
+    ck_assert_msg(strstr(v.evidence, "409 stale_token") != NULL, "%s", v.evidence);
+    /* the fault did not say it ended the session: the window is not proven */
+    judge_session_lost(h, -1, &v);
+    ck_assert_int_eq(v.result, SCENARIO_INCONCLUSIVE);
+    ck_assert(!v.window);
+    /* B got the lock before the end began: not through it */
+    h[0].outcome = "sold";
+    judge_session_lost(h, 500, &v);
+    ck_assert_int_eq(v.result, SCENARIO_INCONCLUSIVE);
+    ck_assert_msg(strstr(v.evidence, "before A's store session was ended") != NULL, "%s",
+                  v.evidence);
+    /* B got the lock only once A had left */
+    h[1] = (struct planted){'B', 5, 1101, 1110, 0, 1110.1, "sold", 199, 9};
+    judge_session_lost(h, 10, &v);
+    ck_assert_int_eq(v.result, SCENARIO_INCONCLUSIVE);
+    ck_assert_msg(strstr(v.evidence, "only after A had left") != NULL, "%s", v.evidence);
+}
+END_TEST
+
 Suite *hold_suite(void) {
     Suite *s = suite_create("hold");
     TCase *c = tcase_create("Core");
@@ -316,6 +372,8 @@ Suite *hold_suite(void) {
     tcase_add_test(c, test_a_hold_past_its_lease_whose_write_was_refused_overlaps_nobody_anywhere);
     tcase_add_test(
         c, test_an_end_that_rests_on_the_answer_must_pass_a_grant_by_more_than_the_clock_edge);
+    tcase_add_test(
+        c, test_session_lost_is_judged_from_the_faults_own_word_and_bs_grant_inside_as_window);
     suite_add_tcase(s, c);
     return s;
 }

@@ -319,6 +319,109 @@ START_TEST(test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_
 }
 END_TEST
 
+/* The lab's session-lost with strategy s on A and B at the shipped lock
+ * settings (the defaults: lock.ttl-ms 10000, so wait_timeout 10 s, and
+ * lock.wait-ms 5000), started once, its fault's evidence asserted first
+ * (harness_session_lost): A's answer says its session was killed while A
+ * held the lock, and B got in before A answered. Returns the run. */
+static cJSON *session_lost(const char *s) {
+    char rp[32], inst[96], why[512];
+    if (!a_pid) {
+        a_port = harness_free_port();
+        b_port = harness_free_port();
+        snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+        snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
+        const char *sets[] = {rp,   host_set, port_set, "faults.enabled=true", "lab.enabled=true",
+                              inst, NULL};
+        ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, sets), 0);
+        ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, sets), 0);
+    }
+    cJSON *run = harness_session_lost(a_port, s, why, sizeof(why));
+    ck_assert_msg(run != NULL, "%s: %s", s, why);
+    return run;
+}
+
+static const cJSON *at(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    ck_assert_msg(v != NULL, "no \"%s\" in the run", k);
+    return v;
+}
+
+static double number(const cJSON *o, const char *k) {
+    const cJSON *v = at(o, k);
+    ck_assert_msg(cJSON_IsNumber(v), "\"%s\" is not a number", k);
+    return v->valuedouble;
+}
+
+static const char *text(const cJSON *o, const char *k) {
+    const char *v = cJSON_GetStringValue(at(o, k));
+    ck_assert_msg(v != NULL, "\"%s\" is not a string", k);
+    return v;
+}
+
+START_TEST(test_the_labs_session_lost_shows_mysqls_flaw_and_mysql_fenced_refuses_the_write) {
+    cJSON *run = session_lost("mysql");
+    const cJSON *v = at(run, "verdict");
+    const cJSON *a = cJSON_GetArrayItem(at(run, "steps"), 0);
+    const cJSON *b = cJSON_GetArrayItem(at(run, "steps"), 1);
+    ck_assert_msg(strcmp(text(v, "result"), "flaw_shown") == 0 &&
+                      strstr(text(v, "evidence"), "sold twice"),
+                  "mysql: %s: %s", text(v, "result"), text(v, "evidence"));
+    ck_assert_str_eq(text(a, "word"), "sold");
+    ck_assert_int_eq(number(at(a, "answer"), "unit"), number(at(b, "answer"), "unit"));
+    ck_assert_int_ge(number(at(run, "audit"), "sold_twice"), 1);
+    cJSON_Delete(run);
+
+    run = session_lost("mysql-fenced");
+    v = at(run, "verdict");
+    a = cJSON_GetArrayItem(at(run, "steps"), 0);
+    ck_assert_msg(strcmp(text(v, "result"), "fixed") == 0, "mysql-fenced: %s: %s",
+                  text(v, "result"), text(v, "evidence"));
+    ck_assert_str_eq(text(a, "word"), "stale_token");
+    ck_assert_int_eq(number(at(run, "audit"), "sold_twice"), 0);
+    ck_assert_int_eq(number(at(run, "audit"), "sold"), 1);
+    cJSON_Delete(run);
+}
+END_TEST
+
+START_TEST(test_end_session_needs_faults_on_and_the_admin_token_and_a_lock_with_a_session) {
+    /* A: faults on, an admin token; B: faults off. */
+    char rp[32];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    const char *a_sets[] = {
+        rp, host_set, port_set, "faults.enabled=true", "admin.token=tok-35-end-session-00", NULL};
+    const char *b_sets[] = {rp, host_set, port_set, NULL};
+    a_port = harness_free_port();
+    ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, a_sets), 0);
+    b_port = harness_free_port();
+    ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, b_sets), 0);
+    const char *auth = "Authorization: Bearer tok-35-end-session-00\r\n";
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", auth, "{\"stock\":5}", &r),
+                     200);
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/mysql?end_session=1", NULL, NULL, &r), 401);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "unauthorized");
+    ck_assert_msg(strstr(r.www_authenticate, "Bearer"), "%s", r.www_authenticate);
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/owner-lua?end_session=1", auth, NULL, &r),
+        400);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "bad_request");
+    const char *e = harness_json_str(r.body, "error");
+    ck_assert_msg(strstr(e, "end_session") && strstr(e, "owner-lua") && strstr(e, "mysql"), "%s",
+                  e);
+    ck_assert_int_eq(
+        harness_http(b_port, "GET", "/inventory/sale/mysql?end_session=1", NULL, NULL, &r), 403);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "faults_disabled");
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 5); /* none sold */
+    /* With the token, on a lock that has a session: sold, the session killed. */
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/mysql?end_session=1", auth, NULL, &r), 200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_msg(strstr(r.body, "\"session_ended\":true"), "%s", r.body);
+}
+END_TEST
+
 START_TEST(test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back) {
     start_pair();
     struct httpc_response r;
@@ -423,7 +526,10 @@ Suite *mysql_suite(void) {
          {test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales,
           test_an_unconfigured_mysql_is_listed_unavailable_and_its_sale_answers_503_naming_the_key,
           test_the_mysql_password_appears_in_no_answer_no_config_dump_and_no_log}},
-        {"Lab", {test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write}},
+        {"Lab",
+         {test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write,
+          test_the_labs_session_lost_shows_mysqls_flaw_and_mysql_fenced_refuses_the_write,
+          test_end_session_needs_faults_on_and_the_admin_token_and_a_lock_with_a_session}},
         {"Faults",
          {test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes,
           test_a_grant_that_waited_dates_its_lease_from_after_the_grant,

@@ -345,6 +345,144 @@ START_TEST(test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_la
 }
 END_TEST
 
+/* ---- Lab: session-lost, the session ended from outside ---------------------- */
+
+/* Waits (20 s at most) until the instance on port is ready: its ZooKeeper
+ * session is up (a first connect, or the one after an expiry). */
+static void ready(int port) {
+    struct httpc_response r;
+    int64_t t0 = mclock_ms();
+    while (harness_http(port, "GET", "/readyz", NULL, NULL, &r) != 200 && mclock_ms() - t0 < 20000)
+        mclock_sleep_ms(100);
+    ck_assert_msg(mclock_ms() - t0 < 20000, "instance %d not ready in 20 s: %s", port, r.body);
+}
+
+/* Starts A and B with faults on and A's lab, at the shipped lock settings
+ * (the defaults: lock.ttl-ms 10000, lock.wait-ms 5000,
+ * zookeeper.session-timeout-ms 4000), once; each run waits until both
+ * have their session. */
+static void start_lab_pair(void) {
+    static char rp[32], zc[64], inst[96];
+    if (a_pid) return;
+    a_port = harness_free_port();
+    b_port = harness_free_port();
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(zc, sizeof(zc), "zookeeper.connect=127.0.0.1:%d", zk_port);
+    snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
+    const char *sets[] = {rp,
+                          zc,
+                          "lock.allowed=zookeeper,zookeeper-fenced,atomic",
+                          "faults.enabled=true",
+                          "lab.enabled=true",
+                          inst,
+                          NULL};
+    ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, sets), 0);
+    ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, sets), 0);
+}
+
+static const cJSON *at(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    ck_assert_msg(v != NULL, "no \"%s\" in the run", k);
+    return v;
+}
+
+static double number(const cJSON *o, const char *k) {
+    const cJSON *v = at(o, k);
+    ck_assert_msg(cJSON_IsNumber(v), "\"%s\" is not a number", k);
+    return v->valuedouble;
+}
+
+static const char *text(const cJSON *o, const char *k) {
+    const char *v = cJSON_GetStringValue(at(o, k));
+    ck_assert_msg(v != NULL, "\"%s\" is not a string", k);
+    return v;
+}
+
+/* The lab's session-lost with strategy s, its fault's evidence asserted
+ * first (harness_session_lost). Returns the run (cJSON_Delete it). */
+static cJSON *session_lost(const char *s) {
+    start_lab_pair();
+    ready(a_port);
+    ready(b_port);
+    char why[512];
+    cJSON *run = harness_session_lost(a_port, s, why, sizeof(why));
+    ck_assert_msg(run != NULL, "%s: %s", s, why);
+    return run;
+}
+
+START_TEST(
+    test_the_labs_session_lost_shows_zookeepers_flaw_and_zookeeper_fenced_refuses_the_write) {
+    cJSON *run = session_lost("zookeeper");
+    const cJSON *v = at(run, "verdict");
+    const cJSON *a = cJSON_GetArrayItem(at(run, "steps"), 0);
+    const cJSON *b = cJSON_GetArrayItem(at(run, "steps"), 1);
+    ck_assert_msg(strcmp(text(v, "result"), "flaw_shown") == 0 &&
+                      strstr(text(v, "evidence"), "sold twice"),
+                  "zookeeper: %s: %s", text(v, "result"), text(v, "evidence"));
+    ck_assert_str_eq(text(a, "word"), "sold");
+    ck_assert_int_eq(number(at(a, "answer"), "unit"), number(at(b, "answer"), "unit"));
+    ck_assert_int_ge(number(at(run, "audit"), "sold_twice"), 1);
+    cJSON_Delete(run);
+
+    run = session_lost("zookeeper-fenced");
+    v = at(run, "verdict");
+    a = cJSON_GetArrayItem(at(run, "steps"), 0);
+    ck_assert_msg(strcmp(text(v, "result"), "fixed") == 0, "zookeeper-fenced: %s: %s",
+                  text(v, "result"), text(v, "evidence"));
+    ck_assert_str_eq(text(a, "word"), "stale_token");
+    ck_assert_int_eq(number(at(run, "audit"), "sold_twice"), 0);
+    ck_assert_int_eq(number(at(run, "audit"), "sold"), 1);
+    cJSON_Delete(run);
+}
+END_TEST
+
+START_TEST(test_end_session_needs_faults_on_and_the_admin_token_and_a_lock_with_a_session) {
+    /* A: faults on, an admin token; B: faults off. */
+    char rp[32], zc[64];
+    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
+    snprintf(zc, sizeof(zc), "zookeeper.connect=127.0.0.1:%d", zk_port);
+    const char *allowed = "lock.allowed=zookeeper,zookeeper-fenced,expiring,atomic";
+    const char *a_sets[] = {
+        rp, zc, allowed, "faults.enabled=true", "admin.token=tok-35-end-session-00", NULL};
+    const char *b_sets[] = {rp, zc, allowed, NULL};
+    a_port = harness_free_port();
+    ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, a_sets), 0);
+    b_port = harness_free_port();
+    ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, b_sets), 0);
+    ready(a_port);
+    const char *auth = "Authorization: Bearer tok-35-end-session-00\r\n";
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "POST", "/inventory/reset", auth, "{\"stock\":5}", &r),
+                     200);
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/zookeeper?end_session=1", NULL, NULL, &r),
+        401);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "unauthorized");
+    ck_assert_msg(strstr(r.www_authenticate, "Bearer"), "%s", r.www_authenticate);
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/expiring?end_session=1", auth, NULL, &r), 400);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "bad_request");
+    const char *e = harness_json_str(r.body, "error");
+    ck_assert_msg(strstr(e, "end_session") && strstr(e, "expiring") && strstr(e, "zookeeper"), "%s",
+                  e);
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/zookeeper?end_session=2", auth, NULL, &r),
+        400);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory?end_session=1", auth, NULL, &r), 400);
+    ck_assert_int_eq(
+        harness_http(b_port, "GET", "/inventory/sale/zookeeper?end_session=1", NULL, NULL, &r),
+        403);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "faults_disabled");
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 5); /* none sold */
+    /* With the token, on a lock that has a session: sold, the session ended. */
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/zookeeper?end_session=1", auth, NULL, &r),
+        200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_msg(strstr(r.body, "\"session_ended\":true"), "%s", r.body);
+}
+END_TEST
+
 Suite *zookeeper_suite(void) {
     Suite *s = suite_create("zookeeper");
     struct {
@@ -360,7 +498,10 @@ Suite *zookeeper_suite(void) {
           test_zookeeper_fenced_refuses_the_paused_holders_write_by_its_older_czxid,
           test_a_long_zookeeper_hold_renews_its_recorded_lease_and_writes_inside_it}},
         {"Outage", {test_zookeeper_down_answers_503_and_sales_resume_without_a_restart}},
-        {"Lab", {test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun}},
+        {"Lab",
+         {test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun,
+          test_the_labs_session_lost_shows_zookeepers_flaw_and_zookeeper_fenced_refuses_the_write,
+          test_end_session_needs_faults_on_and_the_admin_token_and_a_lock_with_a_session}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);

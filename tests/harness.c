@@ -1008,29 +1008,90 @@ void harness_mariadb_stop(pid_t pid, const char *sock, int remove) {
     mariadb_remove(dir);
 }
 
-int harness_lab_verdict(int port, const char *body, int timeout_ms, char *out, size_t len) {
+struct cJSON *harness_lab_run(int port, const char *body, int timeout_ms, char *why, size_t len) {
     struct httpc_response r;
     int code = harness_http(port, "POST", "/lab/runs", NULL, body, &r);
     if (code != 202) {
-        snprintf(out, len, "POST /lab/runs %s answered %d: %.200s", body, code, r.body);
-        return -1;
+        snprintf(why, len, "POST /lab/runs %s answered %d: %.200s", body, code, r.body);
+        return NULL;
     }
     char path[64];
     snprintf(path, sizeof(path), "/lab/runs/%d", (int)harness_json_num(r.body, "id"));
     for (int64_t t0 = mclock_ms(); mclock_ms() - t0 < timeout_ms; mclock_sleep_ms(100)) {
         if (harness_http(port, "GET", path, NULL, NULL, &r) != 200) continue;
         cJSON *j = cJSON_Parse(r.body);
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "verdict");
         const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "state"));
-        int done = state && strcmp(state, "running") != 0;
-        if (done)
-            snprintf(
-                out, len, "%s: %s",
-                v ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "result")) : state,
-                v ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "evidence")) : "");
+        if (state && strcmp(state, "running") != 0) return j;
         cJSON_Delete(j);
-        if (done) return 0;
     }
-    snprintf(out, len, "%s did not finish in %d ms", path, timeout_ms);
-    return -1;
+    snprintf(why, len, "%s did not finish in %d ms", path, timeout_ms);
+    return NULL;
+}
+
+int harness_lab_verdict(int port, const char *body, int timeout_ms, char *out, size_t len) {
+    cJSON *j = harness_lab_run(port, body, timeout_ms, out, len);
+    if (!j) return -1;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "verdict");
+    snprintf(out, len, "%s: %s",
+             v ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "result"))
+               : cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "state")),
+             v ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "evidence")) : "");
+    cJSON_Delete(j);
+    return 0;
+}
+
+/* A number of o (0 when absent). */
+static double json_field(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* Why the run of session-lost did not go through its window, or NULL. */
+static const char *session_lost_missed(const cJSON *run, char *why, size_t len) {
+    const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "state"));
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(run, "steps");
+    const cJSON *a = cJSON_GetArrayItem(steps, 0), *b = cJSON_GetArrayItem(steps, 1);
+    const cJSON *ans = cJSON_GetObjectItemCaseSensitive(a, "answer");
+    const cJSON *ah = cJSON_GetObjectItemCaseSensitive(a, "hold");
+    const cJSON *bh = cJSON_GetObjectItemCaseSensitive(b, "hold");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(run, "verdict");
+    double ended = json_field(ans, "session_end_us");
+    double answered = json_field(a, "sent_us") + json_field(a, "took_ms") * 1000;
+    if (!state || strcmp(state, "done") != 0 ||
+        !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(run, "faults_refused")))
+        snprintf(why, len, "the run did not run as written: %s %s", state ? state : "?",
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(run, "error")));
+    else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ans, "session_ended")))
+        snprintf(why, len, "fault missed its window: A's session was not ended: A answered %.300s",
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "word")));
+    else if (!cJSON_IsObject(ah) || !cJSON_IsObject(bh))
+        snprintf(why, len, "a sale of the run has no recorded hold");
+    else if (json_field(ah, "granted_us") > ended || json_field(ans, "session_gone_us") < ended)
+        snprintf(why, len, "A's session was not ended while A held the lock");
+    else if (json_field(bh, "granted_us") < ended - 1000 ||
+             json_field(bh, "granted_us") >= answered)
+        snprintf(why, len,
+                 "fault missed its window: B was granted %.0f us after A's session was ended, "
+                 "A answered %.0f us after it",
+                 json_field(bh, "granted_us") - ended, answered - ended);
+    else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "window_reached")))
+        snprintf(why, len, "the verdict says the window was not reached: %.300s",
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "evidence")));
+    else
+        return NULL;
+    return why;
+}
+
+struct cJSON *harness_session_lost(int port, const char *strategy, char *why, size_t len) {
+    char body[96];
+    snprintf(body, sizeof(body), "{\"strategy\":\"%s\",\"scenario\":\"session-lost\"}", strategy);
+    cJSON *run = harness_lab_run(port, body, 40000, why, len);
+    if (run && session_lost_missed(run, why, len)) {
+        char *all = cJSON_PrintUnformatted(run); /* for the reader of the failure */
+        fprintf(stderr, "harness: session-lost with %s: %s\n", strategy, all ? all : "?");
+        free(all);
+        cJSON_Delete(run);
+        return NULL;
+    }
+    return run;
 }

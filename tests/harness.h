@@ -136,6 +136,22 @@ double harness_audit(int port, const char *field);
  * "<result>: <evidence>". 0, or -1 with out saying what went wrong. */
 int harness_lab_verdict(int port, const char *body, int timeout_ms, char *out, size_t len);
 
+/* As harness_lab_verdict, but returns the finished run itself (GET
+ * /lab/runs/{id}: its steps with their answers and holds, its audit and
+ * its verdict; free it with cJSON_Delete), or NULL with why set. */
+struct cJSON;
+struct cJSON *harness_lab_run(int port, const char *body, int timeout_ms, char *why, size_t len);
+
+/* Runs the lab's session-lost scenario with strategy on the instance at
+ * port (its lab.instances being A and B), and checks that its fault went
+ * through its window before anything else is judged: the run finished as
+ * written, A's answer says its store session was ended (session_ended,
+ * session_end_us no earlier than A's grant), B was granted no sooner than
+ * 1 ms before that end and before A answered, and the verdict says the
+ * window was reached. The run (cJSON_Delete it), or NULL with why ("fault
+ * missed its window: ..."). */
+struct cJSON *harness_session_lost(int port, const char *strategy, char *why, size_t len);
+
 /* Waits until something accepts TCP on 127.0.0.1:port; 0 or -1 on timeout. */
 int harness_wait_port(int port, int timeout_ms);
 

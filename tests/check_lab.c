@@ -378,6 +378,9 @@ START_TEST(test_clients_requests_stock_and_names_out_of_bounds_are_refused_with_
     refused("{\"strategy\":\"atomic\",\"scenario\":\"no-such\"}", "unknown scenario");
     refused("{\"strategy\":\"atomic\",\"scenario\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
             "\"scenario\"");
+    /* session-lost ends a store session: a lock in Redis has none to end. */
+    refused("{\"strategy\":\"expiring\",\"scenario\":\"session-lost\"}",
+            "expiring keeps no such session: run it with zookeeper, zookeeper-fenced, mysql");
     /* cJSON would end the name at the NUL and read "atomic". */
     refused("{\"strategy\":\"atomic\\u0000x\"}", "NUL");
     refused("[1,2]", "not a JSON object");

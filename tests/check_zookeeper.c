@@ -174,6 +174,16 @@ START_TEST(test_without_zookeeper_connect_the_strategies_are_unavailable_and_the
 }
 END_TEST
 
+/* Waits until the instance on port answers /readyz 200 (its ZooKeeper
+ * session is up), ms at most. */
+static void ready_within(int port, int ms) {
+    struct httpc_response r;
+    int64_t t0 = mclock_ms();
+    while (harness_http(port, "GET", "/readyz", NULL, NULL, &r) != 200 && mclock_ms() - t0 < ms)
+        mclock_sleep_ms(100);
+    ck_assert_msg(mclock_ms() - t0 < ms, "instance %d not ready in %d ms: %s", port, ms, r.body);
+}
+
 /* ---- Faults: a holder paused past its session ------------------------------ */
 
 /* inventory-check on the test's item: its exit status, and in *n the
@@ -205,12 +215,7 @@ static void paused_holder(const char *strategy, struct harness_bg *a, struct har
     start_pair(1, 1500, 5000);
     /* Ready: A's ZooKeeper session is up (a slow first connect under the
      * sanitizers ate A's lock wait in a CI run, and A never came inside). */
-    struct httpc_response r;
-    int64_t t0 = mclock_ms();
-    while (harness_http(a_port, "GET", "/readyz", NULL, NULL, &r) != 200 &&
-           mclock_ms() - t0 < 20000)
-        mclock_sleep_ms(100);
-    ck_assert_msg(mclock_ms() - t0 < 20000, "A not ready in 20 s: %s", r.body);
+    ready_within(a_port, 20000);
     char pa[128], pb[128], before[512], after[512];
     snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=2000", strategy);
     snprintf(pb, sizeof(pb), "/inventory/sale/%s", strategy);
@@ -320,8 +325,10 @@ END_TEST
 
 START_TEST(test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun) {
     /* The lab's overrun: A works 1.5 x TTL, B comes at 0.25 x TTL. The
-     * session pings while A works (a sleep, not a pause), so it outlives
-     * the 1 s TTL and the 1.5 s session: B waits, as behind a watchdog. */
+     * session (the shipped 4 s) pings while A works (a sleep, not a
+     * pause), so A keeps its lock past the 1 s TTL: B waits, as behind a
+     * watchdog. Both instances first wait until their session is up: a
+     * session still connecting on a loaded machine ate A's lock wait. */
     char rp[32], zc[64], inst[96], v[512];
     a_port = harness_free_port();
     b_port = harness_free_port();
@@ -330,14 +337,16 @@ START_TEST(test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_la
     snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
     const char *sets[] = {rp,
                           zc,
-                          "zookeeper.session-timeout-ms=1500",
                           "lock.ttl-ms=1000",
+                          "lock.allowed=zookeeper,zookeeper-fenced,atomic",
                           "faults.enabled=true",
                           "lab.enabled=true",
                           inst,
                           NULL};
     ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, sets), 0);
     ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, sets), 0);
+    ready_within(a_port, 20000);
+    ready_within(b_port, 20000);
     const char *body = "{\"strategy\":\"zookeeper\",\"scenario\":\"overrun\"}";
     ck_assert_msg(harness_lab_verdict(a_port, body, 20000, v, sizeof(v)) == 0, "%s", v);
     ck_assert_msg(strncmp(v, "fixed: ", 7) == 0 && strstr(v, "kept the lock"), "zookeeper: %s", v);

@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
 # images.sh [--engine docker|podman] [--force] -- makes the base images that
-# docker-compose.yml and the Dockerfile use, debian:12, redis:7.0 and
-# nginx:1.22, on this machine, when they are missing.
+# docker-compose.yml and the Dockerfile use, debian:12, redis:7.0,
+# nginx:1.22, inventoryd-zookeeper:3.8 and inventoryd-mariadb:10.11, on this
+# machine, when they are missing.
 #
 # Where a registry is reachable, pulling the official images is the usual
-# way, and this script leaves any image of those names alone: it only fills
-# in what is missing, for machines that reach no registry but Debian's apt
-# archive (such as ours):
+# way for the first three, and this script leaves any image of those names
+# alone: it only fills in what is missing, for machines that reach no
+# registry but Debian's apt archive (such as ours):
 #   debian:12   debootstrap --variant=minbase bookworm, from the apt source
 #               this machine uses (its Debian URIs, and apt's Check-Valid-Until
 #               and proxy settings, go into the image too), then `import`;
 #   redis:7.0   images/redis.Dockerfile: FROM debian:12, Debian's redis-server;
-#   nginx:1.22  images/nginx.Dockerfile: FROM debian:12, Debian's nginx.
-# Those are the versions Debian 12 ships, which the local stack and the tests
-# run. An image this script made carries the label
-# org.inventoryd.recipe=<hash of its recipe>; one whose recipe changed since is
-# made again. --force makes all three again (never an image of someone else's:
-# without the label, --force still keeps it).
+#   nginx:1.22  images/nginx.Dockerfile: FROM debian:12, Debian's nginx;
+#   inventoryd-zookeeper:3.8  images/zookeeper.Dockerfile: FROM debian:12,
+#               Debian's zookeeper on default-jre-headless, and
+#               images/zookeeper-entrypoint.sh;
+#   inventoryd-mariadb:10.11  images/mariadb.Dockerfile: FROM debian:12,
+#               Debian's mariadb-server, and images/mariadb-entrypoint.sh.
+# The last two carry names of our own: the official zookeeper and mariadb
+# images are configured otherwise (their own entrypoints and variables), so
+# one of those could not stand in for them. The versions are those Debian
+# 12 ships, which the local stack and the tests run. An image this script
+# made carries the label org.inventoryd.recipe=<hash of its recipe: its
+# Dockerfile, the files of images/ it copies, and the id of debian:12>; one
+# whose recipe changed since is made again. --force makes them all again
+# (never an image of someone else's: without the label, --force still
+# keeps it). The JRE and MariaDB make the last two the slow ones the first
+# time (see docs/compose.md for the times).
 #
 # The engine: --engine, else $INVENTORYD_ENGINE, else docker when `docker
 # info` answers (DOCKER_HOST is honoured), else podman when installed.
 # debootstrap needs root (or sudo); the builds fetch Debian packages with the
-# host's network (build --network host), so no NAT for containers is needed.
-# Idempotent: with the three images there, it only looks and prints one line
+# host's network (build --network host), so no NAT for containers is needed;
+# a failed build leaves no container behind (--force-rm).
+# Idempotent: with the images there, it only looks and prints one line
 # each, in well under a second.
 #
-# Exits 0 when the three images are there, 1 otherwise (saying why).
+# Exits 0 when every image is there, 1 otherwise (saying why).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -69,14 +81,29 @@ full_name() {
     if [ "$engine" = podman ]; then echo "docker.io/library/$1"; else echo "$1"; fi
 }
 
+# dockerfile_of NAME: images/<name without tag and "inventoryd-">.Dockerfile.
+dockerfile_of() {
+    local base=${1%%:*}
+    echo "$root/images/${base#inventoryd-}.Dockerfile"
+}
+
+# copied_by DOCKERFILE: the files of images/ its COPY lines take from the
+# context, one a line.
+copied_by() {
+    awk 'toupper($1) == "COPY" && $2 !~ /^--from/ { for (i = 2; i < NF; i++) print $i }' "$1"
+}
+
 # recipe_of NAME: a hash of what makes the image (the script's part for it, or
-# its Dockerfile and the id of the debian:12 it starts from), so an image made
-# from an older recipe or an older debian:12 is made again.
+# its Dockerfile, the files it copies and the id of the debian:12 it starts
+# from), so an image made from an older recipe or an older debian:12 is made
+# again.
 recipe_of() {
+    local f
     case $1 in
         debian:12) sed -n '/^# ---- debian:12/,/^# ---- end debian:12/p' "${BASH_SOURCE[0]}" ;;
-        redis:7.0|nginx:1.22)
-            cat "$root/images/${1%%:*}.Dockerfile"
+        *)
+            cat "$(dockerfile_of "$1")"
+            while read -r f; do cat "$root/images/$f"; done < <(copied_by "$(dockerfile_of "$1")")
             "$engine" image inspect --format '{{.Id}}' "$(full_name debian:12)" 2>/dev/null || true ;;
     esac | sha256sum | cut -c1-16
 }
@@ -210,16 +237,21 @@ make_debian() {
 }
 # ---- end debian:12 -------------------------------------------------------------
 
-# make_from NAME DOCKERFILE: builds NAME from a Dockerfile that needs no context.
+# make_from NAME DOCKERFILE: builds NAME from a Dockerfile whose context is
+# only the files of images/ it copies (none for redis and nginx).
 make_from() {
-    local name=$1 dockerfile=$2
+    local name=$1 dockerfile=$2 f
     echo "images: $name: build from ${dockerfile#"$root"/}"
+    rm -rf "$tmp/ctx"
     mkdir -p "$tmp/ctx"
+    while read -r f; do
+        cp -p "$root/images/$f" "$tmp/ctx/" || die "$dockerfile copies $f, which images/ lacks"
+    done < <(copied_by "$dockerfile")
     local extra=()
     # podman's builds raise RLIMIT_NOFILE past this shell's hard limit by
     # default, which fails without CAP_SYS_RESOURCE (as in containers).
     [ "$engine" = podman ] && extra=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)")
-    if ! "$engine" build "${extra[@]}" --network host --label "org.inventoryd.recipe=$(recipe_of "$name")" \
+    if ! "$engine" build "${extra[@]}" --force-rm --network host --label "org.inventoryd.recipe=$(recipe_of "$name")" \
             -t "$(full_name "$name")" -f "$dockerfile" "$tmp/ctx" >"$tmp/build.log" 2>&1; then
         tail -n 30 "$tmp/build.log" >&2
         die "building $name failed (log above)"
@@ -229,8 +261,9 @@ make_from() {
 # With the legacy builder a client newer than the engine could pick BuildKit.
 export DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0}
 
+names=(debian:12 redis:7.0 nginx:1.22 inventoryd-zookeeper:3.8 inventoryd-mariadb:10.11)
 made=0
-for name in debian:12 redis:7.0 nginx:1.22; do
+for name in "${names[@]}"; do
     st=$(state "$name")
     if [ "$st" = ok ]; then
         echo "images: $name: there ($engine)"
@@ -240,12 +273,11 @@ for name in debian:12 redis:7.0 nginx:1.22; do
     t0=$(date +%s)
     case $name in
         debian:12) make_debian ;;
-        redis:7.0) make_from "$name" "$root/images/redis.Dockerfile" ;;
-        nginx:1.22) make_from "$name" "$root/images/nginx.Dockerfile" ;;
+        *) make_from "$name" "$(dockerfile_of "$name")" ;;
     esac
     [ "$(label_of "$name" || echo none)" = "$(recipe_of "$name")" ] ||
         die "$name is not there after making it"
     echo "images: $name: made in $(( $(date +%s) - t0 )) s"
     made=$((made + 1))
 done
-echo "images: debian:12, redis:7.0 and nginx:1.22 are there ($engine; $made made)"
+echo "images: ${names[*]} are there ($engine; $made made)"

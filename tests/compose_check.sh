@@ -5,9 +5,18 @@
 #   (a) `docker-compose -f docker-compose.yml config` accepts the file
 #       (Debian's docker-compose package is installed when missing);
 #   (b) what it describes agrees with the local stack: Redis 6379, Redlock
-#       masters 6381-6383 (three redis-servers, no replication), inventoryd
-#       on 3786 and 3787, nginx on 8080 with upstream weights 1 and 2, every
-#       port published on 127.0.0.1 only; nginx/nginx.compose.conf is the
+#       masters 6381-6383 (three redis-servers, no replication), ZooKeeper
+#       2181 and MariaDB 3306, inventoryd on 3786 and 3787, nginx on 8080
+#       with upstream weights 1 and 2, every port published on 127.0.0.1
+#       only; ZooKeeper's zoo.cfg lines and mariadbd's options are those of
+#       scripts/lib.sh's start_zookeeper and start_mariadb (but for what a
+#       container sets otherwise: its listen address, its paths), and each
+#       store keeps its data in a volume; the instances' zookeeper.connect
+#       and mysql.host/port/user/database name those services, their ports
+#       and MariaDB's user and database, and INVENTORYD_MYSQL_PASSWORD is
+#       the password MariaDB gives that user (the caller's, else the
+#       documented default "inventoryd"), shown masked; every image that is
+#       not built here is one scripts/images.sh makes; nginx/nginx.compose.conf is the
 #       template rendered for the service names; the defaults of
 #       config/inventoryd.properties, nginx/nginx.conf and scripts/demo.sh
 #       are those same ports; the Dockerfile builds on Debian 12, installs
@@ -22,7 +31,9 @@
 #       its published port on the host and changes nothing else; every
 #       instance is healthy only once GET /readyz answers 200, nginx has a
 #       healthcheck, and the one-shots ready and cluster-ready start once
-#       nginx and inventoryd-cluster are healthy (so `up -d` waits for them).
+#       nginx and inventoryd-cluster are healthy (so `up -d` waits for them);
+#       the instances start once Redis, the masters, ZooKeeper and MariaDB
+#       are healthy, and the two stores have healthchecks.
 # With INVENTORYD (a built binary), each instance's compose command is also
 # run through `inventoryd --check-config`, with its compose environment (a
 # test token for INVENTORYD_ADMIN_TOKEN), so an unknown key or a bad value
@@ -74,10 +85,11 @@ trap 'rm -rf "$work"' EXIT
 
 # The published ports are the defaults unless STACK_*_PORT says otherwise:
 # the comparison below is with the defaults, so none may come from outside.
-while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^STACK_' || true)
+# The same for MariaDB's password, which the comparison gives itself.
+while read -r v; do unset "$v"; done < <(compgen -e | grep -E '^STACK_|^INVENTORYD_MYSQL_PASSWORD$' || true)
 # Each overridable port and its default, in the order of docker-compose.yml.
 stack_ports="STACK_REDIS_PORT=6379 STACK_REDLOCK_PORT_1=6381 STACK_REDLOCK_PORT_2=6382
-STACK_REDLOCK_PORT_3=6383 STACK_INSTANCE_PORT_1=3786 STACK_INSTANCE_PORT_2=3787 STACK_NGINX_PORT=8080
+STACK_REDLOCK_PORT_3=6383 STACK_ZOOKEEPER_PORT=2181 STACK_MYSQL_PORT=3306 STACK_INSTANCE_PORT_1=3786 STACK_INSTANCE_PORT_2=3787 STACK_NGINX_PORT=8080
 STACK_CLUSTER_PORT_1=6371 STACK_CLUSTER_PORT_2=6372 STACK_CLUSTER_PORT_3=6373 STACK_CLUSTER_PORT_4=6374
 STACK_CLUSTER_PORT_5=6375 STACK_CLUSTER_PORT_6=6376 STACK_CLUSTER_INSTANCE_PORT=3796"
 
@@ -99,7 +111,7 @@ for unset in "env -u INVENTORYD_ADMIN_TOKEN" "env INVENTORYD_ADMIN_TOKEN="; do
         die "with '$unset', docker-compose config fails without saying to set INVENTORYD_ADMIN_TOKEN (above)"
     }
 done
-echo "compose: ok: without INVENTORYD_ADMIN_TOKEN (unset or empty) docker-compose refuses up front: $(grep -o 'set INVENTORYD_ADMIN_TOKEN.*' "$work/config.err" | head -n 1)"
+echo "compose: ok: without INVENTORYD_ADMIN_TOKEN (unset or empty) docker-compose refuses up front: $(sed -n 's/.*: \(set INVENTORYD_ADMIN_TOKEN.*\)$/\1/p' "$work/config.err" | head -n 1)"
 if ! INVENTORYD_ADMIN_TOKEN=$check_token docker-compose -f docker-compose.yml config \
         >"$work/config.yml" 2>"$work/config.err"; then
     cat "$work/config.err" >&2
@@ -128,6 +140,14 @@ if ! env "${overrides[@]}" INVENTORYD_ADMIN_TOKEN=$check_token docker-compose -f
     die "docker-compose -f docker-compose.yml config rejected the file with the STACK_*_PORT variables set (above)"
 fi
 
+# A password of the caller's: MariaDB and the instances must both take it.
+check_password="compose-check-password-'\\-0123"
+if ! INVENTORYD_MYSQL_PASSWORD=$check_password INVENTORYD_ADMIN_TOKEN=$check_token \
+        docker-compose -f docker-compose.yml config >"$work/config-password.yml" 2>"$work/config.err"; then
+    cat "$work/config.err" >&2
+    die "docker-compose -f docker-compose.yml config rejected the file with INVENTORYD_MYSQL_PASSWORD set (above)"
+fi
+
 # The compose variant of nginx.conf, rendered afresh for the drift check.
 bash scripts/nginx-conf.sh --listen-host 0.0.0.0 --up1-host inventoryd-3786 \
     --up2-host inventoryd-3787 --name nginx.compose.conf 8080 3786 3787 "$work/nginx" ||
@@ -135,11 +155,12 @@ bash scripts/nginx-conf.sh --listen-host 0.0.0.0 --up1-host inventoryd-3786 \
 
 # ---- (b) it agrees with the local stack --------------------------------------
 python3 - "$root" "$work/config.yml" "$work/nginx/nginx.compose.conf" "$inventoryd" "$check_token" \
-        "$work/config-ports.yml" "$stack_ports" <<'PY'
+        "$work/config-ports.yml" "$stack_ports" "$work/config-password.yml" "$check_password" <<'PY'
 import os, re, shlex, subprocess, sys
 import yaml
 
-root, config_path, fresh_nginx, inventoryd, check_token, ports_path, stack_ports = sys.argv[1:8]
+(root, config_path, fresh_nginx, inventoryd, check_token, ports_path, stack_ports,
+ password_path, check_password) = sys.argv[1:10]
 failures = []
 
 def ok(msg):
@@ -163,6 +184,9 @@ MASTERS = [6381, 6382, 6383]
 INSTANCES = [3786, 3787]          # weights 1 and 2, in this order
 WEIGHTS = {3786: 1, 3787: 2}
 NGINX = 8080
+ZOOKEEPER = 2181
+MYSQL = 3306
+MYSQL_PASSWORD_DEFAULT = "inventoryd"   # docker-compose.yml's documented default
 CONFIG_IN_IMAGE = "/etc/inventoryd/inventoryd.properties"
 
 with open(config_path) as f:
@@ -225,14 +249,16 @@ def environment_of(svc):
         e = dict(x.split("=", 1) if "=" in x else (x, "") for x in e)
     return {str(k): "" if v is None else str(v) for k, v in e.items()}
 
-def check_config(svc, cmd, with_env=True):
+def check_config(svc, cmd, with_env=True, env_over=None):
     """inventoryd --check-config on svc's command, the shipped file in place
-    of the image's copy, with svc's compose environment (or none)."""
+    of the image's copy, with svc's compose environment (or none), and
+    env_over on top."""
     args = [a if a != CONFIG_IN_IMAGE else os.path.join(root, "config/inventoryd.properties")
             for a in cmd]
     env = {k: v for k, v in os.environ.items() if not k.startswith("INVENTORYD_")}
     if with_env:
         env.update(environment_of(svc))
+    env.update(env_over or {})
     return subprocess.run([inventoryd] + args + ["--check-config"], capture_output=True,
                           text=True, env=env, timeout=30)
 
@@ -264,7 +290,7 @@ def admin_token(svc, cmd, eff):
           f"{r.stderr.strip() or r.stdout[:200]}")
 
 # --- the services
-want = ["redis"] + [f"redis-{p}" for p in MASTERS] + \
+want = ["redis"] + [f"redis-{p}" for p in MASTERS] + ["zookeeper", "mariadb"] + \
        [f"inventoryd-{p}" for p in INSTANCES] + ["nginx"]
 missing = [s for s in want if s not in services]
 check(not missing, "services: " + ", ".join(want),
@@ -299,8 +325,137 @@ for p in MASTERS:
           f"{svc}: an independent master (no replicaof, no shared volumes)",
           f"{svc}: the Redlock masters must be independent; found {repl or 'volumes_from'}")
 
+# --- the stores of the zookeeper and mysql strategies, as scripts/lib.sh
+# starts them for the local stack (scripts/demo.sh)
+lib = read("scripts/lib.sh")
+
+def function_body(text, name):
+    m = re.search(r"^" + re.escape(name) + r"\(\) \{\n(.*?)^\}", text, re.M | re.S)
+    return m.group(1) if m else ""
+
+def volume_targets(svc):
+    """{target: source} of svc's volumes, in the short or the long syntax."""
+    out = {}
+    for v in services[svc].get("volumes") or []:
+        if isinstance(v, dict):
+            out[str(v.get("target"))] = str(v.get("source"))
+        else:
+            parts = str(v).split(":")
+            if len(parts) >= 2:
+                out[parts[1]] = parts[0]
+    return out
+
+def named_volume(svc, path, why):
+    src = volume_targets(svc).get(path)
+    check(src is not None and src in (compose.get("volumes") or {}),
+          f"{svc}: {path} is the named volume {src} ({why})",
+          f"{svc}: {path} should be a named volume ({why}); volumes: {services[svc].get('volumes')}")
+
+def healthy_deps(svc):
+    dep = services[svc].get("depends_on") or {}
+    if isinstance(dep, list):
+        return {d: None for d in dep}
+    return {d: (c or {}).get("condition") for d, c in dep.items()}
+
+# Images: every one that is not built here is one scripts/images.sh makes
+# (this machine reaches no registry).
+m = re.search(r"^names=\((.*?)\)", read("scripts/images.sh"), re.M)
+made = m.group(1).split() if m else []
+for svc in sorted(services):
+    img = services[svc].get("image")
+    if img and "build" not in services[svc]:
+        check(img in made, f"{svc}: image {img} is one scripts/images.sh makes",
+              f"{svc}: image {img} is not among scripts/images.sh's names {made}")
+
+# ZooKeeper: its arguments are the lines of its zoo.cfg, those of
+# start_zookeeper, but for the paths and the listen address.
+zk_body = function_body(lib, "start_zookeeper").replace("\\\n", " ")
+m = re.search(r"printf '%s\\n'((?:\s+\"[^\"]*\")+)\s*>\"\$dir/zoo\.cfg\"", zk_body)
+local_zk = dict(kv.split("=", 1) for kv in re.findall(r'"([^"]*)"', m.group(1))) if m else {}
+check(local_zk.get("clientPort") == "$p",
+      f"scripts/lib.sh: start_zookeeper writes zoo.cfg {' '.join(f'{k}={v}' for k, v in local_zk.items())}",
+      "scripts/lib.sh: start_zookeeper's zoo.cfg lines (printf ... >\"$dir/zoo.cfg\", clientPort=$p) not found")
+zk_cmd = command_of("zookeeper")
+zk_cfg = dict(a.split("=", 1) for a in zk_cmd if "=" in a)
+check(len(zk_cfg) == len(zk_cmd), f"zookeeper: every argument is a zoo.cfg line KEY=VALUE",
+      f"zookeeper: arguments {zk_cmd} are not all KEY=VALUE (images/zookeeper-entrypoint.sh)")
+zk_port = int(zk_cfg["clientPort"]) if zk_cfg.get("clientPort", "").isdigit() else None
+publishes("zookeeper", ZOOKEEPER)
+check(zk_port == ZOOKEEPER, f"zookeeper: clientPort={ZOOKEEPER}",
+      f"zookeeper: clientPort is {zk_cfg.get('clientPort')!r} inside, expected {ZOOKEEPER}")
+for key, val in local_zk.items():
+    if "$" in val or key == "clientPortAddress":
+        continue    # the port, the paths and the address are the container's own
+    check(zk_cfg.get(key) == val, f"zookeeper: {key}={val}, as start_zookeeper",
+          f"zookeeper: {key} is {zk_cfg.get(key)!r}, start_zookeeper (scripts/lib.sh) writes {val!r}")
+check(zk_cfg.get("clientPortAddress") in (None, "0.0.0.0"),
+      "zookeeper: listens on every address of its container (published on 127.0.0.1 only)",
+      f"zookeeper: clientPortAddress={zk_cfg.get('clientPortAddress')}: the other containers could not reach it")
+stray = sorted(set(zk_cfg) - set(local_zk))
+check(not stray, "zookeeper: no zoo.cfg line start_zookeeper does not write",
+      f"zookeeper: zoo.cfg line(s) {stray} that start_zookeeper (scripts/lib.sh) does not write")
+if zk_cfg.get("dataDir"):
+    named_volume("zookeeper", zk_cfg["dataDir"],
+                 "made again from nothing, ZooKeeper would issue czxids the fence refuses")
+zk_hc = " ".join(str(x) for x in (services["zookeeper"].get("healthcheck") or {}).get("test") or [])
+check("srvr" in zk_hc and f"/{zk_port}" in zk_hc,
+      f"zookeeper: healthy when srvr on {zk_port} answers",
+      f"zookeeper: the healthcheck should ask srvr on its clientPort, asks: {zk_hc or 'nothing'}")
+
+# MariaDB: its arguments are mariadbd options, start_mariadb's but for the
+# paths, the user and the address (images/mariadb-entrypoint.sh sets the
+# datadir, socket and pid file; it runs as mysql, on every address).
+mdb_body = function_body(lib, "start_mariadb")
+m = re.search(r"^\s*mariadbd\s+(.*?)(?:&|>)", mdb_body, re.M | re.S)
+local_opts = shlex.split(m.group(1).replace("\\\n", " ")) if m else []
+check(any(o.startswith("--port=") for o in local_opts),
+      f"scripts/lib.sh: start_mariadb runs mariadbd {' '.join(local_opts)}",
+      "scripts/lib.sh: start_mariadb's mariadbd command line not found")
+CONTAINER_OWN = ("--no-defaults", "--bind-address", "--user", "--datadir", "--socket",
+                 "--pid-file", "--log-error", "--port")
+def opt_name(o):
+    return o.split("=", 1)[0]
+mdb_cmd = command_of("mariadb")
+mdb_port = next((int(o.split("=", 1)[1]) for o in mdb_cmd
+                 if o.startswith("--port=") and o.split("=", 1)[1].isdigit()), None)
+publishes("mariadb", MYSQL)
+check(mdb_port == MYSQL, f"mariadb: mariadbd --port={MYSQL}",
+      f"mariadb: mariadbd listens on {mdb_port} inside, expected {MYSQL}")
+want_opts = sorted(o for o in local_opts if opt_name(o) not in CONTAINER_OWN)
+got_opts = sorted(o for o in mdb_cmd if opt_name(o) not in CONTAINER_OWN)
+check(want_opts == got_opts, f"mariadb: mariadbd {' '.join(got_opts)}, as start_mariadb",
+      f"mariadb: mariadbd options {got_opts}, start_mariadb (scripts/lib.sh) runs {want_opts}")
+bad = [o for o in mdb_cmd if opt_name(o) in CONTAINER_OWN and opt_name(o) != "--port"]
+check(not bad, "mariadb: sets none of the paths, user or address its entrypoint sets",
+      f"mariadb: {bad}: images/mariadb-entrypoint.sh sets those (and it runs as mysql, on every address)")
+named_volume("mariadb", "/var/lib/mysql",
+             "made again from nothing, the fence SEQUENCE would start again at 1")
+mdb_env = environment_of("mariadb")
+mysql_user, mysql_db = mdb_env.get("MARIADB_USER", ""), mdb_env.get("MARIADB_DATABASE", "")
+check(mysql_user and mysql_db and mysql_user != "root",
+      f"mariadb: MARIADB_USER={mysql_user}, MARIADB_DATABASE={mysql_db}",
+      f"mariadb: MARIADB_USER ({mysql_user!r}, not root) and MARIADB_DATABASE ({mysql_db!r}) must be set")
+check(mdb_env.get("MARIADB_PASSWORD") == MYSQL_PASSWORD_DEFAULT,
+      f"mariadb: MARIADB_PASSWORD is the documented default \"{MYSQL_PASSWORD_DEFAULT}\" when INVENTORYD_MYSQL_PASSWORD is unset",
+      f"mariadb: with INVENTORYD_MYSQL_PASSWORD unset, MARIADB_PASSWORD is not the documented default")
+with open(password_path) as f:
+    pw_services = (yaml.safe_load(f) or {}).get("services") or {}
+pw_env = lambda svc: {str(k): str(v) for k, v in
+                      ((pw_services.get(svc) or {}).get("environment") or {}).items()}
+check(pw_env("mariadb").get("MARIADB_PASSWORD") == check_password,
+      "mariadb: MARIADB_PASSWORD is the caller's INVENTORYD_MYSQL_PASSWORD when set",
+      "mariadb: MARIADB_PASSWORD does not follow INVENTORYD_MYSQL_PASSWORD")
+mdb_hc = " ".join(str(x) for x in (services["mariadb"].get("healthcheck") or {}).get("test") or [])
+check(f"-P {mdb_port}" in mdb_hc and "MARIADB_USER" in mdb_hc and "MARIADB_DATABASE" in mdb_hc
+      and "MARIADB_PASSWORD" in mdb_hc,
+      f"mariadb: healthy when MARIADB_USER logs in on {mdb_port} and uses MARIADB_DATABASE",
+      f"mariadb: the healthcheck should log in as MARIADB_USER on -P {mdb_port}, runs: {mdb_hc or 'nothing'}")
+
 # --- the instances
 nodes_want = ",".join(f"redis-{p}:{p}" for p in MASTERS)
+store_sets = (("zookeeper.connect", f"zookeeper:{zk_port}"), ("mysql.host", "mariadb"),
+              ("mysql.port", str(mdb_port)), ("mysql.user", mysql_user),
+              ("mysql.database", mysql_db))
 for p in INSTANCES:
     svc = f"inventoryd-{p}"
     s = services[svc]
@@ -318,14 +473,19 @@ for p in INSTANCES:
           f"{svc}: --config {CONFIG_IN_IMAGE}",
           f"{svc}: command should pass --config {CONFIG_IN_IMAGE}, has {flag(cmd, '--config')!r}")
     for key, val in (("server.bind", "0.0.0.0"), ("server.port", str(p)),
-                     ("redis.host", "redis"), ("redlock.nodes", nodes_want)):
+                     ("redis.host", "redis"), ("redlock.nodes", nodes_want)) + store_sets:
         check(sets.get(key) == val, f"{svc}: --set {key}={val}",
               f"{svc}: --set {key} is {sets.get(key)!r}, expected {val!r}")
-    dep = s.get("depends_on") or {}
-    dep = list(dep) if isinstance(dep, (list, dict)) else []
-    need = ["redis"] + [f"redis-{m}" for m in MASTERS]
-    check(all(d in dep for d in need), f"{svc}: starts after redis and the three masters",
-          f"{svc}: depends_on {dep}, should name {need}")
+    dep = healthy_deps(svc)
+    need = ["redis"] + [f"redis-{m}" for m in MASTERS] + ["zookeeper", "mariadb"]
+    check(all(dep.get(d) == "service_healthy" for d in need),
+          f"{svc}: starts once redis, the three masters, zookeeper and mariadb are healthy",
+          f"{svc}: depends_on {dep}, should name {need}, each with condition service_healthy")
+    env = environment_of(svc)
+    check(env.get("INVENTORYD_MYSQL_PASSWORD") == mdb_env.get("MARIADB_PASSWORD")
+          and pw_env(svc).get("INVENTORYD_MYSQL_PASSWORD") == check_password,
+          f"{svc}: INVENTORYD_MYSQL_PASSWORD is mariadb's MARIADB_PASSWORD (the default, or the caller's)",
+          f"{svc}: INVENTORYD_MYSQL_PASSWORD is not MARIADB_PASSWORD of mariadb, with the variable unset or set")
 
     # The effective settings, from the real parser.
     eff = effective(svc, cmd) if inventoryd else None
@@ -335,9 +495,24 @@ for p in INSTANCES:
             continue
         for key, val in (("server.port", str(p)), ("server.bind", "0.0.0.0"),
                          ("redis.host", "redis"), ("redis.port", str(REDIS)),
-                         ("redlock.nodes", nodes_want)):
+                         ("redlock.nodes", nodes_want)) + store_sets:
             check(eff.get(key) == val, f"{svc}: effective {key}={val}",
                   f"{svc}: effective {key} is {eff.get(key)!r}, expected {val!r}")
+        check(eff.get("mysql.password") == "****",
+              f"{svc}: effective mysql.password is set, and shown as ****",
+              f"{svc}: effective mysql.password is {eff.get('mysql.password')!r}, expected ****")
+        r = check_config(svc, cmd, env_over={"INVENTORYD_MYSQL_PASSWORD": check_password})
+        check(r.returncode == 0 and "mysql.password=****" in r.stdout
+              and check_password not in r.stdout + r.stderr,
+              f"{svc}: a password of the caller's is taken, and shown nowhere",
+              f"{svc}: with INVENTORYD_MYSQL_PASSWORD set, --check-config exits {r.returncode} "
+              f"or shows it: {r.stderr.strip() or r.stdout[:200]}")
+        # ZooKeeper grants sessions of 2 to 20 ticks.
+        tick = int(zk_cfg.get("tickTime", "2000"))
+        st = int(eff.get("zookeeper.session-timeout-ms", "0"))
+        check(2 * tick <= st <= 20 * tick,
+              f"{svc}: zookeeper.session-timeout-ms={st} is within ZooKeeper's 2 to 20 ticks of {tick} ms",
+              f"{svc}: zookeeper.session-timeout-ms={st}, ZooKeeper would make it {2 * tick} to {20 * tick}")
     # Every Redlock node is a master service on the port it listens on.
     for node in sets.get("redlock.nodes", "").split(","):
         host, _, port = node.rpartition(":")
@@ -483,7 +658,8 @@ for line in read("config/inventoryd.properties").splitlines():
     if line and line[0] not in "#!" and "=" in line:
         k, v = line.split("=", 1)
         props[k.strip()] = v.strip()
-for key, val in (("server.port", str(INSTANCES[0])), ("redis.port", str(REDIS))):
+for key, val in (("server.port", str(INSTANCES[0])), ("redis.port", str(REDIS)),
+                 ("mysql.port", str(MYSQL))):
     check(props.get(key) == val, f"config/inventoryd.properties: {key}={val}",
           f"config/inventoryd.properties: {key} is {props.get(key)!r}, expected {val}")
 nodes = props.get("redlock.nodes", "")
@@ -497,8 +673,8 @@ for var, want_val in (("DEMO_REDIS_PORT", str(REDIS)),
                       ("DEMO_REDLOCK_PORTS", " ".join(map(str, MASTERS))),
                       ("DEMO_INSTANCE_PORTS", " ".join(map(str, INSTANCES))),
                       ("DEMO_NGINX_PORT", str(NGINX)),
-                      ("DEMO_ZOOKEEPER_PORT", "2181"),
-                      ("DEMO_MYSQL_PORT", "3306")):
+                      ("DEMO_ZOOKEEPER_PORT", str(ZOOKEEPER)),
+                      ("DEMO_MYSQL_PORT", str(MYSQL))):
     m = re.search(r"\$\{" + var + r":-([^}]*)\}", demo)
     got = m.group(1) if m else None
     check(got == want_val, f"scripts/demo.sh: {var} defaults to {want_val}",

@@ -17,12 +17,17 @@
 #       engine leaves it so), the stack's own bridge is let through by one
 #       rule, inserted once `up --no-start` made the bridge and deleted on
 #       the way out, failure included (see forward_open).
-#   (2) scripts/images.sh: debian:12, redis:7.0 and nginx:1.22 made from
+#   (2) scripts/images.sh: debian:12, redis:7.0, nginx:1.22,
+#       inventoryd-zookeeper:3.8 and inventoryd-mariadb:10.11 made from
 #       Debian's packages when missing (no registry is reached).
 #   (3) `docker-compose up --build -d` under a project name of its own, every
 #       published port a free one (STACK_*_PORT), a random admin token in
-#       INVENTORYD_ADMIN_TOKEN. It must return only once a sale can succeed:
-#       the very next request, a redlock sale through nginx, must sell.
+#       INVENTORYD_ADMIN_TOKEN and a random MariaDB password, with a quote
+#       and a backslash, in INVENTORYD_MYSQL_PASSWORD. It must return only
+#       once a sale can succeed with every strategy: the very next requests,
+#       a redlock, a zookeeper-fenced and a mysql-fenced sale through nginx,
+#       must sell (the last two take their locks and tokens in the zookeeper
+#       and mariadb services).
 #   (4) Through nginx, with the admin token: a reset without it is refused
 #       (401); then for atomic, redisson and redlock, reset to 200 and
 #       $COMPOSE_REQUESTS (1200) sales from $COMPOSE_CLIENTS (50) clients:
@@ -37,8 +42,10 @@
 #   (6) The cluster profile: `--profile cluster up -d` returns once its
 #       instance is ready, and the very next sale on it sells; then a reset
 #       of another item and 400 redisson sales sell exactly 200.
-#   (7) `docker-compose --profile cluster down`: then no container and no
-#       network of the project is left, and no published port is listened on.
+#   (7) `docker-compose --profile cluster down -v`: then no container, no
+#       network and no volume (the stores' data) of the project is left, and
+#       no published port is listened on; MariaDB's password appeared in no
+#       answer and in no log of the stack.
 #
 # With COMPOSE_ENGINE=podman, the same with Debian's podman 4.3 and
 # podman-compose 1.0.3, as root, with a containers.conf of the test's own
@@ -53,7 +60,8 @@
 # podman runs no healthcheck without systemd, so `podman-compose up -d`
 # returns before the stack is ready: there the test waits for /readyz itself
 # (and logs how long that took), then asserts the same sales and audits.
-# Its down leaves the project's network, which the test then removes.
+# Its down leaves the project's network, and the test then removes it and
+# the stores' volumes.
 #
 # Prints the time of each phase. Exits 0 on pass, 1 on the first failure
 # (named on stderr, with the stack's logs), 77 (skip) only when no engine
@@ -115,6 +123,13 @@ ss() { "${in_ns[@]}" "$ss_bin" "$@"; }
 
 # The stack's containers and networks, by the project's label.
 project_containers() { "$engine" ps -aq --filter "label=com.docker.compose.project=$project"; }
+project_volumes() {
+    if [ "$engine" = docker ]; then
+        docker volume ls -q --filter "label=com.docker.compose.project=$project"
+    else
+        podman volume ls -q | grep "^${project}_" || true
+    fi
+}
 project_networks() {
     if [ "$engine" = docker ]; then
         docker network ls -q --filter "label=com.docker.compose.project=$project"
@@ -123,13 +138,19 @@ project_networks() {
     fi
 }
 
-# stack_down: down, all profiles; with podman also the network its down leaves.
+# stack_down: down, all profiles, volumes too; with podman also the network
+# and the volumes its down leaves.
 stack_down() {
+    local v
     if [ "$engine" = docker ]; then
         dc --profile cluster down -v --remove-orphans -t 5
     else
         dc down -t 5 && { ! podman network exists "${project}_default" ||
-            { log "podman-compose down left the network ${project}_default: removing it"; podman network rm "${project}_default" >/dev/null; }; }
+            { log "podman-compose down left the network ${project}_default: removing it"; podman network rm "${project}_default" >/dev/null; }; } &&
+        for v in $(project_volumes); do
+            log "podman-compose down left the volume $v: removing it"
+            podman volume rm "$v" >/dev/null || return 1
+        done
     fi
 }
 
@@ -293,6 +314,7 @@ phase "scripts/images.sh"
 
 # ---- (3) up, on free ports -------------------------------------------------
 port_vars=(STACK_REDIS_PORT STACK_REDLOCK_PORT_1 STACK_REDLOCK_PORT_2 STACK_REDLOCK_PORT_3
+           STACK_ZOOKEEPER_PORT STACK_MYSQL_PORT
            STACK_INSTANCE_PORT_1 STACK_INSTANCE_PORT_2 STACK_NGINX_PORT
            STACK_CLUSTER_PORT_1 STACK_CLUSTER_PORT_2 STACK_CLUSTER_PORT_3 STACK_CLUSTER_PORT_4
            STACK_CLUSTER_PORT_5 STACK_CLUSTER_PORT_6 STACK_CLUSTER_INSTANCE_PORT)
@@ -310,6 +332,10 @@ nginx_port=$STACK_NGINX_PORT
 base="http://127.0.0.1:$nginx_port"
 admin_token=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 export INVENTORYD_ADMIN_TOKEN=$admin_token
+# MariaDB's user's password, which its entrypoint writes into SQL and
+# inventoryd sends: a quote and a backslash in it, and it must show nowhere.
+mysql_secret=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+export INVENTORYD_MYSQL_PASSWORD="pw'\\$mysql_secret"
 log "project $project: nginx on $nginx_port, instances on $STACK_INSTANCE_PORT_1 and $STACK_INSTANCE_PORT_2, cluster instance on $STACK_CLUSTER_INSTANCE_PORT"
 
 up=1
@@ -331,26 +357,36 @@ else
     phase "podman build"
     dc up -d >"$work/up.log" 2>&1 || fail "podman-compose up -d failed: $(tail -n 15 "$work/up.log")"
 fi
-# At once: a redlock sale must sell (the instances are ready, nginx is up).
-first_sales=1
-code=$(curl -s -o "$work/first-sale.json" -w '%{http_code}' --max-time 20 "$base/inventory/sale/redlock")
-phase "$engine-compose up -d"
-log "first redlock sale right after up: $code $(cat "$work/first-sale.json")"
-if [ "$engine" = podman ]; then
+# first_sales WHEN: a redlock, a zookeeper-fenced and a mysql-fenced sale
+# through nginx, one after the other: each must sell. Adds 3 to first_sales.
+first_sales=0
+first_sales() {
+    local s code
+    for s in redlock zookeeper-fenced mysql-fenced; do
+        code=$(curl -s -o "$work/first-sale-$s.json" -w '%{http_code}' --max-time 20 "$base/inventory/sale/$s")
+        first_sales=$((first_sales + 1))
+        log "first $s sale $1: $code $(cat "$work/first-sale-$s.json")"
+        [ "$code" = 200 ] && [ "$(jq -r .status "$work/first-sale-$s.json")" = sold ] ||
+            fail "the $s sale $1 answered $code: $(cat "$work/first-sale-$s.json")"
+        expect "$s: the first sale's strategy" "$(jq -r .strategy "$work/first-sale-$s.json")" "$s"
+    done
+}
+# At once: the sales must sell (the instances are ready, nginx is up).
+if [ "$engine" = docker ]; then
+    first_sales "right after up"
+    phase "$engine-compose up -d, and the first sales"
+else
     # podman-compose did not wait: wait here, then the same must hold.
+    phase "$engine-compose up -d"
     wait_ready "$base/readyz" "nginx"
     phase "waiting for /readyz through nginx after podman-compose up"
-    code=$(curl -s -o "$work/first-sale.json" -w '%{http_code}' --max-time 20 "$base/inventory/sale/redlock")
-    first_sales=2
-    log "first redlock sale once /readyz answered 200: $code $(cat "$work/first-sale.json")"
+    first_sales "once /readyz answered 200"
 fi
-[ "$code" = 200 ] && [ "$(jq -r .status "$work/first-sale.json")" = sold ] ||
-    fail "the redlock sale right after up answered $code: $(cat "$work/first-sale.json")"
 if [ "$engine" = docker ]; then
     net_id=$(docker network ls -q --no-trunc --filter "label=com.docker.compose.project=$project" | head -n 1)
     bridge=br-${net_id:0:12}
     ip link show "$bridge" >/dev/null 2>&1 || fail "the stack's network has no bridge $bridge on the host"
-    for s in nginx inventoryd-3786 inventoryd-3787; do
+    for s in nginx inventoryd-3786 inventoryd-3787 zookeeper mariadb; do
         st=$(docker inspect --format '{{.State.Health.Status}}' "$(dc ps -q "$s")" 2>/dev/null)
         expect "$s health after up" "$st" healthy
     done
@@ -396,7 +432,7 @@ fi
 hits1=$(grep -c '"GET /inventory/sale/[a-z-]* .*upstream=[0-9.]*:3786 ' "$work/nginx-access.txt" || true)
 hits2=$(grep -c '"GET /inventory/sale/[a-z-]* .*upstream=[0-9.]*:3787 ' "$work/nginx-access.txt" || true)
 log "nginx sent $hits1 sales to inventoryd-3786 (weight 1) and $hits2 to inventoryd-3787 (weight 2)"
-expect "sales nginx logged vs requests made (4 rounds and the first sales)" $((hits1 + hits2)) $((4 * requests + first_sales))
+expect "sales nginx logged vs requests made (4 rounds and the $first_sales first sales)" $((hits1 + hits2)) $((4 * requests + first_sales))
 [ $((hits2 * 10)) -ge $((hits1 * 18)) ] && [ $((hits2 * 10)) -le $((hits1 * 22)) ] ||
     fail "nginx split the sales $hits1:$hits2, not 1:2 (weights 1 and 2) within 10%"
 phase "4 rounds of $requests sales through nginx"
@@ -462,6 +498,18 @@ expect "cluster: audit.sold" "$(jq -r .sold "$work/audit-cluster.json")" 200
 expect "cluster: audit.sold_twice" "$(jq -r .sold_twice "$work/audit-cluster.json")" 0
 phase "the cluster profile's sales"
 
+# MariaDB's password: in no answer this test saved, in no log of the stack.
+if [ "$engine" = docker ]; then
+    dc --profile cluster logs --no-color >"$work/stack-all.log" 2>&1
+else
+    for c in $(podman ps -a --format '{{.Names}}' --filter "label=com.docker.compose.project=$project"); do
+        podman logs "$c" >>"$work/stack-all.log" 2>&1
+    done
+fi
+! grep -l -F -e "$mysql_secret" "$work"/*.json "$work/stack-all.log" "$work/nginx-access.txt" ||
+    fail "MariaDB's password shows in the files above (answers, or the stack's logs)"
+log "MariaDB's password shows in no answer and no log of the stack ($(wc -l <"$work/stack-all.log") lines of logs)"
+
 # ---- (7) down: nothing left ------------------------------------------------
 stack_down >"$work/down.log" 2>&1 || fail "down failed: $(tail -n 15 "$work/down.log")"
 up=0
@@ -471,17 +519,19 @@ left=$(project_containers)
 [ -z "$left" ] || fail "containers left after down: $left"
 left=$(project_networks)
 [ -z "$left" ] || fail "networks left after down: $left"
+left=$(project_volumes)
+[ -z "$left" ] || fail "volumes left after down: $left"
 for v in "${port_vars[@]}"; do
     p=${!v}
     [ -z "$(ss -Htln "sport = :$p")" ] || fail "port $p ($v) is still listened on after down: $(ss -Htlnp "sport = :$p")"
 done
 if [ "$engine" = docker ]; then
     ! ip link show "$bridge" >/dev/null 2>&1 || fail "the bridge $bridge of the stack's network is left after down"
-    log "after down: no container, no network (nor its bridge $bridge) and no listening port of $project is left"
+    log "after down: no container, no network (nor its bridge $bridge), no volume and no listening port of $project is left"
 else
-    log "after down: no container, no network and no listening port of $project is left in $netns"
+    log "after down: no container, no network, no volume and no listening port of $project is left in $netns"
 fi
 
 stop_engine
 log "time: in all $(( ($(now_ms) - t_start) / 1000 )) s"
-log "PASS: the compose stack ran: up returns ready, atomic, redisson and redlock sold exactly 200 each through nginx, local oversold, nginx split 1:2, the lab ran, the cluster profile served at once, down left nothing"
+log "PASS: the compose stack ran: up returns ready (redlock, zookeeper-fenced and mysql-fenced sold at once), atomic, redisson and redlock sold exactly 200 each through nginx, local oversold, nginx split 1:2, the lab ran, the cluster profile served at once, down left nothing"

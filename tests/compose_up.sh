@@ -29,7 +29,10 @@
 #       must sell (the last two take their locks and tokens in the zookeeper
 #       and mariadb services).
 #   (4) Through nginx, with the admin token: a reset without it is refused
-#       (401); then for atomic, redisson and redlock, reset to 200 and
+#       (401); on an instance, a mysql-fenced sale with end_session=1 (its
+#       MariaDB session KILLed by another of its own) ends its session and
+#       sells, which MariaDB's user's grants must allow; then for atomic,
+#       redisson and redlock, reset to 200 and
 #       $COMPOSE_REQUESTS (1200) sales from $COMPOSE_CLIENTS (50) clients:
 #       no transport error, no answer but sold or sold_out, clients saw 200
 #       sold and the audit says sold 200, sold_twice 0. local must oversell
@@ -396,6 +399,15 @@ fi
 code=$(curl -s -o "$work/reset-401.json" -w '%{http_code}' --max-time 10 -X POST \
     -d "{\"stock\":$stock}" "$base/inventory/reset")
 expect "a reset through nginx without the admin token" "$code" 401
+
+# MariaDB's grants suffice for what inventoryd does there, the end_session
+# fault too: it KILLs the holder's session from another of its own pool
+# (directly on an instance: nginx's log counts the sales above).
+code=$(admin_curl -s -o "$work/end-session.json" -w '%{http_code}' --max-time 20 \
+    "http://127.0.0.1:$STACK_INSTANCE_PORT_1/inventory/sale/mysql-fenced?end_session=1")
+log "a mysql-fenced sale with end_session=1 on inventoryd-3786: $code $(cat "$work/end-session.json")"
+expect "mysql-fenced with end_session=1: status" "$code $(jq -r .status "$work/end-session.json")" "200 sold"
+expect "mysql-fenced with end_session=1: session_ended" "$(jq -r .session_ended "$work/end-session.json")" true
 
 sales_round() {
     local s=$1

@@ -89,8 +89,11 @@ grep -q ' strike ' "$faults" 2>/dev/null || fail "no fault struck within 30 s: $
 kill -0 "$bgpid" 2>/dev/null || fail "the campaign ended before it was interrupted: $(tail -5 "$out/int.log")"
 prefix=$(prefix_of "$out/int.log")
 [ -n "$(ip netns list | grep "^$prefix-")" ] || fail "no namespace $prefix-* while the campaign runs"
-work=$(ls -d /proc/[0-9]*/cwd 2>/dev/null | while read -r c; do
-    readlink "$c" 2>/dev/null; done | grep '^/tmp/inventoryd-campaign\.' | sort -u)
+# Its work directory: that of its own processes (its process group), not of
+# another campaign running on the machine meanwhile.
+work=$(ps -eo pid=,pgid= | awk -v g="$bgpid" '$2 == g { print $1 }' | while read -r p; do
+    readlink "/proc/$p/cwd" 2>/dev/null; done | grep '^/tmp/inventoryd-campaign\.' | sort -u)
+[ -n "$work" ] || fail "no process of the campaign runs in a work directory of its own"
 kill -INT -- "-$bgpid"
 for _ in $(seq 1 300); do kill -0 "$bgpid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$bgpid" 2>/dev/null && fail "the campaign did not stop within 30 s of Ctrl-C"

@@ -323,28 +323,17 @@ START_TEST(test_zookeeper_down_answers_503_and_sales_resume_without_a_restart) {
 }
 END_TEST
 
+/* Starts A and B for the lab (below), with one more setting (or NULL). */
+static void start_lab_pair(const char *extra);
+
 START_TEST(test_a_zookeeper_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun) {
     /* The lab's overrun: A works 1.5 x TTL, B comes at 0.25 x TTL. The
      * session (the shipped 4 s) pings while A works (a sleep, not a
      * pause), so A keeps its lock past the 1 s TTL: B waits, as behind a
      * watchdog. Both instances first wait until their session is up: a
      * session still connecting on a loaded machine ate A's lock wait. */
-    char rp[32], zc[64], inst[96], v[512];
-    a_port = harness_free_port();
-    b_port = harness_free_port();
-    snprintf(rp, sizeof(rp), "redis.port=%d", redis_port);
-    snprintf(zc, sizeof(zc), "zookeeper.connect=127.0.0.1:%d", zk_port);
-    snprintf(inst, sizeof(inst), "lab.instances=127.0.0.1:%d,127.0.0.1:%d", a_port, b_port);
-    const char *sets[] = {rp,
-                          zc,
-                          "lock.ttl-ms=1000",
-                          "lock.allowed=zookeeper,zookeeper-fenced,atomic",
-                          "faults.enabled=true",
-                          "lab.enabled=true",
-                          inst,
-                          NULL};
-    ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, sets), 0);
-    ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, sets), 0);
+    char v[512];
+    start_lab_pair("lock.ttl-ms=1000");
     ready_within(a_port, 20000);
     ready_within(b_port, 20000);
     const char *body = "{\"strategy\":\"zookeeper\",\"scenario\":\"overrun\"}";
@@ -370,7 +359,7 @@ static void ready(int port) {
  * (the defaults: lock.ttl-ms 10000, lock.wait-ms 5000,
  * zookeeper.session-timeout-ms 4000), once; each run waits until both
  * have their session. */
-static void start_lab_pair(void) {
+static void start_lab_pair(const char *extra) {
     static char rp[32], zc[64], inst[96];
     if (a_pid) return;
     a_port = harness_free_port();
@@ -384,6 +373,7 @@ static void start_lab_pair(void) {
                           "faults.enabled=true",
                           "lab.enabled=true",
                           inst,
+                          extra,
                           NULL};
     ck_assert_int_gt(a_pid = harness_inventoryd_start(a_port, sets), 0);
     ck_assert_int_gt(b_pid = harness_inventoryd_start(b_port, sets), 0);
@@ -410,7 +400,7 @@ static const char *text(const cJSON *o, const char *k) {
 /* The lab's session-lost with strategy s, its fault's evidence asserted
  * first (harness_session_lost). Returns the run (cJSON_Delete it). */
 static cJSON *session_lost(const char *s) {
-    start_lab_pair();
+    start_lab_pair(NULL);
     ready(a_port);
     ready(b_port);
     char why[512];

@@ -357,8 +357,8 @@ static void ready(int port) {
 
 /* Starts A and B with faults on and A's lab, at the shipped lock settings
  * (the defaults: lock.ttl-ms 10000, lock.wait-ms 5000,
- * zookeeper.session-timeout-ms 4000), once; each run waits until both
- * have their session. */
+ * zookeeper.session-timeout-ms 4000) but for extra (one more setting, or
+ * NULL), once; each run waits until both have their session. */
 static void start_lab_pair(const char *extra) {
     static char rp[32], zc[64], inst[96];
     if (a_pid) return;

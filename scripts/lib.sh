@@ -314,23 +314,148 @@ start_zookeeper() {
     fail "$name (ZooKeeper) not serving on $p after 30 s"
 }
 
-# zk_word PORT WORD: ZooKeeper's answer to a four-letter word (ruok, srvr,
-# cons; dump: the ephemeral nodes of every session, which the matrix reads
-# to see a lock held).
+# zk_word PORT WORD [HOST]: ZooKeeper's answer to a four-letter word (ruok,
+# srvr, cons; dump: the ephemeral nodes of every session, which the matrix
+# reads to see a lock held), from HOST (127.0.0.1), asked through the
+# command zk_wrap names (none; the campaign's: ip netns exec NS), given
+# zk_word_s seconds (2) to answer.
+zk_wrap=()
+zk_word_s=2
 zk_word() {
-    timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null
+    "${zk_wrap[@]}" timeout "$zk_word_s" bash -c 'exec 3<>"/dev/tcp/$3/$1" && printf %s "$2" >&3 && cat <&3' _ \
+        "$1" "$2" "${3:-127.0.0.1}" 2>/dev/null
+}
+
+# zk_mode PORT [HOST]: the server's role as srvr names it (leader, follower,
+# standalone), on stdout; nothing when it does not serve (down, or electing:
+# a server without a leader answers "This ZooKeeper instance is not
+# currently serving requests").
+zk_mode() { zk_word "$1" srvr "${2:-}" | sed -n 's/^Mode: //p'; }
+
+# ---- a ZooKeeper ensemble of three servers ----------------------------------
+# zk_ens_ports[I]  the client port of member I (0, 1, 2; myid I+1)
+# zk_ens_pids[I]   its server's pid ("" while it is down)
+# zk_ens_cfgs[I]   its zoo.cfg (its dataDir and myid beside it)
+# zk_ens_connect   host:port,host:port,host:port, for zookeeper.connect
+# zk_ens_host      the address every member listens on
+zk_ens_ports=(); zk_ens_pids=(); zk_ens_cfgs=(); zk_ens_connect=; zk_ens_host=127.0.0.1
+
+# zk_ensemble_conf DIR HOST C1 Q1 E1 C2 Q2 E2 C3 Q3 E3: the configurations
+# of a three-server ensemble on HOST: member I (0-2) in DIR/zk-I+1
+# (zoo.cfg, data/myid), its client port CI, its quorum port QI (followers
+# to the leader) and its election port EI. tickTime 500 ms as
+# start_zookeeper (sessions of 1 s to 10 s), initLimit 10 ticks, syncLimit
+# 2 (a follower that hears nothing of its leader for 1 s leaves it and
+# elects another). Sets zk_ens_ports, zk_ens_cfgs, zk_ens_connect, zk_ens_host.
+zk_ensemble_conf() {
+    local dir=$1 host=$2 i servers=()
+    shift 2
+    for i in 0 1 2; do servers+=("server.$((i + 1))=$host:${*:3*i+2:1}:${*:3*i+3:1}"); done
+    zk_ens_host=$host zk_ens_ports=() zk_ens_cfgs=() zk_ens_pids=("" "" "") zk_ens_connect=
+    for i in 0 1 2; do
+        zk_ens_ports+=("${*:3*i+1:1}")
+        zk_ens_cfgs+=("$dir/zk-$((i + 1))/zoo.cfg")
+        zk_ens_connect+="${zk_ens_connect:+,}$host:${*:3*i+1:1}"
+        mkdir -p "$dir/zk-$((i + 1))/data"
+        echo "$((i + 1))" >"$dir/zk-$((i + 1))/data/myid"
+        printf '%s\n' "tickTime=500" "initLimit=10" "syncLimit=2" "dataDir=$dir/zk-$((i + 1))/data" \
+            "clientPort=${*:3*i+1:1}" "clientPortAddress=$host" "admin.enableServer=false" \
+            "4lw.commands.whitelist=ruok,srvr,cons,dump" "${servers[@]}" >"${zk_ens_cfgs[$i]}"
+    done
+}
+
+# zk_member_start I LOG [WRAPPER...]: member I of the ensemble (its zoo.cfg
+# from zk_ensemble_conf, its data kept from an earlier run of it) started
+# by `zkServer.sh start-foreground CFG`, which execs the JVM: the pid is the
+# server's, stopped by it like everything else. WRAPPER runs it (ip netns
+# exec ...). Its log (INFO, log4j's console: Debian's zookeeper.jar names no
+# slf4j binding, so the class path given after zkServer.sh's own adds one:
+# the last -cp counts) to LOG; sets zk_ens_pids[I], adds it to pids; does
+# not wait.
+zk_member_start() {
+    local i=$1 log=$2 bin=/usr/share/zookeeper/bin/zkServer.sh j=/usr/share/java
+    shift 2
+    [ -x "$bin" ] || fail "ZooKeeper is not installed (apt-get install zookeeper default-jre-headless)"
+    JMXDISABLE=true SERVER_JVMFLAGS="-Xmx256m -XX:+UseSerialGC -Dzookeeper.root.logger=INFO,CONSOLE
+        -Dzookeeper.log.dir=${zk_ens_cfgs[$i]%/*} -cp /etc/zookeeper/conf:$j/zookeeper.jar:$j/slf4j-log4j12.jar:$j/log4j-1.2.jar" \
+        "$@" "$bin" start-foreground "${zk_ens_cfgs[$i]}" >>"$log" 2>&1 &
+    zk_ens_pids[$i]=$!
+    pids+=("${zk_ens_pids[$i]}")
+}
+
+# zk_member_kill I: member I's server killed outright (SIGKILL), reaped and
+# forgotten; zk_ens_pids[I] emptied.
+zk_member_kill() {
+    kill -KILL "${zk_ens_pids[$1]}" 2>/dev/null
+    wait "${zk_ens_pids[$1]}" 2>/dev/null
+    forget_pid "${zk_ens_pids[$1]}"
+    zk_ens_pids[$1]=
+}
+
+# zk_leader: the member (0-2) that says "Mode: leader" now, on stdout;
+# nothing when none does (an election under way, or none up).
+zk_leader() {
+    local i
+    for i in 0 1 2; do
+        [ -n "${zk_ens_pids[$i]}" ] || continue
+        [ "$(zk_mode "${zk_ens_ports[$i]}" "$zk_ens_host")" = leader ] && { echo "$i"; return 0; }
+    done
+    return 0
+}
+
+# zk_ensemble_settled: true when one member says leader and the two others
+# follower (srvr), all three up.
+zk_ensemble_settled() {
+    local i m roles=
+    for i in 0 1 2; do
+        [ -n "${zk_ens_pids[$i]}" ] || return 1
+        m=$(zk_mode "${zk_ens_ports[$i]}" "$zk_ens_host")
+        roles+="${m:-none} "
+    done
+    [ "$(tr ' ' '\n' <<<"$roles" | grep -c '^leader$')" = 1 ] &&
+        [ "$(tr ' ' '\n' <<<"$roles" | grep -c '^follower$')" = 2 ]
+}
+
+# zk_ensemble_wait SECONDS: waits until the ensemble is settled (one leader,
+# two followers); returns 1 after SECONDS, or when a member's server exited.
+zk_ensemble_wait() {
+    local end=$((SECONDS + $1)) i
+    while [ "$SECONDS" -lt "$end" ]; do
+        zk_ensemble_settled && return 0
+        for i in 0 1 2; do
+            [ -n "${zk_ens_pids[$i]}" ] && ! kill -0 "${zk_ens_pids[$i]}" 2>/dev/null && return 1
+        done
+        sleep 0.1
+    done
+    return 1
+}
+
+# start_zookeeper_ensemble [NAME]: three ZooKeeper servers forming one
+# ensemble on 127.0.0.1 (zk_ensemble_conf in $work/NAME, zk-ensemble), each
+# on three free ports of its own (pick_port: below 32768), each started by
+# zk_member_start (log $work/NAME-N.log); waits until one is leader and two
+# are followers (srvr: start_zookeeper's whitelist, ruok,srvr,cons,dump),
+# or fails after 60 s. Stopped by pid, as every server.
+start_zookeeper_ensemble() {
+    local name=${1:-zk-ensemble} ports=() i
+    for i in $(seq 1 9); do pick_port; ports+=("$port"); done
+    zk_ensemble_conf "$work/$name" 127.0.0.1 "${ports[@]}"
+    for i in 0 1 2; do zk_member_start "$i" "$work/$name-$((i + 1)).log"; done
+    zk_ensemble_wait 60 ||
+        fail "the ZooKeeper ensemble $name did not settle (one leader, two followers) in 60 s; see $work/$name-*.log"
 }
 
 # start_mariadb PORT [NAME]: a private MariaDB (Debian's mariadb-server) on
 # 127.0.0.1:PORT: mariadb-install-db into $work/NAME (mariadb-PORT), root
 # with no password, its socket there too, no binary log; waits for ping.
-# Sets mariadb_pid.
+# Started again with the same PORT and NAME (after a kill or a stop), it
+# keeps its datadir: a SEQUENCE only grows. Sets mariadb_pid.
 start_mariadb() {
     local p=$1 name=${2:-mariadb-$1} dir i
     dir=$work/$name
     command -v mariadbd >/dev/null || fail "MariaDB is not installed (apt-get install mariadb-server)"
     mkdir -p "$dir"
-    mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --skip-test-db \
+    [ -d "$dir/data" ] || mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --skip-test-db \
         --auth-root-authentication-method=normal >"$work/$name-install.log" 2>&1 ||
         fail "mariadb-install-db failed; see $work/$name-install.log"
     mariadbd --no-defaults --datadir="$dir/data" --port="$p" --bind-address=127.0.0.1 \

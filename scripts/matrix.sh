@@ -27,7 +27,10 @@
 # lock absent on the promoted replica (lock_lost_in_failover), a Redlock
 # master holding the lock when it was killed (master_held_lock), another
 # lock selling on the key while the holder was stopped inside
-# (other_lock_sold), a hold that spanned a reset (reset_inside). A cell
+# (other_lock_sold), a hold that spanned a reset (reset_inside), the lock's
+# own store down while the holder was inside (store_down_while_held) and
+# back, under a new ZooKeeper leader (leader_elected_while_held) or a
+# restarted MariaDB (store_back_while_held), the holder still inside. A cell
 # whose window was not reached is never safe: it is inconclusive.
 #
 #   scripts/matrix.sh            every strategy under every nemesis (about 17 min)
@@ -62,6 +65,14 @@
 #             inventory002 under the global lock, so the reset frees no lock
 #             and only the write's own check of the stock it read stands
 #             between the holder and the reset; judged from the reset on
+#   store-failover  the lock's own store fails while a holder of A is inside
+#             (zookeeper and mysql strategies only; TTL and session 4 s, hold
+#             3 s: the lease outlasts the hold, so only the fault can end
+#             the lock): for zookeeper*, the leader of a 3-server ZooKeeper
+#             ensemble (their store in this column) is killed (SIGKILL) and,
+#             once another member leads, started again; for mysql*, MariaDB
+#             is killed (SIGKILL) and started again on its datadir and port,
+#             which drops every GET_LOCK
 #
 # Environment: MATRIX_STRATEGIES, MATRIX_NEMESES (all), MATRIX_TTL_MS (1000),
 # MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (100000 per instance: in
@@ -71,7 +82,9 @@
 # client waits this long, so that a dead instance's refusals do not make up
 # most of the requests), MATRIX_STRIKE_LATE_MS (0: the holder nemeses strike
 # this much later, past the holder's hold; the test that a missed window is
-# inconclusive, tests/matrix_missed.sh), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
+# inconclusive, tests/matrix_missed.sh), MATRIX_STORE_SESSION_MS (4000: the
+# ZooKeeper session timeout of the store-failover column, whose holder holds
+# 3 s; 1000 to 10000), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
 # (loadtest/matrix-expected.tsv), MATRIX_BUILD_DIR (build).
 # Writes $MATRIX_RESULTS_DIR/matrix.md, matrix.csv, matrix.png, and per cell
 # matrix/<strategy>-<nemesis>/ (the answers, the checker's JSON, logs).
@@ -101,7 +114,7 @@ strike_late_ms=${MATRIX_STRIKE_LATE_MS:-0}
 results=${MATRIX_RESULTS_DIR:-$root/results}
 expected=${MATRIX_EXPECTED:-$root/loadtest/matrix-expected.tsv}
 build=${MATRIX_BUILD_DIR:-$root/build}
-all_nemeses="kill pause latency restart failover redlock-restart pool drift mixed-key reset"
+all_nemeses="kill pause latency restart failover redlock-restart pool drift mixed-key reset store-failover"
 read -r -a nemeses <<<"${MATRIX_NEMESES:-$all_nemeses}"
 faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 stock=100000
@@ -109,9 +122,18 @@ item=inventory001   # the cell's item: inventory002 under the reset nemesis
 item_q=             # its query string ("&item=inventory002"), "" for the configured item
 reset_ttl=3000      # the reset column's TTL, and its holder's hold, well within it
 reset_hold=2000
+store_ttl=4000      # the store-failover column's TTL (MariaDB's wait_timeout: 4 s),
+store_hold=3000     # its holder's hold, within it: only the fault can end that lock,
+store_session=${MATRIX_STORE_SESSION_MS:-$store_ttl}   # and its ZooKeeper sessions
 
 die() { echo "$tag: $*" >&2; exit 2; }
 case "$strike_late_ms" in ''|*[!0-9]*) die "MATRIX_STRIKE_LATE_MS must be a whole number of ms" ;; esac
+case "$store_session" in
+    '' | *[!0-9]*) die "MATRIX_STORE_SESSION_MS must be a whole number of ms" ;;
+    *) if [ "$store_session" -lt 1000 ] || [ "$store_session" -gt 10000 ]; then
+           die "MATRIX_STORE_SESSION_MS must be 1000 to 10000 (the sessions a tickTime of 500 ms allows)"
+       fi ;;
+esac
 find_builds "$build"
 require_tools redis-server redis-cli curl jq gnuplot
 [ -f "$expected" ] || die "no expected file $expected"
@@ -159,12 +181,19 @@ store_of() {
     esac
 }
 
-# store_wanted STORE: some cell this run will judge has its lock in STORE.
+# store_wanted STORE [ensemble]: some cell this run will judge has its lock
+# in STORE; with "ensemble", some store-failover cell of STORE (whose
+# ZooKeeper is the 3-server ensemble), without it some cell of another
+# column (zookeeper: the standalone server).
 store_wanted() {
     local s n e
     for s in "${strategies[@]}"; do
         [ "$(store_of "$s")" = "$1" ] || continue
         for n in "${nemeses[@]}"; do
+            if [ "$1" = zookeeper ]; then
+                [ "${2:-}" = ensemble ] && [ "$n" != store-failover ] && continue
+                [ "${2:-}" != ensemble ] && [ "$n" = store-failover ] && continue
+            fi
             e=$(expect_of "$s" "$n")
             [ "$e" = n/a ] && continue
             [ "$short" = 1 ] && ! short_cell "$s" "$n" && continue
@@ -179,6 +208,10 @@ store_wanted() {
 # matrix TTL (start_zookeeper's tickTime of 500 ms allows 1 s to 10 s).
 # MariaDB's is the mysql locks': each session's wait_timeout is lock.ttl-ms
 # rounded up to whole seconds (src/lock_mysql.c), 1 s at the matrix TTL.
+# The store-failover column's zookeeper cells keep their lock in an
+# ensemble of three instead (started with that column, its connect string
+# in that column's instances only), whose leader the nemesis kills: one
+# ZooKeeper has no failover.
 zk_port=; mysql_port=
 if store_wanted zookeeper; then
     pick_port; zk_port=$port
@@ -381,6 +414,11 @@ needs() {
         redlock-restart) echo master_held_lock ;;
         mixed-key) echo holder_inside,hold_past_ttl,other_lock_sold ;;
         reset) echo reset_inside ;;
+        store-failover)
+            # the store down with the holder inside, and back (a new leader,
+            # a restarted MariaDB) with the holder inside still
+            if [ "$(store_of "$2")" = zookeeper ]; then echo holder_inside,store_down_while_held,leader_elected_while_held
+            else echo holder_inside,store_down_while_held,store_back_while_held; fi ;;
     esac
 }
 
@@ -416,11 +454,24 @@ lock_key() { echo RedisDistributedLock; }
 lock_exists() {
     local p=$redis_port
     case $(store_of "$1") in
-        zookeeper) zk_word "$zk_port" dump | grep -q "^[[:space:]]*/locks/$(lock_key "$1")/"; return ;;
+        zookeeper) zk_word "$(zk_port_now)" dump | grep -q "^[[:space:]]*/locks/$(lock_key "$1")/"; return ;;
         mysql) [ "$(mysql_query "SELECT IS_USED_LOCK('$(lock_key "$1")') IS NOT NULL")" = 1 ]; return ;;
     esac
     [ "$1" = redlock ] && p=${masters[0]}
     [ "$(redis-cli -p "$p" EXISTS "$(lock_key "$1")" 2>/dev/null)" = 1 ]
+}
+
+# zk_port_now: the port of the ZooKeeper the cell's lock is in: the
+# standalone server's, or under store-failover the ensemble's leader's
+# (any member lists every ephemeral node; the leader is sure to serve).
+zk_port_now() {
+    local l
+    if [ "$n" = store-failover ]; then
+        l=$(zk_leader)
+        echo "${zk_ens_ports[${l:-0}]}"
+    else
+        echo "$zk_port"
+    fi
 }
 
 # mysql_query SQL: the matrix's MariaDB's one-value answer to SQL.
@@ -435,6 +486,13 @@ mysql_query() {
 store_settled() {
     local i
     store_of "$1" >/dev/null || return 0
+    # the ensemble is not up before its column's first cell (nothing of an
+    # earlier cell there); after, an earlier cell's killed leader must be
+    # back: one leader, two followers
+    if [ "$n" = store-failover ] && [ "$(store_of "$1")" = zookeeper ]; then
+        [ -n "$zk_ens_connect" ] || return 0
+        zk_ensemble_wait 60 || fail "$1: the ZooKeeper ensemble did not settle again in 60 s"
+    fi
     for i in $(seq 1 $((4 * ttl / 100))); do
         lock_exists "$1" || return 0
         sleep 0.1
@@ -455,7 +513,7 @@ no_redis_lock() { case $1 in none | local | atomic) return 0 ;; esac; return 1; 
 # on an idle lock, and only then start the loads, which contend through the
 # fault: a holder that had to win the lock against the loads could lose it
 # for seconds (a slow spin, a slowed clock) and strike after the loads ended.
-holder_first() { case $1 in kill | pause | pool | drift | latency | restart | mixed-key | reset) return 0 ;; esac; return 1; }
+holder_first() { case $1 in kill | pause | pool | drift | latency | restart | mixed-key | reset | store-failover) return 0 ;; esac; return 1; }
 
 # loads_then_strike S: the loads, in flight for 0.2 s (and
 # MATRIX_STRIKE_LATE_MS more); sets struck.
@@ -668,6 +726,109 @@ nemesis_reset() {
         'select(.granted_us > 0 and .granted_us < $t) | "\(.instance) \(.owner) granted \(.granted_us), \(.outcome)"' | head -n 1)
     [ -n "$ev" ] && covered reset_inside "a hold spanned the reset at $at: $ev"
     return 0
+}
+
+# still_inside: A's sale that hit_inside saw inside is in the probe's
+# holders now (its exit deletes its entry).
+still_inside() { [ -n "${inside_order:-}" ] && [ "$(rcli HEXISTS "$item:holders" "$inside_order")" = 1 ]; }
+
+# Store failover: the lock's own store fails while a holder of A is inside
+# (store_hold ms, within the column's store_ttl lease and session: only the
+# fault can end its lock). The window: the holder inside at the strike
+# (holder_inside), still inside once the store is down
+# (store_down_while_held), and still inside once it is back
+# (leader_elected_while_held, store_back_while_held): a lock the failover
+# lost could then be granted to another under it.
+nemesis_store_failover() {
+    local s=$1
+    [ "$(store_of "$s")" = mysql ] && mysql_durable "$s"
+    hit_inside "$s" "$store_hold" || return 0
+    loads_then_strike "$s"
+    inside_at_strike "store's failure"
+    case $(store_of "$s") in
+        zookeeper)
+            local expired
+            expired=$(zk_expired)
+            store_fail_zookeeper
+            wait "$special_pid" 2>/dev/null
+            # what the failover did to the sessions, for the record: a
+            # session the new leader expired lost its nodes
+            echo "sessions the ensemble expired from the strike to the holder's answer: $(( $(zk_expired) - expired ))" >>"$cell/nemesis" ;;
+        mysql) store_fail_mysql ;;
+    esac
+    wait "$special_pid" 2>/dev/null
+    return 0
+}
+
+# zk_expired: how many sessions the ensemble's members have expired so far
+# (their logs' "Expiring session" lines), on stdout.
+zk_expired() { cat "$work"/zk-ensemble-*.log 2>/dev/null | grep -c 'Expiring session' || true; }
+
+# store_fail_zookeeper: the ensemble's leader (srvr) killed (SIGKILL); once
+# another member says leader (polled, at most 15 s), the killed one is
+# started again on its data (it rejoins as a follower; the next cell waits
+# until the ensemble has settled).
+store_fail_zookeeper() {
+    local old new t0 i
+    old=$(zk_leader)
+    if [ -z "$old" ]; then
+        echo "missed: no member of the ensemble said leader at the strike" >>"$cell/nemesis"
+        return 0
+    fi
+    t0=$(now_us)
+    zk_member_kill "$old"
+    still_inside && covered store_down_while_held \
+        "the leader, member $((old + 1)) (port ${zk_ens_ports[$old]}), killed with A's sale $inside_order inside"
+    for i in $(seq 1 300); do
+        new=$(zk_leader)
+        [ -n "$new" ] && break
+        nap 0.05
+    done
+    if [ -n "$new" ]; then
+        echo "the leader, member $((old + 1)), killed; member $((new + 1)) leader $(( ($(now_us) - t0) / 1000 )) ms later (its log: $(grep -h 'LEADING - LEADER ELECTION TOOK' "$work/zk-ensemble-$((new + 1)).log" | tail -n 1 | sed 's/.*LEADING - //'))" >>"$cell/nemesis"
+        if still_inside; then
+            covered leader_elected_while_held "member $((new + 1)) leads, $(( ($(now_us) - t0) / 1000 )) ms after the kill, A's sale $inside_order still inside"
+        else
+            echo "missed: A's sale $inside_order had left the section when member $((new + 1)) led" >>"$cell/nemesis"
+        fi
+    else
+        echo "missed: the leader, member $((old + 1)), killed, and no member led within 15 s" >>"$cell/nemesis"
+    fi
+    zk_member_start "$old" "$work/zk-ensemble-$((old + 1)).log"
+}
+
+# mysql_durable S: one sale of S on the throwaway item (its sessions' setup
+# creates the fence's SEQUENCE, and mysql-fenced takes a token, which
+# reserves the sequence's next cache block), then FLUSH ENGINE LOGS, so that
+# MariaDB's crash loses neither. InnoDB writes a SEQUENCE's changes to its
+# redo log without flushing it at commit: a kill within about a second of
+# the sequence's creation leaves it with no row ("Can't find record in
+# 'inventoryd_fence'": every mysql-fenced sale answers 503 from then on),
+# and within about a second of a cache block's reservation hands that block
+# out again (tokens repeat). That is a defect of the SEQUENCE as a fence,
+# reported in docs/matrix.md; this column is about the lock, so it starts
+# from a durable sequence.
+mysql_durable() {
+    curl -s "http://127.0.0.1:$port_a/inventory/sale/$1?item=matrix-id" >/dev/null
+    mysql_query "FLUSH ENGINE LOGS" >/dev/null || echo "FLUSH ENGINE LOGS failed" >>"$cell/nemesis"
+}
+
+# store_fail_mysql: MariaDB killed (SIGKILL), which frees every GET_LOCK
+# with its sessions, and started again on the same datadir and port.
+store_fail_mysql() {
+    local t0
+    t0=$(now_us)
+    kill -KILL "$mariadb_pid" 2>/dev/null
+    wait "$mariadb_pid" 2>/dev/null
+    forget_pid "$mariadb_pid"
+    still_inside && covered store_down_while_held "MariaDB killed with A's sale $inside_order inside"
+    start_mariadb "$mysql_port"
+    echo "MariaDB killed and started again on its datadir: answering $(( ($(now_us) - t0) / 1000 )) ms after the kill" >>"$cell/nemesis"
+    if still_inside; then
+        covered store_back_while_held "MariaDB answering again $(( ($(now_us) - t0) / 1000 )) ms after the kill, A's sale $inside_order still inside"
+    else
+        echo "missed: A's sale $inside_order had left the section when MariaDB answered again" >>"$cell/nemesis"
+    fi
 }
 
 # replica_of MASTER_PORT NAME: a redis-server replicating MASTER_PORT, in
@@ -898,6 +1059,12 @@ for n in "${nemeses[@]}"; do
                     drift) extra_a=(--faketime) ;;
                     reset) extra_both=(--set lock.ttl-ms="$reset_ttl"
                                        --set zookeeper.session-timeout-ms="$reset_ttl") ;;
+                    store-failover) extra_both=(--set lock.ttl-ms="$store_ttl"
+                                                --set zookeeper.session-timeout-ms="$store_session")
+                                    if store_wanted zookeeper ensemble; then
+                                        [ -n "$zk_ens_connect" ] || start_zookeeper_ensemble
+                                        extra_both+=(--set zookeeper.connect="$zk_ens_connect")
+                                    fi ;;
                 esac
                 instance "$port_a" "$redis_port" "$nodes" "${extra_a[@]}"; a_pid=$inst_pid
                 instance "$port_b" "$redis_port" "$nodes"; b_pid=$inst_pid

@@ -21,11 +21,15 @@
 #   scripts/campaign.sh --print-schedule --strategy S --mix M --seed N [--time S]
 #
 # Mixes are nemeses joined by "+": partition, loss, pause, kill, failover,
-# redlock-restart, drift, slow, and mixed (several lock families on other
+# redlock-restart, drift, slow, mixed (several lock families on other
 # items of the same processes, fenced and handoff sharing one item's lock
 # key, stalls of their servers, and a reset of the cell's item while one of
-# its holds is inside). Default mixes:
-# partition partition+pause pause+slow kill+loss failover mixed.
+# its holds is inside), and store-failover (the lock's own store fails
+# while a holder is inside: the leader of a 3-server ZooKeeper ensemble is
+# killed, or MariaDB is killed, each started again later; zookeeper* and
+# mysql* only, run with a 6 s TTL and session and 3.5 s holds). Default mixes:
+# partition partition+pause pause+slow kill+loss failover mixed
+# (store-failover only when asked for).
 #
 # Writes RESULTS/campaign.csv, campaign.md, campaign.png and, per run,
 # RESULTS/campaign/<strategy>/<mix>/seed-<N>/ (schedule.json, check.json,
@@ -44,7 +48,7 @@ fail_status=2
 
 # ---- options ------------------------------------------------------------------
 all_mixes="partition partition+pause pause+slow kill+loss failover mixed"
-nemeses_known="partition loss pause kill failover redlock-restart drift slow mixed"
+nemeses_known="partition loss pause kill failover redlock-restart drift slow mixed store-failover"
 strategies_opt=
 mixes_opt=
 nseeds=30
@@ -66,7 +70,7 @@ out_dir=
 shrink_tries=3
 
 usage() {
-    sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options: --strategies LIST (comma or blank separated; default every strategy of
 inventoryd --list-strategies but none and local, the ZooKeeper and MySQL ones
@@ -158,15 +162,25 @@ family_of() { [ "$1" = redlock ] && echo redlock || echo single; }
 # a seed strikes them at the times it strikes the Redis locks.
 store_of() { case $1 in zookeeper*) echo zk ;; mysql*) echo db ;; esac; }
 
-# session_window_ms STRATEGY: how long a stop or a cut must last, from when
-# it struck, for the lock store to have ended the holder's session: the
-# TTL (ZooKeeper's session timeout, MariaDB's wait_timeout in whole seconds)
-# and the server's own slack (ZooKeeper expires sessions by the tick, 500
-# ms); 0 for the Redis locks.
+# ttl_of MIX: the run's TTL (lock.ttl-ms, ZooKeeper's session timeout,
+# MariaDB's wait_timeout): $ttl, but 6 s in a mix with store-failover, whose
+# long holds of 3.5 s must outlast a store's failover and restart within
+# their lease, dated from an acquire that may have waited lock.wait-ms
+# (2 s): only the fault may end the lock (the matrix's store-failover
+# column, whose holder finds the lock idle, needs 4 s for 3 s).
+store_ttl=6000
+store_hold=3500
+ttl_of() { case "+$1+" in *+store-failover+*) echo "$store_ttl" ;; *) echo "$ttl" ;; esac; }
+
+# session_window_ms STRATEGY TTL: how long a stop or a cut must last, from
+# when it struck, for the lock store to have ended the holder's session:
+# the TTL (ZooKeeper's session timeout, MariaDB's wait_timeout in whole
+# seconds) and the server's own slack (ZooKeeper expires sessions by the
+# tick, 500 ms); 0 for the Redis locks.
 session_window_ms() {
     case $(store_of "$1") in
-        zk) echo $((ttl + 600)) ;;
-        db) echo $(( (ttl + 999) / 1000 * 1000 + 200 )) ;;
+        zk) echo $(($2 + 600)) ;;
+        db) echo $(( ($2 + 999) / 1000 * 1000 + 200 )) ;;
         *) echo 0 ;;
     esac
 }
@@ -182,6 +196,7 @@ needs_of() {
             pause | kill | redlock-restart | drift) e=holder_inside ;;
             failover) e=failover_before_replication ;;
             mixed) e="stall_while_held reset_inside" ;;
+            store-failover) e="store_down_while_held store_back_while_held" ;;
         esac
         for e in $e; do
             case " ${out[*]} " in *" $e "*) ;; *) out+=("$e") ;; esac
@@ -202,6 +217,10 @@ sentinel_topology() {
 # F_AT F_NEM F_TGT F_DUR F_ARG: the faults, by index, ordered by time
 # (F_LEDGER: the promoted replica's ledger length, for a split brain).
 F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=(); F_SKIP=()
+# and what a run's faults did to a ZooKeeper ensemble or a store: F_HIT (the
+# member struck), F_INSIDE (the holders inside once the store was down),
+# F_DOWN (when it went down); F_STOPPED[M]: 1 while member M is paused
+F_HIT=(); F_INSIDE=(); F_DOWN=(); F_STOPPED=()
 
 # draw_fault NEMESIS FAMILY MIX: draws the rest of one fault of NEMESIS,
 # its time already drawn into at and arg set to 0: sets at, tgt, dur and
@@ -240,6 +259,13 @@ draw_fault() {
             [ "$fam" = redlock ] || return 1
             pick m0 m1 m2; tgt=$r
             rand 400; dur=$((100 + r)) ;;
+        store-failover)
+            # the lock's own store: ZooKeeper's leader stays down 1-2.5 s
+            # (its followers elect another meanwhile), MariaDB 0.1-0.5 s
+            # (then its restart, about a second)
+            [ "$lsrv" = r ] && return 1
+            tgt=$lsrv
+            if [ "$lsrv" = zk ]; then rand 1500; dur=$((1000 + r)); else rand 400; dur=$((100 + r)); fi ;;
         drift)
             pick "0.5" "0.7" "1.5" "2"; arg=$r
             at=0; dur=$T; tgt=a ;;
@@ -308,7 +334,7 @@ write_schedule() {
     printf '{\n  "seed": %d,\n  "strategy": "%s",\n  "mix": "%s",\n  "family": "%s",\n' \
         "$1" "$2" "$3" "$(family_of "$2")"
     printf '  "time_s": %d,\n  "ttl_ms": %d,\n  "needs": "%s",\n  "faults": [' \
-        "$time_s" "$ttl" "$(needs_of "$3")"
+        "$time_s" "$(ttl_of "$3")" "$(needs_of "$3")"
     for ((i = 0; i < n; i++)); do
         [ "$i" -gt 0 ] && printf ','
         printf '\n    {"at_ms": %d, "nemesis": "%s", "target": "%s", "dur_ms": %d, "arg": "%s"}' \
@@ -531,6 +557,25 @@ start_mariadb_in() {
     fail "mariadbd in $node not answering after 30 s"
 }
 
+# start_zk_ensemble_in NODE: a ZooKeeper ensemble of three servers in
+# NODE's namespace, on its address (lib.sh: zk_ensemble_conf, and each
+# member by zk_member_start: zkServer.sh start-foreground, the JVM's pid the
+# server's): client ports 2181-2183, quorum 2888-2890, election 3888-3890,
+# their data in $work/stores/NODE (kept when a member is killed and started
+# again within the run: a czxid only grows). Waits until one leads and two
+# follow (srvr, asked from the client's namespace: zk_wrap).
+start_zk_ensemble_in() {
+    local node=$1 i
+    ns_empty "$node"
+    zk_wrap=(ip netns exec "$(net_ns cli)")
+    zk_word_s=0.5   # a look that must not hold up the schedule
+    zk_ensemble_conf "$work/stores/$node" "$(net_ip "$node")" 2181 2888 3888 2182 2889 3889 2183 2890 3890
+    for i in 0 1 2; do
+        zk_member_start "$i" "$run/logs/zookeeper-$node-$((i + 1)).log" ip netns exec "$(net_ns "$node")"
+    done
+    zk_ensemble_wait 60 || fail "the ZooKeeper ensemble in $node did not settle in 60 s: $(tail -3 "$run/logs/zookeeper-$node-1.log")"
+}
+
 # start_store NODE: the lock store on NODE (zk or db), or the data Redis.
 start_store() {
     case $1 in
@@ -690,9 +735,23 @@ aim_long() {
 # would start a second server that cannot bind, and lose the first one's
 # pid: a server that outlives the run and answers the next runs.)
 strike_skipped() {
-    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]}
+    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} m
+    # an ensemble's member struck is its leader: none while one of them is
+    # down from an earlier fault (two down: no quorum, and no leader)
+    if [ "$tgt" = zk ] && [ "$run_ensemble" = 1 ]; then
+        case $n in
+            kill | pause | store-failover)
+                for m in 0 1 2; do
+                    [ -n "${zk_ens_pids[$m]}" ] && [ "${F_STOPPED[$m]:-0}" = 0 ] && continue
+                    F_SKIP[$i]=1
+                    echo "$(( ($(now_us) - t0_us) / 1000 )) strike f$i $n $tgt skipped: member $((m + 1)) of the ensemble is down" >>"$run/faults.log"
+                    return 0
+                done ;;
+        esac
+        return 1
+    fi
     case $n:$tgt in
-        kill:* | redlock-restart:* | failover:m*)
+        kill:* | redlock-restart:* | failover:m* | store-failover:*)
             if [ -z "${PID[$tgt]:-}" ]; then
                 F_SKIP[$i]=1
                 echo "$(( ($(now_us) - t0_us) / 1000 )) strike f$i $n $tgt skipped: $tgt is down" >>"$run/faults.log"
@@ -713,14 +772,22 @@ kill_node() {
 # strike_stop I LEFT: fault I, a pause or a kill of its target, LEFT ms of
 # it to come. A lock held by a session (run_window) frees itself only once
 # the session has expired: a pause shorter than that never reached its
-# window, and covers nothing.
+# window, and covers nothing. In an ensemble, zk is its leader.
 strike_stop() {
     local i=$1 left=$2 n=${F_NEM[$1]} tgt=${F_TGT[$1]} h past=""
     case $tgt in
         r | zk | db) h=$aimed ;;
         m*) h=$(lock_on "$tgt" "$item") ;;
     esac
-    if [ "$n" = pause ]; then
+    if [ "$tgt" = zk ] && [ "$run_ensemble" = 1 ]; then
+        strike_leader "$i" || return 0
+        if [ "$n" = pause ]; then
+            kill -STOP "${zk_ens_pids[${F_HIT[$i]}]}" 2>/dev/null
+            F_STOPPED[${F_HIT[$i]}]=1
+        else
+            zk_member_kill "${F_HIT[$i]}"
+        fi
+    elif [ "$n" = pause ]; then
         kill -STOP "${PID[$tgt]}" 2>/dev/null
     else
         kill_node "$tgt"
@@ -731,6 +798,69 @@ strike_stop() {
         past=", stopped past the session ($left ms of a $run_window ms window)"
     fi
     [ "$h" -gt 0 ] && cover holder_inside "f$i" "$n of $tgt with $h holder(s) or lock inside$past"
+}
+
+# strike_leader I: F_HIT[I] set to the ensemble's member that leads now
+# (srvr), for fault I to strike; false, and logged, when none does.
+strike_leader() {
+    F_HIT[$1]=$(zk_leader)
+    [ -n "${F_HIT[$1]}" ] && return 0
+    F_SKIP[$1]=1   # and so is its heal
+    flog "strike f$1 ${F_NEM[$1]} zk: no member of the ensemble leads"
+    return 1
+}
+
+# inside_orders: the orders of the item's holders inside now, from the
+# probe on every data Redis, a space before each and after the last.
+inside_orders() {
+    local d orders=" "
+    for d in r rr; do
+        [ -n "${PID[$d]:-}" ] || continue
+        orders+="$(rc_at "$d" HKEYS "$item:holders" | tr '\n' ' ')"
+    done
+    echo "$orders"
+}
+
+# still_inside ORDERS: how many of ORDERS (inside_orders, earlier) are
+# inside now, on stdout.
+still_inside() {
+    local now o n=0
+    now=$(inside_orders)
+    for o in $1; do case "$now" in *" $o "*) n=$((n + 1)) ;; esac; done
+    echo "$n"
+}
+
+# strike_store_failover I: fault I, the lock's own store failed: the
+# ensemble's leader killed (its member in F_HIT[I]), or MariaDB killed.
+# Covered when holders of the item were inside once it was down; their
+# orders (F_INSIDE[I]) are looked for again once it is back (store_back).
+strike_store_failover() {
+    local i=$1 what
+    if [ "${F_TGT[$i]}" = zk ]; then
+        strike_leader "$i" || return 0
+        zk_member_kill "${F_HIT[$i]}"
+        what="the leader, member $((F_HIT[i] + 1)) of the ensemble,"
+    else
+        kill_node db
+        what=MariaDB
+    fi
+    F_INSIDE[$i]=$(inside_orders)
+    F_DOWN[$i]=$(now_us)
+    [ -n "${F_INSIDE[$i]// /}" ] &&
+        cover store_down_while_held "f$i" "$what killed with$(echo "${F_INSIDE[$i]}" | tr -s ' ' ' ')inside"
+    return 0
+}
+
+# store_back I: the store of fault I serves again (another member leads;
+# MariaDB answers): covered when a holder inside at the strike is inside
+# still, so that a lock the failover lost could be granted under it.
+store_back() {
+    local i=$1 what=$2 n
+    [ -n "${F_INSIDE[$i]:-}" ] || return 0
+    n=$(still_inside "${F_INSIDE[$i]}")
+    flog "back f$i store-failover ${F_TGT[$i]}: $what, $(( ($(now_us) - F_DOWN[i]) / 1000 )) ms after the kill; $n holder(s) of the strike inside"
+    [ "$n" -gt 0 ] && cover store_back_while_held "f$i" "$what $(( ($(now_us) - F_DOWN[i]) / 1000 )) ms after the kill, $n holder(s) of the strike still inside"
+    return 0
 }
 
 # strike_failover I: fault I, a failover: the replica cut off (lag, split),
@@ -778,7 +908,7 @@ strike() {
         # the reset lands before the stalls (from 10% of the run), which it
         # must neither hold up nor meet: it waits for a long hold until then
         reset:*) aim_long $((t0_us + (T / 10 - 150) * 1000)) ;;
-        pause:r | kill:r | pause:zk | kill:zk | pause:db | kill:db | slow:r | mixed:* | failover:lag | failover:split) aim ;;
+        pause:r | kill:r | pause:zk | kill:zk | pause:db | kill:db | slow:r | mixed:* | failover:lag | failover:split | store-failover:*) aim ;;
     esac
     local at=$(( ($(now_us) - t0_us) / 1000 ))   # when the strike began
     # what is left of the fault's time once the aim has waited: a fault
@@ -819,6 +949,7 @@ strike() {
             [ "$tgt" = r ] || h=$(holders "$item")
             [ "$h" -gt 0 ] && cover stall_while_held "f$i" "$tgt stalled ($arg) with $h holder(s) of $item inside" ;;
         reset) strike_reset "$i" ;;
+        store-failover) strike_store_failover "$i" ;;
     esac
     echo "$at strike f$i $n $tgt${arg:+ $arg}" >>"$run/faults.log"
 }
@@ -826,6 +957,15 @@ strike() {
 mid() {
     local i=$1 n=${F_NEM[$1]} a b
     case $n in
+        store-failover)
+            [ "${F_SKIP[$i]:-0}" = 1 ] && return 0
+            # ZooKeeper's followers elect another leader (about a second
+            # after the kill; looked for until 2 s more have passed)
+            b=$(( $(now_us) + 2000000 ))
+            a=$(zk_leader)
+            while [ -z "$a" ] && [ "$(now_us)" -lt "$b" ]; do sleep 0.1; a=$(zk_leader); done
+            if [ -n "$a" ]; then store_back "$i" "member $((a + 1)) leads"
+            else flog "mid f$i store-failover zk: no member leads, 2 s after the mid began"; fi ;;
         partition)
             # a cut from a lock store, run_window after it struck (at the
             # latest) and still on: the session has expired, the store has
@@ -858,7 +998,15 @@ heal() {
         echo "$at heal f$i $n $tgt skipped" >>"$run/faults.log"
         return
     fi
+    if [ "$tgt" = zk ] && [ "$run_ensemble" = 1 ]; then
+        heal_member "$i"
+        echo "$at heal f$i $n $tgt (member $((F_HIT[i] + 1)))" >>"$run/faults.log"
+        return
+    fi
     case $n in
+        store-failover)
+            start_store db
+            store_back "$i" "MariaDB answering again" ;;
         partition | loss | failover)
             if [ "$n" = failover ] && [ "$tgt" = split ]; then
                 # the old master's sales since the promotion: lost at the heal
@@ -891,6 +1039,18 @@ heal() {
     echo "$at heal f$i $n $tgt" >>"$run/faults.log"
 }
 
+# heal_member I: the ensemble's member that fault I struck (F_HIT[I])
+# continued (pause) or started again on its data (kill, store-failover); a
+# cut (partition, loss) of the zk node heals as any cut.
+heal_member() {
+    local i=$1 m=${F_HIT[$1]:-}
+    case ${F_NEM[$i]} in
+        partition | loss) net_heal "f$i" ;;
+        pause) kill -CONT "${zk_ens_pids[$m]}" 2>/dev/null; F_STOPPED[$m]=0 ;;
+        *) zk_member_start "$m" "$run/logs/zookeeper-zk-$((m + 1)).log" ip netns exec "$(net_ns zk)" ;;
+    esac
+}
+
 # ---- one run ---------------------------------------------------------------------------------
 # run_one STRATEGY MIX SEED DIR: the run, with the F_ arrays already set;
 # sets R_VERDICT R_COVERED R_TWICE R_FINDINGS R_NOTE. It goes in steps, in
@@ -903,9 +1063,11 @@ heal() {
 # afresh by run_begin, so that nothing of a run reaches the next:
 #   run_strategy, run_mix, run_seed: the run's cell and seed; run_family:
 #       the strategy's family (single or redlock); run_store: the node of
-#       its lock store (zk, db) when the lock is not in Redis; run_window:
-#       how long a stop or a cut must last to outlive its session there
-#       (session_window_ms)
+#       its lock store (zk, db) when the lock is not in Redis; run_ttl: the
+#       run's TTL (ttl_of the mix); run_window: how long a stop or a cut
+#       must last to outlive its session there (session_window_ms);
+#       run_ensemble: 1 when the ZooKeeper is an ensemble of three (the mix
+#       fails the store over), whose members' pids are lib.sh's zk_ens_pids
 #   run_sentinel: 1 when the data Redis runs with a replica and a Sentinel
 #       (the mix fails over); run_mixed: 1 in the mixed workload;
 #       run_masters: 1 when the three Redlock masters run (Redlock's family,
@@ -931,7 +1093,11 @@ run_begin() {
     run_strategy=$1 run_mix=$2 run_seed=$3 run=$4
     run_family=$(family_of "$run_strategy")
     run_store=$(store_of "$run_strategy")
-    run_window=$(session_window_ms "$run_strategy")
+    run_ttl=$(ttl_of "$run_mix")
+    run_window=$(session_window_ms "$run_strategy" "$run_ttl")
+    run_ensemble=0
+    [ "$run_store" = zk ] && case "+$run_mix+" in *+store-failover+*) run_ensemble=1 ;; esac
+    F_HIT=() F_INSIDE=() F_DOWN=() F_STOPPED=()
     rm -rf "$run"
     mkdir -p "$run/logs"
     write_schedule "$run_seed" "$run_strategy" "$run_mix" >"$run/schedule.json"
@@ -969,12 +1135,13 @@ run_servers() {
         start_sentinel
     fi
     [ "$run_masters" = 1 ] && for n in m0 m1 m2; do start_redis_in "$n"; done
-    [ -n "$run_store" ] && start_store "$run_store"
+    if [ "$run_ensemble" = 1 ]; then start_zk_ensemble_in zk
+    elif [ -n "$run_store" ]; then start_store "$run_store"; fi
     run_up_at=$SECONDS
     # the mixed workload's Redlock companion waits long on a stalled master,
     # so that its stall can meet the cell's holds (issue 20's recipe)
     [ "$run_mixed" = 1 ] && [ "$run_family" = single ] && node_timeout=1500
-    inst_args=(--set lock.ttl-ms="$ttl" --set lock.wait-ms=2000 --set lock.scope=item
+    inst_args=(--set lock.ttl-ms="$run_ttl" --set lock.wait-ms=2000 --set lock.scope=item
                --set faults.enabled=true --set faults.max-hold-ms=5000 --set redis.timeout=500
                --set redlock.node-timeout-ms="$node_timeout" --set history.enabled=true
                --set history.max-events=1000000
@@ -985,7 +1152,10 @@ run_servers() {
         inst_args+=(--set redis.host="$(net_ip r)" --set redis.port=6379)
     fi
     case $run_store in
-        zk) inst_args+=(--set zookeeper.connect="$(net_ip zk):2181" --set zookeeper.session-timeout-ms="$ttl") ;;
+        zk) local connect
+            connect="$(net_ip zk):2181"
+            [ "$run_ensemble" = 1 ] && connect=$zk_ens_connect
+            inst_args+=(--set zookeeper.connect="$connect" --set zookeeper.session-timeout-ms="$run_ttl") ;;
         db) inst_args+=(--set mysql.host="$(net_ip db)" --set mysql.port=3306) ;;
     esac
     start_inst a
@@ -1056,7 +1226,11 @@ run_loads() {
     # session while the holder is still inside. MariaDB's is not: a hold
     # idle past wait_timeout loses its lock with no fault at all (mysql's
     # flaw, as reentrant's), so its long hold stays 600 ms, under it
-    [ "$run_store" = zk ] && long_hold=$((ttl + 1500)) long_gap=0.5
+    [ "$run_store" = zk ] && long_hold=$((run_ttl + 1500)) long_gap=0.5
+    # a store's failover (a leader's election, MariaDB's restart) must fall
+    # inside a hold, which its lease (6 s from the acquire's send) outlasts:
+    # 3.5 s holds, one after another (0.1 s apart)
+    [ -n "$run_store" ] && [ "$run_ttl" = "$store_ttl" ] && long_hold=$store_hold long_gap=0.1
     (
         lp=
         trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 0' TERM
@@ -1107,6 +1281,7 @@ run_schedule() {
         case ${F_NEM[$i]} in
             failover) case ${F_TGT[$i]} in lag | split) ev+=("$(printf '%08d 2 mid %d' $((F_AT[i] + 300)) "$i")") ;; esac ;;
             drift) ev+=("$(printf '%08d 2 mid %d' $((T / 2)) "$i")") ;;
+            store-failover) [ "${F_TGT[$i]}" = zk ] && ev+=("$(printf '%08d 2 mid %d' $((F_AT[i] + 600)) "$i")") ;;
             partition)
                 # the aim may strike 250 ms late
                 x=$((F_AT[i] + 250 + run_window))
@@ -1242,6 +1417,9 @@ run_verdict() {
     # the end of the run
     for n in a b sen rr r m0 m1 m2; do stop_node "$n"; done
     # the lock store's data is the run's alone: killed, and deleted
+    for n in 0 1 2; do
+        [ -n "${zk_ens_pids[$n]:-}" ] && zk_member_kill "$n"
+    done
     for n in zk db; do
         [ -n "${PID[$n]:-}" ] && kill_node "$n"
         rm -rf "${work:?}/stores/$n"
@@ -1421,15 +1599,38 @@ seeds_tsv=$cdir/seeds.tsv
 if [ "$resume" = 0 ] || [ ! -s "$seeds_tsv" ]; then
     printf 'strategy\tmix\tseed\tverdict\tcovered\tsold_twice\tlease_expired_inside\tfaults\n' >"$seeds_tsv"
 fi
+# mix_applies S M: some nemesis of mix M can strike strategy S (store-failover
+# needs a lock store of S's own, redlock-restart the Redlock masters): a
+# cell whose every seed would run without a fault is left out.
+mix_applies() {
+    local n
+    for n in ${2//+/ }; do
+        case $n in
+            store-failover) [ -n "$(store_of "$1")" ] && return 0 ;;
+            redlock-restart) [ "$1" = redlock ] && return 0 ;;
+            *) return 0 ;;
+        esac
+    done
+    return 1
+}
+for m in "${mixes[@]}"; do
+    for s in "${strategies[@]}"; do
+        mix_applies "$s" "$m" || log "leaving $s out of $m: no fault of that mix can strike it"
+    done
+done
 # done_run S M SEED: true when seeds.tsv has that run (--resume)
 done_run() { awk -F'\t' -v s="$1" -v m="$2" -v n="$3" '$1 == s && $2 == m && $3 == n { f = 1 } END { exit !f }' "$seeds_tsv"; }
-total=$(( ${#strategies[@]} * ${#mixes[@]} * nseeds ))
+total=0
+for m in "${mixes[@]}"; do
+    for s in "${strategies[@]}"; do mix_applies "$s" "$m" && total=$((total + nseeds)); done
+done
 log "$total runs: ${#strategies[@]} strategies (${strategies[*]}) x ${#mixes[@]} mixes (${mixes[*]}) x $nseeds seeds from $first_seed, $time_s s each"
 t_start=$SECONDS
 k=0
 ran=0
 for m in "${mixes[@]}"; do
     for s in "${strategies[@]}"; do
+        mix_applies "$s" "$m" || continue
         [ "$resume" = 1 ] || rm -rf "${cdir:?}/$s/$m"
         for ((seed = first_seed; seed < first_seed + nseeds; seed++)); do
             k=$((k + 1))
@@ -1494,8 +1695,8 @@ done
     echo "# Fault campaign"
     echo
     echo "$(date -u +%Y-%m-%dT%H:%MZ): ${#strategies[@]} strategies x ${#mixes[@]} mixes x $nseeds seeds"
-    echo "(from seed $first_seed), $time_s s of load per run, TTL $ttl ms, two instances with 4 clients"
-    echo "(hold_ms 10) each, and a long holder on A (hold_ms 600 every 2 s, 0.1 s apart in mixed); $k runs ($ran of them in $elapsed s by this"
+    echo "(from seed $first_seed), $time_s s of load per run, TTL $ttl ms ($store_ttl ms in a mix with store-failover), two instances with 4 clients"
+    echo "(hold_ms 10) each, and a long holder on A (hold_ms 600 every 2 s, 0.1 s apart in mixed; $store_hold 0.1 s apart with store-failover); $k runs ($ran of them in $elapsed s by this"
     echo "invocation, the others kept by --resume). A seed violates when"
     echo "inventory-check finds anything unsafe in it (a unit sold twice, overlapping holds, a write past"
     echo "its lease, a stale-token write, a lost sale, stock and ledger apart). Rate: violating seeds over"

@@ -316,14 +316,25 @@ start_zookeeper() {
 
 # zk_word PORT WORD [HOST]: ZooKeeper's answer to a four-letter word (ruok,
 # srvr, cons; dump: the ephemeral nodes of every session, which the matrix
-# reads to see a lock held), from HOST (127.0.0.1), asked through the
-# command zk_wrap names (none; the campaign's: ip netns exec NS), given
-# zk_word_s seconds (2) to answer.
+# reads to see a lock held), from HOST (127.0.0.1), given zk_word_s seconds
+# (2) for each line. Asked by the shell itself, starting no process (the
+# matrix polls an election with it while its loads keep both cores busy),
+# or, when zk_wrap names a command (the campaign's: ip netns exec NS),
+# through it.
 zk_wrap=()
 zk_word_s=2
 zk_word() {
-    "${zk_wrap[@]}" timeout "$zk_word_s" bash -c 'exec 3<>"/dev/tcp/$3/$1" && printf %s "$2" >&3 && cat <&3' _ \
-        "$1" "$2" "${3:-127.0.0.1}" 2>/dev/null
+    local fd line out=
+    if [ ${#zk_wrap[@]} -gt 0 ]; then
+        "${zk_wrap[@]}" timeout "$zk_word_s" bash -c 'exec 3<>"/dev/tcp/$3/$1" && printf %s "$2" >&3 && cat <&3' _ \
+            "$1" "$2" "${3:-127.0.0.1}" 2>/dev/null
+        return 0
+    fi
+    { exec {fd}<>"/dev/tcp/${3:-127.0.0.1}/$1"; } 2>/dev/null || return 0
+    printf %s "$2" >&"$fd" 2>/dev/null
+    while IFS= read -r -t "$zk_word_s" -u "$fd" line; do out+=$line$'\n'; done
+    exec {fd}>&-
+    printf '%s%s' "$out" "$line"
 }
 
 # zk_mode PORT [HOST]: the server's role as srvr names it (leader, follower,

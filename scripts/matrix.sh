@@ -66,8 +66,8 @@
 #             and only the write's own check of the stock it read stands
 #             between the holder and the reset; judged from the reset on
 #   store-failover  the lock's own store fails while a holder of A is inside
-#             (zookeeper and mysql strategies only; TTL and session 4 s, hold
-#             3 s: the lease outlasts the hold, so only the fault can end
+#             (zookeeper and mysql strategies only; TTL and session 5 s, hold
+#             4 s: the lease outlasts the hold, so only the fault can end
 #             the lock): for zookeeper*, the leader of a 3-server ZooKeeper
 #             ensemble (their store in this column) is killed (SIGKILL) and,
 #             once another member leads, started again; for mysql*, MariaDB
@@ -82,9 +82,9 @@
 # client waits this long, so that a dead instance's refusals do not make up
 # most of the requests), MATRIX_STRIKE_LATE_MS (0: the holder nemeses strike
 # this much later, past the holder's hold; the test that a missed window is
-# inconclusive, tests/matrix_missed.sh), MATRIX_STORE_SESSION_MS (4000: the
+# inconclusive, tests/matrix_missed.sh), MATRIX_STORE_SESSION_MS (5000: the
 # ZooKeeper session timeout of the store-failover column, whose holder holds
-# 3 s; 1000 to 10000), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
+# 4 s; 1000 to 10000), MATRIX_RESULTS_DIR (results), MATRIX_EXPECTED
 # (loadtest/matrix-expected.tsv), MATRIX_BUILD_DIR (build).
 # Writes $MATRIX_RESULTS_DIR/matrix.md, matrix.csv, matrix.png, and per cell
 # matrix/<strategy>-<nemesis>/ (the answers, the checker's JSON, logs).
@@ -122,8 +122,8 @@ item=inventory001   # the cell's item: inventory002 under the reset nemesis
 item_q=             # its query string ("&item=inventory002"), "" for the configured item
 reset_ttl=3000      # the reset column's TTL, and its holder's hold, well within it
 reset_hold=2000
-store_ttl=4000      # the store-failover column's TTL (MariaDB's wait_timeout: 4 s),
-store_hold=3000     # its holder's hold, within it: only the fault can end that lock,
+store_ttl=5000      # the store-failover column's TTL (MariaDB's wait_timeout: 5 s),
+store_hold=4000     # its holder's hold, within it: only the fault can end that lock,
 store_session=${MATRIX_STORE_SESSION_MS:-$store_ttl}   # and its ZooKeeper sessions
 
 die() { echo "$tag: $*" >&2; exit 2; }
@@ -742,6 +742,9 @@ still_inside() { [ -n "${inside_order:-}" ] && [ "$(rcli HEXISTS "$item:holders"
 nemesis_store_failover() {
     local s=$1
     [ "$(store_of "$s")" = mysql ] && mysql_durable "$s"
+    # the leader, found before the holder goes in: nothing elects another
+    # until the strike, and its hold must not wait for the looks
+    [ "$(store_of "$s")" = zookeeper ] && zk_old_leader=$(zk_leader)
     hit_inside "$s" "$store_hold" || return 0
     loads_then_strike "$s"
     inside_at_strike "store's failure"
@@ -764,13 +767,12 @@ nemesis_store_failover() {
 # (their logs' "Expiring session" lines), on stdout.
 zk_expired() { cat "$work"/zk-ensemble-*.log 2>/dev/null | grep -c 'Expiring session' || true; }
 
-# store_fail_zookeeper: the ensemble's leader (srvr) killed (SIGKILL); once
-# another member says leader (polled, at most 15 s), the killed one is
-# started again on its data (it rejoins as a follower; the next cell waits
-# until the ensemble has settled).
+# store_fail_zookeeper: the ensemble's leader (srvr, zk_old_leader) killed
+# (SIGKILL); once another member says leader (polled, at most 15 s), the
+# killed one is started again on its data (it rejoins as a follower; the
+# next cell waits until the ensemble has settled).
 store_fail_zookeeper() {
-    local old new t0 i
-    old=$(zk_leader)
+    local old=$zk_old_leader new t0 i
     if [ -z "$old" ]; then
         echo "missed: no member of the ensemble said leader at the strike" >>"$cell/nemesis"
         return 0

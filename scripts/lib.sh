@@ -331,7 +331,7 @@ zk_word() {
         return 0
     fi
     { exec {fd}<>"/dev/tcp/${3:-127.0.0.1}/$1"; } 2>/dev/null || return 0
-    printf %s "$2" >&"$fd" 2>/dev/null
+    { printf %s "$2" >&"$fd"; } 2>/dev/null
     while IFS= read -r -t "$zk_word_s" -u "$fd" line; do out+=$line$'\n'; done
     exec {fd}>&-
     printf '%s%s' "$out" "$line"

@@ -1040,12 +1040,11 @@ heal() {
 }
 
 # heal_member I: the ensemble's member that fault I struck (F_HIT[I])
-# continued (pause) or started again on its data (kill, store-failover); a
-# cut (partition, loss) of the zk node heals as any cut.
+# continued (pause) or started again on its data (kill, store-failover).
+# (A cut of the zk node, a|zk, cuts all three, and heals as any cut.)
 heal_member() {
     local i=$1 m=${F_HIT[$1]:-}
     case ${F_NEM[$i]} in
-        partition | loss) net_heal "f$i" ;;
         pause) kill -CONT "${zk_ens_pids[$m]}" 2>/dev/null; F_STOPPED[$m]=0 ;;
         *) zk_member_start "$m" "$run/logs/zookeeper-zk-$((m + 1)).log" ip netns exec "$(net_ns zk)" ;;
     esac

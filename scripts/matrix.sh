@@ -73,6 +73,12 @@
 #             once another member leads, started again; for mysql*, MariaDB
 #             is killed (SIGKILL) and started again on its datadir and port,
 #             which drops every GET_LOCK
+#   session-end  the lock's store session ends under a holder of A (zookeeper
+#             and mysql strategies only; TTL and session 5 s, hold 2 s): the
+#             holder's sale carries the lab's end_session=1, which, once it
+#             is inside, expires its ZooKeeper session through a second
+#             handle, or KILLs its MariaDB connection from another; the
+#             holder is not told and writes after its hold
 #
 # Environment: MATRIX_STRATEGIES, MATRIX_NEMESES (all), MATRIX_TTL_MS (1000),
 # MATRIX_CLIENTS (6 per instance), MATRIX_REQUESTS (100000 per instance: in
@@ -114,7 +120,7 @@ strike_late_ms=${MATRIX_STRIKE_LATE_MS:-0}
 results=${MATRIX_RESULTS_DIR:-$root/results}
 expected=${MATRIX_EXPECTED:-$root/loadtest/matrix-expected.tsv}
 build=${MATRIX_BUILD_DIR:-$root/build}
-all_nemeses="kill pause latency restart failover redlock-restart pool drift mixed-key reset store-failover"
+all_nemeses="kill pause latency restart failover redlock-restart pool drift mixed-key reset store-failover session-end"
 read -r -a nemeses <<<"${MATRIX_NEMESES:-$all_nemeses}"
 faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 stock=100000
@@ -125,6 +131,8 @@ reset_hold=2000
 store_ttl=5000      # the store-failover column's TTL (MariaDB's wait_timeout: 5 s),
 store_hold=4000     # its holder's hold, within it: only the fault can end that lock,
 store_session=${MATRIX_STORE_SESSION_MS:-$store_ttl}   # and its ZooKeeper sessions
+session_hold=2000   # the session-end column's hold (its TTL and session: store_ttl's)
+special_q=          # more of the holder's query string ("&end_session=1" under session-end)
 
 die() { echo "$tag: $*" >&2; exit 2; }
 case "$strike_late_ms" in ''|*[!0-9]*) die "MATRIX_STRIKE_LATE_MS must be a whole number of ms" ;; esac
@@ -294,7 +302,7 @@ loads_wait() {
 special() {
     local port=$1 s=$2 h=$3
     (
-        body=$(curl -s --max-time 20 -w '\n%{http_code} %{time_total}' "http://127.0.0.1:$port/inventory/sale/$s?hold_ms=$h$item_q")
+        body=$(curl -s --max-time 20 -w '\n%{http_code} %{time_total}' "http://127.0.0.1:$port/inventory/sale/$s?hold_ms=$h$item_q$special_q")
         code=${body##*$'\n'}
         body=${body%$'\n'*}
         # the holder's answer and its real time, for the coverage
@@ -419,6 +427,7 @@ needs() {
             # a restarted MariaDB) with the holder inside still
             if [ "$(store_of "$2")" = zookeeper ]; then echo holder_inside,store_down_while_held,leader_elected_while_held
             else echo holder_inside,store_down_while_held,store_back_while_held; fi ;;
+        session-end) echo holder_inside,session_ended_while_held,granted_after_session_end ;;
     esac
 }
 
@@ -513,7 +522,7 @@ no_redis_lock() { case $1 in none | local | atomic) return 0 ;; esac; return 1; 
 # on an idle lock, and only then start the loads, which contend through the
 # fault: a holder that had to win the lock against the loads could lose it
 # for seconds (a slow spin, a slowed clock) and strike after the loads ended.
-holder_first() { case $1 in kill | pause | pool | drift | latency | restart | mixed-key | reset | store-failover) return 0 ;; esac; return 1; }
+holder_first() { case $1 in kill | pause | pool | drift | latency | restart | mixed-key | reset | store-failover | session-end) return 0 ;; esac; return 1; }
 
 # loads_then_strike S: the loads, in flight for 0.2 s (and
 # MATRIX_STRIKE_LATE_MS more); sets struck.
@@ -731,6 +740,45 @@ nemesis_reset() {
 # still_inside: A's sale that hit_inside saw inside is in the probe's
 # holders now (its exit deletes its entry).
 still_inside() { [ -n "${inside_order:-}" ] && [ "$(rcli HEXISTS "$item:holders" "$inside_order")" = 1 ]; }
+
+# Session end: the holder of A (session_hold ms, within the column's
+# store_ttl lease and session) ends its own store session once inside (the
+# lab's end_session=1: a second ZooKeeper handle on its session, closed;
+# KILL CONNECTION of its MariaDB session from another), and goes on, not
+# told. The window: the holder inside as the loads start (holder_inside),
+# its session ended, as its answer says (session_ended_while_held), and
+# another hold granted after the session was gone and before the holder's
+# write (granted_after_session_end): the lock freed under a holder that
+# still writes.
+nemesis_session_end() {
+    local s=$1 ans gone end ev
+    special_q="&end_session=1"
+    hit_inside "$s" "$session_hold"
+    local inside=$?
+    special_q=
+    [ "$inside" = 0 ] || return 0
+    loads_then_strike "$s"
+    inside_at_strike "session's end"
+    wait "$special_pid" 2>/dev/null
+    ans=$(tail -n 1 "$cell/special-answers" | cut -d' ' -f2-)
+    echo "A's holder with end_session=1 answered: $ans" >>"$cell/nemesis"
+    [ "$(jq -r '.session_ended // false' <<<"$ans" 2>/dev/null)" = true ] || {
+        echo "missed: the holder's session was not ended: $(jq -r '.session_error // "no word"' <<<"$ans" 2>/dev/null)" >>"$cell/nemesis"
+        return 0
+    }
+    gone=$(jq -r '.session_gone_us' <<<"$ans")
+    covered session_ended_while_held "A's sale $inside_order: its session gone at $gone, inside its hold"
+    # the holder's write as Redis applied it; else (refused, or no event)
+    # its answer's time, just after it
+    end=$(history_from $((gone / 1000 - 5000)) |
+        jq -r --arg o "$inside_order" 'select(.order == $o) | .written_us // 0' | head -n 1)
+    [ "${end:-0}" -gt 0 ] 2>/dev/null || end=$(tail -n 1 "$cell/told-special" | cut -d' ' -f1)
+    ev=$(history_from $((gone / 1000)) | jq -r --arg o "$inside_order" --argjson lo "$gone" --argjson hi "$end" \
+        'select(.order != $o and .granted_us > $lo and .granted_us < $hi) | "\(.instance) \(.owner) granted \(.granted_us), \(.outcome)"' |
+        head -n 1)
+    [ -n "$ev" ] && covered granted_after_session_end "after the session's end, before the holder's write at $end: $ev"
+    return 0
+}
 
 # Store failover: the lock's own store fails while a holder of A is inside
 # (store_hold ms, within the column's store_ttl lease and session: only the
@@ -1061,6 +1109,8 @@ for n in "${nemeses[@]}"; do
                     drift) extra_a=(--faketime) ;;
                     reset) extra_both=(--set lock.ttl-ms="$reset_ttl"
                                        --set zookeeper.session-timeout-ms="$reset_ttl") ;;
+                    session-end) extra_both=(--set lock.ttl-ms="$store_ttl"
+                                             --set zookeeper.session-timeout-ms="$store_session") ;;
                     store-failover) extra_both=(--set lock.ttl-ms="$store_ttl"
                                                 --set zookeeper.session-timeout-ms="$store_session")
                                     if store_wanted zookeeper ensemble; then

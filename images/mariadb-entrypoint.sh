@@ -10,8 +10,8 @@
 # with the options given, and an init file, read before the server serves,
 # that creates MARIADB_DATABASE when missing, (re)creates MARIADB_USER on
 # any host with MARIADB_PASSWORD, and grants it on that database what
-# inventoryd needs: CREATE (the database, its fence SEQUENCE), SELECT and
-# INSERT (NEXTVAL). GET_LOCK needs no privilege. The init file is a pipe
+# inventoryd needs: CREATE (the database, its fence counter's table),
+# SELECT, INSERT and UPDATE (the counter). GET_LOCK needs no privilege. The init file is a pipe
 # (a here-document on fd 3), so the password is written to no file, and
 # it is never echoed.
 #
@@ -51,5 +51,5 @@ exec mariadbd --no-defaults --datadir="$datadir" --socket=/run/mysqld/mysqld.soc
     --pid-file=/run/mysqld/mysqld.pid --init-file=/dev/fd/3 "$@" 3<<SQL
 CREATE DATABASE IF NOT EXISTS \`$database\`;
 CREATE OR REPLACE USER '$user'@'%' IDENTIFIED BY '$quoted';
-GRANT CREATE, SELECT, INSERT ON \`$database\`.* TO '$user'@'%';
+GRANT CREATE, SELECT, INSERT, UPDATE ON \`$database\`.* TO '$user'@'%';
 SQL

@@ -526,7 +526,7 @@ start_zookeeper_in() {
 # start_mariadb_in NODE: mariadbd in NODE's namespace on its address, port
 # 3306, its datadir $work/stores/NODE: a copy of the campaign's template
 # (mariadb-install-db, made once) at the run's first start, kept when it is
-# killed and started again within the run (a SEQUENCE only grows); root may
+# killed and started again within the run (the fence counter only grows); root may
 # connect from any node, with no password. Sets PID[NODE]; waits for ping.
 start_mariadb_in() {
     local node=$1 dir=$work/stores/$1 tpl=$work/stores/mariadb-template i

@@ -460,7 +460,7 @@ start_zookeeper_ensemble() {
 # 127.0.0.1:PORT: mariadb-install-db into $work/NAME (mariadb-PORT), root
 # with no password, its socket there too, no binary log; waits for ping.
 # Started again with the same PORT and NAME (after a kill or a stop), it
-# keeps its datadir: a SEQUENCE only grows. Sets mariadb_pid.
+# keeps its datadir: the fence counter only grows. Sets mariadb_pid.
 start_mariadb() {
     local p=$1 name=${2:-mariadb-$1} dir i
     dir=$work/$name

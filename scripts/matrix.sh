@@ -789,7 +789,6 @@ nemesis_session_end() {
 # lost could then be granted to another under it.
 nemesis_store_failover() {
     local s=$1
-    [ "$(store_of "$s")" = mysql ] && mysql_durable "$s"
     # the leader, found before the holder goes in: nothing elects another
     # until the strike, and its hold must not wait for the looks
     [ "$(store_of "$s")" = zookeeper ] && zk_old_leader=$(zk_leader)
@@ -845,22 +844,6 @@ store_fail_zookeeper() {
         echo "missed: the leader, member $((old + 1)), killed, and no member led within 15 s" >>"$cell/nemesis"
     fi
     zk_member_start "$old" "$work/zk-ensemble-$((old + 1)).log"
-}
-
-# mysql_durable S: one sale of S on the throwaway item (its sessions' setup
-# creates the fence's SEQUENCE, and mysql-fenced takes a token, which
-# reserves the sequence's next cache block), then FLUSH ENGINE LOGS, so that
-# MariaDB's crash loses neither. InnoDB writes a SEQUENCE's changes to its
-# redo log without flushing it at commit: a kill within about a second of
-# the sequence's creation leaves it with no row ("Can't find record in
-# 'inventoryd_fence'": every mysql-fenced sale answers 503 from then on),
-# and within about a second of a cache block's reservation hands that block
-# out again (tokens repeat). That is a defect of the SEQUENCE as a fence,
-# reported in docs/matrix.md; this column is about the lock, so it starts
-# from a durable sequence.
-mysql_durable() {
-    curl -s "http://127.0.0.1:$port_a/inventory/sale/$1?item=matrix-id" >/dev/null
-    mysql_query "FLUSH ENGINE LOGS" >/dev/null || echo "FLUSH ENGINE LOGS failed" >>"$cell/nemesis"
 }
 
 # store_fail_mysql: MariaDB killed (SIGKILL), which frees every GET_LOCK
@@ -1212,7 +1195,7 @@ by_store() {
     for pair in "redisson|Redis, one master (redisson)" "handoff|Redis, one master (handoff)" \
         "fenced|Redis + fence (fenced)" "redlock|Redlock, 3 masters (redlock)" \
         "zookeeper|ZooKeeper (zookeeper)" "zookeeper-fenced|ZooKeeper + czxid fence (zookeeper-fenced)" \
-        "mysql|MariaDB GET_LOCK (mysql)" "mysql-fenced|MariaDB + SEQUENCE fence (mysql-fenced)"; do
+        "mysql|MariaDB GET_LOCK (mysql)" "mysql-fenced|MariaDB + counter fence (mysql-fenced)"; do
         s=${pair%%|*}
         label=${pair#*|}
         for n in "${nemeses[@]}"; do

@@ -196,7 +196,7 @@ extern const struct lock_type lock_type_rw_write; /* and write half, renewed whi
 extern const struct lock_type lock_type_zookeeper; /* Curator's mutex on ZooKeeper */
 extern const struct lock_type lock_type_zookeeper_fenced; /* and its czxid as the token */
 extern const struct lock_type lock_type_mysql; /* MariaDB's GET_LOCK on a session of its own */
-extern const struct lock_type lock_type_mysql_fenced; /* the same, and a token from a SEQUENCE */
+extern const struct lock_type lock_type_mysql_fenced; /* the same, with a durable counter */
 
 /* The type's name ("redisson") and family: types of one family exclude each
  * other on one key; two families on one stock do not ("string", "hash",

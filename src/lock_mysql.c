@@ -1,6 +1,6 @@
 /* lock_mysql.c -- the demo factory's MYSQL lock: MariaDB's named locks,
  * GET_LOCK and RELEASE_LOCK, each hold on a session of its own; and
- * mysql-fenced, the same with a fencing token from a MariaDB SEQUENCE.
+ * mysql-fenced, the same with a fencing token from a durable counter.
  *
  * DESIGN
  * The store (lock_store_mysql) owns one pool of sessions (sqlpool.c) to the
@@ -14,10 +14,19 @@
  * the flaw this rung shows: a session that is killed, cut or timed out
  * frees the lock while its holder, which cannot know, still writes.
  * mysql-fenced fixes it for the stock: right after GET_LOCK, in the same
- * session, SELECT NEXTVAL(inventoryd_fence) gives a token that only grows
- * from one holder to the next (a sequence's values grow in the order they
- * are handed out, across sessions and restarts), and the write in Redis
- * refuses a token older than the newest it has recorded (fenced-sale.lua).
+ * session,
+ *   UPDATE inventoryd_fence_counter SET n = LAST_INSERT_ID(n + 1) WHERE id = 1
+ * gives a token (the session's insert id) that only grows from one holder
+ * to the next, and the write in Redis refuses a token older than the
+ * newest it has recorded (fenced-sale.lua). The counter is one InnoDB row,
+ * and the statement commits (autocommit): with the server's default
+ * innodb_flush_log_at_trx_commit = 1 the token is on disk before the hold
+ * is granted, so a crash of MariaDB never hands it out again. A SEQUENCE
+ * does not give that: InnoDB logs its NEXTVAL without flushing it, and a
+ * SIGKILL within the next second gave values already handed out, or lost
+ * the sequence's row (every NEXTVAL failing) on 10.11. A database that
+ * still has the old inventoryd_fence sequence starts the counter at that
+ * sequence's next uncached value (once, when the counter has no row).
  *
  * The lock's name is the lock key; MariaDB takes names of at most 64
  * characters, so a longer key is named by its first 47 characters, '#',
@@ -55,7 +64,8 @@
 #define POOL_SIZE 64
 #define WAIT_CHUNK_S 2
 #define NAME_MAX_LEN 64
-#define FENCE_SEQUENCE "inventoryd_fence"
+#define FENCE_TABLE "inventoryd_fence_counter"
+#define OLD_SEQUENCE "inventoryd_fence" /* the fence before the counter: its start */
 /* A grant answered later than this after its GET_LOCK was sent waited in
  * the server: its lease is dated by one more statement (see acquire). */
 #define REDATE_AFTER_US 1000
@@ -94,7 +104,19 @@ static void *store_open(const struct lock_core_options *o, char *errstr, size_t 
     char wait_timeout[64];
     snprintf(wait_timeout, sizeof(wait_timeout), "SET SESSION wait_timeout = %d",
              st->wait_timeout_s);
-    const char *setup[] = {wait_timeout, "CREATE SEQUENCE IF NOT EXISTS " FENCE_SEQUENCE, NULL};
+    const char *setup[] = {wait_timeout,
+                           "CREATE TABLE IF NOT EXISTS " FENCE_TABLE
+                           " (id TINYINT UNSIGNED PRIMARY KEY, n BIGINT UNSIGNED NOT NULL)"
+                           " ENGINE=InnoDB",
+                           /* The counter's one row: from the old sequence, when there is
+                            * one and no row yet; else 0 (a no-op once the row is there). */
+                           "SET @inventoryd_fence_start = IF((SELECT COUNT(*) FROM " FENCE_TABLE
+                           ") = 0 AND (SELECT COUNT(*) FROM information_schema.tables"
+                           " WHERE table_schema = DATABASE() AND table_name = '" OLD_SEQUENCE
+                           "' AND table_type = 'SEQUENCE') = 1, 'INSERT IGNORE INTO " FENCE_TABLE
+                           " SELECT 1, next_not_cached_value FROM " OLD_SEQUENCE
+                           "', 'INSERT IGNORE INTO " FENCE_TABLE " VALUES (1, 0)')",
+                           "EXECUTE IMMEDIATE @inventoryd_fence_start", NULL};
     struct sqlpool_options po = {
         .host = o->mysql_host,
         .port = o->mysql_port > 0 ? o->mysql_port : 3306,
@@ -214,13 +236,16 @@ static int get_lock_until(struct lock *l, MYSQL *m, const char *name, int64_t *s
     }
 }
 
-/* The token of a new hold: NEXTVAL of the fence sequence, in the hold's
- * session. 0, or -1 (the error is m's). */
+/* The token of a new hold: the fence counter's next value, committed, in
+ * the hold's session (see DESIGN). 0, or -1 (the error is m's, or none
+ * when the counter has no row: *token is then 0). */
 static int fence_next(MYSQL *m, long long *token) {
-    int isnull = 0;
-    if (sql_integer(m, "SELECT NEXTVAL(" FENCE_SEQUENCE ")", token, &isnull) < 0 || isnull)
+    *token = 0;
+    if (mysql_query(m, "UPDATE " FENCE_TABLE " SET n = LAST_INSERT_ID(n + 1) WHERE id = 1") != 0)
         return -1;
-    return 0;
+    if (mysql_affected_rows(m) != 1) return -1;
+    *token = (long long)mysql_insert_id(m);
+    return *token > 0 ? 0 : -1;
 }
 
 /* A nested hold, on the hold's own session: GET_LOCK counts it. */
@@ -260,7 +285,7 @@ static int sqllock_acquire_as(struct lock *l, int fenced) {
         sent = mclock_us();
         if (fenced ? fence_next(m, &h->token) < 0 : mysql_query(m, "DO 0") != 0) {
             got = -1; /* dropped below: closing the session frees the lock it got */
-            sql_fail(l, m, fenced ? "NEXTVAL" : "DO 0");
+            sql_fail(l, m, fenced ? "the fence counter" : "DO 0");
         }
     } else if (got < 0) {
         sql_fail(l, m, "GET_LOCK");

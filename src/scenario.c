@@ -702,7 +702,7 @@ const struct scenario scenarios[] = {
      "zookeeper and mysql: the store frees the lock with the session, B takes it and sells "
      "while A still works, and A, never told, writes the stock it read: the holds overlap "
      "(red) and one unit is sold twice. zookeeper-fenced and mysql-fenced: B gets in the same "
-     "way, but A's late write carries an older token (its node's czxid, its SEQUENCE value) "
+     "way, but A's late write carries an older token (its node's czxid, its counter value) "
      "and is refused (409 stale_token): nothing is sold twice. It runs only with those four: "
      "the other locks keep no session of a store.",
      "zookeeper,mysql",

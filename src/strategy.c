@@ -73,7 +73,7 @@ const struct strategy strategies[] = {
      "a killed, cut or timed-out session frees the lock while its holder still writes",
      &lock_type_mysql, NULL, &sale_plain},
     {"mysql-fenced",
-     "mysql, plus a fencing token from a MariaDB SEQUENCE taken in the lock's session; the "
+     "mysql, plus a fencing token from a durable MariaDB counter taken in the lock's session; the "
      "stock write refuses older tokens",
      "none for correctness: a holder whose session was lost has its write refused (409 "
      "stale_token or stock_changed)",

@@ -1,7 +1,7 @@
 /* check_mysql.c -- the mysql rungs: MariaDB's GET_LOCK on a session of the
  * holder's own (mysql), its flaw (a killed session frees the lock while its
- * holder still writes), and its fix (mysql-fenced: a token from a MariaDB
- * SEQUENCE, checked by the stock write). A real redis-server and a real
+ * holder still writes), and its fix (mysql-fenced: a token from a durable
+ * MariaDB counter, checked by the stock write). A real redis-server and a real
  * mariadbd, both started by the harness for each test, and real inventoryd
  * instances with faults.enabled=true. */
 #include <check.h>
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "check_main.h"
 #include "harness.h"
@@ -455,6 +456,75 @@ START_TEST(test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it
 }
 END_TEST
 
+/* A fencing token is never handed out twice, even when MariaDB dies
+ * (SIGKILL: no shutdown, nothing flushed on the way out) right after it
+ * was handed out: a repeated token would let a stale holder's write pass
+ * the fence as if it held the lock. Three rounds, each killing the server
+ * within milliseconds of a new hold's token (the window in which the
+ * SEQUENCE this fence once used still had its new values only in the
+ * unflushed redo log: it handed them out again, or lost its row). */
+START_TEST(test_mysql_fenced_tokens_keep_growing_across_crashes_right_after_they_were_handed_out) {
+    start_pair();
+    struct httpc_response r;
+    long long last = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(
+                harness_http(a_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r), 200);
+            ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+            long long t = (long long)harness_json_num(r.body, "lock.token");
+            ck_assert_msg(t > last, "round %d: token %lld after %lld", round, t, last);
+            last = t;
+        }
+        ck_assert_int_eq(kill(db_pid, SIGKILL), 0);
+        ck_assert_int_eq(waitpid(db_pid, NULL, 0), db_pid);
+        db_pid = harness_mariadb_restart(db_port, db_sock);
+        ck_assert_int_gt(db_pid, 0);
+        /* A's pooled session died with the server: the first sale may find
+         * it dead (503), the next dials a fresh one. */
+        int code = harness_http(a_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r);
+        if (code == 503)
+            code = harness_http(a_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r);
+        ck_assert_msg(code == 200, "round %d: after the crash the sale answered %d: %s", round,
+                      code, r.body);
+        ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+        long long t = (long long)harness_json_num(r.body, "lock.token");
+        ck_assert_msg(t > last,
+                      "round %d: after the crash the token is %lld, yet %lld was handed out "
+                      "before it",
+                      round, t, last);
+        last = t;
+    }
+    ck_assert_int_eq(audit("sold_twice"), 0);
+}
+END_TEST
+
+/* A database that still has the SEQUENCE inventoryd_fence of earlier
+ * versions (its tokens may be recorded as the newest in Redis) starts the
+ * fence counter past it, so the first new token is not refused as older
+ * than those; the sequence itself is left alone. */
+START_TEST(test_mysql_fenced_starts_its_counter_past_the_sequence_of_earlier_versions) {
+    MYSQL *m = harness_mariadb_connect(db_port);
+    ck_assert_ptr_nonnull(m);
+    harness_mariadb_int(m, "CREATE DATABASE inventoryd");
+    harness_mariadb_int(m, "CREATE SEQUENCE inventoryd.inventoryd_fence START WITH 5000");
+    ck_assert_int_eq(harness_mariadb_int(m, "SELECT NEXTVAL(inventoryd.inventoryd_fence)"), 5000);
+    start_pair();
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r),
+                     200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    long long first = (long long)harness_json_num(r.body, "lock.token");
+    ck_assert_msg(first > 5000, "the first token, %lld, is not past the old sequence's 5000",
+                  first);
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r),
+                     200);
+    ck_assert_int_eq((long long)harness_json_num(r.body, "lock.token"), first + 1);
+    ck_assert_int_eq(harness_mariadb_int(m, "SELECT COUNT(*) FROM inventoryd.inventoryd_fence"), 1);
+    mysql_close(m);
+}
+END_TEST
+
 /* Whether needle is in the file at path; -1 when it cannot be read. */
 static int file_has(const char *path, const char *needle) {
     FILE *f = fopen(path, "r");
@@ -520,12 +590,13 @@ Suite *mysql_suite(void) {
     Suite *s = suite_create("mysql");
     struct {
         const char *name;
-        const TTest *tests[5];
+        const TTest *tests[6];
     } cases[] = {
         {"Core",
          {test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales,
           test_an_unconfigured_mysql_is_listed_unavailable_and_its_sale_answers_503_naming_the_key,
-          test_the_mysql_password_appears_in_no_answer_no_config_dump_and_no_log}},
+          test_the_mysql_password_appears_in_no_answer_no_config_dump_and_no_log,
+          test_mysql_fenced_starts_its_counter_past_the_sequence_of_earlier_versions}},
         {"Lab",
          {test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write,
           test_the_labs_session_lost_shows_mysqls_flaw_and_mysql_fenced_refuses_the_write,
@@ -535,13 +606,14 @@ Suite *mysql_suite(void) {
           test_a_grant_that_waited_dates_its_lease_from_after_the_grant,
           test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_sells_twice,
           test_a_holder_idle_past_its_session_timeout_loses_the_lock_while_still_inside,
-          test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back}},
+          test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back,
+          test_mysql_fenced_tokens_keep_growing_across_crashes_right_after_they_were_handed_out}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
-        for (int j = 0; j < 5 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        for (int j = 0; j < 6 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
         suite_add_tcase(s, tc);
     }
     return s;

@@ -429,7 +429,7 @@ bad = [o for o in mdb_cmd if opt_name(o) in CONTAINER_OWN and opt_name(o) != "--
 check(not bad, "mariadb: sets none of the paths, user or address its entrypoint sets",
       f"mariadb: {bad}: images/mariadb-entrypoint.sh sets those (and it runs as mysql, on every address)")
 named_volume("mariadb", "/var/lib/mysql",
-             "made again from nothing, the fence SEQUENCE would start again at 1")
+             "made again from nothing, the fence counter would start again at 1")
 mdb_env = environment_of("mariadb")
 mysql_user, mysql_db = mdb_env.get("MARIADB_USER", ""), mdb_env.get("MARIADB_DATABASE", "")
 check(mysql_user and mysql_db and mysql_user != "root",

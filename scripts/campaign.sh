@@ -763,9 +763,7 @@ strike_skipped() {
 
 # kill_node NODE: kills NODE's server outright (SIGKILL) and forgets it.
 kill_node() {
-    kill -KILL "${PID[$1]}" 2>/dev/null
-    wait "${PID[$1]}" 2>/dev/null
-    forget_pid "${PID[$1]}"
+    kill_pid "${PID[$1]}"
     PID[$1]=
 }
 

@@ -193,6 +193,14 @@ forget_pid() {
     pids=("${keep[@]}")
 }
 
+# kill_pid PID: the process killed outright (SIGKILL: a crash, nothing
+# flushed on the way out), reaped and forgotten.
+kill_pid() {
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    forget_pid "$1"
+}
+
 # stop_started: stop_pid on $load_pid if set, then on every pid in pids, last
 # started first (nginx, the instances, then Redis); empties pids.
 stop_started() {
@@ -397,9 +405,7 @@ zk_member_start() {
 # zk_member_kill I: member I's server killed outright (SIGKILL), reaped and
 # forgotten; zk_ens_pids[I] emptied.
 zk_member_kill() {
-    kill -KILL "${zk_ens_pids[$1]}" 2>/dev/null
-    wait "${zk_ens_pids[$1]}" 2>/dev/null
-    forget_pid "${zk_ens_pids[$1]}"
+    kill_pid "${zk_ens_pids[$1]}"
     zk_ens_pids[$1]=
 }
 

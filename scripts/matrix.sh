@@ -539,9 +539,7 @@ nemesis_kill() {
     kill -STOP "$a_pid"
     nap 0.05
     inside_at_strike kill
-    kill -KILL "$a_pid" 2>/dev/null
-    wait "$a_pid" 2>/dev/null
-    forget_pid "$a_pid"
+    kill_pid "$a_pid"
     echo "A killed" >>"$cell/nemesis"
     sleep "$(awk -v t="$ttl" 'BEGIN { print 1.5 * t / 1000 }')"
     instance "$port_a" "$redis_port" "$nodes"; a_pid=$inst_pid
@@ -640,9 +638,7 @@ nemesis_restart() {
 
 nemesis_redlock_restart() {
     [ "$(redis-cli -p "${masters[1]}" EXISTS "$(lock_key "$1")")" = 1 ] && covered master_held_lock
-    kill -KILL "${master_pids[1]}" 2>/dev/null
-    wait "${master_pids[1]}" 2>/dev/null
-    forget_pid "${master_pids[1]}"
+    kill_pid "${master_pids[1]}"
     sleep 0.3
     start_redis "${masters[1]}" master-1
     master_pids[1]=$redis_pid
@@ -851,9 +847,7 @@ store_fail_zookeeper() {
 store_fail_mysql() {
     local t0
     t0=$(now_us)
-    kill -KILL "$mariadb_pid" 2>/dev/null
-    wait "$mariadb_pid" 2>/dev/null
-    forget_pid "$mariadb_pid"
+    kill_pid "$mariadb_pid"
     still_inside && covered store_down_while_held "MariaDB killed with A's sale $inside_order inside"
     start_mariadb "$mysql_port"
     echo "MariaDB killed and started again on its datadir: answering $(( ($(now_us) - t0) / 1000 )) ms after the kill" >>"$cell/nemesis"
@@ -909,9 +903,7 @@ promoted() {
     local held sold
     held=$(redis-cli -p "$2" EXISTS RedisDistributedLock 2>/dev/null)
     sold=$(redis-cli -p "$2" LLEN "$item:sold" 2>/dev/null)
-    kill -KILL "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
-    forget_pid "$1"
+    kill_pid "$1"
     kill -CONT "$replica_pid"
     redis-cli -p "$replica_port" REPLICAOF NO ONE >/dev/null
     # The window: the master held a lock, or sales, that the promoted

@@ -27,9 +27,13 @@
 # its holds is inside), and store-failover (the lock's own store fails
 # while a holder is inside: the leader of a 3-server ZooKeeper ensemble is
 # killed, or MariaDB is killed, each started again later; zookeeper* and
-# mysql* only, run with a 6 s TTL and session and 3.5 s holds). Default mixes:
-# partition partition+pause pause+slow kill+loss failover mixed
-# (store-failover only when asked for).
+# mysql* only, run with a 6 s TTL and session and 3.5 s holds), and
+# session-end (a sale of A or B that, once inside, ends its own lock-store
+# session from outside, end_session=1, then holds 0.8-2 s and writes, never
+# told: ZooKeeper's session expired, MariaDB's connection killed; zookeeper*
+# and mysql* only). Default mixes: partition partition+pause pause+slow
+# kill+loss failover mixed (store-failover and session-end only when asked
+# for).
 #
 # Writes RESULTS/campaign.csv, campaign.md, campaign.png and, per run,
 # RESULTS/campaign/<strategy>/<mix>/seed-<N>/ (schedule.json, check.json,
@@ -48,7 +52,7 @@ fail_status=2
 
 # ---- options ------------------------------------------------------------------
 all_mixes="partition partition+pause pause+slow kill+loss failover mixed"
-nemeses_known="partition loss pause kill failover redlock-restart drift slow mixed store-failover"
+nemeses_known="partition loss pause kill failover redlock-restart drift slow mixed store-failover session-end"
 strategies_opt=
 mixes_opt=
 nseeds=30
@@ -70,7 +74,7 @@ out_dir=
 shrink_tries=3
 
 usage() {
-    sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,43p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     cat <<EOF
 Options: --strategies LIST (comma or blank separated; default every strategy of
 inventoryd --list-strategies but none and local, the ZooKeeper and MySQL ones
@@ -197,6 +201,7 @@ needs_of() {
             failover) e=failover_before_replication ;;
             mixed) e="stall_while_held reset_inside" ;;
             store-failover) e="store_down_while_held store_back_while_held" ;;
+            session-end) e="session_ended_while_held granted_after_session_end" ;;
         esac
         for e in $e; do
             case " ${out[*]} " in *" $e "*) ;; *) out+=("$e") ;; esac
@@ -266,6 +271,12 @@ draw_fault() {
             [ "$lsrv" = r ] && return 1
             tgt=$lsrv
             if [ "$lsrv" = zk ]; then rand 1500; dur=$((1000 + r)); else rand 400; dur=$((100 + r)); fi ;;
+        session-end)
+            # a sale of A or B that ends its own store session once
+            # inside, then holds dur (0.8-2 s) and writes
+            [ "$lsrv" = r ] && return 1
+            pick a b; tgt=$r
+            rand 1200; dur=$((800 + r)) ;;
         drift)
             pick "0.5" "0.7" "1.5" "2"; arg=$r
             at=0; dur=$T; tgt=a ;;
@@ -896,6 +907,41 @@ strike_reset() {
     reset_at=1
 }
 
+# strike_session_end I: fault I, a sale sent to instance F_TGT[I] (in the
+# background) that, once inside, ends its own lock-store session from
+# outside (end_session=1), then holds F_DUR[I] ms and writes, never told.
+# It waits for the lock up to se_wait_ms (the long holder may be inside).
+# Its answer is kept in session-end-fI.json (and its HTTP code in
+# session-end-fI.code), and its line, in the loads' form, in
+# told-session-end-fI, which the checker judges with theirs. What it
+# reached is read from them after the run (session_end_coverage).
+se_wait_ms=4000
+strike_session_end() {
+    local i=$1 node=${F_TGT[$1]} hold=${F_DUR[$1]}
+    (
+        ans=$run/session-end-f$i lp=
+        trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 0' TERM
+        printf 'Authorization: Bearer %s\n' "$token" | ns_cli curl -s -H @- \
+            --max-time $(( (se_wait_ms + hold) / 1000 + 4 )) -w '\n%{http_code}' \
+            "http://$(net_ip "$node"):3786/inventory/sale/$run_strategy?hold_ms=$hold&wait_ms=$se_wait_ms&end_session=1" \
+            >"$ans.body" &
+        lp=$!
+        wait "$lp"
+        body=$(cat "$ans.body")
+        code=${body##*$'\n'}
+        body=${body%$'\n'*}
+        printf '%s\n' "$body" >"$ans.json"
+        echo "${code:-0}" >"$ans.code"
+        rm -f "$ans.body"
+        jq -r --arg t "$(now_us)" --arg c "${code:-0}" \
+            '"\($t) \($c) \(.status // "error") \(.order // "-") \(.unit // 0)"' <<<"$body" 2>/dev/null \
+            >"$run/told-session-end-f$i" || echo "$(now_us) ${code:-0} error - 0" >"$run/told-session-end-f$i"
+        flog "answer f$i session-end $node: HTTP ${code:-0} $(jq -c '{status, order, unit, session_ended,
+            session_end_us, session_gone_us, session_error}' <<<"$body" 2>/dev/null || echo "(no JSON)")"
+    ) &
+    bg_jobs+=($!)
+}
+
 strike() {
     local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h
     strike_skipped "$i" && return
@@ -948,6 +994,7 @@ strike() {
             [ "$h" -gt 0 ] && cover stall_while_held "f$i" "$tgt stalled ($arg) with $h holder(s) of $item inside" ;;
         reset) strike_reset "$i" ;;
         store-failover) strike_store_failover "$i" ;;
+        session-end) strike_session_end "$i" ;;
     esac
     echo "$at strike f$i $n $tgt${arg:+ $arg}" >>"$run/faults.log"
 }
@@ -1286,7 +1333,7 @@ run_schedule() {
                     [ "$x" -lt $((F_AT[i] + F_DUR[i])) ] && ev+=("$(printf '%08d 2 mid %d' "$x" "$i")") ;;
                 esac ;;
         esac
-        case ${F_NEM[$i]} in drift | slow | reset) ;; *) ev+=("$(printf '%08d 0 heal %d' $((F_AT[i] + F_DUR[i])) "$i")") ;; esac
+        case ${F_NEM[$i]} in drift | slow | reset | session-end) ;; *) ev+=("$(printf '%08d 0 heal %d' $((F_AT[i] + F_DUR[i])) "$i")") ;; esac
     done
     while read -r t _ k i; do
         [ -n "$t" ] || continue
@@ -1346,13 +1393,48 @@ run_coverage() {
                  select($h.written_us > .lease_us and $h.written_us < (.written_us // .released_us))] | length' 2>/dev/null)
         [[ $run_shared_cov =~ ^[0-9]+$ ]] || run_shared_cov=0
     fi
+    session_end_coverage
+}
+
+# session_end_coverage: what each session-end fault reached, from its
+# answer and the item's history: session_ended_while_held when the answer
+# says the session ended (the sale was inside: it had read the stock), and
+# granted_after_session_end when another hold of the item was granted after
+# the session was seen gone and before the special sale's write applied
+# (its event's written_us; its answer's time when it has none): the lock
+# was freed under a holder that still writes. A special that never got
+# inside, or whose session could not be ended, covers nothing.
+session_end_coverage() {
+    local i f gone order told_at hist got
+    for ((i = 0; i < ${#F_AT[@]}; i++)); do
+        [ "${F_NEM[$i]}" = session-end ] || continue
+        f=$run/session-end-f$i.json
+        [ "$(jq -r '.session_ended // false' "$f" 2>/dev/null)" = true ] || continue
+        gone=$(jq -r '.session_gone_us // 0' "$f")
+        order=$(jq -r '.order // "-"' "$f")
+        cover session_ended_while_held "f$i" "order $order on ${F_TGT[$i]}: its session ended from outside, gone at $gone"
+        told_at=$(awk '{ print $1; exit }' "$run/told-session-end-f$i" 2>/dev/null)
+        # the events XADDed from the ms before the session was gone: every
+        # hold granted since, and the special's own
+        hist=$(ns_cli curl -s --max-time 5 \
+            "http://$(net_ip a):3786/inventory/history?item=$item&since=$((gone / 1000 - 1))-0&limit=5000")
+        got=$(jq -r --arg o "$order" --argjson gone "$gone" --argjson told "${told_at:-0}" '
+            [.events[]?] as $e
+            | ([$e[] | select(.order == $o) | .written_us // empty] | first // $told) as $end
+            | [$e[] | select(.order != $o and .granted_us > $gone and .granted_us < $end)]
+            | "\(length) \($end) \(map("\(.order) at \(.granted_us)") | first // "")"' <<<"$hist" 2>/dev/null)
+        flog "coverage f$i session-end: order $order gone at $gone; granted after it, before $(echo "$got" | cut -d' ' -f2): ${got:-no history}"
+        [ "${got%% *}" -gt 0 ] 2>/dev/null &&
+            cover granted_after_session_end "f$i" "${got%% *} hold(s) granted after $order's session was gone ($gone) and before its write (${got#* }), the first $(echo "$got" | cut -d' ' -f3-)"
+    done
+    return 0
 }
 
 # run_judge: the coverage written into the history, and the checkers run on
 # the cell's item, the shared key and each companion's item; sets
 # run_judge_node, run_rc, run_rc_shared and R_NOTE (the companions' verdicts).
 run_judge() {
-    local name src at detail told=() f skew=() reset=() stold=() ctold=() c cf ch x
+    local name src at detail told=() se=() f skew=() reset=() stold=() ctold=() c cf ch x
     # judge: the coverage into the history of the Redis the checker reads
     run_judge_node=$(data_master)
     [ "$run_shared_cov" -gt 0 ] && rc_at "$run_judge_node" XADD mix-shared:history '*' outcome coverage \
@@ -1368,7 +1450,9 @@ run_judge() {
     # write of such a unit that landed after the reset is still in the
     # ledger, where the stock it overwrote disagrees with it.
     mkdir -p "$run/judged"
-    for f in a b a-long; do
+    # and the session-end faults' special sales (told-session-end-fI)
+    for f in "$run"/told-session-end-f*; do [ -f "$f" ] && se+=("${f#"$run"/told-}"); done
+    for f in a b a-long "${se[@]}"; do
         [ -f "$run/told-$f" ] || continue
         if [ "$reset_at" -gt 0 ]; then
             awk -v s="$stock" '!($3 == "sold" && $5 <= s)' "$run/told-$f" >"$run/judged/told-$f"
@@ -1597,13 +1681,13 @@ if [ "$resume" = 0 ] || [ ! -s "$seeds_tsv" ]; then
     printf 'strategy\tmix\tseed\tverdict\tcovered\tsold_twice\tlease_expired_inside\tfaults\n' >"$seeds_tsv"
 fi
 # mix_applies S M: some nemesis of mix M can strike strategy S (store-failover
-# needs a lock store of S's own, redlock-restart the Redlock masters): a
+# and session-end need a lock store of S's own, redlock-restart the Redlock masters): a
 # cell whose every seed would run without a fault is left out.
 mix_applies() {
     local n
     for n in ${2//+/ }; do
         case $n in
-            store-failover) [ -n "$(store_of "$1")" ] && return 0 ;;
+            store-failover | session-end) [ -n "$(store_of "$1")" ] && return 0 ;;
             redlock-restart) [ "$1" = redlock ] && return 0 ;;
             *) return 0 ;;
         esac

@@ -1400,32 +1400,41 @@ run_coverage() {
 # answer and the item's history: session_ended_while_held when the answer
 # says the session ended (the sale was inside: it had read the stock), and
 # granted_after_session_end when another hold of the item was granted after
-# the session was seen gone and before the special sale's write applied
-# (its event's written_us; its answer's time when it has none): the lock
-# was freed under a holder that still writes. A special that never got
-# inside, or whose session could not be ended, covers nothing.
+# the session was seen gone and before the special sale's write or refusal
+# applied (its event's written_us; its answer's time when it has none): the
+# lock was freed under a holder that still writes. A special that never got
+# inside, or whose session could not be ended, covers nothing. Its event
+# is found by its order, or, when its answer has none (a refused write),
+# as its instance's hold that was inside when the session end began.
 session_end_coverage() {
-    local i f gone order told_at hist got
+    local i f gone began order told_at got n end sorder soutcome forder fgranted
     for ((i = 0; i < ${#F_AT[@]}; i++)); do
         [ "${F_NEM[$i]}" = session-end ] || continue
         f=$run/session-end-f$i.json
         [ "$(jq -r '.session_ended // false' "$f" 2>/dev/null)" = true ] || continue
         gone=$(jq -r '.session_gone_us // 0' "$f")
+        began=$(jq -r '.session_end_us // 0' "$f")
         order=$(jq -r '.order // "-"' "$f")
-        cover session_ended_while_held "f$i" "order $order on ${F_TGT[$i]}: its session ended from outside, gone at $gone"
         told_at=$(awk '{ print $1; exit }' "$run/told-session-end-f$i" 2>/dev/null)
+        cover session_ended_while_held "f$i" "a sale of ${F_TGT[$i]} (order $order) inside: its session ended from outside at $began, seen gone at $gone"
         # the events XADDed from the ms before the session was gone: every
         # hold granted since, and the special's own
-        hist=$(ns_cli curl -s --max-time 5 \
-            "http://$(net_ip a):3786/inventory/history?item=$item&since=$((gone / 1000 - 1))-0&limit=5000")
-        got=$(jq -r --arg o "$order" --argjson gone "$gone" --argjson told "${told_at:-0}" '
+        ns_cli curl -s --max-time 5 "http://$(net_ip a):3786/inventory/history?item=$item&since=$((gone / 1000 - 1))-0&limit=5000" \
+            >"$run/session-end-f$i-history.json"
+        got=$(jq -r --arg o "$order" --arg inst "${ID[${F_TGT[$i]}]}" --argjson gone "$gone" \
+            --argjson began "$began" --argjson told "${told_at:-0}" '
             [.events[]?] as $e
-            | ([$e[] | select(.order == $o) | .written_us // empty] | first // $told) as $end
-            | [$e[] | select(.order != $o and .granted_us > $gone and .granted_us < $end)]
-            | "\(length) \($end) \(map("\(.order) at \(.granted_us)") | first // "")"' <<<"$hist" 2>/dev/null)
-        flog "coverage f$i session-end: order $order gone at $gone; granted after it, before $(echo "$got" | cut -d' ' -f2): ${got:-no history}"
-        [ "${got%% *}" -gt 0 ] 2>/dev/null &&
-            cover granted_after_session_end "f$i" "${got%% *} hold(s) granted after $order's session was gone ($gone) and before its write (${got#* }), the first $(echo "$got" | cut -d' ' -f3-)"
+            | ([$e[] | select(if $o != "-" then .order == $o
+                             else .instance == $inst and .granted_us <= $began and .released_us >= $began end)]
+               | last) as $s
+            | ($s.written_us // $told) as $stop
+            | [$e[] | select(.order != $s.order and .granted_us > $gone and .granted_us < $stop)]
+            | "\(length) \($stop) \($s.order // "-") \($s.outcome // "-") \(first | "\(.order // "-") \(.granted_us // 0)")"' \
+            "$run/session-end-f$i-history.json" 2>/dev/null)
+        read -r n end sorder soutcome forder fgranted <<<"${got:-0 0 - - - 0}"
+        flog "coverage f$i session-end: ${F_TGT[$i]}'s order $sorder ($soutcome), its session gone at $gone, its write at $end; $n hold(s) granted between, the first $forder at $fgranted"
+        [ "$n" -gt 0 ] &&
+            cover granted_after_session_end "f$i" "$n hold(s) granted after the session of $sorder was gone ($gone) and before its write ($soutcome at $end), the first $forder at $fgranted"
     done
     return 0
 }

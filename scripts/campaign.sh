@@ -24,7 +24,7 @@
 # redlock-restart, drift, slow, mixed (several lock families on other
 # items of the same processes, fenced and handoff sharing one item's lock
 # key, stalls of their servers, and a reset of the cell's item while one of
-# its holds is inside), and store-failover (the lock's own store fails
+# its holds is inside), store-failover (the lock's own store fails
 # while a holder is inside: the leader of a 3-server ZooKeeper ensemble is
 # killed, or MariaDB is killed, each started again later; zookeeper* and
 # mysql* only, run with a 6 s TTL and session and 3.5 s holds), and

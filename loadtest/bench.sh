@@ -7,13 +7,33 @@
 #   loadtest/bench.sh
 #   loadtest/bench.sh --peers     node-redlock 4 and 5 and redis-semaphore against
 #                                 lockbench on the same work (loadtest/peers/run.sh)
+#   BENCH_STRATEGIES="redisson fenced zookeeper zookeeper-fenced mysql mysql-fenced" \
+#   BENCH_CLIENTS="1 16 64" BENCH_HTTP=0 loadtest/bench.sh
+#                                 the locks that live in ZooKeeper and MariaDB
 #
 # Starts its own redis-server on a free port (and three more, the Redlock
 # masters, when redlock is in the list), runs lockbench for every strategy at
 # every client count BENCH_RUNS times, and reports per point the median
 # sales/s, the give-ups and backend errors summed over the runs, and the
 # medians of commands and lock tries per sale, of clients that sold nothing,
-# and of p99 acquire wait and p99 sale latency. The table goes to stdout and
+# and of p99 acquire wait and p99 sale latency.
+#
+# When the list has a lock that lives in ZooKeeper (zookeeper,
+# zookeeper-fenced) or MariaDB (mysql, mysql-fenced), that store is started
+# too (scripts/lib.sh: start_zookeeper, start_mariadb, on free ports) and
+# given to lockbench with --set; none is started otherwise. For those locks
+# the table also gives the store's requests per sale (ZooKeeper's srvr
+# "Received", every packet the server got, pings and the watchdog's looks
+# included; MariaDB's Questions, every statement a client sent; both read
+# before and after each lockbench process, less what one reading costs),
+# and the share of the store's ceiling the lock sold at: after the lockbench
+# runs, storeceiling (tools/storeceiling.c) does one hold's store operations
+# back to back on one client, BENCH_STOCK holds, BENCH_RUNS times (median):
+# ZooKeeper's create, get_children and delete; MariaDB's GET_LOCK and
+# RELEASE_LOCK, the same with mysql-fenced's committed UPDATE between them,
+# and that UPDATE alone. The ceiling table follows the first.
+#
+# The table goes to stdout and
 # to $BENCH_RESULTS_DIR/bench.md; bench.csv there has one row per point with
 # the same figures and every run's sales/s.
 #
@@ -33,6 +53,8 @@
 #
 # Environment (defaults in brackets):
 #   BENCH_STRATEGIES   [setnx-spin owner-lua redisson redlock fenced batched atomic]
+#                            zookeeper zookeeper-fenced mysql mysql-fenced may
+#                            be added: their store is then started here
 #   BENCH_CLIENTS      [1 16 64 200]
 #   BENCH_STOCK        [2000]
 #   BENCH_RUNS         [3]   runs per point; the median sales/s is reported
@@ -116,7 +138,14 @@ lockbench=$build/lockbench
 inventoryd=$build/inventoryd    # lib.sh's names
 load=$build/inventory-load
 targets=()
-for t in lockbench inventory-stats $([ "$http" = 1 ] && echo inventoryd inventory-load); do
+# The stores the list needs: zookeeper* and mysql* live in them.
+want_zk=0 want_mysql=0
+for s in $strategies; do
+    case "$s" in zookeeper*) want_zk=1 ;; mysql*) want_mysql=1 ;; esac
+done
+ceiling=$build/storeceiling
+for t in lockbench inventory-stats $([ "$http" = 1 ] && echo inventoryd inventory-load) \
+         $([ "$want_zk$want_mysql" != 00 ] && echo storeceiling); do
     [ -x "$build/$t" ] || targets+=("$t")
 done
 if [ ${#targets[@]} -gt 0 ]; then
@@ -157,8 +186,47 @@ start_masters() {
     done
 }
 case " $strategies " in *" redlock "*) start_masters ;; esac
-echo "$me: redis 127.0.0.1:$redis_port${redlock_spec:+, redlock masters $redlock_spec};" \
+# The lock stores, each only when a strategy of the list lives in it, at
+# their shipped settings (zookeeper.session-timeout-ms; the MariaDB
+# sessions' wait_timeout is lock.ttl-ms).
+zk_port= mysql_port= store_args=()
+if [ "$want_zk" = 1 ]; then
+    pick_port; zk_port=$port
+    start_zookeeper "$zk_port"
+    store_args+=(--set zookeeper.connect="127.0.0.1:$zk_port")
+fi
+if [ "$want_mysql" = 1 ]; then
+    pick_port; mysql_port=$port
+    start_mariadb "$mysql_port"
+    store_args+=(--set mysql.host=127.0.0.1 --set mysql.port="$mysql_port")
+fi
+echo "$me: redis 127.0.0.1:$redis_port${redlock_spec:+, redlock masters $redlock_spec}${zk_port:+, zookeeper 127.0.0.1:$zk_port}${mysql_port:+, mariadb 127.0.0.1:$mysql_port};" \
      "stock $stock, $runs runs per point, lock.wait-ms $wait_ms" >&2
+
+# store_of S: the store strategy S's lock lives in (zookeeper, mysql), or
+# nothing for a lock in Redis.
+store_of() {
+    case "$1" in zookeeper*) echo zookeeper ;; mysql*) echo mysql ;; esac
+}
+
+# store_count STORE: the requests STORE's server has received so far, on
+# stdout: srvr's "Received" (every packet of every client, pings too) for
+# ZooKeeper, "Questions" (every statement a client sent) for MariaDB.
+store_count() {
+    case "$1" in
+        zookeeper) zk_word "$zk_port" srvr | sed -n 's/^Received: //p' ;;
+        mysql) mariadb --no-defaults -h 127.0.0.1 -P "$mysql_port" -u root -N -B \
+                   -e "SHOW GLOBAL STATUS LIKE 'Questions'" 2>/dev/null | cut -f2 ;;
+    esac
+}
+
+# What a reading itself adds to the next one, per store: two readings back
+# to back, nothing else running.
+declare -A store_self
+for st in $([ -n "$zk_port" ] && echo zookeeper) $([ -n "$mysql_port" ] && echo mysql); do
+    a=$(store_count "$st"); b=$(store_count "$st")
+    store_self[$st]=$(( ${b:-0} - ${a:-0} ))
+done
 
 # ---- runs ------------------------------------------------------------------
 declare -A R          # R[strategy|clients|run|key] = value from --format kv
@@ -172,12 +240,14 @@ for s in $strategies; do
     [ "$s" = redlock ] && wait_voting "${bench_ttl_ms:-10000}" $(tr , " " <<<"${redlock_spec//127.0.0.1:/}")
     for c in $clients_list; do
         for r in $(seq 1 "$runs"); do
+            st=$(store_of "$s")
+            [ -n "$st" ] && store0=$(store_count "$st")
             # In the background, so that a signal reaches the trap at once
             # and the trap can stop it by its pid.
             start_load "$work/out" "$work/err" \
                 "$lockbench" --strategy "$s" --clients "$c" --stock "$stock" \
                 --redis "127.0.0.1:$redis_port" ${redlock_spec:+--redlock "$redlock_spec"} \
-                --wait-ms "$wait_ms" --max-s "$max_s" --format kv "${extra[@]}"
+                --wait-ms "$wait_ms" --max-s "$max_s" --format kv "${store_args[@]}" "${extra[@]}"
             wait_load
             rc=$load_rc
             out=$(cat "$work/out")
@@ -187,6 +257,12 @@ for s in $strategies; do
                 key=${kv%%=*}
                 R["$s|$c|$r|$key"]=${kv#*=}
             done
+            if [ -n "$st" ]; then
+                store1=$(store_count "$st")
+                [ -n "$store0" ] && [ -n "$store1" ] &&
+                    R["$s|$c|$r|store_ops_per_sale"]=$("$stats" --positive --decimals 2 --empty '?' \
+                        ratio "$((store1 - store0 - store_self[$st]))" "${R["$s|$c|$r|sold"]:-0}")
+            fi
             printf '%s: %-10s C=%-4s run %d: %8s sales/s, give-ups %s, exit %d\n' "$me" "$s" "$c" \
                 "$r" "${R["$s|$c|$r|sales_per_s"]:-?}" "${R["$s|$c|$r|giveups"]:-?}" "$rc" >&2
             [ -s "$work/err" ] && sed "s/^/    /" "$work/err" >&2
@@ -224,15 +300,55 @@ sum() { field "$@" | "$stats" --skip sum; }
 # rate_ratio A B: A over B with two decimals, "?" unless both are above 0.
 rate_ratio() { "$stats" --positive --decimals 2 --empty '?' ratio "$1" "$2"; }
 
+# ---- the stores' ceilings ----------------------------------------------------
+# One client doing one hold's store operations back to back (storeceiling),
+# BENCH_STOCK holds a run, BENCH_RUNS runs of each, on the servers the
+# lockbench runs used, after them. CEIL[MODE|run] = holds/s, CEIL[MODE|run|us]
+# = µs a hold; MODE is zookeeper, mysql, mysql-fenced or mysql-update.
+declare -A CEIL
+ceil_modes=$([ -n "$zk_port" ] && echo zookeeper)$([ -n "$mysql_port" ] && echo " mysql mysql-fenced mysql-update")
+for r in $(seq 1 "$runs"); do
+    for m in $ceil_modes; do
+        case "$m" in
+            zookeeper) cargs=(--zookeeper "127.0.0.1:$zk_port") ;;
+            mysql) cargs=(--mysql "127.0.0.1:$mysql_port" --mode lock) ;;
+            *) cargs=(--mysql "127.0.0.1:$mysql_port" --mode "${m#mysql-}") ;;
+        esac
+        if ! out=$("$ceiling" "${cargs[@]}" --holds "$stock" 2>"$work/err"); then
+            bench_status=1
+            sed "s/^/    /" "$work/err" >&2
+        fi
+        for kv in $out; do
+            case "$kv" in
+                holds_per_s=*) CEIL["$m|$r"]=${kv#*=} ;;
+                us_per_hold=*) CEIL["$m|$r|us"]=${kv#*=} ;;
+            esac
+        done
+        printf '%s: ceiling %-12s run %d: %8s holds/s\n' "$me" "$m" "$r" "${CEIL["$m|$r"]:-?}" >&2
+    done
+done
+
+# ceil_field MODE [us]: every run's figure, one a line.
+ceil_field() {
+    local r
+    for r in $(seq 1 "$runs"); do printf '%s\n' "${CEIL["$1|$r${2:+|$2}"]:-}"; done
+}
+
+# ceil_of S: the ceiling mode of store strategy S (nothing for a Redis lock).
+ceil_of() {
+    case "$1" in zookeeper*) echo zookeeper ;; mysql-fenced) echo mysql-fenced ;; mysql) echo mysql ;; esac
+}
+
 mkdir -p "$results" || die "cannot create $results"
 csv=$results/bench.csv
 md=$results/bench.md
-echo "strategy,clients,stock,runs,sales_per_s_median,sales_per_s_runs,giveups,backend_errors,other,sold_twice,oversold,cmds_per_sale,tries_per_sale,clients_no_sale,wait_p50_ms,wait_p99_ms,lat_p50_ms,lat_p99_ms,audit" >"$csv"
-header=$(printf '%-10s %4s %9s %8s %7s %9s %6s %7s %8s %8s %6s' \
-         strategy C 'sales/s' give-ups backend 'cmds/sale' tries 'no-sale' 'p99 wait' 'p99 lat' audit)
+echo "strategy,clients,stock,runs,sales_per_s_median,sales_per_s_runs,giveups,backend_errors,other,sold_twice,oversold,cmds_per_sale,tries_per_sale,clients_no_sale,wait_p50_ms,wait_p99_ms,lat_p50_ms,lat_p99_ms,audit,store_ops_per_sale,of_ceiling" >"$csv"
+header=$(printf '%-16s %4s %9s %8s %7s %9s %6s %7s %8s %8s %6s %9s %7s' \
+         strategy C 'sales/s' give-ups backend 'cmds/sale' tries 'no-sale' 'p99 wait' 'p99 lat' audit \
+         'store/sl' 'of ceil')
 table="$header"
-mdtable="| strategy | C | sales/s (median) | give-ups | backend errors | cmds/sale | lock tries/sale | clients with no sale | p50 / p99 wait ms | p50 / p99 latency ms | audit |
-|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+mdtable="| strategy | C | sales/s (median) | give-ups | backend errors | cmds/sale | lock tries/sale | clients with no sale | p50 / p99 wait ms | p50 / p99 latency ms | audit | store requests/sale | of the store's ceiling |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"
 for s in $strategies; do
     for c in $clients_list; do
         sps=$(field sales_per_s "$s" "$c" | median)
@@ -258,16 +374,42 @@ for s in $strategies; do
             esac
         done
         runs_sps=$(field sales_per_s "$s" "$c" | paste -sd';')
-        line=$(printf '%-10s %4s %s %8s %7s %s %s %s %s %s %6s' "$s" "$c" "$(num %9.0f "$sps")" \
+        sops=- ofc=-
+        if [ -n "$(store_of "$s")" ]; then
+            sops=$(field store_ops_per_sale "$s" "$c" | median)
+            ofc=$(rate_ratio "$sps" "$(ceil_field "$(ceil_of "$s")" | median)")
+        fi
+        line=$(printf '%-16s %4s %s %8s %7s %s %s %s %s %s %6s %9s %7s' "$s" "$c" "$(num %9.0f "$sps")" \
                "$gu" "$be" "$(num %9.2f "$cps")" "$(num %6.2f "$tps")" "$(num %7.0f "$ns")" \
-               "$(num %8.0f "$w99")" "$(num %8.1f "$l99")" "$audit")
+               "$(num %8.0f "$w99")" "$(num %8.1f "$l99")" "$audit" "$sops" "$ofc")
         table="$table"$'\n'"$line"
-        mdtable="$mdtable"$'\n'"| $s | $c | $(num %.0f "$sps") | $gu | $be | $(num %.2f "$cps") | $(num %.2f "$tps") | $(num %.0f "$ns") | $w50 / $w99 | $(num %.2f "$l50") / $(num %.2f "$l99") | $audit |"
-        echo "$s,$c,$stock,$runs,$sps,$runs_sps,$gu,$be,$ot,$st,$os,$cps,$tps,$ns,$w50,$w99,$l50,$l99,$audit" >>"$csv"
+        mdtable="$mdtable"$'\n'"| $s | $c | $(num %.0f "$sps") | $gu | $be | $(num %.2f "$cps") | $(num %.2f "$tps") | $(num %.0f "$ns") | $w50 / $w99 | $(num %.2f "$l50") / $(num %.2f "$l99") | $audit | $sops | $ofc |"
+        echo "$s,$c,$stock,$runs,$sps,$runs_sps,$gu,$be,$ot,$st,$os,$cps,$tps,$ns,$w50,$w99,$l50,$l99,$audit,$sops,$ofc" >>"$csv"
     done
 done
 
+# The ceilings' table: median holds/s and µs a hold of each mode.
+ceil_table= ceil_md=
+if [ -n "$ceil_modes" ]; then
+    ceil_table=$(printf '%-16s %10s %9s' ceiling 'holds/s' 'us/hold')
+    ceil_md="| store operations, one client back to back | holds/s (median) | µs a hold |
+|---|--:|--:|"
+    for m in $ceil_modes; do
+        case "$m" in
+            zookeeper) what="ZooKeeper: create (ephemeral, sequential), get_children, delete" ;;
+            mysql) what="MariaDB: GET_LOCK, RELEASE_LOCK" ;;
+            mysql-fenced) what="MariaDB: GET_LOCK, the fence UPDATE (committed), RELEASE_LOCK" ;;
+            mysql-update) what="MariaDB: the fence UPDATE alone (committed)" ;;
+        esac
+        hps=$(ceil_field "$m" | median)
+        us=$(ceil_field "$m" us | median)
+        ceil_table="$ceil_table"$'\n'"$(printf '%-16s %s %s' "$m" "$(num %10.0f "$hps")" "$(num %9.1f "$us")")"
+        ceil_md="$ceil_md"$'\n'"| $what | $(num %.0f "$hps") | $(num %.1f "$us") |"
+    done
+fi
+
 echo "$table"
+[ -n "$ceil_table" ] && echo && echo "$ceil_table"
 echo "$me: ${elapsed} s for $(( $(wc -w <<<"$strategies") * $(wc -w <<<"$clients_list") * runs )) runs; wrote $md and $csv" >&2
 
 {
@@ -285,6 +427,17 @@ echo "$me: ${elapsed} s for $(( $(wc -w <<<"$strategies") * $(wc -w <<<"$clients
     echo "cmds/sale counts every Redis command, those run inside Lua scripts too,"
     echo "on the main Redis and the Redlock masters. Waits and latencies count every"
     echo "call begun while stock remained. See loadtest/README-bench.md."
+    if [ -n "$ceil_md" ]; then
+        echo
+        echo "store requests/sale: what the lock's store received during the lockbench"
+        echo "process (ZooKeeper's srvr Received, MariaDB's Questions), over the units"
+        echo "sold. of the store's ceiling: sales/s over the ceiling below (zookeeper's"
+        echo "for both zookeeper locks, mysql's for mysql, mysql-fenced's for it)."
+        echo
+        echo "## The stores' ceilings (storeceiling: $stock holds, one client, median of $runs)"
+        echo
+        echo "$ceil_md"
+    fi
 } >"$md"
 
 

@@ -67,7 +67,8 @@
 #   BENCH_RESULTS_DIR  [results/]
 #   BENCH_HTTP         [1]   0 skips the HTTP section
 #   BENCH_HTTP_STRATEGIES [atomic batched redisson redlock owner-lua]
-#                            (atomic through nginx and direct is always run)
+#                            (atomic through nginx and direct is always run;
+#                            the zookeeper and mysql locks are refused here)
 #   BENCH_HTTP_CLIENTS [200]
 #   BENCH_HTTP_REQUESTS [6000] sales per HTTP run
 #   BENCH_HTTP_STOCK   [100000] the stock each HTTP run starts from
@@ -164,6 +165,7 @@ if [ "$http" = 1 ]; then
     known=" $("$inventoryd" --list-strategies 2>/dev/null | tr '\n' ' ') "
     for s in $http_strategies; do
         case "$known" in *" $s "*) ;; *) die "unknown HTTP strategy '$s' (inventoryd --list-strategies lists them)" ;; esac
+        case "$s" in zookeeper* | mysql*) die "the HTTP section starts no ZooKeeper or MariaDB: '$s' is benched by lockbench only (BENCH_STRATEGIES)" ;; esac
     done
 fi
 

@@ -191,7 +191,7 @@ case " $strategies " in *" redlock "*) start_masters ;; esac
 # The lock stores, each only when a strategy of the list lives in it, at
 # their shipped settings (zookeeper.session-timeout-ms; the MariaDB
 # sessions' wait_timeout is lock.ttl-ms).
-zk_port= mysql_port= store_args=()
+zk_port='' mysql_port='' store_args=()
 if [ "$want_zk" = 1 ]; then
     pick_port; zk_port=$port
     start_zookeeper "$zk_port"
@@ -400,7 +400,7 @@ for s in $strategies; do
 done
 
 # The ceilings' table: median holds/s and µs a hold of each mode.
-ceil_table= ceil_md=
+ceil_table='' ceil_md=''
 if [ -n "$ceil_modes" ]; then
     ceil_table=$(printf '%-16s %10s %9s' ceiling 'holds/s' 'us/hold')
     ceil_md="| store operations, one client back to back | holds/s (median) | µs a hold |

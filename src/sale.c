@@ -82,8 +82,11 @@ static const struct script_sig sig_handoff_sale = {"handoff-sale",
 static const struct script_sig sig_history_event = {
     "history-event", 2, 6, {"history", "lock", "cap", "guard", "owner", "outcome"}};
 
-const struct script_sig *const sale_script_sigs[] = {&sig_sale_write, &sig_fenced_sale,
-                                                     &sig_handoff_sale, &sig_history_event, NULL};
+static const struct script_sig sig_fence_raise = {"fence-raise", 1, 2, {"fence", "token"}};
+
+const struct script_sig *const sale_script_sigs[] = {&sig_sale_write,   &sig_fenced_sale,
+                                                     &sig_handoff_sale, &sig_history_event,
+                                                     &sig_fence_raise,  NULL};
 
 /* One critical section, for n sales at once (n is 1 but for batched). */
 struct sale_section {
@@ -228,6 +231,29 @@ static int commit_fenced(struct sale_section *sec) {
     return lock_append_script(sec->l, sig->script, sig->nkeys, sig->nargs + sec->nhist, argv, NULL);
 }
 
+/* A fence whose tokens come from another store (a czxid, a counter value)
+ * is seen by Redis only as each holder writes, so a holder that has read
+ * and holds on has not shown its token yet, and a stale holder's write
+ * landing meanwhile would pass the fence inside its hold. Its read
+ * therefore raises the fence to its token first (fence-raise.lua, in the
+ * read's pipeline): from then on an older token's write is refused. The
+ * index of its reply; -1 when the lock's fence is Redis's own (bumped by
+ * the grant itself) or there is none; -2 when it could not be appended. */
+static int raise_fence(struct sale_section *sec) {
+    const struct lock_type *t = lock_type_of(sec->l);
+    if (sec->s->way->commit != commit_fenced || strcmp(lock_type_store(t), "Redis") == 0) return -1;
+    struct lock_report rep;
+    lock_report(sec->l, &rep);
+    char fence[224], token[24];
+    lock_fence_key(sec->l, fence, sizeof(fence));
+    snprintf(token, sizeof(token), "%lld", rep.token);
+    const struct script_kv kv[] = {{"fence", fence}, {"token", token}};
+    const char *argv[2];
+    if (script_args(&sig_fence_raise, argv, kv, 2) < 0) return -2;
+    int i = lock_append_script(sec->l, sig_fence_raise.script, 1, 2, argv, NULL);
+    return i < 0 ? -2 : i;
+}
+
 /* The errors handoff-sale.lua answers itself, the lock handed on all the
  * same: any other error means it did not run (or stopped partway), and
  * the release follows. */
@@ -319,6 +345,18 @@ static int section_read(struct sale_section *sec, int entry, int got, const char
     return 0;
 }
 
+/* Whether the fence was raised (raise_fence's reply at index i): 0, or
+ * the status of a failure set in rs[0]. */
+static int fence_raised(struct sale_section *sec, int i) {
+    const redisReply *f = lock_reply(sec->l, i);
+    if (f && f->type == REDIS_REPLY_INTEGER) return 0;
+    if (f && f->type == REDIS_REPLY_ERROR) rpool_note_error(sec->inv->pool, f->str);
+    return sale_backend(sec->rs[0], "fence-raise",
+                        !f                             ? "no reply"
+                        : f->type == REDIS_REPLY_ERROR ? f->str
+                                                       : "unexpected reply");
+}
+
 /* Appends the write of the units sold, or the history event of a hold that
  * sells nothing (its outcome rc). Returns rc, or INV_BACKEND. */
 static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
@@ -368,15 +406,17 @@ static void section_run(struct sale_section *sec, const struct sale_faults *f, s
         return;
     }
     int entry = inv->probe ? probe_enter(inv->probe, sec->l, sec->k, r->order) : -1;
+    int raised = raise_fence(sec);
     /* A lock that carries the stock with its grant spares the GET. */
     const char *carried = NULL;
-    int got = -1, rc = 0;
+    int got = -1, rc = raised == -2 ? sale_backend(r, "fence", lock_errstr(sec->l)) : 0;
     if (!lock_carried(sec->l, &carried)) {
         const char *get[] = {"GET", sec->k->stock};
         got = lock_append(sec->l, 2, get, NULL);
         if (got < 0) rc = sale_backend(r, "GET stock", lock_errstr(sec->l));
     }
     if (rc == 0) rc = section_read(sec, entry, got, carried);
+    if (rc == 0 && raised >= 0) rc = fence_raised(sec, raised);
     if (rc == 0 && f->end_session) section_end_session(sec);
     mclock_sleep_ms(f->hold_ms);
     if (rc == INV_BACKEND) {

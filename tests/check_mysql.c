@@ -203,6 +203,39 @@ START_TEST(test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_s
 }
 END_TEST
 
+/* The fence's gap where the lock lives elsewhere: Redis sees a counter
+ * value only when it arrives, so a next holder that reads and then holds
+ * long has not yet shown Redis its newer token when the stale one writes.
+ * A's session is killed inside; B is granted and reads, holding 2.5 s; A
+ * writes inside B's hold. B's read raises the fence to its token, so A's
+ * write is refused and B's lands. */
+START_TEST(test_mysql_fenced_refuses_a_stale_write_that_lands_before_the_next_holder_writes) {
+    start_pair();
+    MYSQL *m = harness_mariadb_connect(db_port);
+    ck_assert_ptr_nonnull(m);
+    struct harness_bg a, b;
+    harness_bg_start(&a, a_port, "/inventory/sale/mysql-fenced?hold_ms=1500", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never came inside");
+    long long a_session = holder_other_than(m, 0);
+    ck_assert_msg(a_session > 0, "A came inside without holding the MariaDB lock");
+    ck_assert_int_eq(harness_mariadb_int(m, "KILL CONNECTION %lld", a_session), -1);
+    ck_assert_msg(mariadb_until(m, 1, "SELECT IS_FREE_LOCK('" LOCK_KEY "')"),
+                  "the lock was not freed with A's session");
+    harness_bg_start(&b, b_port, "/inventory/sale/mysql-fenced?hold_ms=2500", 0);
+    ck_assert_msg(holder_other_than(m, a_session) > 0, "B was never granted");
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    ck_assert_msg(b.status == 200, "B answered %d: %s", b.status, b.body);
+    ck_assert_str_eq(harness_json_str(b.body, "status"), "sold");
+    ck_assert_msg(a.status == 409, "A's stale write answered %d: %s", a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    mysql_close(m);
+}
+END_TEST
+
 START_TEST(test_a_holder_idle_past_its_session_timeout_loses_the_lock_while_still_inside) {
     /* lock.ttl-ms 1000: every lock session has wait_timeout 1 s. A holds
      * 3 s without a word to MariaDB; the server ends its session, and the
@@ -590,7 +623,7 @@ Suite *mysql_suite(void) {
     Suite *s = suite_create("mysql");
     struct {
         const char *name;
-        const TTest *tests[6];
+        const TTest *tests[8];
     } cases[] = {
         {"Core",
          {test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales,
@@ -605,6 +638,7 @@ Suite *mysql_suite(void) {
          {test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes,
           test_a_grant_that_waited_dates_its_lease_from_after_the_grant,
           test_mysql_fenced_refuses_the_killed_holders_late_write_and_nothing_sells_twice,
+          test_mysql_fenced_refuses_a_stale_write_that_lands_before_the_next_holder_writes,
           test_a_holder_idle_past_its_session_timeout_loses_the_lock_while_still_inside,
           test_a_stopped_mariadb_answers_503_naming_it_and_sales_resume_when_it_is_back,
           test_mysql_fenced_tokens_keep_growing_across_crashes_right_after_they_were_handed_out}},
@@ -613,7 +647,7 @@ Suite *mysql_suite(void) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
-        for (int j = 0; j < 6 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        for (int j = 0; j < 8 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
         suite_add_tcase(s, tc);
     }
     return s;

@@ -54,7 +54,7 @@ START_TEST(test_each_write_scripts_header_names_the_arguments_sale_c_fills_in_th
                           "%s: ARGV[%d] is %s, sale.c says %s", sig->script, i + 1, words[i],
                           sig->names[sig->nkeys + i]);
     }
-    ck_assert_int_eq(scripts, 4);
+    ck_assert_int_eq(scripts, 5);
 }
 END_TEST
 

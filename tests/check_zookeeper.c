@@ -276,6 +276,44 @@ START_TEST(test_zookeeper_fenced_refuses_the_paused_holders_write_by_its_older_c
 }
 END_TEST
 
+/* The fence's gap where the lock lives elsewhere: Redis sees a czxid only
+ * when it arrives, so a next holder that reads and then holds long has not
+ * yet shown Redis its newer token when the stale one writes. A is stopped
+ * inside past its session; B is granted and reads, holding 3 s; A resumed
+ * writes inside B's hold. B's read raises the fence to its czxid, so A's
+ * write is refused, B's lands, and no hold overlaps another. */
+START_TEST(test_zookeeper_fenced_refuses_a_stale_write_that_lands_before_the_next_holder_writes) {
+    start_pair(1, 1500, 5000);
+    ready_within(a_port, 20000);
+    struct harness_bg a, b;
+    char before[512];
+    harness_bg_start(&a, a_port, "/inventory/sale/zookeeper-fenced?hold_ms=2000", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never came inside");
+    ck_assert_int_eq(nodes(before, sizeof(before)), 1);
+    kill(a_pid, SIGSTOP);
+    ck_assert_msg(nodes_until(0, 10000),
+                  "fault missed its window: A's node %s outlived its session while A was stopped",
+                  before);
+    harness_bg_start(&b, b_port, "/inventory/sale/zookeeper-fenced?hold_ms=3000", 0);
+    ck_assert_msg(nodes_until(1, 5000), "B was never granted");
+    mclock_sleep_ms(500); /* B reads right after its grant */
+    kill(a_pid, SIGCONT);
+    harness_bg_join(&a);
+    harness_bg_join(&b);
+    ck_assert_msg(b.status == 200, "B answered %d: %s", b.status, b.body);
+    ck_assert_msg(a.status == 409, "A's stale write answered %d: %s", a.status, a.body);
+    ck_assert_str_eq(harness_json_str(a.body, "status"), "stale_token");
+    ck_assert_str_eq(harness_json_str(b.body, "status"), "sold");
+    ck_assert_int_eq(audit("sold"), 1);
+    ck_assert_int_eq(audit("sold_twice"), 0);
+    double n = -1;
+    int st = checker("overlap", &n);
+    ck_assert_msg(n == 0, "the checker counts %.0f overlapping holds", n);
+    ck_assert_int_eq(st, 0);
+}
+END_TEST
+
 /* A holder that works past its session timeout (a sleep: the binding's
  * pings keep the session) keeps its lock, and the lease its hold records
  * keeps up with the session: the watchdog's looks find the node and date
@@ -486,7 +524,7 @@ Suite *zookeeper_suite(void) {
     Suite *s = suite_create("zookeeper");
     struct {
         const char *name;
-        const TTest *tests[4];
+        const TTest *tests[6];
     } cases[] = {
         {"Core",
          {test_zookeeper_sells_exactly_its_stock_across_two_instances,
@@ -495,6 +533,7 @@ Suite *zookeeper_suite(void) {
         {"Faults",
          {test_a_zookeeper_holder_paused_past_its_session_sells_a_unit_sold_since,
           test_zookeeper_fenced_refuses_the_paused_holders_write_by_its_older_czxid,
+          test_zookeeper_fenced_refuses_a_stale_write_that_lands_before_the_next_holder_writes,
           test_a_long_zookeeper_hold_renews_its_recorded_lease_and_writes_inside_it}},
         {"Outage", {test_zookeeper_down_answers_503_and_sales_resume_without_a_restart}},
         {"Lab",
@@ -506,7 +545,7 @@ Suite *zookeeper_suite(void) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
-        for (int j = 0; j < 4 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
+        for (int j = 0; j < 6 && cases[i].tests[j]; j++) tcase_add_test(tc, cases[i].tests[j]);
         suite_add_tcase(s, tc);
     }
     return s;

@@ -174,17 +174,42 @@ store_of() { case $1 in zookeeper*) echo zk ;; mysql*) echo db ;; esac; }
 # column, whose holder finds the lock idle, needs 4 s for 3 s).
 store_ttl=6000
 store_hold=3500
+# A store lock's stop of a holder's instance waits (at most store_aim_ms)
+# for a holder to freeze, and a cut from its store (at most
+# store_cut_aim_ms) for a long hold of the cut instance to begin; either
+# lasts past the session: its aim, the session's window and 350 ms
+# (store_stretch_ms). A shorter one cannot end a session, as a stop under
+# the TTL cannot outlive a Redis lease. A slow Redis lasts past
+# redis.timeout (500 ms) once its aim is done, so that a write waiting in
+# it loses its reply. The Redis locks' schedules draw the same times and
+# targets, unstretched.
+store_aim_ms=1000
+store_cut_aim_ms=2500
 ttl_of() { case "+$1+" in *+store-failover+*) echo "$store_ttl" ;; *) echo "$ttl" ;; esac; }
 
-# session_window_ms STRATEGY TTL: how long a stop or a cut must last, from
-# when it struck, for the lock store to have ended the holder's session:
-# the TTL (ZooKeeper's session timeout, MariaDB's wait_timeout in whole
-# seconds) and the server's own slack (ZooKeeper expires sessions by the
-# tick, 500 ms); 0 for the Redis locks.
+# session_window_ms STORE TTL: how long a stop or a cut must last, from
+# when it struck, for the lock store (store_of: zk, db) to have ended the
+# holder's session: the TTL (ZooKeeper's session timeout, MariaDB's
+# wait_timeout in whole seconds) and the server's own slack (ZooKeeper
+# expires sessions by the tick, 500 ms); 0 for the Redis locks.
 session_window_ms() {
-    case $(store_of "$1") in
+    case $1 in
         zk) echo $(($2 + 600)) ;;
         db) echo $(( ($2 + 999) / 1000 * 1000 + 200 )) ;;
+        *) echo 0 ;;
+    esac
+}
+
+# store_stretch_ms STORE TTL NEMESIS TARGET: how long at least a fault must
+# last against a store lock (see store_aim_ms), 0 where nothing is stretched.
+store_stretch_ms() {
+    local w
+    w=$(session_window_ms "$1" "$2")
+    [ "$w" -gt 0 ] || { echo 0; return; }
+    case $3:$4 in
+        pause:[ab]) echo $((store_aim_ms + w + 350)) ;;
+        partition:*\|"$1") echo $((store_cut_aim_ms + w + 350)) ;;
+        slow:r) echo 1100 ;;
         *) echo 0 ;;
     esac
 }
@@ -224,8 +249,9 @@ sentinel_topology() {
 F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=(); F_SKIP=()
 # and what a run's faults did to a ZooKeeper ensemble or a store: F_HIT (the
 # member struck), F_INSIDE (the holders inside once the store was down),
-# F_DOWN (when it went down); F_STOPPED[M]: 1 while member M is paused
-F_HIT=(); F_INSIDE=(); F_DOWN=(); F_STOPPED=()
+# F_DOWN (when it went down); F_STOPPED[M]: 1 while member M is paused;
+# F_STRUCK: when each fault struck (its aim done), in microseconds
+F_HIT=(); F_INSIDE=(); F_DOWN=(); F_STOPPED=(); F_STRUCK=()
 
 # draw_fault NEMESIS FAMILY MIX: draws the rest of one fault of NEMESIS,
 # its time already drawn into at and arg set to 0: sets at, tgt, dur and
@@ -302,10 +328,24 @@ draw_fault() {
     return 0
 }
 
+# overlaps NEMESIS TARGET AT DUR LINE...: true when one of the schedule's
+# LINEs (draw_schedule's) is a fault of NEMESIS on TARGET whose time meets
+# [AT, AT + DUR].
+overlaps() {
+    local n=$1 tgt=$2 at=$3 dur=$4 l l_at l_n l_tgt l_dur
+    shift 4
+    for l in "$@"; do
+        read -r l_at l_n l_tgt l_dur _ <<<"$l"
+        [ "$l_n $l_tgt" = "$n $tgt" ] || continue
+        [ $((10#$l_at)) -le $((at + dur)) ] && [ $((10#$l_at + l_dur)) -ge "$at" ] && return 0
+    done
+    return 1
+}
+
 # draw_schedule SEED MIX FAMILY [STORE]: fills the F_ arrays (STORE: the
 # strategy's store_of, when its lock is not in the data Redis).
 draw_schedule() {
-    local seed=$1 mix=$2 fam=$3 lsrv=${4:-r} n k count at dur tgt arg lines=() mixed_used=
+    local seed=$1 mix=$2 fam=$3 lsrv=${4:-r} n k count at dur tgt arg min lines=() mixed_used=
     rng_seed "$seed" "$mix" "$T" "$fam"
     for n in ${mix//+/ }; do
         rand 2; count=$((1 + r))
@@ -316,6 +356,18 @@ draw_schedule() {
             rand $((T / 2)); at=$((T / 10 + r))
             arg=0
             draw_fault "$n" "$fam" "$mix" || continue
+            # against a store lock, a holder's stop or a cut lasts past its
+            # session, and begins early enough to end before the load does
+            min=$(store_stretch_ms "$lsrv" "$(ttl_of "$mix")" "$n" "$tgt")
+            if [ "$dur" -lt "$min" ]; then
+                dur=$min
+                [ $((at + dur)) -le $((T * 9 / 10)) ] || at=$((T * 9 / 10 - dur))
+                [ "$at" -ge $((T / 10)) ] || at=$((T / 10))
+                # a second stop or cut of the same instance while the first
+                # is on would add nothing (and its heal would end the first
+                # early): not drawn
+                overlaps "$n" "$tgt" "$at" "$dur" "${lines[@]}" && continue
+            fi
             # every fault heals before the load ends
             [ $((at + dur)) -le $((T * 9 / 10)) ] || dur=$((T * 9 / 10 - at))
             [ "$n" = drift ] && dur=$T
@@ -714,13 +766,34 @@ ends() { echo "${1%%|*}" "${1#*|}"; }
 # entries readable (a paused, killed or cut instance cannot clear its own),
 # they are read again after the strike: that is the coverage.
 aim() {
-    local end=$(( $(now_us) + 250000 ))
+    local end=$(( $(now_us) + ${aim_ms:-250} * 1000 ))
     aimed=0
     while [ "$(now_us)" -lt "$end" ]; do
         aimed=$(holders "$item" "$@")
         [ "$aimed" -gt 0 ] && return 0
     done
     return 0
+}
+
+# aim_young WHO: waits (at most store_cut_aim_ms) until a hold of WHO's
+# instance that began meanwhile (an order not inside at the first look) has
+# been inside for 150 ms: a long hold, young, so that a cut that outlasts
+# its session meets a hold that may outlast it too; sets aimed to 1 then,
+# or else to the holders of WHO inside at the end.
+aim_young() {
+    local end=$(( $(now_us) + store_cut_aim_ms * 1000 )) first o t
+    local -A seen=()
+    first=" $(probe_at r HKEYS "$item:holders" | grep "^${ID[$1]}-" | tr '\n' ' ')"
+    aimed=0
+    while [ "$(now_us)" -lt "$end" ]; do
+        t=$(now_us)
+        for o in $(probe_at r HKEYS "$item:holders" | grep "^${ID[$1]}-"); do
+            case "$first" in *" $o "*) continue ;; esac
+            [ -n "${seen[$o]:-}" ] || seen[$o]=$t
+            [ $((t - seen[$o])) -ge 150000 ] && { aimed=1; return 0; }
+        done
+    done
+    aimed=$(holders "$item" "$1")
 }
 
 # aim_long [END_US]: waits (at most 1 s, or until END_US) until one of A's holders of the item has
@@ -943,9 +1016,12 @@ strike_session_end() {
 }
 
 strike() {
-    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h
+    local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h aim_ms=250
     strike_skipped "$i" && return
+    # a store lock's holder stopped (store_aim_ms)
+    [ -n "$run_store" ] && case $n:$tgt in pause:[ab]) aim_ms=$store_aim_ms ;; esac
     case $n:$tgt in
+        partition:*\|zk | partition:*\|db) aim_young "${tgt%%|*}" ;;
         partition:* | loss:*) aim "${tgt%%|*}" ;;
         pause:[ab] | kill:[ab]) aim "$tgt" ;;
         mixed:m*) aim_long ;;
@@ -996,6 +1072,7 @@ strike() {
         store-failover) strike_store_failover "$i" ;;
         session-end) strike_session_end "$i" ;;
     esac
+    F_STRUCK[$i]=$(( t0_us + at * 1000 ))
     echo "$at strike f$i $n $tgt${arg:+ $arg}" >>"$run/faults.log"
 }
 
@@ -1012,10 +1089,13 @@ mid() {
             if [ -n "$a" ]; then store_back "$i" "member $((a + 1)) leads"
             else flog "mid f$i store-failover zk: no member leads, 2 s after the mid began"; fi ;;
         partition)
-            # a cut from a lock store, run_window after it struck (at the
-            # latest) and still on: the session has expired, the store has
-            # freed the lock; a holder of the cut instance still inside
-            # will write after the next holder got it
+            # a cut from a lock store, run_window after it struck (waited
+            # for here: its aim may have struck up to store_aim_ms late)
+            # and still on: the session has expired, the store has freed
+            # the lock; a holder of the cut instance still inside will
+            # write after the next holder got it
+            a=$(( F_STRUCK[i] + run_window * 1000 - $(now_us) ))
+            [ "$a" -gt 0 ] && sleep "$(awk -v w="$a" 'BEGIN { printf "%.3f", w / 1000000 }')"
             a=${F_TGT[$i]%%|*}
             b=$(holders "$item" "$a")
             flog "mid f$i partition ${F_TGT[$i]}: $b holder(s) of $a inside, the session expired"
@@ -1138,10 +1218,10 @@ run_begin() {
     run_family=$(family_of "$run_strategy")
     run_store=$(store_of "$run_strategy")
     run_ttl=$(ttl_of "$run_mix")
-    run_window=$(session_window_ms "$run_strategy" "$run_ttl")
+    run_window=$(session_window_ms "$run_store" "$run_ttl")
     run_ensemble=0
     [ "$run_store" = zk ] && case "+$run_mix+" in *+store-failover+*) run_ensemble=1 ;; esac
-    F_HIT=() F_INSIDE=() F_DOWN=() F_STOPPED=()
+    F_HIT=() F_INSIDE=() F_DOWN=() F_STOPPED=() F_STRUCK=()
     rm -rf "$run"
     mkdir -p "$run/logs"
     write_schedule "$run_seed" "$run_strategy" "$run_mix" >"$run/schedule.json"
@@ -1248,10 +1328,40 @@ lstart() {
     pids+=($!)
 }
 
-# run_loads: the loads, the long holder, the companions' and the shared
+# long_start X HOLD_MS GAP_S [QUERY]: a long holder on instance X, from
+# t0_us for the run's time: sales of hold_ms HOLD_MS (and QUERY, "&k=v...")
+# one after another, GAP_S apart, its answers recorded as the loads'
+# (told-X-long).
+long_start() {
+    local x=$1 hold=$2 gap=$3 q=${4:-}
+    (
+        lp=
+        trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 0' TERM
+        end=$((t0_us + T * 1000))
+        while [ "$(now_us)" -lt "$end" ]; do
+            printf 'Authorization: Bearer %s\n' "$token" | ns_cli curl -s -H @- --max-time 8 \
+                -w '\n%{http_code}' "http://$(net_ip "$x"):3786/inventory/sale/$run_strategy?hold_ms=$hold$q" >"$run/long-$x.body" &
+            lp=$!
+            wait "$lp"
+            body=$(cat "$run/long-$x.body")
+            code=${body##*$'\n'}
+            body=${body%$'\n'*}
+            jq -r --arg t "$(now_us)" --arg c "${code:-0}" \
+                '"\($t) \($c) \(.status // "error") \(.order // "-") \(.unit // 0)"' <<<"$body" 2>/dev/null ||
+                echo "$(now_us) ${code:-0} error - 0"
+            sleep "$gap" &
+            lp=$!
+            wait "$lp"
+        done >"$run/told-$x-long"
+    ) &
+    run_load_pids+=($!)
+    pids+=($!)
+}
+
+# run_loads: the loads, the long holders, the companions' and the shared
 # key's, all started at t0_us; sets run_load_pids.
 run_loads() {
-    local x c cf ch cw
+    local x c cf ch cw long_on=(a) long_q=
     # a Redlock master votes once up for a TTL
     if [ "$run_masters" = 1 ]; then
         while [ $((SECONDS - run_up_at)) -lt 2 ]; do sleep 0.1; done
@@ -1264,39 +1374,30 @@ run_loads() {
     # family's stall meets a renewing hold
     local long_gap=2 long_hold=600
     [ "$run_mixed" = 1 ] && long_gap=0.1
-    # ZooKeeper's session is renewed by the client's heartbeats (as a
-    # watchdog renews): the long hold outlasts the session (the TTL) by
-    # 1.5 s, so that a stop or a cut that begins inside it can outlive the
-    # session while the holder is still inside. MariaDB's is not: a hold
-    # idle past wait_timeout loses its lock with no fault at all (mysql's
-    # flaw, as reentrant's), so its long hold stays 600 ms, under it
-    [ "$run_store" = zk ] && long_hold=$((run_ttl + 1500)) long_gap=0.5
-    # a store's failover (a leader's election, MariaDB's restart) must fall
-    # inside a hold, which its lease (6 s from the acquire's send) outlasts:
-    # 3.5 s holds, one after another (0.1 s apart)
-    [ -n "$run_store" ] && [ "$run_ttl" = "$store_ttl" ] && long_hold=$store_hold long_gap=0.1
-    (
-        lp=
-        trap '[ -n "$lp" ] && kill -TERM "$lp" 2>/dev/null; exit 0' TERM
-        end=$((t0_us + T * 1000))
-        while [ "$(now_us)" -lt "$end" ]; do
-            printf 'Authorization: Bearer %s\n' "$token" | ns_cli curl -s -H @- --max-time 8 \
-                -w '\n%{http_code}' "http://$(net_ip a):3786/inventory/sale/$run_strategy?hold_ms=$long_hold" >"$run/long.body" &
-            lp=$!
-            wait "$lp"
-            body=$(cat "$run/long.body")
-            code=${body##*$'\n'}
-            body=${body%$'\n'*}
-            jq -r --arg t "$(now_us)" --arg c "${code:-0}" \
-                '"\($t) \($c) \(.status // "error") \(.order // "-") \(.unit // 0)"' <<<"$body" 2>/dev/null ||
-                echo "$(now_us) ${code:-0} error - 0"
-            sleep "$long_gap" &
-            lp=$!
-            wait "$lp"
-        done >"$run/told-a-long"
-    ) &
-    run_load_pids+=($!)
-    pids+=($!)
+    # The store locks: a stop of A or B (pause) and a slow Redis need holds
+    # of both instances to meet, not long ones (a frozen holder stays
+    # inside), and MariaDB's session is not renewed: a hold idle past
+    # wait_timeout loses its lock with no fault at all (mysql's flaw, as
+    # reentrant's), so their holds stay 600 ms, under it, 1 s apart, on A
+    # and on B. ZooKeeper's session is renewed by the client's heartbeats
+    # (as a watchdog renews): where the mix cuts, its long holds outlast
+    # the session (the TTL) by 1.5 s, so that a cut that begins with one can
+    # outlive the session while the holder is still inside, on A and on B,
+    # queued behind each other (wait_ms 4 s), one after another. A store's
+    # failover (a leader's election, MariaDB's restart) must fall inside a
+    # hold, which its lease (6 s from the acquire's send) outlasts: 3.5 s
+    # holds, one after another (0.1 s apart), on A.
+    if [ -n "$run_store" ]; then
+        case "+$run_mix+" in
+            *+store-failover+*) long_hold=$store_hold long_gap=0.1 ;;
+            *+partition+*)
+                long_on=(a b) long_gap=1
+                [ "$run_store" = zk ] && long_hold=$((run_ttl + 1500)) long_gap=0 long_q='&wait_ms=4000' ;;
+            *+pause+* | *+slow+*) long_on=(a b) long_gap=1 ;;
+            *) [ "$run_store" = zk ] && long_hold=$((run_ttl + 1500)) long_gap=0.5 ;;
+        esac
+    fi
+    for x in "${long_on[@]}"; do long_start "$x" "$long_hold" "$long_gap" "$long_q"; done
     for x in a b; do
         lstart "$x" "$x" "/inventory/sale/$run_strategy?hold_ms=10" 4
         for c in "${run_companions[@]}"; do
@@ -1327,8 +1428,9 @@ run_schedule() {
             drift) ev+=("$(printf '%08d 2 mid %d' $((T / 2)) "$i")") ;;
             store-failover) [ "${F_TGT[$i]}" = zk ] && ev+=("$(printf '%08d 2 mid %d' $((F_AT[i] + 600)) "$i")") ;;
             partition)
-                # the aim may strike 250 ms late
-                x=$((F_AT[i] + 250 + run_window))
+                # its session's window from the strike (mid waits for the
+                # rest: the aim may strike up to store_aim_ms late)
+                x=$((F_AT[i] + run_window))
                 case ${F_TGT[$i]} in *\|zk | *\|db)
                     [ "$x" -lt $((F_AT[i] + F_DUR[i])) ] && ev+=("$(printf '%08d 2 mid %d' "$x" "$i")") ;;
                 esac ;;
@@ -1356,8 +1458,8 @@ run_coverage() {
     for ((i = 0; i < ${#F_AT[@]}; i++)); do
         case ${F_NEM[$i]} in slow | loss | partition | failover) ;; *) continue ;; esac
         lo=$((t0_us + F_AT[i] * 1000)) hi=$((t0_us + (F_AT[i] + F_DUR[i] + 1000) * 1000))
-        from=("$run"/told-a "$run"/told-b "$run"/told-a-long)
-        case ${F_TGT[$i]} in a\|*) from=("$run"/told-a "$run"/told-a-long) ;; b\|*) from=("$run"/told-b) ;; esac
+        from=("$run"/told-a "$run"/told-b "$run"/told-a-long "$run"/told-b-long)
+        case ${F_TGT[$i]} in a\|*) from=("$run"/told-a "$run"/told-a-long) ;; b\|*) from=("$run"/told-b "$run"/told-b-long) ;; esac
         # an instance that answers 503 lost a reply from Redis (or its connection)
         lost=$(cat "${from[@]}" 2>/dev/null |
             awk -v lo="$lo" -v hi="$hi" '$1 >= lo && $1 <= hi && $3 == "backend_unavailable" { n++ } END { print n + 0 }')
@@ -1461,7 +1563,7 @@ run_judge() {
     mkdir -p "$run/judged"
     # and the session-end faults' special sales (told-session-end-fI)
     for f in "$run"/told-session-end-f*; do [ -f "$f" ] && se+=("${f#"$run"/told-}"); done
-    for f in a b a-long "${se[@]}"; do
+    for f in a b a-long b-long "${se[@]}"; do
         [ -f "$run/told-$f" ] || continue
         if [ "$reset_at" -gt 0 ]; then
             awk -v s="$stock" '!($3 == "sold" && $5 <= s)' "$run/told-$f" >"$run/judged/told-$f"
@@ -1786,7 +1888,9 @@ done
     echo
     echo "$(date -u +%Y-%m-%dT%H:%MZ): ${#strategies[@]} strategies x ${#mixes[@]} mixes x $nseeds seeds"
     echo "(from seed $first_seed), $time_s s of load per run, TTL $ttl ms ($store_ttl ms in a mix with store-failover), two instances with 4 clients"
-    echo "(hold_ms 10) each, and a long holder on A (hold_ms 600 every 2 s, 0.1 s apart in mixed; $store_hold 0.1 s apart with store-failover); $k runs ($ran of them in $elapsed s by this"
+    echo "(hold_ms 10) each, and a long holder on A (hold_ms 600 every 2 s, 0.1 s apart in mixed; $store_hold 0.1 s apart with store-failover;"
+    echo "the store locks: on A and B, 600 every 1 s, or TTL + 1500 one after another where ZooKeeper's mix cuts,"
+    echo "their holders' stops and cuts stretched past the session: docs/campaign.md); $k runs ($ran of them in $elapsed s by this"
     echo "invocation, the others kept by --resume). A seed violates when"
     echo "inventory-check finds anything unsafe in it (a unit sold twice, overlapping holds, a write past"
     echo "its lease, a stale-token write, a lost sale, stock and ledger apart). Rate: violating seeds over"

@@ -239,13 +239,19 @@ static int get_lock_until(struct lock *l, MYSQL *m, const char *name, int64_t *s
 /* The token of a new hold: the fence counter's next value, committed, in
  * the hold's session (see DESIGN). 0, or -1 (the error is m's, or none
  * when the counter has no row: *token is then 0). */
-static int fence_next(MYSQL *m, long long *token) {
+static int fence_next(struct lock *l, MYSQL *m, long long *token) {
     *token = 0;
     if (mysql_query(m, "UPDATE " FENCE_TABLE " SET n = LAST_INSERT_ID(n + 1) WHERE id = 1") != 0)
-        return -1;
-    if (mysql_affected_rows(m) != 1) return -1;
-    *token = (long long)mysql_insert_id(m);
-    return *token > 0 ? 0 : -1;
+        return sql_fail(l, m, "the fence counter");
+    if (mysql_affected_rows(m) == 1) *token = (long long)mysql_insert_id(m);
+    if (*token > 0) return 0;
+    struct sqllock_store *st = lock_store_state(l);
+    snprintf(l->errstr, sizeof(l->errstr),
+             "mysql %s: the fence counter's row (" FENCE_TABLE
+             ", id 1) is gone: no token can be handed out; put it back with n past the "
+             "newest token Redis has seen (GET %.60s:fence:mysql)",
+             sqlpool_addr(st->pool), l->key);
+    return LOCK_ERR;
 }
 
 /* A nested hold, on the hold's own session: GET_LOCK counts it. */
@@ -283,9 +289,9 @@ static int sqllock_acquire_as(struct lock *l, int fenced) {
          * a statement after the grant dates the lease: the token's, or a
          * DO 0 when the grant waited. */
         sent = mclock_us();
-        if (fenced ? fence_next(m, &h->token) < 0 : mysql_query(m, "DO 0") != 0) {
+        if (fenced ? fence_next(l, m, &h->token) != 0 : mysql_query(m, "DO 0") != 0) {
             got = -1; /* dropped below: closing the session frees the lock it got */
-            sql_fail(l, m, fenced ? "the fence counter" : "DO 0");
+            if (!fenced) sql_fail(l, m, "DO 0");
         }
     } else if (got < 0) {
         sql_fail(l, m, "GET_LOCK");

@@ -558,6 +558,35 @@ START_TEST(test_mysql_fenced_starts_its_counter_past_the_sequence_of_earlier_ver
 }
 END_TEST
 
+/* The counter's row deleted by hand: a fenced sale answers 503 saying so
+ * and how to mend it (no blank "mysql ...: (the fence counter)"), and the
+ * row put back past the newest token, sales go on with no restart. */
+START_TEST(
+    test_a_missing_fence_counter_row_answers_503_naming_it_and_sales_resume_once_it_is_back) {
+    start_pair();
+    MYSQL *m = harness_mariadb_connect(db_port);
+    ck_assert_ptr_nonnull(m);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r),
+                     200);
+    harness_mariadb_int(m, "DELETE FROM inventoryd.inventoryd_fence_counter");
+    ck_assert_int_eq(
+        harness_mariadb_int(m, "SELECT COUNT(*) FROM inventoryd.inventoryd_fence_counter"), 0);
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r),
+                     503);
+    const char *e = harness_json_str(r.body, "error");
+    ck_assert_msg(strstr(e, "inventoryd_fence_counter") && strstr(e, "is gone") &&
+                      strstr(e, ":fence:mysql"),
+                  "%s", r.body);
+    harness_mariadb_int(m, "INSERT INTO inventoryd.inventoryd_fence_counter VALUES (1, 1000)");
+    ck_assert_int_eq(harness_http(b_port, "GET", "/inventory/sale/mysql-fenced", NULL, NULL, &r),
+                     200);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
+    ck_assert_int_eq((long long)harness_json_num(r.body, "lock.token"), 1001);
+    mysql_close(m);
+}
+END_TEST
+
 /* Whether needle is in the file at path; -1 when it cannot be read. */
 static int file_has(const char *path, const char *needle) {
     FILE *f = fopen(path, "r");
@@ -629,7 +658,8 @@ Suite *mysql_suite(void) {
          {test_mysql_sells_exactly_its_stock_across_two_instances_under_concurrent_sales,
           test_an_unconfigured_mysql_is_listed_unavailable_and_its_sale_answers_503_naming_the_key,
           test_the_mysql_password_appears_in_no_answer_no_config_dump_and_no_log,
-          test_mysql_fenced_starts_its_counter_past_the_sequence_of_earlier_versions}},
+          test_mysql_fenced_starts_its_counter_past_the_sequence_of_earlier_versions,
+          test_a_missing_fence_counter_row_answers_503_naming_it_and_sales_resume_once_it_is_back}},
         {"Lab",
          {test_the_labs_overrun_shows_mysqls_flaw_and_mysql_fenced_refuses_the_late_write,
           test_the_labs_session_lost_shows_mysqls_flaw_and_mysql_fenced_refuses_the_write,

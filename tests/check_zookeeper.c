@@ -208,17 +208,15 @@ static int checker(const char *kind, double *n) {
 }
 
 /* A sells holding 2 s with a session of 1.5 s, and is SIGSTOPped once
- * inside (the probe has its entry: A has read the stock). Its session
- * expires and the server deletes its node; only then B sells. A is resumed
- * and writes what it read. */
-static void paused_holder(const char *strategy, struct harness_bg *a, struct harness_bg *b) {
+ * inside (the probe has its entry: A has read the stock). Returns once its
+ * session has expired and the server deleted its node. */
+static void stop_a_inside(const char *strategy, struct harness_bg *a) {
     start_pair(1, 1500, 5000);
     /* Ready: A's ZooKeeper session is up (a slow first connect under the
      * sanitizers ate A's lock wait in a CI run, and A never came inside). */
     ready_within(a_port, 20000);
-    char pa[128], pb[128], before[512], after[512];
+    char pa[128], before[512];
     snprintf(pa, sizeof(pa), "/inventory/sale/%s?hold_ms=2000", strategy);
-    snprintf(pb, sizeof(pb), "/inventory/sale/%s", strategy);
     harness_bg_start(a, a_port, pa, 0);
     ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
                   "A never came inside");
@@ -227,6 +225,14 @@ static void paused_holder(const char *strategy, struct harness_bg *a, struct har
     ck_assert_msg(nodes_until(0, 10000),
                   "fault missed its window: A's node %s outlived its session while A was stopped",
                   before);
+}
+
+/* A stopped inside past its session (stop_a_inside); only then B sells. A
+ * is resumed and writes what it read. */
+static void paused_holder(const char *strategy, struct harness_bg *a, struct harness_bg *b) {
+    stop_a_inside(strategy, a);
+    char pb[128], after[512];
+    snprintf(pb, sizeof(pb), "/inventory/sale/%s", strategy);
     harness_bg_start(b, b_port, pb, 0);
     harness_bg_join(b);
     ck_assert_int_eq(b->status, 200);
@@ -283,18 +289,8 @@ END_TEST
  * writes inside B's hold. B's read raises the fence to its czxid, so A's
  * write is refused, B's lands, and no hold overlaps another. */
 START_TEST(test_zookeeper_fenced_refuses_a_stale_write_that_lands_before_the_next_holder_writes) {
-    start_pair(1, 1500, 5000);
-    ready_within(a_port, 20000);
     struct harness_bg a, b;
-    char before[512];
-    harness_bg_start(&a, a_port, "/inventory/sale/zookeeper-fenced?hold_ms=2000", 0);
-    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
-                  "A never came inside");
-    ck_assert_int_eq(nodes(before, sizeof(before)), 1);
-    kill(a_pid, SIGSTOP);
-    ck_assert_msg(nodes_until(0, 10000),
-                  "fault missed its window: A's node %s outlived its session while A was stopped",
-                  before);
+    stop_a_inside("zookeeper-fenced", &a);
     harness_bg_start(&b, b_port, "/inventory/sale/zookeeper-fenced?hold_ms=3000", 0);
     ck_assert_msg(nodes_until(1, 5000), "B was never granted");
     mclock_sleep_ms(500); /* B reads right after its grant */

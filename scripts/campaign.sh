@@ -1090,7 +1090,7 @@ mid() {
             else flog "mid f$i store-failover zk: no member leads, 2 s after the mid began"; fi ;;
         partition)
             # a cut from a lock store, run_window after it struck (waited
-            # for here: its aim may have struck up to store_aim_ms late)
+            # for here: its aim may have struck up to store_cut_aim_ms late)
             # and still on: the session has expired, the store has freed
             # the lock; a holder of the cut instance still inside will
             # write after the next holder got it
@@ -1429,7 +1429,7 @@ run_schedule() {
             store-failover) [ "${F_TGT[$i]}" = zk ] && ev+=("$(printf '%08d 2 mid %d' $((F_AT[i] + 600)) "$i")") ;;
             partition)
                 # its session's window from the strike (mid waits for the
-                # rest: the aim may strike up to store_aim_ms late)
+                # rest: the aim may strike up to store_cut_aim_ms late)
                 x=$((F_AT[i] + run_window))
                 case ${F_TGT[$i]} in *\|zk | *\|db)
                     [ "$x" -lt $((F_AT[i] + F_DUR[i])) ] && ev+=("$(printf '%08d 2 mid %d' "$x" "$i")") ;;

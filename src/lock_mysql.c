@@ -237,8 +237,8 @@ static int get_lock_until(struct lock *l, MYSQL *m, const char *name, int64_t *s
 }
 
 /* The token of a new hold: the fence counter's next value, committed, in
- * the hold's session (see DESIGN). 0, or -1 (the error is m's, or none
- * when the counter has no row: *token is then 0). */
+ * the hold's session (see DESIGN). 0, or LOCK_ERR with l's errstr set (the
+ * server's error, or the counter's row gone: *token is then 0). */
 static int fence_next(struct lock *l, MYSQL *m, long long *token) {
     *token = 0;
     if (mysql_query(m, "UPDATE " FENCE_TABLE " SET n = LAST_INSERT_ID(n + 1) WHERE id = 1") != 0)

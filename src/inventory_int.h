@@ -63,6 +63,10 @@ struct sale_way {
     /* The write of a sale made alone under s's lock; NULL when sell writes
      * otherwise. */
     sale_commit commit;
+    /* 1: the read first shows Redis the hold's fencing token (raise_fence in
+     * sale.c), for a lock whose tokens come from another store; Redis's own
+     * fence is bumped by the grant itself. */
+    int shows_token;
 };
 
 /* Takes s's lock for the n sales in rs[] (faults f, rs[0]'s), runs the

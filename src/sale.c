@@ -237,11 +237,11 @@ static int commit_fenced(struct sale_section *sec) {
  * landing meanwhile would pass the fence inside its hold. Its read
  * therefore raises the fence to its token first (fence-raise.lua, in the
  * read's pipeline): from then on an older token's write is refused. The
- * index of its reply; -1 when the lock's fence is Redis's own (bumped by
- * the grant itself) or there is none; -2 when it could not be appended. */
+ * index of its reply; -1 when the way shows no token (sale_store_fenced
+ * does: Redis's own fence is bumped by the grant itself); -2 when it could
+ * not be appended. */
 static int raise_fence(struct sale_section *sec) {
-    const struct lock_type *t = lock_type_of(sec->l);
-    if (sec->s->way->commit != commit_fenced || strcmp(lock_type_store(t), "Redis") == 0) return -1;
+    if (!sec->s->way->shows_token) return -1;
     struct lock_report rep;
     lock_report(sec->l, &rep);
     char fence[224], token[24];
@@ -607,7 +607,8 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
     freeReplyObject(rep);
 }
 
-const struct sale_way sale_plain = {"plain", locked_sell, sale_commit_plain};
-const struct sale_way sale_fenced = {"fenced", locked_sell, commit_fenced};
-const struct sale_way sale_handoff = {"handoff", locked_sell, commit_handoff};
-const struct sale_way sale_atomic = {"atomic", atomic_sell, NULL};
+const struct sale_way sale_plain = {"plain", locked_sell, sale_commit_plain, 0};
+const struct sale_way sale_fenced = {"fenced", locked_sell, commit_fenced, 0};
+const struct sale_way sale_store_fenced = {"store-fenced", locked_sell, commit_fenced, 1};
+const struct sale_way sale_handoff = {"handoff", locked_sell, commit_handoff, 0};
+const struct sale_way sale_atomic = {"atomic", atomic_sell, NULL, 0};

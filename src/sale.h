@@ -12,6 +12,7 @@ struct sale_way;
 
 extern const struct sale_way sale_plain;
 extern const struct sale_way sale_fenced;
+extern const struct sale_way sale_store_fenced; /* fenced by another store's tokens */
 extern const struct sale_way sale_handoff;
 extern const struct sale_way sale_batched;
 extern const struct sale_way sale_atomic;

@@ -67,7 +67,7 @@ const struct strategy strategies[] = {
      "the zookeeper lock, its node's czxid as the fencing token the stock write checks",
      "none for correctness: a paused holder's late write is refused (409 stale_token), not "
      "applied",
-     &lock_type_zookeeper_fenced, NULL, &sale_fenced},
+     &lock_type_zookeeper_fenced, NULL, &sale_store_fenced},
     {"mysql",
      "the factory's MYSQL lock: SELECT GET_LOCK / RELEASE_LOCK on a MariaDB session of its own",
      "a killed, cut or timed-out session frees the lock while its holder still writes",
@@ -77,7 +77,7 @@ const struct strategy strategies[] = {
      "stock write refuses older tokens",
      "none for correctness: a holder whose session was lost has its write refused (409 "
      "stale_token or stock_changed)",
-     &lock_type_mysql_fenced, NULL, &sale_fenced},
+     &lock_type_mysql_fenced, NULL, &sale_store_fenced},
     {"atomic", "no lock: check-and-decrement in one Lua script",
      "none for this workload; it is the reference ceiling, but only fits work that one script can "
      "do",

@@ -223,6 +223,21 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
     return rc;
 }
 
+/* Whether none of n replies is an error; else INV_BACKEND with errstr
+ * naming the first. */
+static int check_replies(struct inventory *inv, redisReply **rep, int n, const char *what,
+                         char *errstr, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        if (rep[i]->type == REDIS_REPLY_ERROR) {
+            snprintf(errstr, errlen, "%s: %.120s", what, rep[i]->str);
+            rpool_note_error(inv->pool, rep[i]->str);
+            free_replies(rep, n);
+            return INV_BACKEND;
+        }
+    }
+    return 0;
+}
+
 /* Runs n pipelined commands, built by the caller on c, and checks that
  * none answered an error. Returns 0, or INV_BACKEND with errstr set. */
 static int run_pipeline(struct inventory *inv, struct rpool *pool, redisContext *c,
@@ -233,15 +248,7 @@ static int run_pipeline(struct inventory *inv, struct rpool *pool, redisContext 
         return INV_BACKEND;
     }
     rpool_put(pool, c);
-    for (int i = 0; i < n; i++) {
-        if (rep[i]->type == REDIS_REPLY_ERROR) {
-            snprintf(errstr, errlen, "%s: %.120s", what, rep[i]->str);
-            rpool_note_error(inv->pool, rep[i]->str);
-            free_replies(rep, n);
-            return INV_BACKEND;
-        }
-    }
-    return 0;
+    return check_replies(inv, rep, n, what, errstr, errlen);
 }
 
 /* A connection to the server of key (in cluster mode, the master of its
@@ -262,26 +269,86 @@ static redisContext *item_conn(struct inventory *inv, const char *item, struct i
     return conn(inv, k->stock, pool, errstr, errlen);
 }
 
+static int is_error(const redisReply *r, const char *prefix) {
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, prefix, strlen(prefix)) == 0;
+}
+
+/* The MOVED that refused a pipeline of one slot's commands when none of
+ * them ran: each reply is a MOVED, or the MULTI and EXECABORT of a
+ * transaction a MOVED aborted. NULL when anything ran or answered else. */
+static const redisReply *moved_away(redisReply **rep, int n) {
+    const redisReply *moved = NULL;
+    int aborted = is_error(rep[n - 1], "EXECABORT");
+    for (int i = 0; i < n; i++) {
+        if (is_error(rep[i], "MOVED ")) {
+            if (!moved) moved = rep[i];
+        } else if (!(aborted && (i == n - 1 || (i == 0 && rep[i]->type == REDIS_REPLY_STATUS)))) {
+            return NULL;
+        }
+    }
+    return moved;
+}
+
+/* Appends a pipeline's commands for item keys k on c. */
+typedef void pipeline_build(redisContext *c, const struct item_keys *k, const void *arg);
+
+/* Runs the n commands build appends on the server of item's keys (filled
+ * into *k), and checks that none answered an error: 0, or INV_BACKEND with
+ * errstr set. In cluster mode a pipeline refused with MOVED ran nowhere
+ * (its slot moved since the map was read), so it is sent again to the new
+ * master, as a sale's commands are (rpool_follow), rather than failing
+ * until the map's next reload. */
+static int item_pipeline(struct inventory *inv, const char *item, struct item_keys *k,
+                         pipeline_build *build, const void *arg, redisReply **rep, int n,
+                         const char *what, char *errstr, size_t errlen) {
+    struct rpool *pool;
+    redisContext *c = item_conn(inv, item, k, &pool, errstr, errlen);
+    for (int hops = 0; c;) {
+        build(c, k, arg);
+        if (read_replies(c, rep, n) < 0) {
+            snprintf(errstr, errlen, "%s: %.120s", what, c->errstr);
+            rpool_put(pool, c);
+            return INV_BACKEND;
+        }
+        const redisReply *m = moved_away(rep, n);
+        int again =
+            m ? rpool_follow(inv->pool, m, &hops, &pool, &c, inv->pool_wait_ms, errstr, errlen) : 0;
+        if (again == 0) {
+            rpool_put(pool, c);
+            return check_replies(inv, rep, n, what, errstr, errlen);
+        }
+        free_replies(rep, n);
+    }
+    return INV_BACKEND; /* no connection: errstr says why */
+}
+
+struct reset_args {
+    long long stock;
+    int own_lock;
+};
+
+static void reset_build(redisContext *c, const struct item_keys *k, const void *arg) {
+    const struct reset_args *a = arg;
+    redisAppendCommand(c, "MULTI");
+    redisAppendCommand(c, "SET %s %lld", k->stock, a->stock);
+    redisAppendCommand(c, "SET %s %lld", k->initial, a->stock);
+    redisAppendCommand(c, "DEL %s %s %s %s %s %s", k->ledger, k->holders, k->violations,
+                       k->families, k->history, a->own_lock ? k->lock : k->ledger);
+    redisAppendCommand(c, "EXEC");
+}
+
 int inventory_reset(struct inventory *inv, const char *item, long long stock, char *errstr,
                     size_t errlen) {
     struct item_keys k;
-    struct rpool *pool;
-    redisContext *c = item_conn(inv, item, &k, &pool, errstr, errlen);
-    if (!c) return INV_BACKEND;
+    inventory_keys(inv, item, &k);
     /* The lock goes too when it is this item's: its own (lock.scope=item),
      * or the global one when this is the configured item. Another item's
      * reset must not free the global lock under the sale that holds it.
      * Never the fencing counter: it only grows, so a paused holder's old
      * token stays stale across a reset. */
-    int own_lock = inv->lock_per_item || strcmp(k.stock, inv->stock_key) == 0;
-    redisAppendCommand(c, "MULTI");
-    redisAppendCommand(c, "SET %s %lld", k.stock, stock);
-    redisAppendCommand(c, "SET %s %lld", k.initial, stock);
-    redisAppendCommand(c, "DEL %s %s %s %s %s %s", k.ledger, k.holders, k.violations, k.families,
-                       k.history, own_lock ? k.lock : k.ledger);
-    redisAppendCommand(c, "EXEC");
+    struct reset_args a = {stock, inv->lock_per_item || strcmp(k.stock, inv->stock_key) == 0};
     redisReply *rep[5];
-    int rc = run_pipeline(inv, pool, c, rep, 5, "reset", errstr, errlen);
+    int rc = item_pipeline(inv, item, &k, reset_build, &a, rep, 5, "reset", errstr, errlen);
     if (rc) return rc;
     if (rep[4]->type != REDIS_REPLY_ARRAY) {
         snprintf(errstr, errlen, "reset: transaction aborted");
@@ -293,17 +360,18 @@ int inventory_reset(struct inventory *inv, const char *item, long long stock, ch
     return rc;
 }
 
+static void seed_build(redisContext *c, const struct item_keys *k, const void *arg) {
+    long long stock = *(const long long *)arg;
+    redisAppendCommand(c, "SET %s %lld NX", k->stock, stock);
+    redisAppendCommand(c, "SET %s %lld NX", k->initial, stock);
+}
+
 int inventory_seed(struct inventory *inv, long long stock, int *seeded, char *errstr,
                    size_t errlen) {
     *seeded = 0;
     struct item_keys k;
-    struct rpool *pool;
-    redisContext *c = item_conn(inv, NULL, &k, &pool, errstr, errlen);
-    if (!c) return INV_BACKEND;
-    redisAppendCommand(c, "SET %s %lld NX", k.stock, stock);
-    redisAppendCommand(c, "SET %s %lld NX", k.initial, stock);
     redisReply *rep[2];
-    int rc = run_pipeline(inv, pool, c, rep, 2, "seed", errstr, errlen);
+    int rc = item_pipeline(inv, NULL, &k, seed_build, &stock, rep, 2, "seed", errstr, errlen);
     if (rc) return rc;
     *seeded = rep[0]->type == REDIS_REPLY_STATUS;
     free_replies(rep, 2);
@@ -337,20 +405,21 @@ static int count_ledger(const redisReply *ledger, struct audit *a, char *errstr,
     return 0;
 }
 
+static void audit_build(redisContext *c, const struct item_keys *k, const void *arg) {
+    (void)arg;
+    redisAppendCommand(c, "GET %s", k->stock);
+    redisAppendCommand(c, "GET %s", k->initial);
+    redisAppendCommand(c, "GET %s", k->violations);
+    redisAppendCommand(c, "LRANGE %s 0 -1", k->ledger);
+    redisAppendCommand(c, "SMEMBERS %s", k->families);
+}
+
 int inventory_audit(struct inventory *inv, const char *item, struct audit *a, char *errstr,
                     size_t errlen) {
     memset(a, 0, sizeof(*a));
     struct item_keys k;
-    struct rpool *pool;
-    redisContext *c = item_conn(inv, item, &k, &pool, errstr, errlen);
-    if (!c) return INV_BACKEND;
-    redisAppendCommand(c, "GET %s", k.stock);
-    redisAppendCommand(c, "GET %s", k.initial);
-    redisAppendCommand(c, "GET %s", k.violations);
-    redisAppendCommand(c, "LRANGE %s 0 -1", k.ledger);
-    redisAppendCommand(c, "SMEMBERS %s", k.families);
     redisReply *rep[5];
-    int rc = run_pipeline(inv, pool, c, rep, 5, "audit", errstr, errlen);
+    int rc = item_pipeline(inv, item, &k, audit_build, NULL, rep, 5, "audit", errstr, errlen);
     if (rc) return rc;
     if (inv_parse_ll(rep[0], &a->stock) < 0 || inv_parse_ll(rep[1], &a->initial) < 0) {
         snprintf(errstr, errlen,
@@ -429,21 +498,27 @@ static void history_parse(const redisReply *fields, struct history_event *e) {
     }
 }
 
+struct history_args {
+    char start[40];
+    int max;
+};
+
+static void history_build(redisContext *c, const struct item_keys *k, const void *arg) {
+    const struct history_args *a = arg;
+    redisAppendCommand(c, "XRANGE %s %s + COUNT %d", k->history, a->start, a->max);
+}
+
 int inventory_history(struct inventory *inv, const char *item, const char *since, int max,
                       struct history_event *out, int *n, char *errstr, size_t errlen) {
     *n = 0;
     struct item_keys k;
-    struct rpool *pool;
-    redisContext *c = item_conn(inv, item, &k, &pool, errstr, errlen);
-    if (!c) return INV_BACKEND;
-    char start[40];
+    struct history_args a = {.max = max};
     if (!since || !since[0] || strcmp(since, "0") == 0)
-        snprintf(start, sizeof(start), "-");
+        snprintf(a.start, sizeof(a.start), "-");
     else
-        snprintf(start, sizeof(start), "(%.32s", since);
-    redisAppendCommand(c, "XRANGE %s %s + COUNT %d", k.history, start, max);
+        snprintf(a.start, sizeof(a.start), "(%.32s", since);
     redisReply *rep[1];
-    int rc = run_pipeline(inv, pool, c, rep, 1, "history", errstr, errlen);
+    int rc = item_pipeline(inv, item, &k, history_build, &a, rep, 1, "history", errstr, errlen);
     if (rc) return rc;
     for (size_t i = 0; i < rep[0]->elements && *n < max; i++) {
         const redisReply *e = rep[0]->element[i];

@@ -644,6 +644,55 @@ START_TEST(test_a_renewal_refused_by_a_slot_move_loses_the_hold) {
 }
 END_TEST
 
+/* CI (asan, e2e-cluster, "move atomic"): right after a slot moved, the
+ * audit answered 503 (the old master's MOVED) until the map's next reload,
+ * while a sale in the same second followed the MOVED. The item's reads and
+ * writes outside a sale (audit, history, reset) follow it too: a command
+ * refused with MOVED ran nowhere, so it is sent to the new master. The
+ * window first: the instance met the MOVED (its /metrics count grew), or
+ * the map's own reload came first and the move is tried again. */
+START_TEST(test_the_audit_history_and_reset_follow_a_slot_moved_before_the_map_reloads) {
+    char seeds[128];
+    snprintf(seeds, sizeof(seeds), "redis.cluster.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             ports[0], ports[1], ports[2]);
+    int port = harness_free_port();
+    const char *sets[] = {seeds, "lock.scope=item", "inventory.probe=false", "lock.allowed=atomic",
+                          NULL};
+    pid_t inst = harness_inventoryd_start(port, sets);
+    ck_assert_int_gt(inst, 0);
+    const char *item = "moved-item";
+    char sale[96], audit[96], history[96], reset[96], key[64];
+    snprintf(sale, sizeof(sale), "/inventory/sale/atomic?item=%s", item);
+    snprintf(audit, sizeof(audit), "/inventory/audit?item=%s", item);
+    snprintf(history, sizeof(history), "/inventory/history?item=%s", item);
+    snprintf(reset, sizeof(reset), "{\"stock\":5,\"item\":\"%s\"}", item);
+    snprintf(key, sizeof(key), "{%s}:sold", item);
+    struct httpc_response a;
+    ck_assert_int_eq(harness_http(port, "POST", "/inventory/reset", NULL, reset, &a), 200);
+    const char *met = "inventoryd_cluster_refusals_followed_total{kind=\"moved\"}";
+    unsigned slot = slot_of(key);
+    static int owner[CLUSTER_SLOTS];
+    int codes[3] = {0, 0, 0}, in_window = 0;
+    for (int tries = 0; tries < 5 && !in_window; tries++) {
+        ck_assert_int_eq(harness_http(port, "GET", sale, NULL, NULL, &a), 200);
+        cluster_slots_of(ports[0], owner);
+        long long moved0 = harness_metric(port, met);
+        migrate_slot(slot, owner[slot], other_master(owner[slot]), 1);
+        codes[0] = harness_http(port, "GET", audit, NULL, NULL, &a);
+        codes[1] = harness_http(port, "GET", history, NULL, NULL, &a);
+        codes[2] = harness_http(port, "POST", "/inventory/reset", NULL, reset, &a);
+        in_window = harness_metric(port, met) > moved0 || codes[0] != 200;
+    }
+    ck_assert_msg(in_window, "fault missed its window: the map was reloaded before every read");
+    ck_assert_msg(codes[0] == 200 && codes[1] == 200 && codes[2] == 200,
+                  "after the move: audit %d, history %d, reset %d (want 200 each)", codes[0],
+                  codes[1], codes[2]);
+    ck_assert_int_eq(harness_http(port, "GET", audit, NULL, NULL, &a), 200);
+    ck_assert_msg(strstr(a.body, "\"stock\":5") != NULL, "audit after the reset: %s", a.body);
+    harness_stop(inst);
+}
+END_TEST
+
 Suite *cluster_suite(void) {
     Suite *s = suite_create("cluster");
     TCase *slots = tcase_create("Slots");
@@ -666,6 +715,8 @@ Suite *cluster_suite(void) {
         routing,
         test_readyz_is_503_while_any_master_says_the_cluster_is_down_not_only_the_stock_keys);
     tcase_add_test(routing, test_a_renewal_refused_by_a_slot_move_loses_the_hold);
+    tcase_add_test(routing,
+                   test_the_audit_history_and_reset_follow_a_slot_moved_before_the_map_reloads);
     suite_add_tcase(s, routing);
     return s;
 }

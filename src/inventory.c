@@ -188,39 +188,70 @@ static int read_stock(const struct item_keys *k, const redisReply *r, long long 
     return rc;
 }
 
+/* A read of the stock under the read lock (or none), as the lock core runs
+ * a hold (lock_hold): one GET, on the holder's connection. */
+struct stock_read {
+    struct inventory *inv;
+    const struct item_keys *k;
+    int got; /* the GET's reply index, or -1 */
+    int rc;
+    long long *stock;
+    char *errstr;
+    size_t errlen;
+};
+
+static int stock_get(struct lock_hold *h, void *arg) {
+    struct stock_read *sr = arg;
+    const char *get[] = {"GET", sr->k->stock};
+    sr->got = h->connected ? lock_append(h->l, 2, get, NULL) : -1;
+    if (sr->got >= 0) return 0;
+    snprintf(sr->errstr, sr->errlen, "connection: %.120s", lock_errstr(h->l));
+    sr->rc = INV_BACKEND;
+    return -1;
+}
+
+static int stock_got(struct lock_hold *h, void *arg) {
+    struct stock_read *sr = arg;
+    if (h->flushed < 0) {
+        snprintf(sr->errstr, sr->errlen, "GET stock: %.120s", lock_errstr(h->l));
+        sr->rc = INV_BACKEND;
+    } else {
+        sr->rc = read_stock(sr->k, lock_reply(h->l, sr->got), sr->stock, sr->errstr, sr->errlen);
+    }
+    return -1; /* nothing to write */
+}
+
+static void stock_done(struct lock_hold *h, void *arg) {
+    struct stock_read *sr = arg;
+    if (h->acquired == LOCK_BUSY) {
+        snprintf(sr->errstr, sr->errlen, "read lock %.80s still busy after waiting %d ms",
+                 sr->k->lock, sr->inv->cfg->lock_wait_ms);
+        sr->rc = INV_LOCK_TIMEOUT;
+    } else if (h->acquired != LOCK_OK) {
+        snprintf(sr->errstr, sr->errlen, "read lock: %.120s", lock_errstr(h->l));
+        sr->rc = INV_BACKEND;
+    }
+}
+
 int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long long *stock,
                     char *errstr, size_t errlen) {
     struct item_keys k;
     inventory_keys(inv, item, &k);
-    struct lock *l =
-        lock_new(inv->core, inv->read_lock ? &lock_type_rw_read : &lock_type_none, k.lock);
-    if (!l) {
+    struct stock_read sr = {inv, &k, -1, 0, stock, errstr, errlen};
+    const struct lock_hold_plan plan = {.type =
+                                            inv->read_lock ? &lock_type_rw_read : &lock_type_none,
+                                        .key = k.lock,
+                                        .hold_ms = hold_ms,
+                                        .read = stock_get,
+                                        .inside = stock_got,
+                                        .done = stock_done,
+                                        .arg = &sr};
+    struct lock_hold h;
+    if (lock_hold(inv->core, &plan, &h) == LOCK_HOLD_NOMEM) {
         snprintf(errstr, errlen, "out of memory");
         return INV_BACKEND;
     }
-    int rc = lock_acquire(l);
-    /* The GET goes on the holder's connection, through the handle. */
-    const char *get[] = {"GET", k.stock};
-    int got = rc == LOCK_OK ? lock_append(l, 2, get, NULL) : -1;
-    if (got >= 0) {
-        if (lock_flush(l) < 0) {
-            snprintf(errstr, errlen, "GET stock: %.120s", lock_errstr(l));
-            rc = INV_BACKEND;
-        } else {
-            rc = read_stock(&k, lock_reply(l, got), stock, errstr, errlen);
-        }
-        mclock_sleep_ms(hold_ms);
-    } else if (rc == LOCK_BUSY) {
-        snprintf(errstr, errlen, "read lock %.80s still busy after waiting %d ms", k.lock,
-                 inv->cfg->lock_wait_ms);
-        rc = INV_LOCK_TIMEOUT;
-    } else {
-        snprintf(errstr, errlen, "%s: %.120s", rc == LOCK_OK ? "connection" : "read lock",
-                 lock_errstr(l));
-        rc = INV_BACKEND;
-    }
-    lock_free(l);
-    return rc;
+    return sr.rc;
 }
 
 /* Whether none of n replies is an error; else INV_BACKEND with errstr

@@ -986,3 +986,64 @@ void lock_report(const struct lock *l, struct lock_report *r) {
     r->replicas_acked = l->replicas_acked;
     if (l->type->report) l->type->report(l, r);
 }
+
+/* ---- a hold in one call (lock.h) ------------------------------------------ */
+
+/* The end_session fault, once the holder is inside: its store session is
+ * ended from outside, and the hold goes on, not told. */
+static void hold_end_session(struct lock_hold *h) {
+    h->session_end_us = mclock_wall_us();
+    if (lock_end_session(h->l, h->session_error, sizeof(h->session_error)) == LOCK_OK) {
+        h->session_ended = 1;
+        h->session_gone_us = mclock_wall_us();
+    } else {
+        h->session_ended = -1;
+    }
+}
+
+/* Inside, held: the read, its replies, the faults, the commit point, the
+ * write. */
+static void hold_inside(const struct lock_hold_plan *p, struct lock_hold *h) {
+    struct lock *l = h->l;
+    h->connected = lock_connect(l) == 0;
+    h->has_carried = lock_carried(l, &h->carried);
+    lock_fence_key(l, h->fence, sizeof(h->fence));
+    lock_report(l, &h->report);
+    int go = p->read(h, p->arg);
+    if (!h->connected) return; /* nothing appended: the release gives it up if need be */
+    if (go >= 0) {
+        h->flushed = lock_flush(l);
+        go = p->inside ? p->inside(h, p->arg) : 0;
+    }
+    if (go >= 0 && p->end_session) hold_end_session(h);
+    mclock_sleep_ms(p->hold_ms);
+    if (go < 0) return;
+    /* The commit point: no renewal from here on, and the last check of the
+     * lease right before the write goes out with the release. */
+    h->may_commit = lock_commit_check(l) == LOCK_OK;
+    mclock_sleep_ms(p->commit_delay_ms); /* fault: a stall after the last check */
+    h->late = lock_lease_passed(l);
+    lock_guard(l, &h->guard);
+    h->hands_on = lock_handover(l, &h->handover) == 0;
+    lock_report(l, &h->report);
+    if (p->write) p->write(h, p->arg);
+}
+
+int lock_hold(struct lock_core *core, const struct lock_hold_plan *p, struct lock_hold *h) {
+    memset(h, 0, sizeof(*h));
+    struct lock *l = h->l = lock_new(core, p->type, p->key);
+    if (!l) return LOCK_HOLD_NOMEM;
+    lock_set_release_delay(l, p->release_delay_ms);
+    if (p->wait_given) lock_set_wait(l, p->wait_ms);
+    if (p->carry) lock_carry(l, p->carry);
+    int rc = lock_acquire(l);
+    for (int i = 0; rc == LOCK_OK && i < p->nested; i++) rc = lock_acquire(l);
+    h->acquired = rc;
+    if (rc == LOCK_OK) hold_inside(p, h);
+    while (l->holds > 0) h->lost |= lock_release(l) == LOCK_LOST;
+    lock_report(l, &h->report);
+    if (p->done) p->done(h, p->arg);
+    lock_free(l);
+    h->l = NULL;
+    return rc;
+}

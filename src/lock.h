@@ -427,4 +427,71 @@ struct lock_report {
 
 void lock_report(const struct lock *l, struct lock_report *r);
 
+/* ---- a hold in one call ----------------------------------------------------
+ * lock_hold runs the fixed order of one hold, so that its holder says what
+ * to read and what to write, and the core does when (as Redis's connXxx()
+ * wrappers run a ConnectionType): the handle is made, acquired (and again,
+ * nested times), connected; the plan's read appends what the holder needs
+ * answered, and goes out in one write (lock_flush); the plan's inside
+ * reads the replies; the session fault, the hold's sleep; the commit point
+ * (lock_commit_check), the stall fault; the plan's write appends the write
+ * (or the event of a hold that writes nothing), which goes out with the
+ * release; every hold is released; the plan's done reads the write's
+ * reply; the handle is freed. Each step is handed the hold: what the core
+ * knows at that point. The steps append with lock_append,
+ * lock_append_script or lock_append_release on h->l, and read with
+ * lock_reply and lock_errstr; h->l is NULL once lock_hold returns. A
+ * step left NULL does nothing (read is required). */
+struct lock_hold {
+    struct lock *l; /* the handle, for the steps */
+    int acquired; /* what the acquire answered: LOCK_OK, LOCK_BUSY or LOCK_ERR */
+    int connected; /* the holder has its connection (lock_connect): it may append */
+    int flushed; /* 0, or -1 when the read's replies were lost (lock_errstr says why) */
+    int has_carried; /* the grant carried the carry key's value (lock_carried) ... */
+    const char *carried; /* ... this one (NULL: the key did not exist) */
+    /* The end_session fault: 1 ended and seen gone, -1 could not be (see
+     * session_error), 0 not asked; wall-clock us when begun and seen gone. */
+    int session_ended;
+    int64_t session_end_us, session_gone_us;
+    char session_error[160];
+    int may_commit; /* the commit point's check answered LOCK_OK */
+    int late; /* the lease had passed at the write (lock_lease_passed) */
+    struct lock_guard guard; /* how the write's script looks at the lock */
+    char fence[224]; /* the key of the lock's fencing tokens (lock_fence_key) */
+    int hands_on; /* the write may end the hold: handover says how */
+    struct lock_handover handover;
+    int lost; /* a release found the lock no longer the holder's */
+    struct lock_report report; /* as of the read, then of the write; in done, of the release */
+};
+
+struct lock_hold_plan {
+    const struct lock_type *type;
+    const char *key; /* the lock's key */
+    const char *carry; /* the key whose value travels with the lock (lock_carry), or NULL */
+    int wait_given; /* wait_ms replaces lock.wait-ms (lock_set_wait) */
+    int wait_ms;
+    int nested; /* acquires beyond the first: re-entry */
+    /* Faults: lock_set_release_delay; a sleep once inside; the store
+     * session ended from outside once inside (lock_end_session); a stall
+     * between the commit point and the write. */
+    int release_delay_ms, hold_ms, end_session, commit_delay_ms;
+    /* Held (h->connected says whether it may append): appends the reads.
+     * Below 0: nothing more is read or written. */
+    int (*read)(struct lock_hold *h, void *arg);
+    /* The reads answered (or h->flushed < 0). Below 0: nothing is written. */
+    int (*inside)(struct lock_hold *h, void *arg);
+    /* At the commit point: appends the write, or the event of a hold that
+     * writes nothing; it goes out with the release. */
+    void (*write)(struct lock_hold *h, void *arg);
+    /* Every hold released, or none granted (h->acquired): reads the
+     * write's reply. */
+    void (*done)(struct lock_hold *h, void *arg);
+    void *arg;
+};
+
+/* Runs one hold by plan p into h: returns what the acquire answered
+ * (LOCK_OK, LOCK_BUSY, LOCK_ERR), or -2 when out of memory (no step ran). */
+#define LOCK_HOLD_NOMEM -2
+int lock_hold(struct lock_core *core, const struct lock_hold_plan *p, struct lock_hold *h);
+
 #endif

@@ -3,24 +3,31 @@
  * release (see inventory_int.h and sale.h).
  *
  * DESIGN
+ * A locked sale is one call to the lock core, lock_hold, with a plan of
+ * four steps: what to read (section_read), what the read means
+ * (section_inside), what to write (section_write) and what the write's
+ * reply means (section_done). The core runs them in its fixed order
+ * (acquire, read, flush, the faults, the commit point, write, release), so
+ * this file says what a sale does, never when.
+ *
  * A locked sale costs two round trips besides its acquire: the probe's entry
  * pipelined with GET stock; then the write (one all-or-nothing script that
  * also records the lock family and the history event), the probe's exit and
  * the release, in one write. Both go through the lock's handle, on the
  * holder's connection, which this file never sees: the entry (probe.c) and
- * the GET are appended (lock_append) and sent together (lock_flush); the
+ * the GET are appended (lock_append) and the core sends them together; the
  * write is appended, and goes out with the release. Their replies come
  * back by index (lock_reply), each command of the hold counting, the
  * probe's entry first. Only atomic_sell, which takes no lock, runs its
  * script on a pooled connection of its own.
  *
- * The commit point. Right before the write is built, lock_commit_check()
- * stops the lock's renewal (waiting only for a renewal of this lock in
- * flight) and checks the lease one last time: a lock whose renewal failed,
- * or whose enforced lease has run out, sells nothing and answers lock_lost.
+ * The commit point. Right before the write step, the core stops the lock's
+ * renewal (waiting only for a renewal of this lock in flight) and checks
+ * the lease one last time (h->may_commit): a lock whose renewal failed, or
+ * whose enforced lease has run out, sells nothing and answers lock_lost.
  * The write then goes out at once with the release, and it is conditional
  * in Redis too: the script looks at the lock as it applies (the guard,
- * lock_guard()), and for the types that enforce their lease refuses to
+ * h->guard), and for the types that enforce their lease refuses to
  * write once the lock is no longer the holder's. So a holder stalled after
  * its last check (a pause, a slow scheduler) can never land a stale write.
  * For the holds that write nothing (sold out, lock lost, bad stock), the
@@ -92,16 +99,21 @@ const struct script_sig *const sale_script_sigs[] = {&sig_sale_write,   &sig_fen
 struct sale_section {
     struct inventory *inv;
     const struct strategy *s;
+    const struct lock_type *t; /* s's lock, or its read half */
     const struct item_keys *k;
-    struct lock *l;
+    const struct sale_faults *f;
+    sale_commit commit;
+    struct lock_hold *h; /* the hold, as the lock core runs it */
     struct sale_result **rs;
     int n;
+    int entry; /* reply index of the probe's entry, or -1 */
+    int raised; /* reply index of the fence's raise, or -1 */
+    int got; /* reply index of the GET of the stock, or -1 (carried with the grant) */
+    int rc; /* the section's outcome so far: 0, or an INV_* failure */
     long long stock; /* the stock read */
     long long sold; /* units written */
     char (*entries)[128]; /* ledger entries "unit|order|port" */
     int commit_reply; /* index of the write's reply in the pipeline, or -1 */
-    int late; /* the lease had passed at the send */
-    struct lock_guard guard; /* how the write's script looks at the lock */
     /* The history fields shared by the section's events. */
     const char *hist[HISTORY_ARGS];
     int nhist;
@@ -128,18 +140,17 @@ int sale_fail_all(struct sale_result **rs, int n, int status, const char *errstr
 static void history_fields(struct sale_section *sec) {
     sec->nhist = 0;
     if (sec->inv->history_max <= 0) return; /* no history: nothing to send */
-    struct lock_report rep;
-    lock_report(sec->l, &rep);
+    const struct lock_report *rep = &sec->h->report;
     struct sale_result *r = sec->rs[0];
     int64_t released = mclock_wall_us();
     snprintf(sec->bufs[0], sizeof(sec->bufs[0]), "%d", sec->inv->port);
-    snprintf(sec->bufs[1], sizeof(sec->bufs[1]), "%" PRId64, rep.granted_wall_us);
+    snprintf(sec->bufs[1], sizeof(sec->bufs[1]), "%" PRId64, rep->granted_wall_us);
     snprintf(sec->bufs[2], sizeof(sec->bufs[2]), "%" PRId64, released);
-    snprintf(sec->bufs[3], sizeof(sec->bufs[3]), "%" PRId64, rep.lease_wall_us);
+    snprintf(sec->bufs[3], sizeof(sec->bufs[3]), "%" PRId64, rep->lease_wall_us);
     snprintf(sec->bufs[4], sizeof(sec->bufs[4]), "%lld", sec->stock);
-    snprintf(sec->bufs[5], sizeof(sec->bufs[5]), "%lld", rep.token);
-    snprintf(sec->bufs[6], sizeof(sec->bufs[6]), "%d", sec->late);
-    snprintf(r->lock.owner, sizeof(r->lock.owner), "%s", rep.owner);
+    snprintf(sec->bufs[5], sizeof(sec->bufs[5]), "%lld", rep->token);
+    snprintf(sec->bufs[6], sizeof(sec->bufs[6]), "%d", sec->h->late);
+    snprintf(r->lock.owner, sizeof(r->lock.owner), "%s", rep->owner);
     const char *h[HISTORY_ARGS] = {
         "instance", sec->inv->instance, "port",       sec->bufs[0], "owner",       r->lock.owner,
         "strategy", sec->s->name,       "granted_us", sec->bufs[1], "released_us", sec->bufs[2],
@@ -155,7 +166,7 @@ static void history_nothing(struct sale_section *sec, const char *outcome) {
     if (sec->inv->history_max <= 0) return;
     char cap[16];
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
-    const struct lock_guard *g = &sec->guard;
+    const struct lock_guard *g = &sec->h->guard;
     const struct script_kv kv[] = {
         {"history", sec->k->history}, {"lock", g->key},    {"cap", cap},
         {"guard", g->kind},           {"owner", g->field}, {"outcome", outcome}};
@@ -163,7 +174,7 @@ static void history_nothing(struct sale_section *sec, const char *outcome) {
     const char *argv[SCRIPT_ARGS_MAX + HISTORY_ARGS];
     if (script_args(sig, argv, kv, (int)(sizeof(kv) / sizeof(kv[0]))) < 0) return;
     memcpy(argv + sig->nargs, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    lock_append_script(sec->l, sig->script, sig->nkeys, sig->nargs + sec->nhist, argv, NULL);
+    lock_append_script(sec->h->l, sig->script, sig->nkeys, sig->nargs + sec->nhist, argv, NULL);
 }
 
 /* ---- writes --------------------------------------------------------------- */
@@ -177,14 +188,14 @@ int sale_commit_plain(struct sale_section *sec) {
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     snprintf(count, sizeof(count), "%d", n);
     const struct item_keys *k = sec->k;
-    const struct lock_guard *g = &sec->guard;
+    const struct lock_guard *g = &sec->h->guard;
     const struct script_kv kv[] = {{"stock", k->stock},
                                    {"ledger", k->ledger},
                                    {"families", k->families},
                                    {"history", k->history},
                                    {"lock", g->key},
                                    {"new_stock", stock},
-                                   {"family", lock_type_family(lock_type_of(sec->l))},
+                                   {"family", lock_type_family(sec->t)},
                                    {"cap", cap},
                                    {"guard", g->kind},
                                    {"owner", g->field},
@@ -198,37 +209,35 @@ int sale_commit_plain(struct sale_section *sec) {
     argc = sig->nargs;
     for (int i = 0; i < n; i++) argv[argc++] = sec->entries[i];
     for (int i = 0; i < sec->nhist; i++) argv[argc++] = sec->hist[i];
-    int rc = lock_append_script(sec->l, sig->script, sig->nkeys, argc, argv, NULL);
+    int rc = lock_append_script(sec->h->l, sig->script, sig->nkeys, argc, argv, NULL);
     free(argv);
     return rc;
 }
 
 static int commit_fenced(struct sale_section *sec) {
-    struct lock_report rep;
-    lock_report(sec->l, &rep);
-    char fence[224], token[24], stock[24], cap[16];
-    lock_fence_key(sec->l, fence, sizeof(fence));
-    snprintf(token, sizeof(token), "%lld", rep.token);
+    char token[24], stock[24], cap[16];
+    snprintf(token, sizeof(token), "%lld", sec->h->report.token);
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
     const struct item_keys *k = sec->k;
     const struct script_kv kv[] = {{"stock", k->stock},
                                    {"ledger", k->ledger},
-                                   {"fence", fence},
+                                   {"fence", sec->h->fence},
                                    {"families", k->families},
                                    {"history", k->history},
-                                   {"lock", sec->guard.key},
+                                   {"lock", sec->h->guard.key},
                                    {"token", token},
                                    {"new_stock", stock},
                                    {"entry", sec->entries[0]},
-                                   {"family", lock_type_family(lock_type_of(sec->l))},
+                                   {"family", lock_type_family(sec->t)},
                                    {"cap", cap},
-                                   {"owner", sec->guard.field}};
+                                   {"owner", sec->h->guard.field}};
     const struct script_sig *sig = &sig_fenced_sale;
     const char *argv[SCRIPT_ARGS_MAX + HISTORY_ARGS];
     if (script_args(sig, argv, kv, (int)(sizeof(kv) / sizeof(kv[0]))) < 0) return -1;
     memcpy(argv + sig->nargs, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    return lock_append_script(sec->l, sig->script, sig->nkeys, sig->nargs + sec->nhist, argv, NULL);
+    return lock_append_script(sec->h->l, sig->script, sig->nkeys, sig->nargs + sec->nhist, argv,
+                              NULL);
 }
 
 /* A fence whose tokens come from another store (a czxid, a counter value)
@@ -242,15 +251,12 @@ static int commit_fenced(struct sale_section *sec) {
  * not be appended. */
 static int raise_fence(struct sale_section *sec) {
     if (!sec->s->way->shows_token) return -1;
-    struct lock_report rep;
-    lock_report(sec->l, &rep);
-    char fence[224], token[24];
-    lock_fence_key(sec->l, fence, sizeof(fence));
-    snprintf(token, sizeof(token), "%lld", rep.token);
-    const struct script_kv kv[] = {{"fence", fence}, {"token", token}};
+    char token[24];
+    snprintf(token, sizeof(token), "%lld", sec->h->report.token);
+    const struct script_kv kv[] = {{"fence", sec->h->fence}, {"token", token}};
     const char *argv[2];
     if (script_args(&sig_fence_raise, argv, kv, 2) < 0) return -2;
-    int i = lock_append_script(sec->l, sig_fence_raise.script, 1, 2, argv, NULL);
+    int i = lock_append_script(sec->h->l, sig_fence_raise.script, 1, 2, argv, NULL);
     return i < 0 ? -2 : i;
 }
 
@@ -263,8 +269,8 @@ static const char *const handoff_sale_errors[] = {"LOST", "BADKEY", "CHANGED", N
  * lock on with the new stock (handoff-sale.lua); it ends the hold, so the
  * release sends nothing more. */
 static int commit_handoff(struct sale_section *sec) {
-    struct lock_handover h;
-    if (lock_handover(sec->l, &h) < 0) return -1;
+    if (!sec->h->hands_on) return -1;
+    const struct lock_handover *h = &sec->h->handover;
     char stock[24], cap[16];
     snprintf(stock, sizeof(stock), "%lld", sec->stock - 1);
     snprintf(cap, sizeof(cap), "%d", sec->inv->history_max);
@@ -273,20 +279,20 @@ static int commit_handoff(struct sale_section *sec) {
                                    {"ledger", k->ledger},
                                    {"families", k->families},
                                    {"history", k->history},
-                                   {"lock", h.key},
-                                   {"queue", h.queue},
+                                   {"lock", h->key},
+                                   {"queue", h->queue},
                                    {"new_stock", stock},
-                                   {"family", lock_type_family(lock_type_of(sec->l))},
+                                   {"family", lock_type_family(sec->t)},
                                    {"cap", cap},
-                                   {"owner", h.owner},
-                                   {"lease", h.lease_ms},
-                                   {"channel_prefix", h.channel_prefix},
+                                   {"owner", h->owner},
+                                   {"lease", h->lease_ms},
+                                   {"channel_prefix", h->channel_prefix},
                                    {"entry", sec->entries[0]}};
     const struct script_sig *sig = &sig_handoff_sale;
     const char *argv[SCRIPT_ARGS_MAX + HISTORY_ARGS];
     if (script_args(sig, argv, kv, (int)(sizeof(kv) / sizeof(kv[0]))) < 0) return -1;
     memcpy(argv + sig->nargs, sec->hist, sizeof(sec->hist[0]) * (size_t)sec->nhist);
-    return lock_append_release(sec->l, sig->script, handoff_sale_errors, sig->nkeys,
+    return lock_append_release(sec->h->l, sig->script, handoff_sale_errors, sig->nkeys,
                                sig->nargs + sec->nhist, argv, NULL);
 }
 
@@ -303,21 +309,48 @@ static int parse_stock(const char *s, long long *out) {
     return 0;
 }
 
-/* Sends the section's read, appended to the lock's pipeline (lock_flush:
- * one write), and reads it back: the probe's entry (reply index entry, -1
- * when none was appended) and the stock, from the GET (reply index got),
- * or, with got -1, as the lock's grant carried it (carried is the value,
- * NULL when the key did not exist). Returns 0, or the status of a failure
- * set in rs[0]. */
-static int section_read(struct sale_section *sec, int entry, int got, const char *carried) {
+/* Fails every sale of the section with status (rs[0] says why); -1, so
+ * that the hold reads and writes nothing more. */
+static int section_fail(struct sale_section *sec, int status) {
+    sec->rc = status;
+    sale_fail_all(sec->rs, sec->n, status, sec->rs[0]->errstr);
+    return -1;
+}
+
+/* The read, appended to the lock's pipeline (the core sends it in one
+ * write): the probe's entry, the fence's raise, and the GET of the stock,
+ * which a lock that carries the stock with its grant spares. The crash
+ * fault first: die holding the lock. 0, or -1 when the hold goes no
+ * further. */
+static int section_read(struct lock_hold *h, void *arg) {
+    struct sale_section *sec = arg;
     struct sale_result *r = sec->rs[0];
-    if (lock_flush(sec->l) < 0)
-        return sale_backend(r, got >= 0 ? "GET stock" : "probe", lock_errstr(sec->l));
-    int violation =
-        entry >= 0 ? probe_entered(sec->inv->probe, sec->l, sec->k, r->order, entry) : 0;
-    if (violation < 0) return sale_backend(r, "probe", lock_errstr(sec->l));
+    if (sec->f->crash) _exit(86);
+    for (int i = 0; i < sec->n; i++) sec->rs[i]->status = INV_SOLD;
+    if (!h->connected) return section_fail(sec, sale_backend(r, "connection", lock_errstr(h->l)));
+    sec->entry = sec->inv->probe ? probe_enter(sec->inv->probe, h->l, sec->k, r->order) : -1;
+    sec->raised = raise_fence(sec);
+    if (sec->raised == -2) return section_fail(sec, sale_backend(r, "fence", lock_errstr(h->l)));
+    if (h->has_carried) return 0;
+    const char *get[] = {"GET", sec->k->stock};
+    sec->got = lock_append(h->l, 2, get, NULL);
+    if (sec->got < 0) return section_fail(sec, sale_backend(r, "GET stock", lock_errstr(h->l)));
+    return 0;
+}
+
+/* The read's replies: the probe's entry, and the stock from the GET or as
+ * the lock's grant carried it (h->carried, NULL when the key did not
+ * exist). Returns 0, or the status of a failure set in rs[0]. */
+static int stock_read(struct sale_section *sec) {
+    struct sale_result *r = sec->rs[0];
+    const struct lock_hold *h = sec->h;
+    int got = sec->got, entry = sec->entry;
+    if (h->flushed < 0) return sale_backend(r, got >= 0 ? "GET stock" : "probe", lock_errstr(h->l));
+    int violation = entry >= 0 ? probe_entered(sec->inv->probe, h->l, sec->k, r->order, entry) : 0;
+    if (violation < 0) return sale_backend(r, "probe", lock_errstr(h->l));
     for (int i = 0; i < sec->n; i++) sec->rs[i]->violation = violation;
-    const redisReply *st = got >= 0 ? lock_reply(sec->l, got) : NULL;
+    const redisReply *st = got >= 0 ? lock_reply(h->l, got) : NULL;
+    const char *carried = h->carried;
     if (got >= 0 && !st) return sale_backend(r, "GET stock", "no reply");
     if (st && st->type == REDIS_REPLY_ERROR) {
         rpool_note_error(sec->inv->pool, st->str);
@@ -348,7 +381,7 @@ static int section_read(struct sale_section *sec, int entry, int got, const char
 /* Whether the fence was raised (raise_fence's reply at index i): 0, or
  * the status of a failure set in rs[0]. */
 static int fence_raised(struct sale_section *sec, int i) {
-    const redisReply *f = lock_reply(sec->l, i);
+    const redisReply *f = lock_reply(sec->h->l, i);
     if (f && f->type == REDIS_REPLY_INTEGER) return 0;
     if (f && f->type == REDIS_REPLY_ERROR) rpool_note_error(sec->inv->pool, f->str);
     return sale_backend(sec->rs[0], "fence-raise",
@@ -357,9 +390,22 @@ static int fence_raised(struct sale_section *sec, int i) {
                                                        : "unexpected reply");
 }
 
+/* Inside, the read answered: the stock and the fence. 0, or -1 when Redis
+ * failed (nothing is written); a stock that is not a number goes on, to
+ * record a hold that wrote nothing. */
+static int section_inside(struct lock_hold *h, void *arg) {
+    (void)h;
+    struct sale_section *sec = arg;
+    int rc = stock_read(sec);
+    if (rc == 0 && sec->raised >= 0) rc = fence_raised(sec, sec->raised);
+    if (rc == INV_BACKEND) return section_fail(sec, rc);
+    sec->rc = rc;
+    return 0;
+}
+
 /* Appends the write of the units sold, or the history event of a hold that
  * sells nothing (its outcome rc). Returns rc, or INV_BACKEND. */
-static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
+static int section_append(struct sale_section *sec, int rc) {
     struct sale_result *r = sec->rs[0];
     if (sec->sold > 0 && !(sec->entries = malloc((size_t)sec->sold * sizeof(*sec->entries)))) {
         sec->sold = 0;
@@ -369,7 +415,7 @@ static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
         snprintf(sec->entries[i], sizeof(sec->entries[i]), "%lld|%s|%d", sec->stock - i,
                  sec->rs[i]->order, sec->inv->port);
     if (sec->sold > 0) {
-        sec->commit_reply = commit(sec);
+        sec->commit_reply = sec->commit(sec);
         return sec->commit_reply < 0 ? sale_backend(r, "write", "cannot build the write") : rc;
     }
     history_nothing(sec, rc == INV_LOCK_LOST  ? "lock_lost"
@@ -378,68 +424,27 @@ static int section_write(struct sale_section *sec, sale_commit commit, int rc) {
     return rc;
 }
 
-/* The end_session fault, once the holder is inside (it has read the
- * stock): its lock's store session is ended from outside, and the sale
- * goes on, not told, once the session is seen gone, or could not be
- * ended (rs[0] says which, and when). */
-static void section_end_session(struct sale_section *sec) {
+/* The demo's write, at the commit point (the core has stopped the lock's
+ * renewal and checked its lease one last time: h->may_commit): units
+ * stock, stock-1, ... go to the first min(n, stock) sales in one write;
+ * the others are sold out. The write is only appended: it goes out with
+ * the release. */
+static void section_write(struct lock_hold *h, void *arg) {
+    struct sale_section *sec = arg;
     struct sale_result *r = sec->rs[0];
-    r->session_end_us = mclock_wall_us();
-    if (lock_end_session(sec->l, r->session_error, sizeof(r->session_error)) == LOCK_OK) {
-        r->session_ended = 1;
-        r->session_gone_us = mclock_wall_us();
-    } else {
-        r->session_ended = -1;
-    }
-}
-
-/* The demo's critical section, run while the lock is held: read, check,
- * write, for n sales at once: one GET, then units stock, stock-1, ... go to
- * the first min(n, stock) sales in one write; the others are sold out. The
- * write is only appended: it goes out with the release. */
-static void section_run(struct sale_section *sec, const struct sale_faults *f, sale_commit commit) {
-    struct sale_result *r = sec->rs[0];
-    struct inventory *inv = sec->inv;
-    if (lock_connect(sec->l) < 0) {
-        sale_backend(r, "connection", lock_errstr(sec->l));
-        sale_fail_all(sec->rs, sec->n, r->status, r->errstr);
-        return;
-    }
-    int entry = inv->probe ? probe_enter(inv->probe, sec->l, sec->k, r->order) : -1;
-    int raised = raise_fence(sec);
-    /* A lock that carries the stock with its grant spares the GET. */
-    const char *carried = NULL;
-    int got = -1, rc = raised == -2 ? sale_backend(r, "fence", lock_errstr(sec->l)) : 0;
-    if (!lock_carried(sec->l, &carried)) {
-        const char *get[] = {"GET", sec->k->stock};
-        got = lock_append(sec->l, 2, get, NULL);
-        if (got < 0) rc = sale_backend(r, "GET stock", lock_errstr(sec->l));
-    }
-    if (rc == 0) rc = section_read(sec, entry, got, carried);
-    if (rc == 0 && raised >= 0) rc = fence_raised(sec, raised);
-    if (rc == 0 && f->end_session) section_end_session(sec);
-    mclock_sleep_ms(f->hold_ms);
-    if (rc == INV_BACKEND) {
-        sale_fail_all(sec->rs, sec->n, rc, r->errstr);
-        return; /* nothing read: if the connection failed, the release gives the lock up */
-    }
+    int rc = sec->rc;
     sec->sold = rc || sec->stock <= 0 ? 0 : (sec->stock < sec->n ? sec->stock : sec->n);
-    /* The commit point: no renewal from here on, and the last check of the
-     * lease right before the write goes out with the release. */
-    if (lock_commit_check(sec->l) != LOCK_OK && sec->sold > 0) {
+    if (!h->may_commit && sec->sold > 0) {
         snprintf(r->errstr, sizeof(r->errstr),
                  "the lock %.100s was lost before the write (%.80s); "
                  "nothing was sold",
                  sec->k->lock,
-                 lock_errstr(sec->l)[0] ? lock_errstr(sec->l) : "a renewal found it gone");
+                 lock_errstr(h->l)[0] ? lock_errstr(h->l) : "a renewal found it gone");
         rc = r->status = INV_LOCK_LOST;
         sec->sold = 0;
     }
-    mclock_sleep_ms(f->commit_delay_ms); /* fault: a stall after the last check */
-    sec->late = lock_lease_passed(sec->l);
-    lock_guard(sec->l, &sec->guard);
     history_fields(sec);
-    rc = section_write(sec, commit, rc);
+    rc = section_append(sec, rc);
     if (rc) sale_fail_all(sec->rs, sec->n, rc, r->errstr);
 }
 
@@ -453,7 +458,7 @@ static void section_finish(struct sale_section *sec) {
         }
         return;
     }
-    const redisReply *w = lock_reply(sec->l, sec->commit_reply);
+    const redisReply *w = lock_reply(sec->h->l, sec->commit_reply);
     int rc = INV_SOLD;
     if (!w) {
         rc = sale_backend(r, "write",
@@ -499,56 +504,76 @@ static void section_finish(struct sale_section *sec) {
     }
 }
 
-void sale_locked(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
-                 const struct sale_faults *f, struct sale_result **rs, int n, sale_commit commit) {
-    struct sale_result *r = rs[0];
-    const struct lock_type *t = inv->read_lock && s->rw_lock ? s->rw_lock : s->lock;
-    struct lock *l = lock_new(inv->core, t, k->lock);
-    if (!l) {
-        sale_backend(r, "lock", "out of memory");
-        sale_fail_all(rs, n, INV_BACKEND, r->errstr);
-        return;
-    }
-    lock_set_release_delay(l, f->release_delay_ms);
-    if (f->wait_given) lock_set_wait(l, f->wait_ms);
-    lock_carry(l, k->stock);
-    int rc = lock_acquire(l);
-    for (int i = 0; rc == LOCK_OK && i < f->nested; i++) rc = lock_acquire(l);
-    struct sale_section sec = {
-        .inv = inv, .s = s, .k = k, .l = l, .rs = rs, .n = n, .commit_reply = -1};
-    if (rc == LOCK_OK) {
-        if (f->crash) _exit(86); /* fault: die holding the lock */
-        for (int i = 0; i < n; i++) rs[i]->status = INV_SOLD;
-        section_run(&sec, f, commit);
-    } else if (rc == LOCK_BUSY) {
-        struct lock_report rep;
-        lock_report(l, &rep);
+/* Every hold released (or none granted): the answers. */
+static void section_done(struct lock_hold *h, void *arg) {
+    struct sale_section *sec = arg;
+    struct sale_result *r = sec->rs[0];
+    if (h->acquired == LOCK_BUSY) {
+        const struct sale_faults *f = sec->f;
         snprintf(r->errstr, sizeof(r->errstr),
                  "lock %.80s still busy after waiting %d ms "
                  "(%d attempts%s%.120s)",
-                 k->lock, f->wait_given ? f->wait_ms : inv->cfg->lock_wait_ms, rep.attempts,
-                 lock_errstr(l)[0] ? "; " : "", lock_errstr(l));
-        sale_fail_all(rs, n, INV_LOCK_TIMEOUT, r->errstr);
-    } else { /* "Redis is unavailable", or the store the lock lives in */
+                 sec->k->lock, f->wait_given ? f->wait_ms : sec->inv->cfg->lock_wait_ms,
+                 h->report.attempts, lock_errstr(h->l)[0] ? "; " : "", lock_errstr(h->l));
+        sale_fail_all(sec->rs, sec->n, INV_LOCK_TIMEOUT, r->errstr);
+    } else if (h->acquired != LOCK_OK) { /* "Redis is unavailable", or the lock's store */
         snprintf(r->errstr, sizeof(r->errstr), "%s is unavailable (lock: %.300s)",
-                 lock_type_store(t), lock_errstr(l));
-        sale_fail_all(rs, n, r->status = INV_BACKEND, r->errstr);
+                 lock_type_store(sec->t), lock_errstr(h->l));
+        sale_fail_all(sec->rs, sec->n, r->status = INV_BACKEND, r->errstr);
+    } else if (r->status == INV_SOLD) {
+        section_finish(sec);
     }
-    int lost = 0;
-    while (lock_holds(l) > 0) lost |= lock_release(l) == LOCK_LOST;
-    if (rc == LOCK_OK && r->status == INV_SOLD) section_finish(&sec);
+    r->session_ended = h->session_ended;
+    r->session_end_us = h->session_end_us;
+    r->session_gone_us = h->session_gone_us;
+    snprintf(r->session_error, sizeof(r->session_error), "%s", h->session_error);
+    for (int i = 0; i < sec->n; i++) {
+        struct sale_result *x = sec->rs[i];
+        x->lock = h->report;
+        x->lost = h->lost;
+        x->late = h->late;
+        x->batch = sec->n;
+        x->wait_ms = h->report.wait_us / 1000;
+        x->hold_ms = h->acquired == LOCK_OK ? h->report.hold_us / 1000 : 0;
+    }
+}
+
+void sale_locked(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                 const struct sale_faults *f, struct sale_result **rs, int n, sale_commit commit) {
+    struct lock_hold h;
+    struct sale_section sec = {.inv = inv,
+                               .s = s,
+                               .t = inv->read_lock && s->rw_lock ? s->rw_lock : s->lock,
+                               .k = k,
+                               .f = f,
+                               .commit = commit,
+                               .h = &h,
+                               .rs = rs,
+                               .n = n,
+                               .entry = -1,
+                               .raised = -1,
+                               .got = -1,
+                               .commit_reply = -1};
+    const struct lock_hold_plan plan = {.type = sec.t,
+                                        .key = k->lock,
+                                        .carry = k->stock,
+                                        .wait_given = f->wait_given,
+                                        .wait_ms = f->wait_ms,
+                                        .nested = f->nested,
+                                        .release_delay_ms = f->release_delay_ms,
+                                        .hold_ms = f->hold_ms,
+                                        .end_session = f->end_session,
+                                        .commit_delay_ms = f->commit_delay_ms,
+                                        .read = section_read,
+                                        .inside = section_inside,
+                                        .write = section_write,
+                                        .done = section_done,
+                                        .arg = &sec};
+    if (lock_hold(inv->core, &plan, &h) == LOCK_HOLD_NOMEM) {
+        sale_backend(rs[0], "lock", "out of memory");
+        sale_fail_all(rs, n, INV_BACKEND, rs[0]->errstr);
+    }
     free(sec.entries);
-    struct lock_report rep;
-    lock_report(l, &rep);
-    for (int i = 0; i < n; i++) {
-        rs[i]->lock = rep;
-        rs[i]->lost = lost;
-        rs[i]->late = sec.late;
-        rs[i]->batch = n;
-        rs[i]->wait_ms = rep.wait_us / 1000;
-        rs[i]->hold_ms = rc == LOCK_OK ? rep.hold_us / 1000 : 0;
-    }
-    lock_free(l);
 }
 
 /* ---- the ways ------------------------------------------------------------- */

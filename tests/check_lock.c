@@ -1034,6 +1034,110 @@ START_TEST(test_a_waiter_on_another_instances_lock_keeps_no_pooled_connection) {
 }
 END_TEST
 
+/* lock_hold: the steps of a hold a holder plans, run by the core in its
+ * order. */
+struct plan_log {
+    char steps[64]; /* one letter a step: r(ead) i(nside) w(rite) d(one) */
+    int got, set; /* reply indexes */
+    char read[32]; /* what the GET answered */
+    int held_at_write; /* the lock's key was there as the write was appended */
+    char value_at_write[32]; /* the value in Redis then: the write not yet sent */
+    int refuse; /* the read step answers -1 */
+    int acquired, set_ok, held_after;
+};
+
+static int plan_read(struct lock_hold *h, void *arg) {
+    struct plan_log *p = arg;
+    strcat(p->steps, "r");
+    const char *get[] = {"GET", KEY ":value"};
+    p->got = h->connected ? lock_append(h->l, 2, get, NULL) : -1;
+    return p->refuse || p->got < 0 ? -1 : 0;
+}
+
+static int plan_inside(struct lock_hold *h, void *arg) {
+    struct plan_log *p = arg;
+    strcat(p->steps, "i");
+    const redisReply *r = h->flushed == 0 ? lock_reply(h->l, p->got) : NULL;
+    snprintf(p->read, sizeof(p->read), "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "?");
+    return 0;
+}
+
+static void plan_write(struct lock_hold *h, void *arg) {
+    struct plan_log *p = arg;
+    strcat(p->steps, "w");
+    p->held_at_write = key_exists();
+    redisReply *v = harness_redis(redis_port, "GET %s", KEY ":value");
+    snprintf(p->value_at_write, sizeof(p->value_at_write), "%s", v && v->str ? v->str : "");
+    freeReplyObject(v);
+    const char *set[] = {"SET", KEY ":value", "written"};
+    p->set = lock_append(h->l, 3, set, NULL);
+}
+
+static void plan_done(struct lock_hold *h, void *arg) {
+    struct plan_log *p = arg;
+    strcat(p->steps, "d");
+    p->acquired = h->acquired;
+    const redisReply *r = p->set >= 0 ? lock_reply(h->l, p->set) : NULL;
+    p->set_ok = r && r->type == REDIS_REPLY_STATUS;
+    p->held_after = h->report.holds;
+}
+
+static int run_plan(const struct lock_type *t, struct plan_log *p, int wait_ms) {
+    p->got = p->set = -1;
+    const struct lock_hold_plan plan = {.type = t,
+                                        .key = KEY,
+                                        .wait_given = 1,
+                                        .wait_ms = wait_ms,
+                                        .read = plan_read,
+                                        .inside = plan_inside,
+                                        .write = plan_write,
+                                        .done = plan_done,
+                                        .arg = p};
+    struct lock_hold h;
+    int rc = lock_hold(core, &plan, &h);
+    ck_assert_ptr_null(h.l);
+    return rc;
+}
+
+START_TEST(test_a_hold_in_one_call_runs_its_steps_in_order_and_writes_with_the_release) {
+    const struct lock_type *types[] = {&lock_type_owner_lua, &lock_type_redisson, &lock_type_fenced,
+                                       &lock_type_handoff};
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        const char *name = lock_type_name(types[i]);
+        harness_redis_int(redis_port, "DEL %s", KEY ":value");
+        freeReplyObject(harness_redis(redis_port, "SET %s %s", KEY ":value", "before"));
+        struct plan_log p = {0};
+        ck_assert_int_eq(run_plan(types[i], &p, WAIT_MS), LOCK_OK);
+        ck_assert_msg(strcmp(p.steps, "riwd") == 0, "%s: steps %s", name, p.steps);
+        ck_assert_msg(strcmp(p.read, "before") == 0, "%s: read %s", name, p.read);
+        ck_assert_msg(p.held_at_write == 1 && strcmp(p.value_at_write, "before") == 0,
+                      "%s: at the write step the lock was %s and the value %s", name,
+                      p.held_at_write ? "held" : "gone", p.value_at_write);
+        ck_assert_msg(p.set_ok && p.held_after == 0 && key_exists() == 0,
+                      "%s: after the release: set %d, holds %d, lock key %d", name, p.set_ok,
+                      p.held_after, key_exists());
+        redisReply *v = harness_redis(redis_port, "GET %s", KEY ":value");
+        ck_assert_str_eq(v->str, "written");
+        freeReplyObject(v);
+
+        /* A read that refuses: nothing is written, and the lock is let go. */
+        struct plan_log q = {.refuse = 1};
+        ck_assert_int_eq(run_plan(types[i], &q, WAIT_MS), LOCK_OK);
+        ck_assert_msg(strcmp(q.steps, "rd") == 0, "%s: steps %s", name, q.steps);
+        ck_assert_int_eq(key_exists(), 0);
+
+        /* Busy: only done runs, and says so. */
+        struct lock *other = lock_new(core, types[i], KEY);
+        ck_assert_int_eq(lock_acquire(other), LOCK_OK);
+        struct plan_log b = {0};
+        ck_assert_int_eq(run_plan(types[i], &b, 0), LOCK_BUSY);
+        ck_assert_msg(strcmp(b.steps, "d") == 0 && b.acquired == LOCK_BUSY, "%s: steps %s", name,
+                      b.steps);
+        lock_free(other);
+    }
+}
+END_TEST
+
 Suite *lock_suite(void) {
     Suite *s = suite_create("lock");
     TCase *contract = tcase_create("Contract");
@@ -1053,6 +1157,8 @@ Suite *lock_suite(void) {
                    test_a_checked_lease_refuses_the_commit_once_renewals_cannot_reach_redis);
     tcase_add_test(contract, test_an_unlock_channel_nobody_waits_on_is_unsubscribed_after_2_s);
     tcase_add_test(contract, test_a_granted_try_carries_the_value_it_read_right_behind_it);
+    tcase_add_test(contract,
+                   test_a_hold_in_one_call_runs_its_steps_in_order_and_writes_with_the_release);
     suite_add_tcase(s, contract);
     TCase *faults = tcase_create("Faults");
     tcase_add_checked_fixture(faults, setup, teardown);

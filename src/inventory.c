@@ -110,18 +110,22 @@ static void free_replies(redisReply **rep, int n) {
     for (int i = 0; i < n; i++) freeReplyObject(rep[i]);
 }
 
+int inv_parse_text(const char *s, long long *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0') return -1;
+    *out = v;
+    return 0;
+}
+
 int inv_parse_ll(const redisReply *r, long long *out) {
     if (r->type == REDIS_REPLY_INTEGER) {
         *out = r->integer;
         return 0;
     }
-    if (r->type != REDIS_REPLY_STRING || r->len == 0) return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(r->str, &end, 10);
-    if (errno || *end != '\0') return -1;
-    *out = v;
-    return 0;
+    return r->type == REDIS_REPLY_STRING ? inv_parse_text(r->str, out) : -1;
 }
 
 /* The start-up seed comes after the port opens, and may come before Redis
@@ -188,35 +192,44 @@ static int read_stock(const struct item_keys *k, const redisReply *r, long long 
     return rc;
 }
 
+/* A stock value carried with the lock's grant (NULL: no such key),
+ * parsed. */
+static int read_carried(const struct item_keys *k, const char *v, long long *stock, char *errstr,
+                        size_t errlen) {
+    if (!v) {
+        snprintf(errstr, errlen, "stock key %s does not exist; POST /inventory/reset first",
+                 k->stock);
+        return INV_BAD_DATA;
+    }
+    if (inv_parse_text(v, stock) < 0) {
+        snprintf(errstr, errlen, "stock key %.60s holds '%.40s', not a whole number", k->stock, v);
+        return INV_BAD_DATA;
+    }
+    return INV_SOLD;
+}
+
 /* A read of the stock under the read lock (or none), as the lock core runs
- * a hold (lock_hold): one GET, on the holder's connection. */
+ * a hold (lock_hold): the stock is its carried key, which the grant brings
+ * or the core reads with one GET on the holder's connection. */
 struct stock_read {
     struct inventory *inv;
     const struct item_keys *k;
-    int got; /* the GET's reply index, or -1 */
     int rc;
     long long *stock;
     char *errstr;
     size_t errlen;
 };
 
-static int stock_get(struct lock_hold *h, void *arg) {
-    struct stock_read *sr = arg;
-    const char *get[] = {"GET", sr->k->stock};
-    sr->got = h->connected ? lock_append(h->l, 2, get, NULL) : -1;
-    if (sr->got >= 0) return 0;
-    snprintf(sr->errstr, sr->errlen, "connection: %.120s", lock_errstr(h->l));
-    sr->rc = INV_BACKEND;
-    return -1;
-}
-
 static int stock_got(struct lock_hold *h, void *arg) {
     struct stock_read *sr = arg;
-    if (h->flushed < 0) {
-        snprintf(sr->errstr, sr->errlen, "GET stock: %.120s", lock_errstr(h->l));
+    if (h->flushed < 0 || (!h->has_carried && !h->carry_reply)) {
+        snprintf(sr->errstr, sr->errlen, "%s: %.120s", h->connected ? "GET stock" : "connection",
+                 h->flushed < 0 ? lock_errstr(h->l) : "no reply");
         sr->rc = INV_BACKEND;
+    } else if (h->has_carried) {
+        sr->rc = read_carried(sr->k, h->carried, sr->stock, sr->errstr, sr->errlen);
     } else {
-        sr->rc = read_stock(sr->k, lock_reply(h->l, sr->got), sr->stock, sr->errstr, sr->errlen);
+        sr->rc = read_stock(sr->k, h->carry_reply, sr->stock, sr->errstr, sr->errlen);
     }
     return -1; /* nothing to write */
 }
@@ -237,12 +250,12 @@ int inventory_stock(struct inventory *inv, const char *item, int hold_ms, long l
                     char *errstr, size_t errlen) {
     struct item_keys k;
     inventory_keys(inv, item, &k);
-    struct stock_read sr = {inv, &k, -1, 0, stock, errstr, errlen};
+    struct stock_read sr = {inv, &k, 0, stock, errstr, errlen};
     const struct lock_hold_plan plan = {.type =
                                             inv->read_lock ? &lock_type_rw_read : &lock_type_none,
                                         .key = k.lock,
                                         .hold_ms = hold_ms,
-                                        .read = stock_get,
+                                        .carry = k.stock,
                                         .inside = stock_got,
                                         .done = stock_done,
                                         .arg = &sr};

@@ -82,6 +82,9 @@ int sale_commit_plain(struct sale_section *sec);
  * 0 on success, -1 on anything else. */
 int inv_parse_ll(const redisReply *r, long long *out);
 
+/* Reads text as a whole number: 0, or -1 when it is empty or not one. */
+int inv_parse_text(const char *s, long long *out);
+
 /* Sets the same failure on every result; returns the status. */
 int sale_fail_all(struct sale_result **rs, int n, int status, const char *errstr);
 

@@ -1001,6 +1001,22 @@ static void hold_end_session(struct lock_hold *h) {
     }
 }
 
+/* The read: the plan's own appends, then the GET of the carried key when
+ * the grant did not bring its value, sent in one write; then the plan's
+ * inside step, whose answer it returns (below 0: nothing is written). */
+static int hold_read(const struct lock_hold_plan *p, struct lock_hold *h) {
+    int go = p->read ? p->read(h, p->arg) : 0;
+    if (go < 0) return go;
+    int got = -1;
+    if (p->carry && !h->has_carried) {
+        const char *get[] = {"GET", p->carry};
+        got = lock_append(h->l, 2, get, NULL);
+    }
+    h->flushed = p->carry && !h->has_carried && got < 0 ? -1 : lock_flush(h->l);
+    if (got >= 0 && h->flushed == 0) h->carry_reply = lock_reply(h->l, got);
+    return p->inside ? p->inside(h, p->arg) : 0;
+}
+
 /* Inside, held: the read, its replies, the faults, the commit point, the
  * write. */
 static void hold_inside(const struct lock_hold_plan *p, struct lock_hold *h) {
@@ -1009,12 +1025,12 @@ static void hold_inside(const struct lock_hold_plan *p, struct lock_hold *h) {
     h->has_carried = lock_carried(l, &h->carried);
     lock_fence_key(l, h->fence, sizeof(h->fence));
     lock_report(l, &h->report);
-    int go = p->read(h, p->arg);
-    if (!h->connected) return; /* nothing appended: the release gives it up if need be */
-    if (go >= 0) {
-        h->flushed = lock_flush(l);
-        go = p->inside ? p->inside(h, p->arg) : 0;
+    if (!h->connected) { /* nothing appended: the release gives it up if need be */
+        h->flushed = -1;
+        if (p->inside) p->inside(h, p->arg);
+        return;
     }
+    int go = hold_read(p, h);
     if (go >= 0 && p->end_session) hold_end_session(h);
     mclock_sleep_ms(p->hold_ms);
     if (go < 0) return;

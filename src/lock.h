@@ -437,18 +437,24 @@ void lock_report(const struct lock *l, struct lock_report *r);
  * (lock_commit_check), the stall fault; the plan's write appends the write
  * (or the event of a hold that writes nothing), which goes out with the
  * release; every hold is released; the plan's done reads the write's
- * reply; the handle is freed. Each step is handed the hold: what the core
+ * reply; the handle is freed. A key the holder reads is best carried
+ * (p->carry): the grant brings its value when the type can, and the core
+ * sends its GET with the read when not. Each step is handed the hold: what the core
  * knows at that point. The steps append with lock_append,
  * lock_append_script or lock_append_release on h->l, and read with
  * lock_reply and lock_errstr; h->l is NULL once lock_hold returns. A
- * step left NULL does nothing (read is required). */
+ * step left NULL does nothing. */
 struct lock_hold {
     struct lock *l; /* the handle, for the steps */
     int acquired; /* what the acquire answered: LOCK_OK, LOCK_BUSY or LOCK_ERR */
     int connected; /* the holder has its connection (lock_connect): it may append */
-    int flushed; /* 0, or -1 when the read's replies were lost (lock_errstr says why) */
+    int flushed; /* 0, or -1 when the read's replies were lost, or it had no
+                    connection (lock_errstr says why) */
     int has_carried; /* the grant carried the carry key's value (lock_carried) ... */
     const char *carried; /* ... this one (NULL: the key did not exist) */
+    /* Else the reply to the GET of the carry key that the core sent with the
+     * read (NULL when lost or not sent). */
+    const struct redisReply *carry_reply;
     /* The end_session fault: 1 ended and seen gone, -1 could not be (see
      * session_error), 0 not asked; wall-clock us when begun and seen gone. */
     int session_ended;
@@ -475,10 +481,11 @@ struct lock_hold_plan {
      * session ended from outside once inside (lock_end_session); a stall
      * between the commit point and the write. */
     int release_delay_ms, hold_ms, end_session, commit_delay_ms;
-    /* Held (h->connected says whether it may append): appends the reads.
-     * Below 0: nothing more is read or written. */
+    /* Held and connected: appends the reads. Below 0: nothing more is
+     * read or written. */
     int (*read)(struct lock_hold *h, void *arg);
-    /* The reads answered (or h->flushed < 0). Below 0: nothing is written. */
+    /* The reads answered (or h->flushed < 0: lost, or no connection). Below
+     * 0: nothing is written. */
     int (*inside)(struct lock_hold *h, void *arg);
     /* At the commit point: appends the write, or the event of a hold that
      * writes nothing; it goes out with the release. */

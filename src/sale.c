@@ -46,7 +46,6 @@
  *
  * Threads: any sale thread; nothing is shared but the atomic order
  * counter. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -108,7 +107,6 @@ struct sale_section {
     int n;
     int entry; /* reply index of the probe's entry, or -1 */
     int raised; /* reply index of the fence's raise, or -1 */
-    int got; /* reply index of the GET of the stock, or -1 (carried with the grant) */
     int rc; /* the section's outcome so far: 0, or an INV_* failure */
     long long stock; /* the stock read */
     long long sold; /* units written */
@@ -298,17 +296,6 @@ static int commit_handoff(struct sale_section *sec) {
 
 /* ---- the critical section ------------------------------------------------- */
 
-/* Reads a stock value. 0 on success. */
-static int parse_stock(const char *s, long long *out) {
-    if (!s || !*s) return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end != '\0') return -1;
-    *out = v;
-    return 0;
-}
-
 /* Fails every sale of the section with status (rs[0] says why); -1, so
  * that the hold reads and writes nothing more. */
 static int section_fail(struct sale_section *sec, int status) {
@@ -317,41 +304,40 @@ static int section_fail(struct sale_section *sec, int status) {
     return -1;
 }
 
-/* The read, appended to the lock's pipeline (the core sends it in one
- * write): the probe's entry, the fence's raise, and the GET of the stock,
- * which a lock that carries the stock with its grant spares. The crash
- * fault first: die holding the lock. 0, or -1 when the hold goes no
+/* The read, appended to the lock's pipeline: the probe's entry and the
+ * fence's raise. The core sends them in one write with the GET of the
+ * stock, which a lock that carries the stock with its grant spares. The
+ * crash fault first: die holding the lock. 0, or -1 when the hold goes no
  * further. */
 static int section_read(struct lock_hold *h, void *arg) {
     struct sale_section *sec = arg;
     struct sale_result *r = sec->rs[0];
     if (sec->f->crash) _exit(86);
     for (int i = 0; i < sec->n; i++) sec->rs[i]->status = INV_SOLD;
-    if (!h->connected) return section_fail(sec, sale_backend(r, "connection", lock_errstr(h->l)));
     sec->entry = sec->inv->probe ? probe_enter(sec->inv->probe, h->l, sec->k, r->order) : -1;
     sec->raised = raise_fence(sec);
     if (sec->raised == -2) return section_fail(sec, sale_backend(r, "fence", lock_errstr(h->l)));
-    if (h->has_carried) return 0;
-    const char *get[] = {"GET", sec->k->stock};
-    sec->got = lock_append(h->l, 2, get, NULL);
-    if (sec->got < 0) return section_fail(sec, sale_backend(r, "GET stock", lock_errstr(h->l)));
     return 0;
 }
 
-/* The read's replies: the probe's entry, and the stock from the GET or as
- * the lock's grant carried it (h->carried, NULL when the key did not
- * exist). Returns 0, or the status of a failure set in rs[0]. */
+/* The read's replies: the probe's entry, and the stock from the core's
+ * GET (h->carry_reply) or as the lock's grant carried it (h->carried, NULL
+ * when the key did not exist). Returns 0, or the status of a failure set
+ * in rs[0]. */
 static int stock_read(struct sale_section *sec) {
     struct sale_result *r = sec->rs[0];
     const struct lock_hold *h = sec->h;
-    int got = sec->got, entry = sec->entry;
-    if (h->flushed < 0) return sale_backend(r, got >= 0 ? "GET stock" : "probe", lock_errstr(h->l));
+    int entry = sec->entry, got = !h->has_carried;
+    if (h->flushed < 0) {
+        const char *what = !h->connected ? "connection" : got ? "GET stock" : "probe";
+        return sale_backend(r, what, lock_errstr(h->l));
+    }
     int violation = entry >= 0 ? probe_entered(sec->inv->probe, h->l, sec->k, r->order, entry) : 0;
     if (violation < 0) return sale_backend(r, "probe", lock_errstr(h->l));
     for (int i = 0; i < sec->n; i++) sec->rs[i]->violation = violation;
-    const redisReply *st = got >= 0 ? lock_reply(h->l, got) : NULL;
+    const redisReply *st = got ? h->carry_reply : NULL;
     const char *carried = h->carried;
-    if (got >= 0 && !st) return sale_backend(r, "GET stock", "no reply");
+    if (got && !st) return sale_backend(r, "GET stock", "no reply");
     if (st && st->type == REDIS_REPLY_ERROR) {
         rpool_note_error(sec->inv->pool, st->str);
         return sale_backend(r, "GET stock", st->str);
@@ -361,7 +347,7 @@ static int stock_read(struct sale_section *sec) {
                  "stock key %s does not exist; POST /inventory/reset first", sec->k->stock);
         return r->status = INV_BAD_DATA;
     }
-    if (st ? inv_parse_ll(st, &sec->stock) < 0 : parse_stock(carried, &sec->stock) < 0) {
+    if (st ? inv_parse_ll(st, &sec->stock) < 0 : inv_parse_text(carried, &sec->stock) < 0) {
         snprintf(r->errstr, sizeof(r->errstr), "stock key %.60s holds '%.40s', not a whole number",
                  sec->k->stock, st ? st->str : carried);
         return r->status = INV_BAD_DATA;
@@ -552,7 +538,6 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
                                .n = n,
                                .entry = -1,
                                .raised = -1,
-                               .got = -1,
                                .commit_reply = -1};
     const struct lock_hold_plan plan = {.type = sec.t,
                                         .key = k->lock,

@@ -122,6 +122,46 @@ START_TEST(test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline)
 }
 END_TEST
 
+START_TEST(test_a_hold_granted_before_a_reset_whose_reply_came_after_it_ends_at_the_reset) {
+    /* CI (campaign, redisson, mixed, seed 3): Redis granted A its lock and
+     * A read the old inventory's stock (5) before the reset at 200, but the
+     * grant's reply reached A after it (granted_us 210). The reset freed
+     * the lock; B took it at 220 and sold unit 10 of the new inventory. A's
+     * refused write (lock_lost, owned 0) came at 400. A's read of a stock
+     * below any the new inventory held shows its grant came before the
+     * reset: it held until the reset, no overlap. Without its read known,
+     * or with no reset, it is judged by its grant's reply: an overlap. */
+    struct chk_event e[] = {ev("1-0", "a:1", 210, 400, 1100, "lock_lost", 0, 0),
+                            ev("2-0", "b:1", 220, 350, 1300, "sold", 10, 1)};
+    e[0].written_us = 400;
+    struct chk_entry l[] = {entry(10, "o-2-0")};
+    struct chk_input in = {.events = e,
+                           .nevents = 2,
+                           .ledger = l,
+                           .nledger = 1,
+                           .stock = 9,
+                           .initial = 10,
+                           .reset_us = 200};
+    struct chk_report r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1); /* its read not recorded */
+    chk_report_free(&r);
+    e[0].stock_read = 5;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 0);
+    ck_assert(r.safe);
+    chk_report_free(&r);
+    e[0].stock_read = 10; /* a read of the new inventory: granted after the reset */
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
+    chk_report_free(&r);
+    e[0].stock_read = 5;
+    in.reset_us = 0;
+    r = judge(&in);
+    ck_assert_int_eq(r.counts[CHK_OVERLAP], 1);
+    chk_report_free(&r);
+}
+END_TEST
+
 START_TEST(test_a_reset_ends_the_holds_it_freed_but_not_a_write_that_came_after_it) {
     /* A was granted at 100 with a lease to 1100; the item was reset at 200
      * (which frees its lock), B was granted at 300. A's refused write (300):
@@ -585,6 +625,8 @@ Suite *checker_suite(void) {
     tcase_add_test(c, test_without_comparable_clocks_overlaps_are_not_judged_but_the_ledger_is);
     tcase_add_test(c, test_a_hold_past_its_lease_that_wrote_nothing_is_cut_at_its_deadline);
     tcase_add_test(c, test_a_reset_ends_the_holds_it_freed_but_not_a_write_that_came_after_it);
+    tcase_add_test(c,
+                   test_a_hold_granted_before_a_reset_whose_reply_came_after_it_ends_at_the_reset);
     tcase_add_test(c, test_a_late_write_that_duplicates_no_unit_is_a_late_write_and_an_overlap);
     tcase_add_test(c,
                    test_a_write_redis_saw_outside_its_owners_lock_is_late_whatever_the_clocks_say);

@@ -117,6 +117,8 @@ static void event_fields(const redisReply *f, struct chk_event *e) {
             e->owned = atoi(v);
         else if (!strcmp(k, "token"))
             e->token = strtoll(v, NULL, 10);
+        else if (!strcmp(k, "stock_read"))
+            e->stock_read = strtoll(v, NULL, 10);
     }
 }
 

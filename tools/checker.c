@@ -32,6 +32,18 @@ static struct hold as_hold(const struct chk_event *e, int64_t freed_us) {
                          .freed_us = freed_us};
 }
 
+/* e as a hold of a run whose item was reset (in->reset_us): a hold that
+ * read the inventory the reset replaced (a stock below the item's stock
+ * now: after a reset the stock only falls) had its lock before the reset,
+ * even when the reply of its grant came back after it. */
+static struct hold reset_hold(const struct chk_event *e, const struct chk_input *in) {
+    struct hold h = as_hold(e, in->reset_us);
+    if (in->reset_us > 0 && e->stock_read > 0 && e->stock_read < in->stock &&
+        h.granted_us >= in->reset_us)
+        h.granted_us = in->reset_us - 1;
+    return h;
+}
+
 struct hold chk_hold(const struct chk_event *e) {
     return as_hold(e, 0);
 }
@@ -76,7 +88,7 @@ static int find_overlaps(const struct chk_input *in, size_t max, struct chk_repo
     struct hold *h = malloc(in->nevents * sizeof(*h));
     struct hold_span *s = malloc(in->nevents * sizeof(*s));
     long n = h && s ? 0 : -1;
-    for (size_t i = 0; n == 0 && i < in->nevents; i++) h[i] = as_hold(&in->events[i], in->reset_us);
+    for (size_t i = 0; n == 0 && i < in->nevents; i++) h[i] = reset_hold(&in->events[i], in);
     if (n == 0) n = hold_spans(h, in->nevents, s);
     size_t longest = 0;
     for (long i = 1; i < n; i++) {

@@ -82,6 +82,7 @@ struct chk_event {
     int owned; /* the lock was the holder's as it applied: 1, 0; -1 unknown */
     long long unit;
     long long token; /* the fencing token the hold wrote with; 0: none */
+    long long stock_read; /* the stock the hold read; 0: none, or not recorded */
 };
 
 struct chk_entry { /* one ledger entry "unit|order|port" */
@@ -110,7 +111,12 @@ struct chk_input {
                                     write's time against its lease */
     int64_t reset_us; /* when the item was reset (wall clock), or 0: the
                                     reset freed its lock, so a hold granted before
-                                    it that wrote nothing held until then at most */
+                                    it that wrote nothing held until then at most.
+                                    A hold that read a stock below the item's stock
+                                    now read the inventory the reset replaced (the
+                                    stock only falls after it), so it was granted
+                                    before the reset even when its grant's reply
+                                    came back after it */
     long long trimmed; /* events the stream's cap dropped (XINFO STREAM
                                     entries-added - length); 0 when none */
     const char *const *coverage; /* the names of the coverage events recorded */

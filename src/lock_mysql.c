@@ -10,9 +10,11 @@
  * session that took it, and frees it when that session ends. So the
  * session is the lease. Every session of the pool runs
  * SET SESSION wait_timeout = ceil(lock.ttl-ms / 1 s) (at least 1 s): a
- * holder idle past it loses its session, and with it the lock. That is
- * the flaw this rung shows: a session that is killed, cut or timed out
- * frees the lock while its holder, which cannot know, still writes.
+ * session the server hears nothing from for that long is closed, and its
+ * lock freed (the watchdog's looks keep a running holder's session, below).
+ * That is the flaw this rung shows: a session that is killed, cut or timed
+ * out under a paused holder frees the lock while its holder, which cannot
+ * know, still writes.
  * mysql-fenced fixes it for the stock: right after GET_LOCK, in the same
  * session,
  *   UPDATE inventoryd_fence_counter SET n = LAST_INSERT_ID(n + 1) WHERE id = 1
@@ -41,6 +43,19 @@
  * counted as an attempt, so a session's read timeout (the wait chunk plus
  * the I/O timeout, redis.timeout) always outlasts the server's wait.
  *
+ * The session is kept while its holder runs, as a pooled connection in an
+ * application keeps its session: the watchdog looks at each hold's session
+ * every wait_timeout / 3 (DO 0, which the server counts as activity) until
+ * its release, and each look that is answered dates the lease, from its
+ * send, as the grant did. So a holder that only works long keeps its lock
+ * (as zookeeper's does), and the session ends under a holder only when the
+ * holder's process stops (a pause: no look goes out), when the holder is
+ * cut from MariaDB (no look arrives, and the server times the session out
+ * at wait_timeout from the last one it saw), or when it is killed. A look
+ * that fails closes the client's side of the session: the hold is gone,
+ * and its holder, as a MariaDB user, is not told (LOCK_T_UNHEEDED): its
+ * release finds the session closed.
+ *
  * Unknown outcomes: a statement on a hold's session that fails in any way
  * (a lost reply, a killed session, an error) drops that session, which
  * frees on the server whatever it held: that is the abandon. A release
@@ -48,7 +63,12 @@
  * readable before anything was sent) answers LOCK_LOST: the lock was
  * freed under the holder.
  *
- * Threads: a handle's thread only; the store's pool is thread safe. */
+ * Threads: a handle's thread, and the watchdog's for the looks. The two
+ * take turns on the hold's session through h->busy: the holder waits for a
+ * look in flight (a few hundred microseconds; at most the read timeout when
+ * MariaDB is out of reach), and a look that finds the holder using the
+ * session is not sent (the holder's own statement is activity) and is
+ * tried again soon. The store's pool is thread safe. */
 #include <mysql.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -78,6 +98,7 @@ struct sqllock_store {
 
 struct sqllock_hold {
     MYSQL *m; /* the hold's session, from the outermost grant to the last release */
+    atomic_int busy; /* 1 while the holder or a look uses m (see Threads) */
     char name[NAME_MAX_LEN + 1];
     long long token;
 };
@@ -254,11 +275,21 @@ static int fence_next(struct lock *l, MYSQL *m, long long *token) {
     return LOCK_ERR;
 }
 
+/* The holder's turn on its session: waits for a look in flight. */
+static void session_take(struct sqllock_hold *h) {
+    while (atomic_exchange(&h->busy, 1)) mclock_sleep_ms(1);
+}
+
+static void session_give(struct sqllock_hold *h) { atomic_store(&h->busy, 0); }
+
 /* A nested hold, on the hold's own session: GET_LOCK counts it. */
 static int sqllock_reenter(struct lock *l, struct sqllock_hold *h) {
     struct sqllock_store *st = lock_store_state(l);
     l->attempts++;
+    session_take(h);
+    l->sent_us = mclock_us(); /* a statement: the lease runs from it */
     int rc = get_lock_once(h->m, h->name, 0);
+    session_give(h);
     if (rc == 1) return LOCK_OK;
     if (rc == 0) { /* the session lost the lock under us (cannot happen while it lives) */
         snprintf(l->errstr, sizeof(l->errstr), "mysql %s: GET_LOCK of its own lock answered 0",
@@ -306,7 +337,8 @@ static int sqllock_acquire_as(struct lock *l, int fenced) {
         return LOCK_BUSY;
     }
     h->m = m;
-    atomic_store(&l->lease_until_us, sent + (int64_t)st->wait_timeout_s * 1000000);
+    l->lease_ms = st->wait_timeout_s * 1000; /* the core dates the lease from sent */
+    l->sent_us = sent;
     return LOCK_OK;
 }
 
@@ -331,10 +363,8 @@ static void session_end(struct lock *l, struct sqllock_hold *h, int drop) {
     atomic_store(&l->lease_until_us, 0);
 }
 
-static int sqllock_release(struct lock *l) {
-    struct sqllock_hold *h = l->priv;
+static int sqllock_release_on(struct lock *l, struct sqllock_hold *h) {
     struct sqllock_store *st = lock_store_state(l);
-    lock_release_pause(l);
     if (!h->m) return LOCK_LOST; /* its session was dropped: nothing is held */
     if (session_closed(h->m)) {
         snprintf(l->errstr, sizeof(l->errstr),
@@ -354,6 +384,32 @@ static int sqllock_release(struct lock *l) {
     }
     if (l->holds == 0) session_end(l, h, 0);
     return !isnull && v == 1 ? LOCK_OK : LOCK_LOST;
+}
+
+static int sqllock_release(struct lock *l) {
+    struct sqllock_hold *h = l->priv;
+    lock_release_pause(l);
+    session_take(h); /* an inner release runs while the session is looked at */
+    int rc = sqllock_release_on(l, h);
+    session_give(h);
+    return rc;
+}
+
+/* The watchdog's look at a held lock's session (see DESIGN): DO 0, which
+ * the server counts as the session's activity, so its wait_timeout starts
+ * again. Its send dates the lease. A look that fails, or finds the
+ * session closed by the server, ends the hold (LOCK_LOST; the holder is
+ * not told: LOCK_T_UNHEEDED). A look while the holder uses the session is
+ * not sent (LOCK_ERR: tried again soon). */
+static int sqllock_renew(struct lock *l, struct lock_link *k) {
+    struct sqllock_hold *h = l->priv;
+    if (atomic_exchange(&h->busy, 1)) {
+        snprintf(k->errstr, sizeof(k->errstr), "the holder is using its session");
+        return LOCK_ERR;
+    }
+    int rc = h->m && !session_closed(h->m) && mysql_query(h->m, "DO 0") == 0 ? LOCK_OK : LOCK_LOST;
+    session_give(h);
+    return rc;
 }
 
 /* After an unknown outcome: closing the session frees every hold of it. */
@@ -424,11 +480,12 @@ static int sqllock_end_session(struct lock *l, char *why, size_t whylen) {
 const struct lock_type lock_type_mysql = {
     .name = "mysql",
     .family = "mysql",
-    .flags = LOCK_T_GATED,
+    .flags = LOCK_T_GATED | LOCK_T_WATCHED | LOCK_T_LEASED | LOCK_T_UNHEEDED,
     .store = &lock_store_mysql,
     .priv_size = sizeof(struct sqllock_hold),
     .acquire = sqllock_acquire,
     .release = sqllock_release,
+    .renew = sqllock_renew,
     .abandon = sqllock_abandon,
     .end_session = sqllock_end_session,
 };
@@ -436,11 +493,12 @@ const struct lock_type lock_type_mysql = {
 const struct lock_type lock_type_mysql_fenced = {
     .name = "mysql-fenced",
     .family = "mysql",
-    .flags = LOCK_T_GATED,
+    .flags = LOCK_T_GATED | LOCK_T_WATCHED | LOCK_T_LEASED | LOCK_T_UNHEEDED,
     .store = &lock_store_mysql,
     .priv_size = sizeof(struct sqllock_hold),
     .acquire = sqllock_fenced_acquire,
     .release = sqllock_release,
+    .renew = sqllock_renew,
     .abandon = sqllock_abandon,
     .report = sqllock_report,
     .end_session = sqllock_end_session,

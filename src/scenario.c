@@ -654,11 +654,11 @@ const struct scenario scenarios[] = {
      "(marked late) and sells the unit B sold. watchdog: renewals keep A's lock and B waits. "
      "fenced: B gets in while A still works too, but A's late write carries an older token and "
      "is refused (409 stale_token): A's hold ends where its lease ran out, no overlap, and "
-     "nothing is sold twice. mysql: A's idle lock session outlives its wait_timeout (the TTL), "
-     "MariaDB ends it and frees the lock, and B sells while A works: as reentrant; "
-     "mysql-fenced: as fenced. zookeeper keeps its lock: its session pings while A works, as "
-     "a watchdog renews.",
-     "reentrant,fenced,mysql,mysql-fenced",
+     "nothing is sold twice. zookeeper and mysql keep their lock: the session is kept while A "
+     "works (ZooKeeper's client pings it; the watchdog looks at the MariaDB session every "
+     "third of its wait_timeout), as a watchdog renews; their flaw needs the session itself to "
+     "end under A (session-lost).",
+     "reentrant,fenced",
      "watchdog",
      "A worked past one TTL while B waited for the lock",
      "A's hold outlived its lease while B was inside",

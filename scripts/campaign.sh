@@ -174,8 +174,9 @@ store_of() { case $1 in zookeeper*) echo zk ;; mysql*) echo db ;; esac; }
 # column, whose holder finds the lock idle, needs 4 s for 3 s).
 store_ttl=6000
 store_hold=3500
-# A store lock's stop of a holder's instance waits (at most store_aim_ms)
-# for a holder to freeze, and a cut from its store (at most
+# A store lock's stop of a holder's instance waits (at most store_aim_ms,
+# a long holder's period: its 600 ms hold and 1 s gap) for a long hold to
+# freeze, and a cut from its store (at most
 # store_cut_aim_ms) for a long hold of the cut instance to begin; either
 # lasts past the session: its aim, the session's window and 350 ms
 # (store_stretch_ms). A shorter one cannot end a session, as a stop under
@@ -183,7 +184,7 @@ store_hold=3500
 # redis.timeout (500 ms) once its aim is done, so that a write waiting in
 # it loses its reply. The Redis locks' schedules draw the same times and
 # targets, unstretched.
-store_aim_ms=1000
+store_aim_ms=1700
 store_cut_aim_ms=2500
 ttl_of() { case "+$1+" in *+store-failover+*) echo "$store_ttl" ;; *) echo "$ttl" ;; esac; }
 
@@ -796,15 +797,16 @@ aim_young() {
     aimed=$(holders "$item" "$1")
 }
 
-# aim_long [END_US]: waits (at most 1 s, or until END_US) until one of A's holders of the item has
-# been inside for two looks in a row: a long hold (the long holder's), young
-# enough that its renewal is still to come, for another family's stall to
-# meet (issue 20's shape); sets aimed to 1 when it saw one.
+# aim_long [END_US [WHO]]: waits (at most 1 s, or until END_US) until one of the holders of the
+# item of WHO's instance (A's by default) has been inside for two looks in a
+# row: a long hold (the long holder's), young enough that its renewal is
+# still to come, for another family's stall to meet (issue 20's shape), or
+# still inside when a stop lands; sets aimed to 1 when it saw one.
 aim_long() {
-    local end=${1:-$(( $(now_us) + 1000000 ))} prev=" " now o
+    local end=${1:-$(( $(now_us) + 1000000 ))} who=${2:-a} prev=" " now o
     aimed=0
     while [ "$(now_us)" -lt "$end" ]; do
-        now=" $(probe_at r HKEYS "$item:holders" | grep "^${ID[a]}-" | tr '\n' ' ')"
+        now=" $(probe_at r HKEYS "$item:holders" | grep "^${ID[$who]}-" | tr '\n' ' ')"
         for o in $now; do
             case "$prev" in *" $o "*) aimed=1; return 0 ;; esac
         done
@@ -1018,10 +1020,13 @@ strike_session_end() {
 strike() {
     local i=$1 n=${F_NEM[$1]} tgt=${F_TGT[$1]} dur=${F_DUR[$1]} arg=${F_ARG[$1]} x y h aim_ms=250
     strike_skipped "$i" && return
-    # a store lock's holder stopped (store_aim_ms)
+    # a store lock's holder stopped: a long hold (store_aim_ms), which a
+    # stop then freezes inside, where a load's 10 ms hold may have left
+    # between the look and the stop
     [ -n "$run_store" ] && case $n:$tgt in pause:[ab]) aim_ms=$store_aim_ms ;; esac
     case $n:$tgt in
         partition:*\|zk | partition:*\|db) aim_young "${tgt%%|*}" ;;
+        pause:[ab]) [ "$aim_ms" = "$store_aim_ms" ] && aim_long $(( $(now_us) + aim_ms * 1000 )) "$tgt" || aim "$tgt" ;;
         partition:* | loss:*) aim "${tgt%%|*}" ;;
         pause:[ab] | kill:[ab]) aim "$tgt" ;;
         mixed:m*) aim_long ;;
@@ -1376,14 +1381,13 @@ run_loads() {
     [ "$run_mixed" = 1 ] && long_gap=0.1
     # The store locks: a stop of A or B (pause) and a slow Redis need holds
     # of both instances to meet, not long ones (a frozen holder stays
-    # inside), and MariaDB's session is not renewed: a hold idle past
-    # wait_timeout loses its lock with no fault at all (mysql's flaw, as
-    # reentrant's), so their holds stay 600 ms, under it, 1 s apart, on A
-    # and on B. ZooKeeper's session is renewed by the client's heartbeats
-    # (as a watchdog renews): where the mix cuts, its long holds outlast
-    # the session (the TTL) by 1.5 s, so that a cut that begins with one can
-    # outlive the session while the holder is still inside, on A and on B,
-    # queued behind each other (wait_ms 4 s), one after another. A store's
+    # inside), so their holds stay 600 ms, 1 s apart, on A and on B. The
+    # session is kept while its holder runs (ZooKeeper's by the client's
+    # heartbeats, MariaDB's by the watchdog's looks), as a watchdog renews:
+    # where the mix cuts, the long holds outlast the session (the TTL) by
+    # 1.5 s, so that a cut that begins with one can outlive the session
+    # while the holder is still inside, on A and on B, queued behind each
+    # other (wait_ms 4 s), one after another. A store's
     # failover (a leader's election, MariaDB's restart) must fall inside a
     # hold, which its lease (6 s from the acquire's send) outlasts: 3.5 s
     # holds, one after another (0.1 s apart), on A.
@@ -1392,9 +1396,9 @@ run_loads() {
             *+store-failover+*) long_hold=$store_hold long_gap=0.1 ;;
             *+partition+*)
                 long_on=(a b) long_gap=1
-                [ "$run_store" = zk ] && long_hold=$((run_ttl + 1500)) long_gap=0 long_q='&wait_ms=4000' ;;
+                long_hold=$((run_ttl + 1500)) long_gap=0 long_q='&wait_ms=4000' ;;
             *+pause+* | *+slow+*) long_on=(a b) long_gap=1 ;;
-            *) [ "$run_store" = zk ] && long_hold=$((run_ttl + 1500)) long_gap=0.5 ;;
+            *) long_hold=$((run_ttl + 1500)) long_gap=0.5 ;;
         esac
     fi
     for x in "${long_on[@]}"; do long_start "$x" "$long_hold" "$long_gap" "$long_q"; done

@@ -242,9 +242,10 @@ int lock_check(struct lock *l);
  * stops renewing the lock (waiting for a renewal of it in flight, and only
  * for that one), then answers as lock_check does. After it the lease is no
  * longer renewed, so the write must go out at once, with the release. A
- * lock whose renewals only look and date its lease (a ZooKeeper session:
- * LOCK_T_UNHEEDED) is looked at until its release, so that a write slowed
- * in Redis is still dated inside the session that really held it. */
+ * lock whose renewals only look and date its lease (a ZooKeeper or MariaDB
+ * session: LOCK_T_UNHEEDED) is looked at until its release, so that a write
+ * slowed in Redis is still dated inside the session that really held it
+ * (and a MariaDB session is kept alive while the write waits). */
 int lock_commit_check(struct lock *l);
 
 /* How Redis itself can tell, inside the script that writes, whether the

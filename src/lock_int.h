@@ -35,7 +35,8 @@ struct wd_lane;
     64 /* the watchdog dates its lease (renew looks whether it is still held)
                                but its holder never looks: a renewal that finds
                                it gone stops the lease and does not mark it lost
-                               (Curator's mutex: the session is the lease) */
+                               (Curator's mutex, MariaDB's GET_LOCK: the
+                               session is the lease) */
 
 /* A store a lock can live in beside the core's Redis (MySQL, ZooKeeper):
  * one file each fills one `const struct lock_store` and registers it in

@@ -180,11 +180,13 @@ store_hold=3500
 # store_cut_aim_ms) for a long hold of the cut instance to begin; either
 # lasts past the session: its aim, the session's window and 350 ms
 # (store_stretch_ms). A shorter one cannot end a session, as a stop under
-# the TTL cannot outlive a Redis lease. A slow Redis lasts past
-# redis.timeout (500 ms) once its aim is done, so that a write waiting in
-# it loses its reply. The Redis locks' schedules draw the same times and
+# the TTL cannot outlive a Redis lease. A slow Redis waits (at most
+# store_slow_aim_ms) for a hold that began after it was due (aim_new), and
+# lasts past redis.timeout (500 ms) once its aim is done, so that a write
+# waiting in it loses its reply. The Redis locks' schedules draw the same times and
 # targets, unstretched.
 store_aim_ms=1700
+store_slow_aim_ms=2500
 store_cut_aim_ms=2500
 ttl_of() { case "+$1+" in *+store-failover+*) echo "$store_ttl" ;; *) echo "$ttl" ;; esac; }
 
@@ -251,8 +253,9 @@ F_AT=(); F_NEM=(); F_TGT=(); F_DUR=(); F_ARG=(); F_LEDGER=(); F_SKIP=()
 # and what a run's faults did to a ZooKeeper ensemble or a store: F_HIT (the
 # member struck), F_INSIDE (the holders inside once the store was down),
 # F_DOWN (when it went down); F_STOPPED[M]: 1 while member M is paused;
-# F_STRUCK: when each fault struck (its aim done), in microseconds
-F_HIT=(); F_INSIDE=(); F_DOWN=(); F_STOPPED=(); F_STRUCK=()
+# F_STRUCK: when each fault struck (its aim done), in microseconds; F_LEFT:
+# how long it had to last from then, in ms
+F_HIT=(); F_INSIDE=(); F_DOWN=(); F_STOPPED=(); F_STRUCK=(); F_LEFT=()
 
 # draw_fault NEMESIS FAMILY MIX: draws the rest of one fault of NEMESIS,
 # its time already drawn into at and arg set to 0: sets at, tgt, dur and
@@ -797,6 +800,26 @@ aim_young() {
     aimed=$(holders "$item" "$1")
 }
 
+# aim_new: waits (at most store_slow_aim_ms) until a hold of the item that
+# was not inside at the first look is inside: a store lock's slow Redis then
+# meets a holder that will write into it (a stopped holder's frozen entry
+# stays in the hash, and nobody else enters until its session has ended,
+# so a slow Redis struck before that loses no reply); sets aimed to 1 then,
+# or else to the holders inside at the end.
+aim_new() {
+    local end=$(( $(now_us) + store_slow_aim_ms * 1000 )) first o
+    first=" $(probe_at r HKEYS "$item:holders" | tr '\n' ' ')"
+    aimed=0
+    while [ "$(now_us)" -lt "$end" ]; do
+        for o in $(probe_at r HKEYS "$item:holders"); do
+            case "$first" in *" $o "*) continue ;; esac
+            aimed=1
+            return 0
+        done
+    done
+    aimed=$(holders "$item")
+}
+
 # aim_long [END_US [WHO]]: waits (at most 1 s, or until END_US) until one of the holders of the
 # item of WHO's instance (A's by default) has been inside for two looks in a
 # row: a long hold (the long holder's), young enough that its renewal is
@@ -1027,6 +1050,7 @@ strike() {
     case $n:$tgt in
         partition:*\|zk | partition:*\|db) aim_young "${tgt%%|*}" ;;
         pause:[ab]) [ "$aim_ms" = "$store_aim_ms" ] && aim_long $(( $(now_us) + aim_ms * 1000 )) "$tgt" || aim "$tgt" ;;
+        slow:r) [ -n "$run_store" ] && aim_new || aim ;;
         partition:* | loss:*) aim "${tgt%%|*}" ;;
         pause:[ab] | kill:[ab]) aim "$tgt" ;;
         mixed:m*) aim_long ;;
@@ -1040,6 +1064,11 @@ strike() {
     # that ends by itself (CLIENT PAUSE, DEBUG SLEEP) ends when scheduled
     local left=$(( F_AT[i] + dur - at ))
     [ "$left" -ge 100 ] || left=100
+    # a store lock's slow Redis lasts its least once its aim is done
+    if [ -n "$run_store" ] && [ "$n" = slow ]; then
+        x=$(store_stretch_ms "$run_store" "$run_ttl" slow r)
+        [ "$left" -ge "$x" ] || left=$x
+    fi
     case $n in
         partition)
             read -r x y <<<"$(ends "$tgt")"
@@ -1078,6 +1107,7 @@ strike() {
         session-end) strike_session_end "$i" ;;
     esac
     F_STRUCK[$i]=$(( t0_us + at * 1000 ))
+    F_LEFT[$i]=$left
     echo "$at strike f$i $n $tgt${arg:+ $arg}" >>"$run/faults.log"
 }
 
@@ -1226,7 +1256,7 @@ run_begin() {
     run_window=$(session_window_ms "$run_store" "$run_ttl")
     run_ensemble=0
     [ "$run_store" = zk ] && case "+$run_mix+" in *+store-failover+*) run_ensemble=1 ;; esac
-    F_HIT=() F_INSIDE=() F_DOWN=() F_STOPPED=() F_STRUCK=()
+    F_HIT=() F_INSIDE=() F_DOWN=() F_STOPPED=() F_STRUCK=() F_LEFT=()
     rm -rf "$run"
     mkdir -p "$run/logs"
     write_schedule "$run_seed" "$run_strategy" "$run_mix" >"$run/schedule.json"
@@ -1458,10 +1488,15 @@ run_schedule() {
 run_coverage() {
     local i x c lo hi lost from votes held
     # replies lost: answers with no reply from Redis (503) or none at all,
-    # during a fault that can lose one, and Redlock votes lost
+    # during a fault that can lose one (from when it really struck, its aim
+    # done, to the later of its scheduled end and what it had left then, and
+    # a second more), and Redlock votes lost
     for ((i = 0; i < ${#F_AT[@]}; i++)); do
         case ${F_NEM[$i]} in slow | loss | partition | failover) ;; *) continue ;; esac
-        lo=$((t0_us + F_AT[i] * 1000)) hi=$((t0_us + (F_AT[i] + F_DUR[i] + 1000) * 1000))
+        lo=${F_STRUCK[$i]:-$((t0_us + F_AT[i] * 1000))} hi=$((t0_us + (F_AT[i] + F_DUR[i]) * 1000))
+        x=$((lo + ${F_LEFT[$i]:-0} * 1000))
+        [ "$x" -le "$hi" ] || hi=$x
+        hi=$((hi + 1000000))
         from=("$run"/told-a "$run"/told-b "$run"/told-a-long "$run"/told-b-long)
         case ${F_TGT[$i]} in a\|*) from=("$run"/told-a "$run"/told-a-long) ;; b\|*) from=("$run"/told-b "$run"/told-b-long) ;; esac
         # an instance that answers 503 lost a reply from Redis (or its connection)

@@ -289,6 +289,11 @@ static int sqllock_reenter(struct lock *l, struct sqllock_hold *h) {
     session_take(h);
     l->sent_us = mclock_us(); /* a statement: the lease runs from it */
     int rc = get_lock_once(h->m, h->name, 0);
+    if (rc < 0) { /* the outcome is unknown: give every hold up, before a look can use it */
+        sql_fail(l, h->m, "GET_LOCK, nested");
+        sqlpool_drop(st->pool, h->m);
+        h->m = NULL;
+    }
     session_give(h);
     if (rc == 1) return LOCK_OK;
     if (rc == 0) { /* the session lost the lock under us (cannot happen while it lives) */
@@ -296,9 +301,6 @@ static int sqllock_reenter(struct lock *l, struct sqllock_hold *h) {
                  sqlpool_addr(st->pool));
         return LOCK_BUSY;
     }
-    sql_fail(l, h->m, "GET_LOCK, nested");
-    sqlpool_drop(st->pool, h->m); /* the outcome is unknown: give every hold up */
-    h->m = NULL;
     return LOCK_ERR;
 }
 

@@ -241,7 +241,7 @@ static void stock_done(struct lock_hold *h, void *arg) {
                  sr->k->lock, sr->inv->cfg->lock_wait_ms);
         sr->rc = INV_LOCK_TIMEOUT;
     } else if (h->acquired != LOCK_OK) {
-        snprintf(sr->errstr, sr->errlen, "read lock: %.120s", lock_errstr(h->l));
+        snprintf(sr->errstr, sr->errlen, "read lock: %.120s", h->errstr);
         sr->rc = INV_BACKEND;
     }
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uuid/uuid.h>
 #include "alloc.h"
 #include "lock_int.h"
@@ -1021,6 +1022,7 @@ static int hold_read(const struct lock_hold_plan *p, struct lock_hold *h) {
  * write. */
 static void hold_inside(const struct lock_hold_plan *p, struct lock_hold *h) {
     struct lock *l = h->l;
+    if (p->crash) _exit(86); /* fault: die holding the lock */
     h->connected = lock_connect(l) == 0;
     h->has_carried = lock_carried(l, &h->carried);
     lock_fence_key(l, h->fence, sizeof(h->fence));
@@ -1031,7 +1033,7 @@ static void hold_inside(const struct lock_hold_plan *p, struct lock_hold *h) {
         return;
     }
     int go = hold_read(p, h);
-    if (go >= 0 && p->end_session) hold_end_session(h);
+    if (go == 0 && p->end_session) hold_end_session(h);
     mclock_sleep_ms(p->hold_ms);
     if (go < 0) return;
     /* The commit point: no renewal from here on, and the last check of the
@@ -1055,11 +1057,18 @@ int lock_hold(struct lock_core *core, const struct lock_hold_plan *p, struct loc
     int rc = lock_acquire(l);
     for (int i = 0; rc == LOCK_OK && i < p->nested; i++) rc = lock_acquire(l);
     h->acquired = rc;
-    if (rc == LOCK_OK) hold_inside(p, h);
+    if (rc == LOCK_OK)
+        hold_inside(p, h);
+    else
+        snprintf(h->errstr, sizeof(h->errstr), "%s", lock_errstr(l));
     while (l->holds > 0) h->lost |= lock_release(l) == LOCK_LOST;
     lock_report(l, &h->report);
     if (p->done) p->done(h, p->arg);
     lock_free(l);
     h->l = NULL;
+    h->carried = NULL;
+    h->carry_reply = NULL;
+    h->guard.key = NULL;
+    h->handover.key = NULL;
     return rc;
 }

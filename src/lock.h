@@ -445,9 +445,16 @@ void lock_report(const struct lock *l, struct lock_report *r);
  * lock_append_script or lock_append_release on h->l, and read with
  * lock_reply and lock_errstr; h->l is NULL once lock_hold returns. A
  * step left NULL does nothing. */
+/* What the core knows of a hold, handed to each step. Read it in the steps:
+ * once lock_hold has returned, l is NULL, and so are carried, carry_reply,
+ * guard.key and handover.key, which pointed into the freed handle. */
 struct lock_hold {
     struct lock *l; /* the handle, for the steps */
     int acquired; /* what the acquire answered: LOCK_OK, LOCK_BUSY or LOCK_ERR */
+    /* Why an acquire (the first, or a nested one) answered LOCK_BUSY or
+     * LOCK_ERR: its lock_errstr, kept for the done step (the releases that
+     * follow a failed nested acquire clear the handle's). */
+    char errstr[256];
     int connected; /* the holder has its connection (lock_connect): it may append */
     int flushed; /* 0, or -1 when the read's replies were lost, or it had no
                     connection (lock_errstr says why) */
@@ -478,15 +485,19 @@ struct lock_hold_plan {
     int wait_given; /* wait_ms replaces lock.wait-ms (lock_set_wait) */
     int wait_ms;
     int nested; /* acquires beyond the first: re-entry */
-    /* Faults: lock_set_release_delay; a sleep once inside; the store
-     * session ended from outside once inside (lock_end_session); a stall
-     * between the commit point and the write. */
-    int release_delay_ms, hold_ms, end_session, commit_delay_ms;
+    /* Faults: lock_set_release_delay; the process dying (exit 86) as soon
+     * as every acquire was granted, before anything else (a holder that dies
+     * inside); a sleep once inside; the store session ended from outside
+     * once inside, after a clean read (lock_end_session); a stall between the
+     * commit point and the write. */
+    int release_delay_ms, crash, hold_ms, end_session, commit_delay_ms;
     /* Held and connected: appends the reads. Below 0: nothing more is
      * read or written. */
     int (*read)(struct lock_hold *h, void *arg);
     /* The reads answered (or h->flushed < 0: lost, or no connection). Below
-     * 0: nothing is written. */
+     * 0: nothing is written; 0: the read is clean; above 0: the write step
+     * runs, but the read was not clean (it records a hold that writes
+     * nothing), and the end_session fault is not struck. */
     int (*inside)(struct lock_hold *h, void *arg);
     /* At the commit point: appends the write, or the event of a hold that
      * writes nothing; it goes out with the release. */

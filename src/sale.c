@@ -306,13 +306,11 @@ static int section_fail(struct sale_section *sec, int status) {
 
 /* The read, appended to the lock's pipeline: the probe's entry and the
  * fence's raise. The core sends them in one write with the GET of the
- * stock, which a lock that carries the stock with its grant spares. The
- * crash fault first: die holding the lock. 0, or -1 when the hold goes no
- * further. */
+ * stock, which a lock that carries the stock with its grant spares. 0, or
+ * -1 when the hold goes no further. */
 static int section_read(struct lock_hold *h, void *arg) {
     struct sale_section *sec = arg;
     struct sale_result *r = sec->rs[0];
-    if (sec->f->crash) _exit(86);
     for (int i = 0; i < sec->n; i++) sec->rs[i]->status = INV_SOLD;
     sec->entry = sec->inv->probe ? probe_enter(sec->inv->probe, h->l, sec->k, r->order) : -1;
     sec->raised = raise_fence(sec);
@@ -377,8 +375,8 @@ static int fence_raised(struct sale_section *sec, int i) {
 }
 
 /* Inside, the read answered: the stock and the fence. 0, or -1 when Redis
- * failed (nothing is written); a stock that is not a number goes on, to
- * record a hold that wrote nothing. */
+ * failed (nothing is written); a stock that is not a number goes on (1),
+ * to record a hold that wrote nothing. */
 static int section_inside(struct lock_hold *h, void *arg) {
     (void)h;
     struct sale_section *sec = arg;
@@ -386,7 +384,7 @@ static int section_inside(struct lock_hold *h, void *arg) {
     if (rc == 0 && sec->raised >= 0) rc = fence_raised(sec, sec->raised);
     if (rc == INV_BACKEND) return section_fail(sec, rc);
     sec->rc = rc;
-    return 0;
+    return rc ? 1 : 0;
 }
 
 /* Appends the write of the units sold, or the history event of a hold that
@@ -500,11 +498,11 @@ static void section_done(struct lock_hold *h, void *arg) {
                  "lock %.80s still busy after waiting %d ms "
                  "(%d attempts%s%.120s)",
                  sec->k->lock, f->wait_given ? f->wait_ms : sec->inv->cfg->lock_wait_ms,
-                 h->report.attempts, lock_errstr(h->l)[0] ? "; " : "", lock_errstr(h->l));
+                 h->report.attempts, h->errstr[0] ? "; " : "", h->errstr);
         sale_fail_all(sec->rs, sec->n, INV_LOCK_TIMEOUT, r->errstr);
     } else if (h->acquired != LOCK_OK) { /* "Redis is unavailable", or the lock's store */
         snprintf(r->errstr, sizeof(r->errstr), "%s is unavailable (lock: %.300s)",
-                 lock_type_store(sec->t), lock_errstr(h->l));
+                 lock_type_store(sec->t), h->errstr);
         sale_fail_all(sec->rs, sec->n, r->status = INV_BACKEND, r->errstr);
     } else if (r->status == INV_SOLD) {
         section_finish(sec);
@@ -546,6 +544,7 @@ void sale_locked(struct inventory *inv, const struct strategy *s, const struct i
                                         .wait_ms = f->wait_ms,
                                         .nested = f->nested,
                                         .release_delay_ms = f->release_delay_ms,
+                                        .crash = f->crash,
                                         .hold_ms = f->hold_ms,
                                         .end_session = f->end_session,
                                         .commit_delay_ms = f->commit_delay_ms,

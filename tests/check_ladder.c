@@ -104,6 +104,19 @@ START_TEST(test_setnx_retry_reports_its_depth_and_fails_cleanly_at_the_cap) {
 }
 END_TEST
 
+/* A nested acquire that fails answers with its reason, as a first one does:
+ * setnx-retry's nested acquire waits for the holder itself, until its
+ * recursion cap. */
+START_TEST(test_a_failed_nested_acquire_answers_with_its_reason) {
+    start_pair(10000, 5000, "lock.retry-max-depth=5");
+    struct httpc_response r;
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/setnx-retry?nested=1", NULL, NULL, &r), 503);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "lock_timeout");
+    ck_assert_msg(strstr(r.body, "recursion depth cap 5"), "no reason: %s", r.body);
+}
+END_TEST
+
 START_TEST(test_a_setnx_spin_holder_that_crashes_leaves_the_lock_forever) {
     start_pair(600, 400, NULL);
     struct httpc_response r;
@@ -748,6 +761,7 @@ Suite *ladder_suite(void) {
         {"Spin",
          {test_setnx_spin_serialises_two_instances_where_local_did_not,
           test_setnx_retry_reports_its_depth_and_fails_cleanly_at_the_cap,
+          test_a_failed_nested_acquire_answers_with_its_reason,
           test_a_setnx_spin_holder_that_crashes_leaves_the_lock_forever,
           test_an_expiring_holder_that_crashes_frees_the_lock_after_the_ttl}},
         {"Expiry",

@@ -565,6 +565,32 @@ START_TEST(test_end_session_needs_faults_on_and_the_admin_token_and_a_lock_with_
         harness_http(a_port, "GET", "/inventory/sale/mysql?end_session=1", auth, NULL, &r), 200);
     ck_assert_str_eq(harness_json_str(r.body, "status"), "sold");
     ck_assert_msg(strstr(r.body, "\"session_ended\":true"), "%s", r.body);
+    /* A read that is not clean (a stock that is no number) writes nothing,
+     * and the session is not ended under it. */
+    harness_redis_int(redis_port, "SET inventory001 abc");
+    ck_assert_int_eq(
+        harness_http(a_port, "GET", "/inventory/sale/mysql?end_session=1", auth, NULL, &r), 409);
+    ck_assert_str_eq(harness_json_str(r.body, "status"), "bad_stock");
+    ck_assert_msg(!strstr(r.body, "session_ended"), "the session was ended on a bad read: %s",
+                  r.body);
+}
+END_TEST
+
+/* The crash fault kills the holder as soon as it holds the lock, before it
+ * reaches Redis: it dies inside even when the data Redis is out of reach
+ * (stopped here), as a holder that dies inside does not wait for Redis. */
+START_TEST(test_the_crash_fault_dies_holding_the_lock_even_when_redis_is_out_of_reach) {
+    start_pair();
+    struct httpc_response r;
+    harness_stop(redis_pid);
+    redis_pid = 0;
+    ck_assert_int_eq(harness_http(a_port, "GET", "/inventory/sale/mysql?crash=1", NULL, NULL, &r),
+                     0);
+    int st = 0;
+    ck_assert_int_eq(waitpid(a_pid, &st, 0), a_pid);
+    a_pid = 0;
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 86, "A ended with status %#x, not exit 86",
+                  st);
 }
 END_TEST
 
@@ -775,7 +801,8 @@ Suite *mysql_suite(void) {
         {"Lab",
          {test_a_mysql_holder_that_only_works_long_keeps_its_lock_in_the_labs_overrun,
           test_the_labs_session_lost_shows_mysqls_flaw_and_mysql_fenced_refuses_the_write,
-          test_end_session_needs_faults_on_and_the_admin_token_and_a_lock_with_a_session}},
+          test_end_session_needs_faults_on_and_the_admin_token_and_a_lock_with_a_session,
+          test_the_crash_fault_dies_holding_the_lock_even_when_redis_is_out_of_reach}},
         {"Faults",
          {test_a_killed_lock_session_lets_the_next_holder_in_while_the_first_still_writes,
           test_a_grant_that_waited_dates_its_lease_from_after_the_grant,

@@ -443,11 +443,10 @@ void lock_report(const struct lock *l, struct lock_report *r);
  * sends its GET with the read when not. Each step is handed the hold: what the core
  * knows at that point. The steps append with lock_append,
  * lock_append_script or lock_append_release on h->l, and read with
- * lock_reply and lock_errstr; h->l is NULL once lock_hold returns. A
- * step left NULL does nothing. */
-/* What the core knows of a hold, handed to each step. Read it in the steps:
- * once lock_hold has returned, l is NULL, and so are carried, carry_reply,
- * guard.key and handover.key, which pointed into the freed handle. */
+ * lock_reply and lock_errstr. A step left NULL does nothing. Once
+ * lock_hold has returned, h->l is NULL, and so are h->carried,
+ * h->carry_reply, h->guard.key and h->handover.key, which pointed into the
+ * freed handle: read them in the steps. */
 struct lock_hold {
     struct lock *l; /* the handle, for the steps */
     int acquired; /* what the acquire answered: LOCK_OK, LOCK_BUSY or LOCK_ERR */

@@ -10,7 +10,7 @@
  * thread and call the inventory service or the lab (lab.h); they turn
  * results into answers (reply.h) and know nothing of Redis commands, nor of
  * libmicrohttpd: they answer through http.h. struct api is fixed after
- * api_create, so any number of connection threads read it at once. */
+ * api_create, so any number of loops and workers read it at once. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -167,6 +167,11 @@ static int sell(const struct call *k, const struct strategy *t) {
     if (code) return answer_faults_refused(rq, code, why, text);
     if (inventory_faults_check(s->inv, t, &f, why, sizeof(why)) != 0)
         return http_answer_error(rq, 400, "bad_request", why, text);
+    if (rq->queued_ms > 0) { /* lock.wait-ms counts from the request's arrival */
+        long wait = f.wait_given ? f.wait_ms : s->cfg->lock_wait_ms;
+        f.wait_ms = wait > rq->queued_ms ? (int)(wait - rq->queued_ms) : 0;
+        f.wait_given = 1;
+    }
 
     struct sale_result r;
     inventory_sell(s->inv, t, k->item, &f, &r);
@@ -579,6 +584,14 @@ static int refuse(const struct api *s, const struct http_request *rq, const stru
         return 0;
     }
     return 1;
+}
+
+int api_on_loop(void *cls, const char *method, const char *url) {
+    const struct api *s = cls;
+    struct route rt;
+    route_match(method, url, s->cfg->context_path, &rt);
+    return rt.id == ROUTE_NOT_FOUND || !rt.method_allowed ||
+           (route_table[rt.id].flags & ROUTE_F_LOOP);
 }
 
 int api_answer(void *cls, const struct http_request *rq) {

@@ -24,8 +24,13 @@ struct api *api_create(const struct config *cfg, struct inventory *inv, struct l
 /* Accepts NULL. Only once the server that called api_answer has stopped. */
 void api_free(struct api *a);
 
-/* An http_handler (http.h): answers rq, cls being a struct api. Called in
- * the connection's thread; thread safe. */
+/* An http_handler (http.h): answers rq, cls being a struct api. Called on
+ * an event loop or in a worker, as api_on_loop says; thread safe. */
 int api_answer(void *cls, const struct http_request *rq);
+
+/* http_hooks.on_loop: whether method url is answered without waiting on a
+ * store or a lock (a row with ROUTE_F_LOOP, or no row at all: the 404 and
+ * 405 answers), and so on the event loop. */
+int api_on_loop(void *cls, const char *method, const char *url);
 
 #endif

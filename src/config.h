@@ -23,7 +23,7 @@
 #define CONFIG_TOKEN_MIN 16
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 47
+#define CONFIG_KEY_COUNT 49
 
 struct config {
     /* server.* */
@@ -33,6 +33,8 @@ struct config {
     int max_connections; /* server.max-connections, default 4096 */
     int connection_timeout_s; /* server.connection-timeout-s, default 30: to deliver a whole request */
     int max_body_bytes; /* server.max-body-bytes, default 4096 */
+    int io_threads; /* server.io-threads, default 2: event loops over the connections */
+    int workers; /* server.workers, default 16: threads that answer sales and store reads */
 
     /* redis.* */
     char redis_host[256]; /* redis.host, default 127.0.0.1 */

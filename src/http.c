@@ -4,11 +4,23 @@
  * http_start.
  *
  * DESIGN
- * Per-request state (struct request: the body read so far) is allocated on
- * the first callback into *req_cls and freed in the completed callback, as in
- * libmicrohttpd's simplepost.c; the first callback never answers.
- * `inflight` counts requests between their first callback and their
- * completion, so a shutdown can wait for them before closing connections.
+ * Per-request state (struct request: the body read so far, the answer
+ * kept) is allocated on the first callback into *req_cls and freed in the
+ * completed callback, as in libmicrohttpd's simplepost.c; the first callback
+ * never answers. `inflight` counts requests between their first callback and
+ * their completion, so a shutdown can wait for them before closing
+ * connections.
+ *
+ * The loops and the workers (http.h). The handler never queues an answer
+ * itself: http_answer and the like keep it in the request (keep_answer), and
+ * the loop queues it once the handler is done, on the loop at once, or when
+ * a worker has resumed the parked connection, libmicrohttpd calls on_request
+ * again and it queues the answer then (libmicrohttpd's documented pattern
+ * for MHD_suspend_connection). The workers' queue is a FIFO under work_mu;
+ * a worker stops only once it is empty, so a shutdown answers every parked
+ * request before libmicrohttpd closes the connections. A parked request's
+ * time in the queue is told to the handler (http_request.queued_ms), which
+ * takes it off the sale's wait for its lock.
  *
  * Slow clients: libmicrohttpd's connection timeout only closes connections
  * that send nothing; a client trickling a byte a second would keep its slot
@@ -16,8 +28,8 @@
  * when it last became idle or began receiving a body, and the reaper thread
  * shuts down the socket of any that has not delivered a whole request within
  * server.connection-timeout-s. A request being handled (a sale waiting for
- * its lock, bounded by lock.wait-ms) is never cut. The watch list and the
- * phases are guarded by watch_mu. */
+ * its lock, bounded by lock.wait-ms, or parked for a worker) is never cut.
+ * The watch list and the phases are guarded by watch_mu. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -59,8 +71,17 @@ struct watch {
     struct watch *prev, *next;
 };
 
+struct request;
+
 struct http_server {
     struct MHD_Daemon *d;
+    /* the workers and their queue of parked requests, under work_mu */
+    pthread_mutex_t work_mu;
+    pthread_cond_t work_cond;
+    struct request *work_head, *work_tail;
+    int work_stop;
+    pthread_t *workers;
+    int nworkers;
     pthread_mutex_t watch_mu;
     pthread_cond_t reaper_cond;
     struct watch *watched;
@@ -76,6 +97,14 @@ struct http_server {
 };
 
 struct request {
+    struct http_request rq; /* as the handler sees it; set when the body is in */
+    struct MHD_Response *resp; /* the handler's answer, queued on the loop */
+    int code;
+    int keep; /* what the handler returned: 0 closes the connection */
+    int parked; /* handed to a worker (the connection is suspended) */
+    int64_t parked_us; /* when */
+    atomic_int done; /* the worker is through with it */
+    struct request *next; /* in the workers' queue */
     int line_cut; /* a NUL byte cut the request line short */
     char *body;
     size_t len;
@@ -96,12 +125,25 @@ static enum MHD_Result count_value(void *cls, enum MHD_ValueKind kind, const cha
     return MHD_YES;
 }
 
-/* Queues body (taken over, freed by MHD) with code, and the header name:
+/* Keeps resp (NULL: out of memory) as rq's answer with code, to be queued
+ * on the loop once the handler returns: a handler in a worker runs while
+ * its connection is suspended, and only the loop may queue. Returns 1, or 0
+ * when there is no answer to send. */
+static int keep_answer(const struct http_request *rq, int code, struct MHD_Response *resp) {
+    struct request *req = rq->state;
+    if (!resp) return 0;
+    if (req->resp) MHD_destroy_response(req->resp); /* a second answer wins */
+    req->resp = resp;
+    req->code = code;
+    if (rq->server->hooks.answered) rq->server->hooks.answered(code);
+    return 1;
+}
+
+/* Answers body (taken over, freed by MHD) with code, and the header name:
  * value when name is not NULL. A NULL body is an out of memory: a fixed 500
  * goes out instead. */
-static enum MHD_Result answer_with(const struct http_server *s, struct MHD_Connection *conn,
-                                   int code, char *body, const char *type, const char *name,
-                                   const char *value) {
+static int answer_with(const struct http_request *rq, int code, char *body, const char *type,
+                       const char *name, const char *value) {
     struct MHD_Response *resp;
     int oom = !body;
     if (oom) {
@@ -116,52 +158,35 @@ static enum MHD_Result answer_with(const struct http_server *s, struct MHD_Conne
     }
     if (!resp) {
         free(body);
-        return MHD_NO;
+        return 0;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (name && !oom) MHD_add_response_header(resp, name, value);
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)code, resp);
-    MHD_destroy_response(resp);
-    if (s->hooks.answered) s->hooks.answered(code);
-    return ret;
-}
-
-/* answer_with and, when allow is not NULL, that Allow header. */
-static enum MHD_Result answer(const struct http_server *s, struct MHD_Connection *conn, int code,
-                              char *body, const char *type, const char *allow) {
-    return answer_with(s, conn, code, body, type, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
+    return keep_answer(rq, code, resp);
 }
 
 int http_answer_asset(const struct http_request *rq, const struct web_asset *a) {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
-    if (!resp) return MHD_NO;
+    if (!resp) return 0;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(resp, "Content-Security-Policy", LAB_CSP);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-    enum MHD_Result ret = MHD_queue_response(rq->conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    if (rq->server->hooks.answered) rq->server->hooks.answered(200);
-    return ret == MHD_YES;
-}
-
-static enum MHD_Result answer_error(const struct http_server *s, struct MHD_Connection *conn,
-                                    int code, const char *word, const char *sentence, int text) {
-    return answer(s, conn, code, s->hooks.error_body(word, sentence, text),
-                  text ? CT_TEXT : CT_JSON, NULL);
+    return keep_answer(rq, MHD_HTTP_OK, resp);
 }
 
 int http_answer(const struct http_request *rq, int code, char *body, const char *type,
                 const char *allow) {
-    return answer(rq->server, rq->conn, code, body, type, allow) == MHD_YES;
+    return answer_with(rq, code, body, type, allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
 int http_answer_error(const struct http_request *rq, int code, const char *word,
                       const char *sentence, int text) {
-    return answer_error(rq->server, rq->conn, code, word, sentence, text) == MHD_YES;
+    return http_answer(rq, code, rq->server->hooks.error_body(word, sentence, text),
+                       text ? CT_TEXT : CT_JSON, NULL);
 }
 
 const char *http_query(const struct http_request *rq, const char *name) {
@@ -219,10 +244,9 @@ int http_admin_allowed(const struct http_request *rq, const char *what, char *wh
 }
 
 int http_answer_unauthorized(const struct http_request *rq, const char *why, int text) {
-    return answer_with(rq->server, rq->conn, 401,
-                       rq->server->hooks.error_body("unauthorized", why, text),
+    return answer_with(rq, 401, rq->server->hooks.error_body("unauthorized", why, text),
                        text ? CT_TEXT : CT_JSON, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                       "Bearer realm=\"inventoryd\"") == MHD_YES;
+                       "Bearer realm=\"inventoryd\"");
 }
 
 /* The demo's one-line text is asked for with ?format=text or an Accept header
@@ -237,36 +261,94 @@ static int wants_text(struct MHD_Connection *conn) {
 }
 
 /* Answers what is refused before the request reaches its route: a NUL byte
- * in the request line, an oversized URL or headers. Returns 1 with *ret set
- * when it answered. */
-static int refuse(const struct http_server *s, struct MHD_Connection *conn,
-                  const struct request *req, int text, enum MHD_Result *ret) {
+ * in the request line, an oversized URL or headers. Returns 1 when it
+ * answered. */
+static int refuse(const struct request *req) {
+    const struct http_request *rq = &req->rq;
     char why[256];
     if (req->line_cut) {
-        *ret = answer_error(s, conn, 400, "bad_request", "the request line holds a NUL byte", text);
+        http_answer_error(rq, 400, "bad_request", "the request line holds a NUL byte", rq->text);
     } else if (req->url_len > URL_MAX) {
         snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len,
                  URL_MAX);
-        *ret = answer_error(s, conn, 414, "uri_too_long", why, text);
+        http_answer_error(rq, 414, "uri_too_long", why, rq->text);
     } else if (req->header_bytes > HEADERS_MAX) {
         snprintf(why, sizeof(why), "the headers are %zu bytes; at most %d are accepted",
                  req->header_bytes, HEADERS_MAX);
-        *ret = answer_error(s, conn, 431, "headers_too_large", why, text);
+        http_answer_error(rq, 431, "headers_too_large", why, rq->text);
     } else {
         return 0;
     }
     return 1;
 }
 
+/* Queues the answer the handler kept for req: MHD_NO (close) when there is
+ * none or the handler asked for the connection to be closed. */
+static enum MHD_Result queue_kept(struct MHD_Connection *conn, struct request *req) {
+    if (!req->resp) return MHD_NO;
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)req->code, req->resp);
+    MHD_destroy_response(req->resp);
+    req->resp = NULL;
+    return req->keep && ret == MHD_YES ? MHD_YES : MHD_NO;
+}
+
+/* Hands req to the workers: its connection is suspended until one has
+ * answered it (worker_main), so the loop goes on with the others. */
+static void park(struct http_server *s, struct request *req) {
+    req->parked = 1;
+    req->parked_us = mclock_us();
+    MHD_suspend_connection(req->rq.conn);
+    pthread_mutex_lock(&s->work_mu);
+    req->next = NULL;
+    if (s->work_tail)
+        s->work_tail->next = req;
+    else
+        s->work_head = req;
+    s->work_tail = req;
+    pthread_cond_signal(&s->work_cond);
+    pthread_mutex_unlock(&s->work_mu);
+}
+
+/* A worker: answers parked requests, oldest first, then resumes each one's
+ * connection so that the loop queues the answer. Leaves once told to stop
+ * and the queue is empty, so nothing parked is left unanswered. */
+static void *worker_main(void *arg) {
+    struct http_server *s = arg;
+    pthread_mutex_lock(&s->work_mu);
+    for (;;) {
+        while (!s->work_head && !s->work_stop) pthread_cond_wait(&s->work_cond, &s->work_mu);
+        struct request *req = s->work_head;
+        if (!req) break;
+        s->work_head = req->next;
+        if (!s->work_head) s->work_tail = NULL;
+        pthread_mutex_unlock(&s->work_mu);
+        req->rq.queued_ms = (long)((mclock_us() - req->parked_us) / 1000);
+        req->keep = s->handler(s->handler_cls, &req->rq);
+        atomic_store(&req->done, 1);
+        MHD_resume_connection(req->rq.conn);
+        pthread_mutex_lock(&s->work_mu);
+    }
+    pthread_mutex_unlock(&s->work_mu);
+    return NULL;
+}
+
 /* Refuses what the server refuses, then hands the request to the handler
- * (api.c's, which answers the rest by routes.def). */
+ * (api.c's, which answers the rest by routes.def): on the loop when the
+ * handler says it cannot wait on a store, else in a worker. */
 static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn, const char *url,
                                 const char *method, struct request *req) {
-    int text = wants_text(conn);
-    enum MHD_Result ret;
-    if (refuse(s, conn, req, text, &ret)) return ret;
-    struct http_request rq = {s, conn, url, method, req->body, req->len, req->too_large, text};
-    return s->handler(s->handler_cls, &rq) ? MHD_YES : MHD_NO;
+    req->rq = (struct http_request){
+        s, conn, url, method, req->body, req->len, req->too_large, wants_text(conn), 0, req};
+    if (refuse(req)) {
+        req->keep = 1;
+        return queue_kept(conn, req);
+    }
+    if (!s->hooks.on_loop || !s->hooks.on_loop(s->handler_cls, method, url)) {
+        park(s, req);
+        return MHD_YES;
+    }
+    req->keep = s->handler(s->handler_cls, &req->rq);
+    return queue_kept(conn, req);
 }
 
 /* Moves conn's watch to phase, from now. */
@@ -385,6 +467,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body[req->len] = '\0';
         return MHD_YES;
     }
+    if (req->parked) /* resumed: a worker has answered */
+        return atomic_load(&req->done) ? queue_kept(conn, req) : MHD_YES;
     watch_phase(s, conn, WATCH_HANDLING);
     return dispatch(s, conn, url, method, req);
 }
@@ -396,6 +480,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     watch_phase(s, conn, WATCH_IDLE);
     struct request *req = *req_cls;
     if (!req) return;
+    if (req->resp) MHD_destroy_response(req->resp);
     free(req->body);
     free(req);
     *req_cls = NULL;
@@ -457,6 +542,47 @@ static int listen_on(const char *bind_addr, int port, char *errstr, size_t errle
     return fd;
 }
 
+/* Tells the workers to stop once the queue is empty, and joins them. */
+static void stop_workers(struct http_server *s) {
+    pthread_mutex_lock(&s->work_mu);
+    s->work_stop = 1;
+    pthread_cond_broadcast(&s->work_cond);
+    pthread_mutex_unlock(&s->work_mu);
+    for (int i = 0; i < s->nworkers; i++) pthread_join(s->workers[i], NULL);
+    free(s->workers);
+    s->workers = NULL;
+    s->nworkers = 0;
+}
+
+/* Starts server.workers workers (512 KB stacks: a sale's deepest path, with
+ * room for the sanitizers). */
+static int start_workers(struct http_server *s, char *errstr, size_t errlen) {
+    s->workers = alloc_zeroed(sizeof(*s->workers) * (size_t)s->cfg->workers, errstr, errlen);
+    if (!s->workers) return -1;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 512 * 1024);
+    int rc = 0;
+    while (s->nworkers < s->cfg->workers && rc == 0) {
+        rc = pthread_create(&s->workers[s->nworkers], &attr, worker_main, s);
+        if (rc == 0) s->nworkers++;
+    }
+    pthread_attr_destroy(&attr);
+    if (rc == 0) return 0;
+    snprintf(errstr, errlen, "server.workers: could not start worker %d of %d: %s", s->nworkers + 1,
+             s->cfg->workers, strerror(rc));
+    stop_workers(s);
+    return -1;
+}
+
+static void destroy_server(struct http_server *s) {
+    pthread_cond_destroy(&s->work_cond);
+    pthread_mutex_destroy(&s->work_mu);
+    pthread_cond_destroy(&s->reaper_cond);
+    pthread_mutex_destroy(&s->watch_mu);
+    free(s);
+}
+
 struct http_server *http_start(const struct config *cfg, const struct http_hooks *hooks,
                                http_handler handler, void *cls, char *errstr, size_t errlen) {
     if (!hooks || !hooks->error_body) {
@@ -476,21 +602,27 @@ struct http_server *http_start(const struct config *cfg, const struct http_hooks
     }
     pthread_mutex_init(&s->watch_mu, NULL);
     mclock_cond_init(&s->reaper_cond);
+    pthread_mutex_init(&s->work_mu, NULL);
+    pthread_cond_init(&s->work_cond, NULL);
+    if (start_workers(s, errstr, errlen) != 0) {
+        close(s->listen_fd);
+        destroy_server(s);
+        return NULL;
+    }
     s->d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ITC | MHD_USE_ERROR_LOG,
-        0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->connection_timeout_s, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)cfg->io_threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_END);
     if (!s->d) {
         snprintf(errstr, errlen, "libmicrohttpd could not start on %s:%d", cfg->bind, cfg->port);
         close(s->listen_fd);
-        pthread_cond_destroy(&s->reaper_cond);
-        pthread_mutex_destroy(&s->watch_mu);
-        free(s);
+        stop_workers(s);
+        destroy_server(s);
         return NULL;
     }
     if (cfg->connection_timeout_s > 0 && pthread_create(&s->reaper, NULL, reaper_main, s) == 0)
@@ -519,8 +651,7 @@ void http_stop(struct http_server *s) {
         pthread_mutex_unlock(&s->watch_mu);
         pthread_join(s->reaper, NULL);
     }
+    stop_workers(s); /* each answers what is parked first, and the loop sends it */
     MHD_stop_daemon(s->d); /* frees every watch through on_connection */
-    pthread_cond_destroy(&s->reaper_cond);
-    pthread_mutex_destroy(&s->watch_mu);
-    free(s);
+    destroy_server(s);
 }

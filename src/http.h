@@ -1,14 +1,22 @@
 /* http.h -- the HTTP server of the service, on libmicrohttpd.
  *
  * DESIGN
- * One thread per connection (MHD_USE_THREAD_PER_CONNECTION): a sale that
- * waits for a lock blocks only its own connection, never other requests.
- * The server reads requests, refuses what no route may take (a NUL byte in
- * the request line, an oversized URL or headers), checks the admin token
- * when asked, and queues answers. What a path does is the handler's, given
- * to http_start (api.c's api_answer, which reads routes.def): the handler
- * runs in the connection's thread and answers through the functions below.
- * This layer knows nothing of routes, the inventory or Redis. */
+ * Connections live on server.io-threads event loops (libmicrohttpd's epoll
+ * mode with a thread pool): they read requests and send answers for every
+ * connection. A request the handler answers without waiting on a store or
+ * a lock (http_hooks.on_loop: the list of strategies, the metrics, the lab's
+ * page, a 404) is answered on the loop. Every other one (a sale, a read of
+ * the stock, /healthz) is parked: its connection is suspended, and one of
+ * server.workers worker threads answers it, oldest first, and resumes the
+ * connection so that the loop sends the answer. A sale that waits for a
+ * lock thus blocks one worker, never a loop; at most server.workers such
+ * requests run at once, and the rest wait their turn, parked. The server
+ * reads requests, refuses what no route may take (a NUL byte in the request
+ * line, an oversized URL or headers), checks the admin token when asked, and
+ * queues answers. What a path does is the handler's, given to http_start
+ * (api.c's api_answer, which reads routes.def): it answers through the
+ * functions below, which keep the answer for the loop to send. This layer
+ * knows nothing of routes, the inventory or Redis. */
 #ifndef INVENTORYD_HTTP_H
 #define INVENTORYD_HTTP_H
 
@@ -33,6 +41,8 @@ struct http_request {
     size_t len;
     int too_large; /* the body passed server.max-body-bytes and was dropped */
     int text; /* the demo's text is asked for (?format=text, Accept) */
+    long queued_ms; /* how long it waited for a worker (0 on the loop) */
+    void *state; /* the server's own */
 };
 
 /* Answers rq with one of the functions below. Returns what they return. */
@@ -47,6 +57,11 @@ struct http_hooks {
     char *(*error_body)(const char *word, const char *sentence, int text);
     /* Called with the status of every answer queued (metrics); may be NULL. */
     void (*answered)(int code);
+    /* Whether the handler (cls is its own) answers method url without ever
+     * waiting on a store or a lock: such a request is answered on the event
+     * loop; every other one is parked and answered by a worker. NULL: every
+     * request goes to a worker. */
+    int (*on_loop)(void *cls, const char *method, const char *url);
 };
 
 /* Starts listening on cfg->bind:cfg->port; every request that the server

@@ -23,7 +23,7 @@
  * request in flight then ends within its I/O timeout). The last
  * LAB_RUNS_KEPT runs are kept, oldest dropped first.
  *
- * Thread safe: every call may come from any HTTP connection's thread. */
+ * Thread safe: every call may come from any event loop or worker of the HTTP server. */
 #ifndef INVENTORYD_LAB_H
 #define INVENTORYD_LAB_H
 

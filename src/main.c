@@ -241,7 +241,8 @@ int main(int argc, char **argv) {
     }
     struct api *api = api_create(&cfg, svc.inv, lab, err, sizeof(err));
     /* The server's error bodies and counts come from above it (reply, metrics). */
-    static const struct http_hooks hooks = {.error_body = reply_error, .answered = metrics_http};
+    static const struct http_hooks hooks = {
+        .error_body = reply_error, .answered = metrics_http, .on_loop = api_on_loop};
     struct http_server *srv =
         api ? http_start(&cfg, &hooks, api_answer, api, err, sizeof(err)) : NULL;
     if (!srv) {

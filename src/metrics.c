@@ -1,7 +1,7 @@
 /* metrics.c -- per-strategy counters and histograms (see metrics.h).
  *
  * One static row per strategy in strategies[] (at most METRICS_MAX), updated
- * with relaxed atomics from the connection threads; metrics_render() reads
+ * with relaxed atomics from the workers and the event loops; metrics_render() reads
  * them without stopping writers, so a scrape is a near-instant snapshot. */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -85,7 +85,7 @@ void metrics_http(int status) {
 }
 
 /* Every field of a row is an atomic counter: a reset stores 0 into each,
- * atomically, while connection threads may be adding (a racing add is kept
+ * atomically, while workers may be adding (a racing add is kept
  * or lost whole, never torn). */
 _Static_assert(sizeof(struct strategy_row) % sizeof(atomic_llong) == 0,
                "struct strategy_row must hold atomic_llong counters only");

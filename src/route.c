@@ -124,7 +124,8 @@ char *route_flags_text(int flags, char *buf, size_t len) {
     } words[] = {{ROUTE_F_ITEM, "item"},
                  {ROUTE_F_ADMIN_POST, "admin-post"},
                  {ROUTE_F_LAB, "lab"},
-                 {ROUTE_F_FAULTS, "faults"}};
+                 {ROUTE_F_FAULTS, "faults"},
+                 {ROUTE_F_LOOP, "loop"}};
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)

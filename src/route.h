@@ -19,6 +19,7 @@ enum route_id {
 #define ROUTE_F_ADMIN_POST 2 /* a POST needs the admin token */
 #define ROUTE_F_LAB 4 /* exists only with lab.enabled=true */
 #define ROUTE_F_FAULTS 8 /* takes the fault parameters */
+#define ROUTE_F_LOOP 16 /* never waits on a store or a lock: answered on the event loop */
 
 /* One row of routes.def, without its handler. */
 struct route_row {

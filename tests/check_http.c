@@ -1608,6 +1608,117 @@ START_TEST(test_a_sale_sent_before_a_missed_seed_is_made_sells_from_the_seeded_s
 }
 END_TEST
 
+/* ---- the workers -----------------------------------------------------------
+ * Requests that may wait on a store or a lock are answered by
+ * server.workers threads, the rest on the event loops (src/http.c). */
+
+static void setup_redis_only(void) {
+    redis_pid = harness_redis_start(0, &redis_port);
+    ck_assert_int_gt(redis_pid, 0);
+    snprintf(redis_set, sizeof(redis_set), "redis.port=%d", redis_port);
+    inst_pid = 0;
+}
+
+/* An instance with that many workers and lock.wait-ms=1500, faults on. */
+static void start_with_workers(int workers) {
+    char w[64];
+    snprintf(w, sizeof(w), "server.workers=%d", workers);
+    inst_port = harness_free_port();
+    const char *sets[] = {
+        redis_set, "redis.timeout=500", "lock.wait-ms=1500", "faults.enabled=true", w, NULL};
+    inst_pid = harness_inventoryd_start(inst_port, sets);
+    ck_assert_int_gt(inst_pid, 0);
+    struct httpc_response r;
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
+}
+
+/* One worker, held by a sale inside its lock for 1.5 s: the list of
+ * strategies, the metrics, the lab's settings and a 404 need no worker and
+ * are answered at once; a sale, even one that takes no lock, waits for the
+ * worker and is then answered. */
+START_TEST(test_with_every_worker_busy_what_waits_for_no_lock_is_answered_at_once) {
+    start_with_workers(1);
+    struct harness_bg holder, queued;
+    harness_bg_start(&holder, inst_port, "/inventory/sale/local?hold_ms=1500", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the holder never got inside");
+    harness_bg_start(&queued, inst_port, "/inventory/sale/atomic", 0);
+    const char *paths[] = {"/strategies", "/metrics", "/lab", "/nowhere"};
+    const int codes[] = {200, 200, 200, 404};
+    for (int i = 0; i < 4; i++) {
+        struct httpc_response r;
+        int64_t t0 = mclock_ms();
+        ck_assert_int_eq(harness_http(inst_port, "GET", paths[i], NULL, NULL, &r), codes[i]);
+        ck_assert_msg(mclock_ms() - t0 < 500, "%s took %lld ms while the worker was busy", paths[i],
+                      (long long)(mclock_ms() - t0));
+    }
+    ck_assert_msg(harness_redis_int(redis_port, "HLEN inventory001:holders") == 1,
+                  "the holder left before the loop's answers were checked");
+    harness_bg_join(&holder);
+    harness_bg_join(&queued);
+    ck_assert_int_eq(holder.status, 200);
+    ck_assert_msg(queued.status == 200, "the queued sale: %d %s", queued.status, queued.body);
+    ck_assert_msg(queued.took_ms >= 700,
+                  "the atomic sale took %lld ms: it did not wait for the "
+                  "one worker",
+                  (long long)queued.took_ms);
+}
+END_TEST
+
+/* Two workers, lock.wait-ms=1500. A holds the lock 4 s in one worker; B
+ * waits for it in the other and gives up after 1.5 s; C, sent 200 ms after
+ * B, waits for a worker until B gives up. C's wait for the lock counts from
+ * its arrival, so it too answers lock_timeout about 1.5 s after it was sent,
+ * not 1.3 s in the queue plus 1.5 s more. */
+START_TEST(test_a_sale_queued_for_a_worker_waits_for_its_lock_no_longer_than_lock_wait_ms) {
+    start_with_workers(2);
+    struct harness_bg a, b, c;
+    harness_bg_start(&a, inst_port, "/inventory/sale/setnx-spin?hold_ms=4000", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "A never got inside");
+    harness_bg_start(&b, inst_port, "/inventory/sale/setnx-spin", 0);
+    mclock_sleep_ms(200);
+    harness_bg_start(&c, inst_port, "/inventory/sale/setnx-spin", 0);
+    harness_bg_join(&b);
+    harness_bg_join(&c);
+    harness_bg_join(&a);
+    ck_assert_int_eq(a.status, 200);
+    ck_assert_msg(b.status == 503 && strstr(b.body, "lock_timeout"), "B: %d %s", b.status, b.body);
+    ck_assert_msg(c.status == 503 && strstr(c.body, "lock_timeout"), "C: %d %s", c.status, c.body);
+    ck_assert_msg(c.took_ms >= 1000, "C took %lld ms: it did not wait for a worker",
+                  (long long)c.took_ms);
+    ck_assert_msg(c.took_ms < 2300,
+                  "C took %lld ms: its wait for the lock did not count its time in the queue",
+                  (long long)c.took_ms);
+}
+END_TEST
+
+/* One worker: a sale inside its lock, one queued behind it; SIGTERM. Both
+ * are answered, then the process exits 0. */
+START_TEST(test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting) {
+    start_with_workers(1);
+    struct harness_bg holder, queued;
+    harness_bg_start(&holder, inst_port, "/inventory/sale/local?hold_ms=800", 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the holder never got inside");
+    harness_bg_start(&queued, inst_port, "/inventory/sale/owner-lua", 0);
+    mclock_sleep_ms(100);
+    kill(inst_pid, SIGTERM);
+    harness_bg_join(&holder);
+    harness_bg_join(&queued);
+    int st = 0;
+    ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
+    inst_pid = 0;
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    ck_assert_int_eq(holder.status, 200);
+    ck_assert_msg(queued.status == 200 && strstr(queued.body, "\"status\":\"sold\""),
+                  "the queued sale: %d %s", queued.status, queued.body);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 2);
+}
+END_TEST
+
 Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -1690,5 +1801,13 @@ Suite *http_suite(void) {
     tcase_add_test(ready,
                    test_a_sale_sent_before_a_missed_seed_is_made_sells_from_the_seeded_stock);
     suite_add_tcase(s, ready);
+    TCase *workers = tcase_create("Workers");
+    tcase_add_checked_fixture(workers, setup_redis_only, teardown);
+    tcase_set_timeout(workers, 60);
+    tcase_add_test(workers, test_with_every_worker_busy_what_waits_for_no_lock_is_answered_at_once);
+    tcase_add_test(workers,
+                   test_a_sale_queued_for_a_worker_waits_for_its_lock_no_longer_than_lock_wait_ms);
+    tcase_add_test(workers, test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting);
+    suite_add_tcase(s, workers);
     return s;
 }

@@ -95,6 +95,7 @@ static const struct config_key keys[] = {
     K_INT("redis.database", redis_database, "0", 0, 1000000),
     K_INT("redis.timeout", redis_timeout_ms, "2000", 1, 600000),
     K_INT("redis.pool-size", redis_pool_size, "128", 1, 10000),
+    K_STR("redis.unix-socket", redis_unix_socket, "", 0, 0),
     K_ADDRS("redis.sentinel.nodes", sentinel_nodes, "", 0, 16),
     K_STR("redis.sentinel.master", sentinel_master, "mymaster", 1, 0),
     K_ADDRS("redis.cluster.nodes", cluster_nodes, "", 0, 16),
@@ -776,6 +777,15 @@ int config_check(const struct config *cfg, const char *const *names, char *errst
         return CONFIG_ERR;
     }
     if (cfg->cluster_nodes[0] && cluster_check(cfg, errstr, errlen) != CONFIG_OK) return CONFIG_ERR;
+    if (cfg->redis_unix_socket[0] && (cfg->cluster_nodes[0] || cfg->sentinel_nodes[0])) {
+        set_err(errstr, errlen,
+                "%s: redis.unix-socket is for one Redis on this host, and redis.%s.nodes is "
+                "set: a %s names its servers by host and port; set one",
+                config_origin(cfg, "redis.unix-socket"),
+                cfg->cluster_nodes[0] ? "cluster" : "sentinel",
+                cfg->cluster_nodes[0] ? "cluster" : "Sentinel");
+        return CONFIG_ERR;
+    }
     if (!config_allows(cfg, cfg->strategy)) {
         set_err(errstr, errlen, "%s: lock.allowed: '%.*s' does not allow lock.strategy '%s'",
                 config_origin(cfg, "lock.allowed"), ECHO_MAX, cfg->lock_allowed, cfg->strategy);

@@ -23,7 +23,7 @@
 #define CONFIG_TOKEN_MIN 16
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 49
+#define CONFIG_KEY_COUNT 50
 
 struct config {
     /* server.* */
@@ -43,6 +43,9 @@ struct config {
     int redis_database; /* redis.database, default 0 */
     int redis_timeout_ms; /* redis.timeout (ms), default 2000 */
     int redis_pool_size; /* redis.pool-size, default 128 */
+    char redis_unix_socket[108]; /* redis.unix-socket: the Redis on this host, by its
+                                   socket's path instead of redis.host and port;
+                                   default empty (TCP) */
     char cluster_nodes[512]; /* redis.cluster.nodes: host:port,... seeds of a
                                    Redis Cluster, or "" (default: no cluster) */
     int cluster_max_redirects; /* redis.cluster.max-redirects: MOVED, ASK or

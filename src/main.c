@@ -168,6 +168,10 @@ static void announce(const struct config *cfg, struct lab *lab) {
                 "inventoryd: listening on http://%s:%d (default strategy %s, redis cluster "
                 "via %s)\n",
                 cfg->bind, cfg->port, cfg->strategy, cfg->cluster_nodes);
+    else if (cfg->redis_unix_socket[0])
+        fprintf(stderr,
+                "inventoryd: listening on http://%s:%d (default strategy %s, redis unix:%s)\n",
+                cfg->bind, cfg->port, cfg->strategy, cfg->redis_unix_socket);
     else
         fprintf(stderr,
                 "inventoryd: listening on http://%s:%d (default strategy %s, redis %s:%d)\n",

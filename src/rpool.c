@@ -37,6 +37,7 @@
 struct rpool {
     struct rpool_options opt;
     char host[256];
+    char unix_socket[108];
     char password[256];
     char sentinels[512];
     char master_name[128];
@@ -74,7 +75,10 @@ struct rpool *rpool_create(const struct rpool_options *opt) {
     snprintf(p->sentinels, sizeof(p->sentinels), "%s", opt->sentinels ? opt->sentinels : "");
     snprintf(p->master_name, sizeof(p->master_name), "%s",
              opt->master_name && opt->master_name[0] ? opt->master_name : "mymaster");
+    snprintf(p->unix_socket, sizeof(p->unix_socket), "%s",
+             opt->unix_socket ? opt->unix_socket : "");
     p->opt.host = p->host;
+    p->opt.unix_socket = p->unix_socket;
     p->opt.password = p->password;
     p->opt.sentinels = p->sentinels;
     p->opt.master_name = p->master_name;
@@ -142,23 +146,30 @@ static int rpool_setup(redisContext *c, const char *what, char *errstr, size_t e
     return 0;
 }
 
-/* Dials host:port with opt's timeouts, AUTH, SELECT and, when
+/* Dials host:port (or, when path is not NULL, the Unix socket at path,
+ * named host in messages) with opt's timeouts, AUTH, SELECT and, when
  * want_master, a ROLE check, then runs opt's on_connect hook. */
 static redisContext *rpool_dial(const struct rpool_options *opt, const char *host, int port,
-                                int want_master, char *errstr, size_t errlen) {
+                                const char *path, int want_master, char *errstr, size_t errlen) {
     struct timeval tv = {opt->timeout_ms / 1000, (opt->timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    char at[300]; /* host:port, or unix:path */
+    if (path)
+        snprintf(at, sizeof(at), "unix:%s", path);
+    else
+        snprintf(at, sizeof(at), "%s:%d", host, port);
+    redisContext *c =
+        path ? redisConnectUnixWithTimeout(path, tv) : redisConnectWithTimeout(host, port, tv);
     if (!c) {
-        snprintf(errstr, errlen, "connect %s:%d: out of memory", host, port);
+        snprintf(errstr, errlen, "connect %s: out of memory", at);
         return NULL;
     }
     if (c->err) {
-        snprintf(errstr, errlen, "connect %s:%d: %s", host, port, c->errstr);
+        snprintf(errstr, errlen, "connect %s: %s", at, c->errstr);
         redisFree(c);
         return NULL;
     }
     if (redisSetTimeout(c, tv) != REDIS_OK) {
-        snprintf(errstr, errlen, "connect %s:%d: cannot set timeout", host, port);
+        snprintf(errstr, errlen, "connect %s: cannot set timeout", at);
         redisFree(c);
         return NULL;
     }
@@ -178,15 +189,14 @@ static redisContext *rpool_dial(const struct rpool_options *opt, const char *hos
                  strcmp(r->element[0]->str, "master") == 0;
         if (!ok) {
             if (!r)
-                snprintf(errstr, errlen, "ROLE on %s:%d: %s", host, port, c->errstr);
+                snprintf(errstr, errlen, "ROLE on %s: %s", at, c->errstr);
             else if (r->type == REDIS_REPLY_ERROR)
-                snprintf(errstr, errlen, "ROLE on %s:%d: %.80s", host, port, r->str);
+                snprintf(errstr, errlen, "ROLE on %s: %.80s", at, r->str);
             else if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
                      r->element[0]->type == REDIS_REPLY_STRING)
-                snprintf(errstr, errlen, "%s:%d is a %.20s, not a master", host, port,
-                         r->element[0]->str);
+                snprintf(errstr, errlen, "%s is a %.20s, not a master", at, r->element[0]->str);
             else
-                snprintf(errstr, errlen, "ROLE on %s:%d: unexpected reply", host, port);
+                snprintf(errstr, errlen, "ROLE on %s: unexpected reply", at);
         }
         freeReplyObject(r);
         if (!ok) {
@@ -201,7 +211,7 @@ static redisContext *rpool_dial(const struct rpool_options *opt, const char *hos
     if (opt->on_connect) {
         opt->on_connect(c, opt->on_connect_arg);
         if (c->err) {
-            snprintf(errstr, errlen, "connect %s:%d: %s", host, port, c->errstr);
+            snprintf(errstr, errlen, "connect %s: %s", at, c->errstr);
             redisFree(c);
             return NULL;
         }
@@ -246,7 +256,7 @@ static redisContext *rpool_dial_sentinels(const struct rpool_options *opt, char 
         if (seen) continue;
         snprintf(dialed[ndialed].host, sizeof(dialed[ndialed].host), "%s", host);
         dialed[ndialed++].port = port;
-        redisContext *c = rpool_dial(opt, host, port, 1, why, sizeof(why));
+        redisContext *c = rpool_dial(opt, host, port, NULL, 1, why, sizeof(why));
         if (c) return c;
     }
     snprintf(errstr, errlen, "%s (master %s via sentinels %s)", why, master, tried);
@@ -255,7 +265,9 @@ static redisContext *rpool_dial_sentinels(const struct rpool_options *opt, char 
 
 redisContext *rpool_connect(const struct rpool_options *opt, char *errstr, size_t errlen) {
     if (opt->sentinels && opt->sentinels[0]) return rpool_dial_sentinels(opt, errstr, errlen);
-    return rpool_dial(opt, opt->host, opt->port, 0, errstr, errlen);
+    if (opt->unix_socket && opt->unix_socket[0])
+        return rpool_dial(opt, NULL, 0, opt->unix_socket, 0, errstr, errlen);
+    return rpool_dial(opt, opt->host, opt->port, NULL, 0, errstr, errlen);
 }
 
 /* True when c was dialed to another address than the master's now known:
@@ -375,6 +387,7 @@ static struct rpool_options rpool_node_options(const struct rpool *p, const stru
     struct rpool_options o = p->opt;
     o.host = a->host;
     o.port = a->port;
+    o.unix_socket = NULL;
     o.cluster_nodes = NULL;
     o.sentinels = NULL;
     o.database = 0;

@@ -38,6 +38,9 @@ struct rpool;
 struct rpool_options {
     const char *host; /* ignored when sentinels is set */
     int port;
+    /* The path of the server's Unix socket, dialled instead of host:port;
+     * NULL or "" for TCP. Not with sentinels or cluster_nodes. */
+    const char *unix_socket;
     /* "host:port,host:port,..." of Redis Sentinels, or NULL or "" for none.
      * They are asked without AUTH: password is the master's. */
     const char *sentinels;

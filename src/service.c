@@ -12,6 +12,7 @@ int service_open(struct service *s, const struct config *cfg, char *errstr, size
     struct rpool_options po = {
         .host = cfg->redis_host,
         .port = cfg->redis_port,
+        .unix_socket = cfg->redis_unix_socket,
         .password = cfg->redis_password,
         .sentinels = cfg->sentinel_nodes,
         .master_name = cfg->sentinel_master,

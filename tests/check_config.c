@@ -82,6 +82,9 @@ START_TEST(test_defaults_match_the_documented_values) {
     ck_assert_int_eq(cfg.redis_database, 0);
     ck_assert_int_eq(cfg.redis_timeout_ms, 2000);
     ck_assert_int_eq(cfg.redis_pool_size, 128);
+    ck_assert_str_eq(cfg.redis_unix_socket, "");
+    ck_assert_int_eq(cfg.io_threads, 2);
+    ck_assert_int_eq(cfg.workers, 16);
     ck_assert_str_eq(cfg.stock_key, "inventory001");
     ck_assert_int_eq(cfg.initial_stock, 200);
     ck_assert_int_eq(cfg.probe, -1); /* auto */
@@ -341,6 +344,26 @@ START_TEST(test_cluster_mode_says_what_cannot_share_a_cluster_and_why) {
     ck_assert_int_eq(cfg.cluster_max_redirects, 0);
     ck_assert_int_eq(config_set(&cfg, "redis.cluster.max-redirects=17", err, sizeof err),
                      CONFIG_ERR);
+}
+END_TEST
+
+/* A Unix socket names one Redis on this host: not a cluster, not a
+ * master found through sentinels. */
+START_TEST(test_redis_unix_socket_is_refused_with_a_cluster_or_sentinels) {
+    static const char *const names[] = {"atomic", NULL};
+    ck_assert_int_eq(load("redis.unix-socket=/run/redis/redis.sock\n"), CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "redis.sentinel.nodes=127.0.0.1:26379", err, sizeof err),
+                     CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_msg(strstr(err, "redis.unix-socket") && strstr(err, "redis.sentinel.nodes"), "%s",
+                  err);
+    ck_assert_int_eq(config_set(&cfg, "redis.sentinel.nodes=", err, sizeof err), CONFIG_OK);
+    ck_assert_int_eq(config_set(&cfg, "redis.cluster.nodes=127.0.0.1:6371", err, sizeof err),
+                     CONFIG_OK);
+    ck_assert_int_eq(config_check(&cfg, names, err, sizeof err), CONFIG_ERR);
+    ck_assert_msg(strstr(err, "redis.unix-socket") && strstr(err, "redis.cluster.nodes"), "%s",
+                  err);
 }
 END_TEST
 
@@ -784,6 +807,7 @@ Suite *config_suite(void) {
     tcase_add_test(core, test_an_unknown_key_in_a_file_is_a_warning_not_an_error);
     tcase_add_test(core, test_cluster_mode_says_what_cannot_share_a_cluster_and_why);
     tcase_add_test(core, test_a_lock_name_among_an_items_keys_is_refused_naming_lock_name);
+    tcase_add_test(core, test_redis_unix_socket_is_refused_with_a_cluster_or_sentinels);
     tcase_add_test(core, test_a_missing_file_is_an_error_naming_the_path_and_reason);
     tcase_add_test(
         core,

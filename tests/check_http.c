@@ -1719,6 +1719,37 @@ START_TEST(test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting) {
 }
 END_TEST
 
+/* redis.unix-socket: an instance whose redis.port leads nowhere sells
+ * through the socket, with a lock that waits on pub/sub (its subscriber
+ * dials the same way), and /healthz says Redis answers. */
+START_TEST(test_redis_unix_socket_is_used_for_every_connection) {
+    harness_stop(redis_pid);
+    char sock[128], sock_set[160], nowhere[64];
+    snprintf(sock, sizeof(sock), "/tmp/inventoryd-check-%d.sock", (int)getpid());
+    const char *args[] = {"--unixsocket", sock, "--unixsocketperm", "700", NULL};
+    redis_pid = harness_redis_start_args(0, &redis_port, args);
+    ck_assert_int_gt(redis_pid, 0);
+    snprintf(sock_set, sizeof(sock_set), "redis.unix-socket=%s", sock);
+    snprintf(nowhere, sizeof(nowhere), "redis.port=%d", harness_free_port());
+    inst_port = harness_free_port();
+    const char *sets[] = {nowhere, sock_set, "redis.timeout=500", NULL};
+    inst_pid = harness_inventoryd_start(inst_port, sets);
+    ck_assert_int_gt(inst_pid, 0);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/healthz", NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":10}", &r), 200);
+    const char *paths[] = {"/inventory/sale/atomic", "/inventory/sale/redisson",
+                           "/inventory/sale/owner-lua"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(harness_http(inst_port, "GET", paths[i], NULL, NULL, &r), 200);
+        ck_assert_msg(strstr(r.body, "\"status\":\"sold\""), "%s: %s", paths[i], r.body);
+    }
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 7);
+    unlink(sock);
+}
+END_TEST
+
 Suite *http_suite(void) {
     Suite *s = suite_create("http");
     TCase *core = tcase_create("Core");
@@ -1808,6 +1839,7 @@ Suite *http_suite(void) {
     tcase_add_test(workers,
                    test_a_sale_queued_for_a_worker_waits_for_its_lock_no_longer_than_lock_wait_ms);
     tcase_add_test(workers, test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting);
+    tcase_add_test(workers, test_redis_unix_socket_is_used_for_every_connection);
     suite_add_tcase(s, workers);
     return s;
 }

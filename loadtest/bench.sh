@@ -353,13 +353,13 @@ ceil_of() {
 mkdir -p "$results" || die "cannot create $results"
 csv=$results/bench.csv
 md=$results/bench.md
-echo "strategy,clients,stock,runs,sales_per_s_median,sales_per_s_runs,giveups,backend_errors,other,sold_twice,oversold,cmds_per_sale,tries_per_sale,clients_no_sale,wait_p50_ms,wait_p99_ms,lat_p50_ms,lat_p99_ms,audit,store_ops_per_sale,of_ceiling" >"$csv"
-header=$(printf '%-16s %4s %9s %8s %7s %9s %6s %7s %8s %8s %6s %9s %7s' \
+echo "strategy,clients,stock,runs,sales_per_s_median,sales_per_s_runs,giveups,backend_errors,other,sold_twice,oversold,cmds_per_sale,tries_per_sale,clients_no_sale,wait_p50_ms,wait_p99_ms,lat_p50_ms,lat_p99_ms,audit,store_ops_per_sale,of_ceiling,client_sold_min,client_sold_max,jain_median" >"$csv"
+header=$(printf '%-16s %4s %9s %8s %7s %9s %6s %7s %8s %8s %6s %9s %7s %11s %6s' \
          strategy C 'sales/s' give-ups backend 'cmds/sale' tries 'no-sale' 'p99 wait' 'p99 lat' audit \
-         'store/sl' 'of ceil')
+         'store/sl' 'of ceil' 'client' 'jain')
 table="$header"
-mdtable="| strategy | C | sales/s (median) | give-ups | backend errors | cmds/sale | lock tries/sale | clients with no sale | p50 / p99 wait ms | p50 / p99 latency ms | audit | store requests/sale | of the store's ceiling |
-|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"
+mdtable="| strategy | C | sales/s (median) | give-ups | backend errors | cmds/sale | lock tries/sale | clients with no sale | p50 / p99 wait ms | p50 / p99 latency ms | audit | store requests/sale | of the store's ceiling | a client's sales, min-max | Jain's index (median) |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|"
 for s in $strategies; do
     for c in $clients_list; do
         sps=$(field sales_per_s "$s" "$c" | median)
@@ -390,12 +390,16 @@ for s in $strategies; do
             sops=$(field store_ops_per_sale "$s" "$c" | median)
             ofc=$(rate_ratio "$sps" "$(ceil_field "$(ceil_of "$s")" | median)")
         fi
-        line=$(printf '%-16s %4s %s %8s %7s %s %s %s %s %s %6s %9s %7s' "$s" "$c" "$(num %9.0f "$sps")" \
+        # Fairness, from lockbench's own counts (as the HTTP table's).
+        cmin=$(field client_sold_min "$s" "$c" | "$stats" --skip --empty '?' min)
+        cmax=$(field client_sold_max "$s" "$c" | "$stats" --skip --empty '?' max)
+        jain=$(field jain "$s" "$c" | "$stats" --skip --empty '?' median)
+        line=$(printf '%-16s %4s %s %8s %7s %s %s %s %s %s %6s %9s %7s %11s %6s' "$s" "$c" "$(num %9.0f "$sps")" \
                "$gu" "$be" "$(num %9.2f "$cps")" "$(num %6.2f "$tps")" "$(num %7.0f "$ns")" \
-               "$(num %8.0f "$w99")" "$(num %8.1f "$l99")" "$audit" "$sops" "$ofc")
+               "$(num %8.0f "$w99")" "$(num %8.1f "$l99")" "$audit" "$sops" "$ofc" "$cmin-$cmax" "$jain")
         table="$table"$'\n'"$line"
-        mdtable="$mdtable"$'\n'"| $s | $c | $(num %.0f "$sps") | $gu | $be | $(num %.2f "$cps") | $(num %.2f "$tps") | $(num %.0f "$ns") | $w50 / $w99 | $(num %.2f "$l50") / $(num %.2f "$l99") | $audit | $sops | $ofc |"
-        echo "$s,$c,$stock,$runs,$sps,$runs_sps,$gu,$be,$ot,$st,$os,$cps,$tps,$ns,$w50,$w99,$l50,$l99,$audit,$sops,$ofc" >>"$csv"
+        mdtable="$mdtable"$'\n'"| $s | $c | $(num %.0f "$sps") | $gu | $be | $(num %.2f "$cps") | $(num %.2f "$tps") | $(num %.0f "$ns") | $w50 / $w99 | $(num %.2f "$l50") / $(num %.2f "$l99") | $audit | $sops | $ofc | $cmin-$cmax | $jain |"
+        echo "$s,$c,$stock,$runs,$sps,$runs_sps,$gu,$be,$ot,$st,$os,$cps,$tps,$ns,$w50,$w99,$l50,$l99,$audit,$sops,$ofc,$cmin,$cmax,$jain" >>"$csv"
     done
 done
 
@@ -614,10 +618,10 @@ hsum() { hfield "$@" | "$stats" --skip sum; }
 mb() { "$stats" --skip --decimals 1 --empty '?' ratio "${1:-}" 1024; }
 
 ref=$(hfield sales_per_s "atomic|nginx" | median)
-echo "strategy,path,clients,requests,stock,runs,sales_per_s_median,sales_per_s_runs,p50_ms_median,p99_ms_median,ratio_to_atomic_nginx,giveups,backend_errors,other,errors,rss1_mb_max,threads1_max,rss2_mb_max,threads2_max,audit" >"$http_csv"
-htable=$(printf '%-10s %-6s %9s %8s %8s %9s %8s %6s %6s' strategy path 'sales/s' 'p50 ms' 'p99 ms' 'vs atomic' give-ups errors audit)
-hmd="| strategy | path | sales/s (median) | p50 ms | p99 ms | vs atomic via nginx | give-ups | errors | audit |
-|---|---|--:|--:|--:|--:|--:|--:|---|"
+echo "strategy,path,clients,requests,stock,runs,sales_per_s_median,sales_per_s_runs,p50_ms_median,p99_ms_median,ratio_to_atomic_nginx,giveups,backend_errors,other,errors,rss1_mb_max,threads1_max,rss2_mb_max,threads2_max,client_sold_min,client_sold_max,jain_median,audit" >"$http_csv"
+htable=$(printf '%-10s %-6s %9s %8s %8s %9s %8s %6s %9s %6s %6s' strategy path 'sales/s' 'p50 ms' 'p99 ms' 'vs atomic' give-ups errors 'client' jain audit)
+hmd="| strategy | path | sales/s (median) | p50 ms | p99 ms | vs atomic via nginx | give-ups | errors | a client's sales, min-max | Jain's index (median) | audit |
+|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"
 for row in "${rows[@]}"; do
     s=${row%|*} via=${row#*|}
     sps=$(hfield sales_per_s "$row" | median)
@@ -638,10 +642,16 @@ for row in "${rows[@]}"; do
         esac
     done
     runs_sps=$(hfield sales_per_s "$row" | paste -sd';')
-    htable="$htable"$'\n'$(printf '%-10s %-6s %s %s %s %s %8s %6s %6s' "$s" "$via" "$(num %9.0f "$sps")" \
-        "$(num %8.1f "$p50")" "$(num %8.1f "$p99")" "$(num %9.2f "$ratio")" "$gu" "$errs" "$audit")
-    hmd="$hmd"$'\n'"| $s | $via | $(num %.0f "$sps") | $(num %.1f "$p50") | $(num %.1f "$p99") | $ratio | $gu | $errs | $audit |"
-    echo "$s,$via,$http_clients,$http_requests,$http_stock,$runs,$sps,$runs_sps,$p50,$p99,$ratio,$gu,$be,$ot,$te,$(mb "${M["$row|rss1"]:-}"),${M["$row|thr1"]:-},$(mb "${M["$row|rss2"]:-}"),${M["$row|thr2"]:-},$audit" >>"$http_csv"
+    # Fairness, from inventory-load's own counts: the fewest and the most
+    # sales one client made in any run, and the median of the runs' Jain's
+    # index (1: every client sold as many; 1/clients: one sold all).
+    cmin=$(hfield client_sold_min "$row" | "$stats" --skip --empty '?' min)
+    cmax=$(hfield client_sold_max "$row" | "$stats" --skip --empty '?' max)
+    jain=$(hfield jain "$row" | "$stats" --skip --empty '?' median)
+    htable="$htable"$'\n'$(printf '%-10s %-6s %s %s %s %s %8s %6s %9s %6s %6s' "$s" "$via" "$(num %9.0f "$sps")" \
+        "$(num %8.1f "$p50")" "$(num %8.1f "$p99")" "$(num %9.2f "$ratio")" "$gu" "$errs" "$cmin-$cmax" "$jain" "$audit")
+    hmd="$hmd"$'\n'"| $s | $via | $(num %.0f "$sps") | $(num %.1f "$p50") | $(num %.1f "$p99") | $ratio | $gu | $errs | $cmin-$cmax | $jain | $audit |"
+    echo "$s,$via,$http_clients,$http_requests,$http_stock,$runs,$sps,$runs_sps,$p50,$p99,$ratio,$gu,$be,$ot,$te,$(mb "${M["$row|rss1"]:-}"),${M["$row|thr1"]:-},$(mb "${M["$row|rss2"]:-}"),${M["$row|thr2"]:-},$cmin,$cmax,$jain,$audit" >>"$http_csv"
 done
 
 direct=$(hfield sales_per_s "atomic|direct" | median)

@@ -378,7 +378,7 @@ show_progress() {
 
 # ---- one round per strategy -----------------------------------------------
 access_log=$run/nginx/access.log
-header=(strategy requests sold stock oversold_units sold_twice violations lock_timeouts errors sales_per_s p50_ms p99_ms p99_wait_ms redis_cmds_per_sale verdict)
+header=(strategy requests sold stock oversold_units sold_twice violations lock_timeouts errors sales_per_s p50_ms p99_ms p99_wait_ms redis_cmds_per_sale client_sold_min client_sold_max jain verdict)
 rows=()
 n=${#strategies[@]}
 i=0
@@ -420,7 +420,8 @@ for s in "${strategies[@]}"; do
     errors=$("$stats" --skip sum "${L[backend_unavailable]:-}" "${L[other]:-}" "${L[errors]:-}")
     row=("$s" "${L[requests]}" "${L[sold]}" "$a_stock" "$a_units" "$a_twice" "$a_viol"
          "${L[lock_timeout]}" "$errors" "${L[sales_per_s]}" "${L[p50_ms]}" "${L[p99_ms]}"
-         "$p99w" "$cmds_per_sale" "$verdict")
+         "$p99w" "$cmds_per_sale" "${L[client_sold_min]:-?}" "${L[client_sold_max]:-?}"
+         "${L[jain]:-?}" "$verdict")
     rows+=("$(IFS=$'\t'; echo "${row[*]}")")
     echo "[$i/$n] $s: clients saw ${L[sold]:-0} sold, stock $a_stock, oversold $a_units, sold twice $a_twice, $cmds_per_sale redis cmds/sale, p99 wait $p99w ms -> $verdict"
 done
@@ -429,6 +430,7 @@ done
 notes() {
     echo "p50_ms, p99_ms: sale latency seen by the clients, through nginx."
     echo "p99_wait_ms: lock wait from the instances' inventoryd_lock_wait_ms histograms over this round, both instances; the upper bound of the bucket holding the 99th percentile (<=1 also means no lock to wait for)."
+    echo "client_sold_min, client_sold_max, jain: units sold by the client that sold least and by the one that sold most, and Jain's fairness index of the clients' sales, (sum x)^2 / (n sum x^2): 1 when every client sold as many, 1/n when one sold all, -1 when none sold (inventory-load's own counts)."
     echo "redis_cmds_per_sale: Redis commands run during the load (INFO commandstats deltas; commands inside Lua scripts, the audit probe's entry script and HDEL, and its heartbeat included, reset and audit excluded) per unit sold; sold_out answers cost commands too, so it grows with the requests."
 }
 {

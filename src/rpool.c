@@ -146,6 +146,28 @@ static int rpool_setup(redisContext *c, const char *what, char *errstr, size_t e
     return 0;
 }
 
+/* A sentinel may still name a master that was demoted (it came back as a
+ * replica) or not yet promoted: only a master may be used. 0 when c's ROLE
+ * is master; else -1 with errstr naming at. */
+static int rpool_check_master(redisContext *c, const char *at, char *errstr, size_t errlen) {
+    redisReply *r = redisCommand(c, "ROLE");
+    int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+             r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0;
+    if (!ok) {
+        if (!r)
+            snprintf(errstr, errlen, "ROLE on %s: %s", at, c->errstr);
+        else if (r->type == REDIS_REPLY_ERROR)
+            snprintf(errstr, errlen, "ROLE on %s: %.80s", at, r->str);
+        else if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                 r->element[0]->type == REDIS_REPLY_STRING)
+            snprintf(errstr, errlen, "%s is a %.20s, not a master", at, r->element[0]->str);
+        else
+            snprintf(errstr, errlen, "ROLE on %s: unexpected reply", at);
+    }
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
 /* Dials host:port (or, when path is not NULL, the Unix socket at path,
  * named host in messages) with opt's timeouts, AUTH, SELECT and, when
  * want_master, a ROLE check, then runs opt's on_connect hook. */
@@ -180,29 +202,9 @@ static redisContext *rpool_dial(const struct rpool_options *opt, const char *hos
         redisFree(c);
         return NULL;
     }
-    if (want_master) {
-        /* A sentinel may still name a master that was demoted (it came back
-         * as a replica) or not yet promoted: only a master may be used. */
-        redisReply *r = redisCommand(c, "ROLE");
-        int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-                 r->element[0]->type == REDIS_REPLY_STRING &&
-                 strcmp(r->element[0]->str, "master") == 0;
-        if (!ok) {
-            if (!r)
-                snprintf(errstr, errlen, "ROLE on %s: %s", at, c->errstr);
-            else if (r->type == REDIS_REPLY_ERROR)
-                snprintf(errstr, errlen, "ROLE on %s: %.80s", at, r->str);
-            else if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-                     r->element[0]->type == REDIS_REPLY_STRING)
-                snprintf(errstr, errlen, "%s is a %.20s, not a master", at, r->element[0]->str);
-            else
-                snprintf(errstr, errlen, "ROLE on %s: unexpected reply", at);
-        }
-        freeReplyObject(r);
-        if (!ok) {
-            redisFree(c);
-            return NULL;
-        }
+    if (want_master && rpool_check_master(c, at, errstr, errlen) < 0) {
+        redisFree(c);
+        return NULL;
     }
     if (opt->load_scripts && script_load_all(c, errstr, errlen) < 0) {
         redisFree(c);

@@ -247,6 +247,20 @@ START_TEST(test_the_wilson_interval_of_a_rate_has_its_known_bounds) {
 }
 END_TEST
 
+START_TEST(test_jains_index_is_1_for_equal_shares_1_over_n_for_one_and_undefined_for_none) {
+    const long equal[] = {5, 5, 5, 5}, one[] = {0, 0, 12, 0}, halves[] = {2, 2, 0, 0},
+               none[] = {0, 0};
+    ck_assert_double_eq_tol(stats_jain(equal, 4), 1.0, 1e-12);
+    ck_assert_double_eq_tol(stats_jain(one, 4), 0.25, 1e-12);
+    ck_assert_double_eq_tol(stats_jain(halves, 4), 0.5, 1e-12);
+    /* 1, 2, 3: 36 / (3 * 14) */
+    const long ramp[] = {1, 2, 3};
+    ck_assert_double_eq_tol(stats_jain(ramp, 3), 36.0 / 42.0, 1e-12);
+    ck_assert_double_eq(stats_jain(none, 2), -1.0);
+    ck_assert_double_eq(stats_jain(equal, 0), -1.0);
+}
+END_TEST
+
 START_TEST(test_wilson_low_and_high_print_the_interval_of_k_in_n) {
     stats(NULL, "-d", "4", "wilson-low", "11", "30", NULL);
     assert_printed("0.2187\n");
@@ -384,6 +398,8 @@ Suite *stats_suite(void) {
         core, test_the_percentile_bucket_is_the_first_whose_count_reaches_p_percent_of_the_total);
     tcase_add_test(core, test_a_histogram_with_no_sample_has_no_percentile_bucket);
     tcase_add_test(core, test_the_wilson_interval_of_a_rate_has_its_known_bounds);
+    tcase_add_test(core,
+                   test_jains_index_is_1_for_equal_shares_1_over_n_for_one_and_undefined_for_none);
     suite_add_tcase(s, core);
 
     tcase_add_test(

@@ -255,7 +255,7 @@ log "ok: demo.md has the table, one row per strategy"
 csv=$results/demo.csv
 [ -s "$csv" ] || fail "$csv is missing or empty"
 head -n 1 "$csv" | tr ',' '\n' >"$work/columns"
-for c in strategy requests sold oversold_units sales_per_s verdict; do
+for c in strategy requests sold oversold_units sales_per_s client_sold_min client_sold_max jain verdict; do
     grep -qx "$c" "$work/columns" || fail "$csv has no column $c (header: $(head -n 1 "$csv"))"
 done
 mapfile -t rows < <(tail -n +2 "$csv")

@@ -350,6 +350,22 @@ static double run_clients(struct options *o, struct worker *w) {
     return (now_ms() - t0) / 1e3;
 }
 
+/* Fairness of the n clients' sales: the least and the most one client sold,
+ * and Jain's index (-1 when none sold, or out of memory). */
+static double fairness(const struct worker *w, int n, long *least, long *most) {
+    long *sold = calloc((size_t)(n > 0 ? n : 1), sizeof(*sold));
+    *least = *most = 0;
+    if (!sold) return -1.0;
+    for (int i = 0; i < n; i++) {
+        sold[i] = w[i].counts[OUT_SOLD];
+        if (i == 0 || sold[i] < *least) *least = sold[i];
+        if (sold[i] > *most) *most = sold[i];
+    }
+    double jain = stats_jain(sold, (size_t)n);
+    free(sold);
+    return jain;
+}
+
 /* Prints the run's summary from the clients' counts into total[]; returns
  * the requests answered or failed. */
 static long report(const struct options *o, const struct worker *w, double elapsed_s,
@@ -365,6 +381,8 @@ static long report(const struct options *o, const struct worker *w, double elaps
     for (int k = 0; k < OUT_COUNT; k++) done += total[k];
 
     struct stats_double lat = stats_summary_double(latency_ms, (size_t)done);
+    long least, most;
+    double jain = fairness(w, o->clients, &least, &most);
     double req_per_s = elapsed_s > 0 ? (double)done / elapsed_s : 0.0;
     double sales_per_s = elapsed_s > 0 ? (double)total[OUT_SOLD] / elapsed_s : 0.0;
 
@@ -372,10 +390,10 @@ static long report(const struct options *o, const struct worker *w, double elaps
         printf("requests=%ld sold=%ld sold_out=%ld lock_timeout=%ld "
                "backend_unavailable=%ld other=%ld errors=%ld elapsed_s=%.3f "
                "req_per_s=%.1f sales_per_s=%.1f p50_ms=%.2f p99_ms=%.2f "
-               "max_ms=%.2f\n",
+               "max_ms=%.2f client_sold_min=%ld client_sold_max=%ld jain=%.3f\n",
                done, total[OUT_SOLD], total[OUT_SOLD_OUT], total[OUT_LOCK_TIMEOUT],
                total[OUT_BACKEND], total[OUT_OTHER], total[OUT_ERROR], elapsed_s, req_per_s,
-               sales_per_s, lat.p50, lat.p99, lat.max);
+               sales_per_s, lat.p50, lat.p99, lat.max, least, most, jain);
     } else {
         printf("%s %s:%d%s: %ld requests by %d clients in %.3f s\n", o->method, o->host, o->port,
                o->path, done, o->clients, elapsed_s);
@@ -386,6 +404,9 @@ static long report(const struct options *o, const struct worker *w, double elaps
         printf("  %.1f requests/s, %.1f sales/s; latency p50 %.2f ms, "
                "p99 %.2f ms, max %.2f ms\n",
                req_per_s, sales_per_s, lat.p50, lat.p99, lat.max);
+        if (jain >= 0)
+            printf("  per client: sold %ld to %ld, Jain's fairness index %.3f\n", least, most,
+                   jain);
     }
     if (first_error != NULL)
         fprintf(stderr, "inventory-load: %ld transport errors, first: %s\n", total[OUT_ERROR],

@@ -424,6 +424,8 @@ struct summary {
     long long sold, giveups, backend, other, attempts;
     size_t calls; /* begun while stock remained */
     int oom, no_sale;
+    long long sold_min, sold_max; /* the fewest and the most one client sold */
+    double jain; /* Jain's index of the clients' sales; -1 when none sold */
     const char *first_error; /* a client's, or NULL */
     int64_t w50, w99; /* acquire wait, ms */
     double l50, l99, lmax; /* sale latency, ms */
@@ -431,12 +433,31 @@ struct summary {
     long long cmds; /* -1 unless run->cmds_ok */
 };
 
+/* The fewest and the most one of the n clients sold, and Jain's index of
+ * their sales, into s. 0, or -1 said on stderr (out of memory). */
+static int client_fairness(const struct client *cl, int n, struct summary *s) {
+    long *each = calloc((size_t)(n > 0 ? n : 1), sizeof(*each));
+    if (!each) {
+        fprintf(stderr, "lockbench: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        each[i] = (long)cl[i].sold;
+        if (i == 0 || cl[i].sold < s->sold_min) s->sold_min = cl[i].sold;
+        if (cl[i].sold > s->sold_max) s->sold_max = cl[i].sold;
+    }
+    s->jain = stats_jain(each, (size_t)n);
+    free(each);
+    return 0;
+}
+
 /* Sums up the n clients of cl[] after run. 0, or -1 said on stderr (out of
  * memory). */
 static int summarize(const struct client *cl, int n, const struct run *run, struct summary *s) {
     memset(s, 0, sizeof(*s));
     monotime_us last_sold = 0;
     size_t calls = 0;
+    if (client_fairness(cl, n, s) < 0) return -1;
     for (int i = 0; i < n; i++) {
         s->sold += cl[i].sold;
         s->giveups += cl[i].giveups;
@@ -496,11 +517,14 @@ static void report(const struct options *o, const struct run *run, const struct 
                "violations=%lld remaining=%lld complete=%d clients_no_sale=%d calls=%zu cmds=%lld "
                "cmds_main=%lld "
                "cmds_nodes=%lld cmds_per_sale=%.2f tries_per_sale=%.2f wait_p50_ms=%" PRId64
-               " wait_p99_ms=%" PRId64 " lat_p50_ms=%.3f lat_p99_ms=%.3f lat_max_ms=%.3f\n",
+               " wait_p99_ms=%" PRId64
+               " lat_p50_ms=%.3f lat_p99_ms=%.3f lat_max_ms=%.3f client_sold_min=%lld "
+               "client_sold_max=%lld jain=%.3f\n",
                o->type->name, o->clients, o->stock, s->sold, s->elapsed_s, s->sales_per_s,
                s->giveups, s->backend, s->other, a->sold_twice, a->oversold_units, a->violations,
                a->stock, complete, s->no_sale, s->calls, s->cmds, run->cmds_main, run->cmds_nodes,
-               s->cmds_per_sale, s->tries_per_sale, s->w50, s->w99, s->l50, s->l99, s->lmax);
+               s->cmds_per_sale, s->tries_per_sale, s->w50, s->w99, s->l50, s->l99, s->lmax,
+               s->sold_min, s->sold_max, s->jain);
     } else {
         printf("lockbench: strategy %s, %d clients, stock %lld\n", o->type->name, o->clients,
                o->stock);
@@ -508,6 +532,8 @@ static void report(const struct options *o, const struct run *run, const struct 
                complete ? "" : " (NOT sold out)");
         printf("  give-ups %lld, backend errors %lld, other %lld; %d of %d clients sold nothing\n",
                s->giveups, s->backend, s->other, s->no_sale, o->clients);
+        printf("  per client: sold %lld to %lld, Jain's fairness index %.3f\n", s->sold_min,
+               s->sold_max, s->jain);
         printf("  audit: sold twice %lld, oversold %lld, probe violations %lld, stock left %lld\n",
                a->sold_twice, a->oversold_units, a->violations, a->stock);
         printf("  redis commands %lld (main %lld, redlock masters %lld): %.2f per sale; "

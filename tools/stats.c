@@ -106,6 +106,16 @@ void stats_bad_value(const char *prog, const struct option *longopts, int val, c
             longopts[i].name ? longopts[i].name : "?");
 }
 
+double stats_jain(const long *v, size_t n) {
+    double sum = 0.0, squares = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        sum += (double)v[i];
+        squares += (double)v[i] * (double)v[i];
+    }
+    if (n == 0 || squares == 0.0) return -1.0;
+    return sum * sum / ((double)n * squares);
+}
+
 int stats_wilson(double k, double n, double z, double *low, double *high) {
     if (!(n > 0.0) || k < 0.0 || k > n) return -1;
     double p = k / n, z2 = z * z;

@@ -50,6 +50,12 @@ long stats_bucket_percentile(const double *cum, size_t n, double p);
  * 30 of 30. 0, or -1 when n is not above 0 or k is not in [0, n]. */
 int stats_wilson(double k, double n, double z, double *low, double *high);
 
+/* Jain's fairness index of v[0..n): (sum v)^2 / (n * sum v^2), 1 when every
+ * v is equal, 1/n when one has everything; what lock libraries' users ask
+ * of a lock's clients (does any starve?). -1 when n is 0 or every v is 0,
+ * where it is undefined. */
+double stats_jain(const long *v, size_t n);
+
 /* s as a whole decimal number in [min, max] into *out: 0, or -1 (and *out
  * untouched) when it is not one. */
 int stats_parse_long(const char *s, long min, long max, long *out);

@@ -6,7 +6,10 @@
 #   webdis        webdis (Debian's package: libevent, async hiredis) running
 #                 our own sale script, EVALSHA of src/lua/atomic-sale.lua
 #   healthz       inventoryd's /healthz (a PING of Redis, in a worker)
-#   strategies    inventoryd's /strategies (answered on the event loop)
+#   strategies    inventoryd's /strategies (answered on the event loop; 2 KB
+#                 of JSON built for each request)
+#   lab           inventoryd's /lab (on the event loop; a small answer: the
+#                 loop's own speed)
 #   atomic-bare   inventoryd's atomic sale, probe and history off
 #   atomic-default  the same with the probe and the history on (the defaults)
 #   atomic-unix   atomic-bare with redis.unix-socket (Redis's Unix socket)
@@ -53,7 +56,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=http-bench
 . "$root/scripts/lib.sh"
 fail_status=2
-all_targets="nginx webdis healthz strategies atomic-bare atomic-default atomic-unix nginx>bare nginx>default"
+all_targets="nginx webdis healthz strategies lab atomic-bare atomic-default atomic-unix nginx>bare nginx>default"
 base_build=${HB_BASE_BUILD:-}
 [ -z "$base_build" ] || all_targets="$all_targets before-bare"
 targets=${HB_TARGETS:-$all_targets}
@@ -125,6 +128,7 @@ inst atomic-bare "${bare[@]}"
 inst atomic-default
 url[healthz]="http://127.0.0.1:$port_atomic_default/healthz"
 url[strategies]="http://127.0.0.1:$port_atomic_default/strategies"
+url[lab]="http://127.0.0.1:$port_atomic_default/lab"
 if [[ " $targets " == *" before-bare "* ]]; then
     [ -x "$base_build/inventoryd" ] || fail "HB_BASE_BUILD: $base_build/inventoryd not found"
     ours=$inventoryd
@@ -333,7 +337,7 @@ md=$results/http-bench.md
     echo "Ratios (medians):"
     echo
     for c in $conns; do
-        echo "- c=$c: healthz / nginx $(ratio healthz "$c" nginx "$c"), strategies / nginx $(ratio strategies "$c" nginx "$c"), atomic-bare / webdis $(ratio atomic-bare "$c" webdis "$c"), atomic-default / webdis $(ratio atomic-default "$c" webdis "$c"), atomic-unix / atomic-bare $(ratio atomic-unix "$c" atomic-bare "$c"), atomic-bare / before-bare $(ratio atomic-bare "$c" before-bare "$c"), nginx>default / atomic-default $(ratio "nginx>default" "$c" atomic-default "$c")"
+        echo "- c=$c: healthz / nginx $(ratio healthz "$c" nginx "$c"), strategies / nginx $(ratio strategies "$c" nginx "$c"), lab / nginx $(ratio lab "$c" nginx "$c"), atomic-bare / webdis $(ratio atomic-bare "$c" webdis "$c"), atomic-default / webdis $(ratio atomic-default "$c" webdis "$c"), atomic-unix / atomic-bare $(ratio atomic-unix "$c" atomic-bare "$c"), atomic-bare / before-bare $(ratio atomic-bare "$c" before-bare "$c"), nginx>default / atomic-default $(ratio "nginx>default" "$c" atomic-default "$c")"
     done
     first=${conns%% *}
     last=${conns##* }

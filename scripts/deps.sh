@@ -20,6 +20,7 @@ packages=(
     # the compose stack run for real (tests/compose_up.sh, scripts/images.sh)
     docker.io docker-compose debootstrap python3-yaml
     iproute2 nftables   # the campaigns' network partitions (scripts/campaign.sh)
+    wrk webdis   # loadtest/http-bench.sh: the load, and the C gateway it is compared with
     # the zookeeper strategies: ZooKeeper's C binding, and the server (and a
     # JRE) that tests/check_zookeeper.c starts
     libzookeeper-mt-dev zookeeper default-jre-headless

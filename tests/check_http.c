@@ -1633,6 +1633,16 @@ static void start_with_workers(int workers) {
         harness_http(inst_port, "POST", "/inventory/reset", NULL, "{\"stock\":200}", &r), 200);
 }
 
+/* Starts a sale of the local lock that holds it hold_ms, and waits until it
+ * is inside: with one worker, that worker is then busy. */
+static void hold_a_worker(struct harness_bg *holder, int hold_ms) {
+    char path[96];
+    snprintf(path, sizeof(path), "/inventory/sale/local?hold_ms=%d", hold_ms);
+    harness_bg_start(holder, inst_port, path, 0);
+    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
+                  "the holder never got inside");
+}
+
 /* One worker, held by a sale inside its lock for 1.5 s: the list of
  * strategies, the metrics, the lab's settings and a 404 need no worker and
  * are answered at once; a sale, even one that takes no lock, waits for the
@@ -1640,9 +1650,7 @@ static void start_with_workers(int workers) {
 START_TEST(test_with_every_worker_busy_what_waits_for_no_lock_is_answered_at_once) {
     start_with_workers(1);
     struct harness_bg holder, queued;
-    harness_bg_start(&holder, inst_port, "/inventory/sale/local?hold_ms=1500", 0);
-    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
-                  "the holder never got inside");
+    hold_a_worker(&holder, 1500);
     harness_bg_start(&queued, inst_port, "/inventory/sale/atomic", 0);
     const char *paths[] = {"/strategies", "/metrics", "/lab", "/nowhere"};
     const int codes[] = {200, 200, 200, 404};
@@ -1699,9 +1707,7 @@ END_TEST
 START_TEST(test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting) {
     start_with_workers(1);
     struct harness_bg holder, queued;
-    harness_bg_start(&holder, inst_port, "/inventory/sale/local?hold_ms=800", 0);
-    ck_assert_msg(harness_redis_until(redis_port, 1, 5000, "HLEN inventory001:holders"),
-                  "the holder never got inside");
+    hold_a_worker(&holder, 800);
     harness_bg_start(&queued, inst_port, "/inventory/sale/owner-lua", 0);
     mclock_sleep_ms(100);
     kill(inst_pid, SIGTERM);

@@ -56,10 +56,16 @@
 #define LAB_CSP "default-src 'self'"
 
 /* Requests this large get the service's own JSON 414/431. They must fit in
- * libmicrohttpd's per-connection memory (its default, 32 KB, kept for the
- * RSS budget) to get that far; larger ones get libmicrohttpd's HTML page. */
+ * libmicrohttpd's per-connection memory (CONN_MEMORY) to get that far;
+ * larger ones get libmicrohttpd's HTML page. */
 #define URL_MAX (8 * 1024)
 #define HEADERS_MAX (16 * 1024)
+
+/* Each connection's memory pool. Over 32 KB, libmicrohttpd maps it on its
+ * own (mmap) and unmaps it when the connection closes, so an instance's RSS
+ * follows the connections open now; at 32 KB and under it comes from
+ * malloc, whose arenas the loops' churn of connections fragments. */
+#define CONN_MEMORY (36 * 1024)
 
 enum watch_phase { WATCH_IDLE, WATCH_BODY, WATCH_HANDLING };
 
@@ -612,11 +618,11 @@ struct http_server *http_start(const struct config *cfg, const struct http_hooks
     s->d = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)cfg->io_threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout_s,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+        (unsigned)cfg->io_threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->connection_timeout_s, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_END);
     if (!s->d) {
         snprintf(errstr, errlen, "libmicrohttpd could not start on %s:%d", cfg->bind, cfg->port);

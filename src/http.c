@@ -299,12 +299,22 @@ static enum MHD_Result queue_kept(struct MHD_Connection *conn, struct request *r
 }
 
 /* Hands req to the workers: its connection is suspended until one has
- * answered it (worker_main), so the loop goes on with the others. */
-static void park(struct http_server *s, struct request *req) {
+ * answered it (worker_main), so the loop goes on with the others. Returns
+ * 0 without parking once the workers are stopping (a shutdown, after the
+ * requests in flight were waited for): a request that a keep-alive
+ * connection sends then is answered on the loop instead, since no worker
+ * may be left to take it, and libmicrohttpd refuses to stop with a
+ * connection suspended. The check and the queueing are under work_mu, so a
+ * request queued is one a worker takes before it leaves. */
+static int park(struct http_server *s, struct request *req) {
+    pthread_mutex_lock(&s->work_mu);
+    if (s->work_stop) {
+        pthread_mutex_unlock(&s->work_mu);
+        return 0;
+    }
     req->parked = 1;
     req->parked_us = mclock_us();
     MHD_suspend_connection(req->rq.conn);
-    pthread_mutex_lock(&s->work_mu);
     req->next = NULL;
     if (s->work_tail)
         s->work_tail->next = req;
@@ -313,6 +323,7 @@ static void park(struct http_server *s, struct request *req) {
     s->work_tail = req;
     pthread_cond_signal(&s->work_cond);
     pthread_mutex_unlock(&s->work_mu);
+    return 1;
 }
 
 /* A worker: answers parked requests, oldest first, then resumes each one's
@@ -349,10 +360,8 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
         req->keep = 1;
         return queue_kept(conn, req);
     }
-    if (!s->hooks.on_loop || !s->hooks.on_loop(s->handler_cls, method, url)) {
-        park(s, req);
+    if ((!s->hooks.on_loop || !s->hooks.on_loop(s->handler_cls, method, url)) && park(s, req))
         return MHD_YES;
-    }
     req->keep = s->handler(s->handler_cls, &req->rq);
     return queue_kept(conn, req);
 }

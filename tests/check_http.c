@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1725,6 +1726,59 @@ START_TEST(test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting) {
 }
 END_TEST
 
+/* A keep-alive client sending GET /inventory (a worker's request) back to
+ * back until stop is set or its connection closes. */
+struct pounder {
+    int port;
+    atomic_int stop;
+    long answered;
+    pthread_t thread;
+};
+
+static void *pound(void *arg) {
+    struct pounder *p = arg;
+    struct httpc *c = httpc_create("127.0.0.1", p->port, 2000);
+    struct httpc_response r;
+    while (c && !atomic_load(&p->stop) &&
+           httpc_request(c, "GET", "/inventory", NULL, NULL, &r) == 0)
+        p->answered++;
+    httpc_free(c);
+    return NULL;
+}
+
+/* SIGTERM while keep-alive clients send one request after another: the
+ * requests they send once the workers are stopping are answered on the
+ * loop, and the process exits 0. Before, such a request was parked with no
+ * worker left to take it, and libmicrohttpd aborted the process
+ * ("MHD_stop_daemon() called while we have suspended connections"). */
+START_TEST(test_sigterm_under_keep_alive_requests_exits_cleanly) {
+    start_with_workers(1);
+    enum { N = 2 };
+    struct pounder p[N];
+    for (int i = 0; i < N; i++) {
+        p[i].port = inst_port;
+        atomic_init(&p[i].stop, 0);
+        p[i].answered = 0;
+        ck_assert_int_eq(pthread_create(&p[i].thread, NULL, pound, &p[i]), 0);
+    }
+    mclock_sleep_ms(300);
+    kill(inst_pid, SIGTERM);
+    int st = 0;
+    ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
+    inst_pid = 0;
+    long answered = 0;
+    for (int i = 0; i < N; i++) {
+        atomic_store(&p[i].stop, 1);
+        pthread_join(p[i].thread, NULL);
+        answered += p[i].answered;
+    }
+    ck_assert_msg(answered > 10, "the clients were answered %ld times before the signal", answered);
+    ck_assert_msg(WIFEXITED(st), "the instance died of signal %d",
+                  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+}
+END_TEST
+
 /* redis.unix-socket: an instance whose redis.port leads nowhere sells
  * through the socket, with a lock that waits on pub/sub (its subscriber
  * dials the same way), and /healthz says Redis answers. */
@@ -1846,6 +1900,7 @@ Suite *http_suite(void) {
                    test_a_sale_queued_for_a_worker_waits_for_its_lock_no_longer_than_lock_wait_ms);
     tcase_add_test(workers, test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting);
     tcase_add_test(workers, test_redis_unix_socket_is_used_for_every_connection);
+    tcase_add_test(workers, test_sigterm_under_keep_alive_requests_exits_cleanly);
     suite_add_tcase(s, workers);
     return s;
 }

@@ -438,6 +438,16 @@ START_TEST(test_redis_stopped_gives_503_then_sales_recover) {
 }
 END_TEST
 
+/* Reaps the instance (inst_pid, then 0) and asserts that it exited 0. */
+static void expect_clean_exit(void) {
+    int st = 0;
+    ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
+    inst_pid = 0;
+    ck_assert_msg(WIFEXITED(st), "the instance died of signal %d",
+                  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+}
+
 /* A sale holds its lock 800 ms; once it is inside, the signal. While the sale
  * finishes, the port takes no new connection; then the process exits 0. */
 static void a_sale_in_flight_finishes_through(int sig) {
@@ -450,11 +460,7 @@ static void a_sale_in_flight_finishes_through(int sig) {
     int refused = harness_refused(inst_port);
     harness_bg_join(&sale);
     ck_assert_msg(refused, "a new connection was accepted during the shutdown");
-    int st = 0;
-    ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
-    inst_pid = 0;
-    ck_assert(WIFEXITED(st));
-    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    expect_clean_exit();
     ck_assert_int_eq(sale.status, 200);
     ck_assert_ptr_nonnull(strstr(sale.body, "\"status\":\"sold\""));
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 1);
@@ -1714,11 +1720,7 @@ START_TEST(test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting) {
     kill(inst_pid, SIGTERM);
     harness_bg_join(&holder);
     harness_bg_join(&queued);
-    int st = 0;
-    ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
-    inst_pid = 0;
-    ck_assert(WIFEXITED(st));
-    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    expect_clean_exit();
     ck_assert_int_eq(holder.status, 200);
     ck_assert_msg(queued.status == 200 && strstr(queued.body, "\"status\":\"sold\""),
                   "the queued sale: %d %s", queued.status, queued.body);
@@ -1763,9 +1765,7 @@ START_TEST(test_sigterm_under_keep_alive_requests_exits_cleanly) {
     }
     mclock_sleep_ms(300);
     kill(inst_pid, SIGTERM);
-    int st = 0;
-    ck_assert_int_eq(waitpid(inst_pid, &st, 0), inst_pid);
-    inst_pid = 0;
+    expect_clean_exit();
     long answered = 0;
     for (int i = 0; i < N; i++) {
         atomic_store(&p[i].stop, 1);
@@ -1773,9 +1773,6 @@ START_TEST(test_sigterm_under_keep_alive_requests_exits_cleanly) {
         answered += p[i].answered;
     }
     ck_assert_msg(answered > 10, "the clients were answered %ld times before the signal", answered);
-    ck_assert_msg(WIFEXITED(st), "the instance died of signal %d",
-                  WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    ck_assert_int_eq(WEXITSTATUS(st), 0);
 }
 END_TEST
 

@@ -61,6 +61,14 @@
 #define URL_MAX (8 * 1024)
 #define HEADERS_MAX (16 * 1024)
 
+/* libmicrohttpd's own limit of connections: server.max-connections, and
+ * room past it for the connections that are answered 503 and closed
+ * (refuse). Past this libmicrohttpd stops accepting, and a new connection
+ * waits in the kernel's backlog for a slot. */
+static int conn_limit(const struct config *cfg) {
+    return cfg->max_connections + cfg->max_connections / 8 + 64;
+}
+
 /* Each connection's memory pool. Over 32 KB, libmicrohttpd maps it on its
  * own (mmap) and unmaps it when the connection closes, so an instance's RSS
  * follows the connections open now; at 32 KB and under it comes from
@@ -74,6 +82,7 @@ struct watch {
     enum watch_phase phase;
     int64_t since_us;
     int line_cut; /* the current request line holds a NUL byte */
+    int over; /* opened past server.max-connections: answered 503, then closed */
     struct watch *prev, *next;
 };
 
@@ -100,6 +109,7 @@ struct http_server {
     int listen_fd;
     int quiesced;
     atomic_int inflight;
+    atomic_int open_conns; /* connections watched, against server.max-connections */
 };
 
 struct request {
@@ -112,6 +122,7 @@ struct request {
     atomic_int done; /* the worker is through with it */
     struct request *next; /* in the workers' queue */
     int line_cut; /* a NUL byte cut the request line short */
+    int over; /* its connection is one past server.max-connections */
     char *body;
     size_t len;
     int too_large;
@@ -266,13 +277,23 @@ static int wants_text(struct MHD_Connection *conn) {
     return t && (!j || t < j);
 }
 
-/* Answers what is refused before the request reaches its route: a NUL byte
- * in the request line, an oversized URL or headers. Returns 1 when it
+/* Answers what is refused before the request reaches its route: a
+ * connection past server.max-connections (503, closed after it), a NUL
+ * byte in the request line, an oversized URL or headers. Returns 1 when it
  * answered. */
 static int refuse(const struct request *req) {
     const struct http_request *rq = &req->rq;
     char why[256];
-    if (req->line_cut) {
+    if (req->over) {
+        snprintf(why, sizeof(why),
+                 "this instance holds server.max-connections (%d) connections; try again shortly",
+                 rq->server->cfg->max_connections);
+        http_answer_error(rq, 503, "too_many_connections", why, rq->text);
+        if (req->resp) {
+            MHD_add_response_header(req->resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+            MHD_add_response_header(req->resp, MHD_HTTP_HEADER_CONNECTION, "close");
+        }
+    } else if (req->line_cut) {
         http_answer_error(rq, 400, "bad_request", "the request line holds a NUL byte", rq->text);
     } else if (req->url_len > URL_MAX) {
         snprintf(why, sizeof(why), "the URL is %zu bytes; at most %d are accepted", req->url_len,
@@ -389,6 +410,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (!w) return; /* unwatched: the idle timeout still applies */
         w->fd = ci->connect_fd;
         w->phase = WATCH_IDLE;
+        w->over = atomic_fetch_add(&s->open_conns, 1) >= s->cfg->max_connections;
         w->since_us = mclock_us();
         pthread_mutex_lock(&s->watch_mu);
         w->next = s->watched;
@@ -405,6 +427,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             s->watched = w->next;
         if (w->next) w->next->prev = w->prev;
         pthread_mutex_unlock(&s->watch_mu);
+        atomic_fetch_sub(&s->open_conns, 1);
         free(w);
         *socket_context = NULL;
     }
@@ -461,6 +484,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         const struct watch *w = ci ? ci->socket_context : NULL;
         req->line_cut = w && w->line_cut;
+        req->over = w && w->over;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, count_value, req);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_value, req);
         atomic_fetch_add(&s->inflight, 1);
@@ -628,7 +652,7 @@ struct http_server *http_start(const struct config *cfg, const struct http_hooks
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)cfg->io_threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)conn_limit(cfg), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->connection_timeout_s, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
         s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,

@@ -2,6 +2,7 @@
  * redis-server; every process is started and stopped by the harness. */
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <cjson/cJSON.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -1776,6 +1777,87 @@ START_TEST(test_sigterm_under_keep_alive_requests_exits_cleanly) {
 }
 END_TEST
 
+/* Sends "GET path" on a connection of its own, keep-alive as a browser's,
+ * and reads until the server closes it or 3 s pass. Returns the bytes read
+ * (0: closed unanswered, or reset); *closed says whether the server closed
+ * the connection within the 3 s. */
+static int raw_get(int port, const char *path, char *ans, size_t len, int *closed) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), got = 0;
+    struct timeval tv = {.tv_sec = 3};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    *closed = 0;
+    ans[0] = '\0';
+    char req[256];
+    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && write(fd, req, (size_t)n) == n) {
+        for (;;) {
+            ssize_t r = read(fd, ans + got, len - 1 - (size_t)got);
+            if (r <= 0) {
+                *closed = r == 0 || errno == ECONNRESET;
+                break;
+            }
+            got += (int)r;
+            ans[got] = '\0';
+            if ((size_t)got == len - 1) break;
+        }
+    }
+    close(fd);
+    return got;
+}
+
+/* server.max-connections=8: eight keep-alive connections, each answered,
+ * hold every slot. A ninth is answered at once: 503 too_many_connections,
+ * with Retry-After and Connection: close, then closed; it is never dropped
+ * unanswered (libmicrohttpd's own limit closed it without a word). The
+ * eight are still served on their connections, and once one of them has
+ * closed, a new connection is served again. */
+START_TEST(test_past_max_connections_a_new_connection_gets_a_fast_503_never_a_drop) {
+    enum { N = 8 };
+    inst_port = harness_free_port();
+    const char *sets[] = {redis_set, "server.max-connections=8", NULL};
+    inst_pid = harness_inventoryd_start(inst_port, sets);
+    ck_assert_int_gt(inst_pid, 0);
+    struct httpc *c[N];
+    struct httpc_response r;
+    for (int i = 0; i < N; i++) {
+        c[i] = httpc_create("127.0.0.1", inst_port, 5000);
+        ck_assert_msg(httpc_request(c[i], "GET", "/strategies", NULL, NULL, &r) == 0 &&
+                          r.status == 200,
+                      "held connection %d was not served: %s", i, httpc_errstr(c[i]));
+    }
+    char ans[4096];
+    int closed;
+    int64_t t0 = mclock_ms();
+    int got = raw_get(inst_port, "/strategies", ans, sizeof(ans), &closed);
+    int64_t took = mclock_ms() - t0;
+    ck_assert_msg(got > 0, "the ninth connection was dropped unanswered (%s after %lld ms)",
+                  closed ? "closed" : "no answer", (long long)took);
+    ck_assert_msg(strncmp(ans, "HTTP/1.1 503", 12) == 0, "the ninth connection got: %.200s", ans);
+    ck_assert_msg(strstr(ans, "\"status\":\"too_many_connections\""), "503 body: %s", ans);
+    ck_assert_msg(strstr(ans, "server.max-connections"), "the 503 does not name the key: %s", ans);
+    ck_assert_msg(strcasestr(ans, "\r\nRetry-After: 1\r\n"), "no Retry-After: %s", ans);
+    ck_assert_msg(strcasestr(ans, "\r\nConnection: close\r\n"), "no Connection: close: %s", ans);
+    ck_assert_msg(closed, "the ninth connection was left open after its 503");
+    ck_assert_msg(took < 1000, "the 503 took %lld ms", (long long)took);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(httpc_request(c[i], "GET", "/strategies", NULL, NULL, &r) == 0 &&
+                          r.status == 200 && httpc_connects(c[i]) == 1,
+                      "held connection %d lost its slot: %s", i, httpc_errstr(c[i]));
+    }
+    httpc_free(c[0]);
+    int status = 0;
+    for (int64_t end = mclock_ms() + 3000; mclock_ms() < end; mclock_sleep_ms(50)) {
+        raw_get(inst_port, "/strategies", ans, sizeof(ans), &closed);
+        status = strncmp(ans, "HTTP/1.1 ", 9) == 0 ? atoi(ans + 9) : 0;
+        if (status == 200) break;
+    }
+    ck_assert_msg(status == 200, "a slot freed was not given to a new connection: %.200s", ans);
+    for (int i = 1; i < N; i++) httpc_free(c[i]);
+}
+END_TEST
+
 /* redis.unix-socket: an instance whose redis.port leads nowhere sells
  * through the socket, with a lock that waits on pub/sub (its subscriber
  * dials the same way), and /healthz says Redis answers. */
@@ -1898,6 +1980,8 @@ Suite *http_suite(void) {
     tcase_add_test(workers, test_sigterm_answers_the_sales_queued_for_a_worker_before_exiting);
     tcase_add_test(workers, test_redis_unix_socket_is_used_for_every_connection);
     tcase_add_test(workers, test_sigterm_under_keep_alive_requests_exits_cleanly);
+    tcase_add_test(workers,
+                   test_past_max_connections_a_new_connection_gets_a_fast_503_never_a_drop);
     suite_add_tcase(s, workers);
     return s;
 }

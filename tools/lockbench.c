@@ -30,6 +30,14 @@
  * counts the "before" INFO itself, which is subtracted. Connection set-up
  * (script loads, the masters' INFO server) is part of the workload.
  *
+ * CPU per sale: this process's CPU time (user and system, getrusage) and
+ * its context switches, and the main Redis's (INFO cpu: used_cpu_user and
+ * used_cpu_sys), each read just before the barrier and just after the
+ * join, divided by the units sold. Where a lock's sales wait for each
+ * other, their sum against 1 / sales_per_s shows how much of a sale's time
+ * is CPU on the path from one holder to the next. The INFO cpu readings
+ * come before and after the commandstats readings, so they are not counted.
+ *
  * The audit (inventory_audit) judges the run: any unit sold twice or any
  * oversold unit makes the exit status 1.
  *
@@ -44,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -172,6 +181,34 @@ static long long commandstats_total(const char *host, int port, char *errstr, si
     freeReplyObject(r);
     redisFree(c);
     return total;
+}
+
+/* used_cpu_user + used_cpu_sys of host:port (INFO cpu), in seconds; -1
+ * when it cannot be read. */
+static double redis_cpu_s(const char *host, int port) {
+    char err[128];
+    struct rpool_options o = {.host = host, .port = port, .timeout_ms = 5000};
+    redisContext *c = rpool_connect(&o, err, sizeof(err));
+    if (c == NULL) return -1;
+    redisReply *r = redisCommand(c, "INFO cpu");
+    double total = -1;
+    const char *u = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "used_cpu_user:") : NULL;
+    const char *y = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "used_cpu_sys:") : NULL;
+    if (u && y) total = strtod(u + 14, NULL) + strtod(y + 13, NULL);
+    freeReplyObject(r);
+    redisFree(c);
+    return total;
+}
+
+/* This process's CPU time so far (user and system, s) and its voluntary
+ * and involuntary context switches. */
+static void self_cpu(double *cpu_s, long *vcsw, long *icsw) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+             (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    *vcsw = ru.ru_nvcsw;
+    *icsw = ru.ru_nivcsw;
 }
 
 /* Sums INFO commandstats over the main Redis and, when multi is set, every
@@ -370,7 +407,29 @@ struct run {
     monotime_us t0, t_join; /* the clients were let go; the last was joined */
     int cmds_ok; /* both INFO readings were made */
     long long cmds_main, cmds_nodes; /* -1 unless cmds_ok */
+    double cpu_s; /* this process's CPU time over the run */
+    long vcsw, icsw; /* its context switches over the run */
+    double redis_cpu_s; /* the main Redis's CPU time over the run; -1 unread */
 };
+
+/* The CPU readings taken on either side of a run. */
+struct cpu_mark {
+    double self_s, redis_s;
+    long vcsw, icsw;
+};
+
+static void cpu_mark(struct cpu_mark *m) {
+    m->redis_s = redis_cpu_s(opt->redis_host, opt->redis_port);
+    self_cpu(&m->self_s, &m->vcsw, &m->icsw);
+}
+
+/* The CPU used between a and b into run. */
+static void cpu_between(const struct cpu_mark *a, const struct cpu_mark *b, struct run *run) {
+    run->cpu_s = b->self_s - a->self_s;
+    run->vcsw = b->vcsw - a->vcsw;
+    run->icsw = b->icsw - a->icsw;
+    run->redis_cpu_s = a->redis_s >= 0 && b->redis_s >= 0 ? b->redis_s - a->redis_s : -1;
+}
 
 /* Starts the n clients of cl[], reads the commands so far, lets the
  * clients go at once, joins them and reads the commands again. 0, or -1
@@ -396,6 +455,8 @@ static int run_clients(struct client *cl, int n, int multi, struct run *run) {
 
     long long main0, nodes0, main1, nodes1;
     int servers;
+    struct cpu_mark before, after;
+    cpu_mark(&before);
     if (commands_now(multi, &main0, &nodes0, &servers, err, sizeof(err)) < 0) {
         /* The clients are parked at the barrier: let them go with the
          * deadline already past, so each returns without a sale. */
@@ -412,6 +473,8 @@ static int run_clients(struct client *cl, int n, int multi, struct run *run) {
     for (int i = 0; i < n; i++) pthread_join(cl[i].tid, NULL);
     run->t_join = mclock_us();
     run->cmds_ok = commands_now(multi, &main1, &nodes1, &servers, err, sizeof(err)) == 0;
+    cpu_mark(&after);
+    cpu_between(&before, &after, run);
     if (!run->cmds_ok) fprintf(stderr, "lockbench: %s\n", err);
     /* The "after" reading counts each server's "before" INFO. */
     run->cmds_main = run->cmds_ok ? main1 - main0 - 1 : -1;
@@ -431,6 +494,7 @@ struct summary {
     double l50, l99, lmax; /* sale latency, ms */
     double elapsed_s, sales_per_s, cmds_per_sale, tries_per_sale;
     long long cmds; /* -1 unless run->cmds_ok */
+    double cpu_us, redis_cpu_us, csw; /* per sale; redis_cpu_us -1 when unread */
 };
 
 /* The fewest and the most one of the n clients sold, and Jain's index of
@@ -505,6 +569,10 @@ static int summarize(const struct client *cl, int n, const struct run *run, stru
     s->cmds = run->cmds_ok ? run->cmds_main + run->cmds_nodes : -1;
     s->cmds_per_sale = run->cmds_ok && s->sold > 0 ? (double)s->cmds / (double)s->sold : 0.0;
     s->tries_per_sale = s->sold > 0 ? (double)s->attempts / (double)s->sold : 0.0;
+    double per = s->sold > 0 ? 1e6 / (double)s->sold : 0.0;
+    s->cpu_us = run->cpu_s * per;
+    s->redis_cpu_us = run->redis_cpu_s >= 0 ? run->redis_cpu_s * per : -1;
+    s->csw = (double)(run->vcsw + run->icsw) * per / 1e6;
     return 0;
 }
 
@@ -519,12 +587,13 @@ static void report(const struct options *o, const struct run *run, const struct 
                "cmds_nodes=%lld cmds_per_sale=%.2f tries_per_sale=%.2f wait_p50_ms=%" PRId64
                " wait_p99_ms=%" PRId64
                " lat_p50_ms=%.3f lat_p99_ms=%.3f lat_max_ms=%.3f client_sold_min=%lld "
-               "client_sold_max=%lld jain=%.3f\n",
+               "client_sold_max=%lld jain=%.3f cpu_us_per_sale=%.1f redis_cpu_us_per_sale=%.1f "
+               "csw_per_sale=%.2f\n",
                o->type->name, o->clients, o->stock, s->sold, s->elapsed_s, s->sales_per_s,
                s->giveups, s->backend, s->other, a->sold_twice, a->oversold_units, a->violations,
                a->stock, complete, s->no_sale, s->calls, s->cmds, run->cmds_main, run->cmds_nodes,
                s->cmds_per_sale, s->tries_per_sale, s->w50, s->w99, s->l50, s->l99, s->lmax,
-               s->sold_min, s->sold_max, s->jain);
+               s->sold_min, s->sold_max, s->jain, s->cpu_us, s->redis_cpu_us, s->csw);
     } else {
         printf("lockbench: strategy %s, %d clients, stock %lld\n", o->type->name, o->clients,
                o->stock);
@@ -542,6 +611,9 @@ static void report(const struct options *o, const struct run *run, const struct 
         printf("  over %zu calls begun while stock remained: acquire wait p50 %" PRId64
                " ms, p99 %" PRId64 " ms;\n    sale latency p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                s->calls, s->w50, s->w99, s->l50, s->l99, s->lmax);
+        printf("  CPU per sale: this process %.1f us (%.2f context switches), the main Redis "
+               "%.1f us\n",
+               s->cpu_us, s->csw, s->redis_cpu_us);
     }
     fflush(stdout);
     if (s->first_error != NULL)

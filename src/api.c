@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,10 @@
 #include "inventory.h"
 #include "lab.h"
 #include "log.h"
+#include "mclock.h"
 #include "metrics.h"
 #include "reply.h"
+#include "rpool.h"
 #include "route.h"
 #include "strategy.h"
 #include "web.h"
@@ -50,6 +53,7 @@ struct api {
     struct inventory *inv;
     struct lab *lab; /* NULL: lab.enabled=false */
     const struct strategy *default_strategy;
+    _Atomic long long pinged_us; /* /healthz's last PING answered (mclock_us), 0: none */
 };
 
 struct api *api_create(const struct config *cfg, struct inventory *inv, struct lab *lab,
@@ -371,10 +375,29 @@ static int api_strategies(const struct call *k) {
                        k->text ? CT_TEXT : CT_JSON, NULL);
 }
 
+/* How long a PING that /healthz made stands for Redis: within it, and with
+ * no connection to Redis found broken since (rpool_failed_us), /healthz is
+ * answered on the loop from that PING; after it, a worker PINGs again. */
+#define HEALTHZ_FRESH_US 1000000
+
+/* The age in us of /healthz's last PING while it still stands, else -1. */
+static long long healthz_age_us(const struct api *s) {
+    long long at = atomic_load(&s->pinged_us), age = mclock_us() - at;
+    return at > 0 && at > rpool_failed_us() && age < HEALTHZ_FRESH_US ? age : -1;
+}
+
 static int api_healthz(const struct call *k) {
     char err[192];
+    if (k->rq->on_loop) { /* api_on_loop found its last PING standing */
+        long long age = healthz_age_us(k->s);
+        snprintf(err, sizeof(err), "ok: Redis answered a PING %lld ms ago",
+                 (age > 0 ? age : 0) / 1000);
+        return http_answer_error(k->rq, 200, "ok", err, k->text);
+    }
+    long long sent = mclock_us();
     if (inventory_ping(k->s->inv, err, sizeof(err)) != 0)
         return http_answer_error(k->rq, 503, "backend_unavailable", err, k->text);
+    atomic_store(&k->s->pinged_us, sent);
     return http_answer_error(k->rq, 200, "ok", "ok: Redis answers", k->text);
 }
 
@@ -591,7 +614,8 @@ int api_on_loop(void *cls, const char *method, const char *url) {
     struct route rt;
     route_match(method, url, s->cfg->context_path, &rt);
     return rt.id == ROUTE_NOT_FOUND || !rt.method_allowed ||
-           (route_table[rt.id].flags & ROUTE_F_LOOP);
+           (route_table[rt.id].flags & ROUTE_F_LOOP) ||
+           (rt.id == ROUTE_HEALTHZ && healthz_age_us(s) >= 0);
 }
 
 int api_answer(void *cls, const struct http_request *rq) {

@@ -376,13 +376,14 @@ static void *worker_main(void *arg) {
 static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *conn, const char *url,
                                 const char *method, struct request *req) {
     req->rq = (struct http_request){
-        s, conn, url, method, req->body, req->len, req->too_large, wants_text(conn), 0, req};
+        s, conn, url, method, req->body, req->len, req->too_large, wants_text(conn), 0, req, 0};
     if (refuse(req)) {
         req->keep = 1;
         return queue_kept(conn, req);
     }
     if ((!s->hooks.on_loop || !s->hooks.on_loop(s->handler_cls, method, url)) && park(s, req))
         return MHD_YES;
+    req->rq.on_loop = 1;
     req->keep = s->handler(s->handler_cls, &req->rq);
     return queue_kept(conn, req);
 }

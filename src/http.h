@@ -43,6 +43,7 @@ struct http_request {
     int text; /* the demo's text is asked for (?format=text, Accept) */
     long queued_ms; /* how long it waited for a worker (0 on the loop) */
     void *state; /* the server's own */
+    int on_loop; /* answered on its event loop, where nothing may wait */
 };
 
 /* Answers rq with one of the functions below. Returns what they return. */

@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,13 @@ static void rpool_refresh(struct rpool *p) {
     pthread_mutex_unlock(&p->lock);
 }
 
+/* rpool_failed_us: the last failure of any pool. */
+static _Atomic monotime_us failed_us;
+
+static void note_failure(void) { atomic_store(&failed_us, mclock_us()); }
+
+long long rpool_failed_us(void) { return (long long)atomic_load(&failed_us); }
+
 /* True when an idle connection has something to read: the server closed it
  * (EOF) or sent something unasked. Either way it must not be reused. */
 static int rpool_stale(redisContext *c) {
@@ -351,6 +359,7 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
             }
             p->live--;
             redisFree(c);
+            note_failure();
         }
         if (p->live < p->opt.size) break;
         if (mclock_cond_wait_until(&p->freed, &p->lock, deadline) == ETIMEDOUT && p->nidle == 0 &&
@@ -371,6 +380,7 @@ int rpool_get(struct rpool *p, int wait_ms, redisContext **out, char *errstr, si
     } else {
         p->live--;
         pthread_cond_signal(&p->freed);
+        note_failure();
     }
     pthread_mutex_unlock(&p->lock);
     *out = c;
@@ -598,6 +608,7 @@ void rpool_put(struct rpool *p, redisContext *c) {
 
 void rpool_drop(struct rpool *p, redisContext *c) {
     if (!c) return;
+    if (c->err) note_failure();
     redisFree(c);
     pthread_mutex_lock(&p->lock);
     p->live--;

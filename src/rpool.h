@@ -92,6 +92,12 @@ void rpool_put(struct rpool *p, redisContext *c);
 /* Frees c and releases its slot. Accepts NULL. */
 void rpool_drop(struct rpool *p, redisContext *c);
 
+/* When (mclock_us) a connection of any pool of this process was last found
+ * broken (an idle one closed by its server, one given back or dropped with
+ * an error) or could not be dialled; 0 when never. /healthz trusts a PING
+ * only while no failure came after it. */
+long long rpool_failed_us(void);
+
 /* The options the pool connects with (its own copy, valid as long as p,
  * strings included). */
 const struct rpool_options *rpool_options(const struct rpool *p);

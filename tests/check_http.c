@@ -1777,6 +1777,64 @@ START_TEST(test_sigterm_under_keep_alive_requests_exits_cleanly) {
 }
 END_TEST
 
+/* GET /healthz, timed: its status, and its time in *took_ms. */
+static int healthz_timed(int64_t *took_ms, struct httpc_response *r) {
+    int64_t t0 = mclock_ms();
+    int code = harness_http(inst_port, "GET", "/healthz", NULL, NULL, r);
+    *took_ms = mclock_ms() - t0;
+    return code;
+}
+
+/* One worker. A /healthz answered by a PING makes the next ones, for a
+ * second, answers of the loop from it: with the worker held by a sale, one
+ * is answered at once and says how old its PING is. Past that second the
+ * answer needs a PING again, so it waits for the worker. */
+START_TEST(test_healthz_is_answered_on_the_loop_for_a_second_after_a_ping) {
+    start_with_workers(1);
+    struct httpc_response r;
+    int64_t took;
+    ck_assert_int_eq(healthz_timed(&took, &r), 200);
+    int64_t pinged = mclock_ms();
+    ck_assert_msg(strstr(r.body, "Redis answers"), "the first /healthz: %s", r.body);
+    struct harness_bg holder;
+    hold_a_worker(&holder, 2500);
+    ck_assert_msg(mclock_ms() - pinged < 900, "the holder took %lld ms to get inside",
+                  (long long)(mclock_ms() - pinged));
+    ck_assert_int_eq(healthz_timed(&took, &r), 200);
+    ck_assert_msg(took < 300, "/healthz took %lld ms with the worker busy, its PING %lld ms old",
+                  (long long)took, (long long)(mclock_ms() - pinged));
+    ck_assert_msg(strstr(r.body, "Redis answered a PING "), "the loop's /healthz: %s", r.body);
+    mclock_sleep_ms(1100 - (mclock_ms() - pinged));
+    ck_assert_msg(harness_redis_int(redis_port, "HLEN inventory001:holders") == 1,
+                  "the holder left before the PING went stale");
+    ck_assert_int_eq(healthz_timed(&took, &r), 200);
+    ck_assert_msg(took >= 500,
+                  "/healthz %lld ms after its PING took %lld ms: it did not wait for the worker",
+                  (long long)(mclock_ms() - pinged), (long long)took);
+    ck_assert_msg(strstr(r.body, "Redis answers"), "the stale /healthz: %s", r.body);
+    harness_bg_join(&holder);
+    ck_assert_int_eq(holder.status, 200);
+}
+END_TEST
+
+/* A /healthz right after a PING, but after a connection to Redis was found
+ * broken since (a sale, with Redis stopped), PINGs again: 503, not the
+ * loop's 200 from before the failure. */
+START_TEST(test_healthz_after_a_redis_failure_pings_again) {
+    start_with_workers(2);
+    struct httpc_response r;
+    int64_t took;
+    ck_assert_int_eq(healthz_timed(&took, &r), 200);
+    ck_assert_int_eq(healthz_timed(&took, &r), 200);
+    ck_assert_msg(strstr(r.body, "Redis answered a PING "), "the second /healthz: %s", r.body);
+    harness_stop(redis_pid);
+    redis_pid = 0;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 503);
+    ck_assert_int_eq(healthz_timed(&took, &r), 503);
+    ck_assert_msg(strstr(r.body, "backend_unavailable"), "/healthz with Redis stopped: %s", r.body);
+}
+END_TEST
+
 /* Sends "GET path" on a connection of its own, keep-alive as a browser's,
  * and reads until the server closes it or 3 s pass. Returns the bytes read
  * (0: closed unanswered, or reset); *closed says whether the server closed
@@ -1982,6 +2040,8 @@ Suite *http_suite(void) {
     tcase_add_test(workers, test_sigterm_under_keep_alive_requests_exits_cleanly);
     tcase_add_test(workers,
                    test_past_max_connections_a_new_connection_gets_a_fast_503_never_a_drop);
+    tcase_add_test(workers, test_healthz_is_answered_on_the_loop_for_a_second_after_a_ping);
+    tcase_add_test(workers, test_healthz_after_a_redis_failure_pings_again);
     suite_add_tcase(s, workers);
     return s;
 }

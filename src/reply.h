@@ -29,6 +29,14 @@ const char *reply_sale_status_word(int inv_status);
  * "商品卖完了", or the error sentence. */
 char *reply_sale(const struct sale_result *r, const char *strategy, int port, int text);
 
+/* The same JSON answer, always built as a cJSON tree; and written
+ * directly, as reply_sale does for the common answers (sold and sold_out
+ * with the usual lock fields): NULL when the answer is not one of those.
+ * Where the direct one answers, the two match byte for byte (check_reply
+ * compares them). */
+char *reply_sale_tree(const struct sale_result *r, const char *strategy, int port);
+char *reply_sale_direct(const struct sale_result *r, const char *strategy, int port);
+
 /* An error body: {"status":word,"error":sentence} or, as text, the sentence. */
 char *reply_error(const char *word, const char *sentence, int text);
 

@@ -88,6 +88,70 @@ static struct sale_result failed(int status, const char *errstr) {
     return r;
 }
 
+/* ---- Direct: the sale's JSON written without cJSON -------------------------- */
+
+/* One field of the sweep: the values it takes. */
+static const long long sweep_nums[] = {
+    0, 1, -5, 199, 2147483647LL, 2147483648LL, -2147483649LL, 9007199254740992LL};
+static const char *const sweep_strs[] = {
+    "0a1b2c3d-000042", "", "x\"y", "a\\b", "tab\there", "\x01", "\xc3\xa9t\xc3\xa9", "del\x7f"};
+enum { NNUMS = sizeof(sweep_nums) / sizeof(sweep_nums[0]) };
+enum { NSTRS = sizeof(sweep_strs) / sizeof(sweep_strs[0]) };
+
+/* Sets the i-th combination of the sweep on r (every field takes each of
+ * its values as i runs). */
+static void sweep_case(long i, struct sale_result *r) {
+    static const int statuses[] = {INV_SOLD, INV_SOLD_OUT, INV_LOCK_TIMEOUT, INV_LOCK_LOST};
+    memset(r, 0, sizeof(*r));
+    r->status = statuses[i % 4];
+    r->remaining = sweep_nums[(i / 4) % NNUMS];
+    r->unit = sweep_nums[(i / 3) % NNUMS];
+    snprintf(r->order, sizeof(r->order), "%s", sweep_strs[(i / 5) % NSTRS]);
+    r->lock.attempts = (int)(i % 7);
+    r->wait_ms = sweep_nums[(i / 7) % NNUMS];
+    r->hold_ms = sweep_nums[(i / 11) % NNUMS];
+    r->lock.depth = (int)(i % 3) * 4;
+    r->batch = (int)(i % 5);
+    r->lock.token = sweep_nums[(i / 13) % NNUMS];
+    r->lock.granted_by = (int)(i % LOCK_GRANTS);
+    r->lock.renewals = (int)(i % 2) * 3;
+    r->late = (int)(i / 2) % 2;
+    if (i % 17 == 0) r->lock.replicas_wanted = 1;
+    if (i % 19 == 0) r->session_ended = 1;
+    snprintf(r->errstr, sizeof(r->errstr), "%s", sweep_strs[(i / 3) % NSTRS]);
+}
+
+/* reply_sale writes the common answers itself: over a sweep of every
+ * field's values (ints at and past int's range, strings cJSON escapes),
+ * what it writes directly is the cJSON tree's JSON byte for byte, strategy
+ * names included, and it does write hundreds of them directly. */
+START_TEST(test_the_sale_json_written_directly_is_the_cjson_trees_byte_for_byte) {
+    long direct = 0;
+    for (long i = 0; i < 20000; i++) {
+        struct sale_result r;
+        sweep_case(i, &r);
+        const char *strategy =
+            i % 9 == 0 ? sweep_strs[(i / 9) % NSTRS] : strategies[i % nlock_types()].name;
+        char *a = reply_sale_direct(&r, strategy, (int)(i % 70000));
+        char *b = reply_sale_tree(&r, strategy, (int)(i % 70000));
+        char *c = reply_sale(&r, strategy, (int)(i % 70000), 0);
+        ck_assert_msg(b && c && strcmp(c, b) == 0, "case %ld:\n reply_sale %s\n tree       %s", i,
+                      c, b);
+        ck_assert_msg(!a || strcmp(a, b) == 0, "case %ld:\n direct %s\n tree   %s", i, a, b);
+        direct += a != NULL;
+        free(a);
+        free(b);
+        free(c);
+    }
+    /* It takes the common answers: a plain sale among them. */
+    ck_assert_int_gt(direct, 500);
+    struct sale_result plain = sold();
+    char *d = reply_sale_direct(&plain, "atomic", 3786);
+    ck_assert_ptr_nonnull(d);
+    free(d);
+}
+END_TEST
+
 /* ---- Core ---------------------------------------------------------------- */
 
 START_TEST(test_a_sold_sale_reports_remaining_unit_order_strategy_port_and_lock) {
@@ -447,6 +511,7 @@ Suite *reply_suite(void) {
 
     tcase_add_checked_fixture(core, setup, teardown);
     tcase_add_test(core, test_a_sold_sale_reports_remaining_unit_order_strategy_port_and_lock);
+    tcase_add_test(core, test_the_sale_json_written_directly_is_the_cjson_trees_byte_for_byte);
     tcase_add_test(core, test_a_sold_sale_of_the_last_unit_reports_zero_remaining);
     tcase_add_test(core, test_a_fenced_or_retried_sale_reports_its_token_and_depth_in_lock);
     tcase_add_test(core, test_a_sold_out_sale_says_sold_out_with_its_strategy_and_port);

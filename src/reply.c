@@ -1,7 +1,9 @@
 /* reply.c -- JSON and text bodies (see reply.h). JSON is built with cJSON;
  * every function frees its cJSON tree before returning. */
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +83,7 @@ static char *format(const char *fmt, ...) {
  * when it holds nothing cJSON escapes. Anything else goes to the tree. */
 
 struct jw {
-    char buf[768];
+    char buf[1536];
     size_t n;
     int bad; /* something the tree must write */
 };
@@ -104,6 +106,28 @@ static void jw_num(struct jw *w, const char *key, long long v) {
     jw_raw(w, num);
 }
 
+/* "key":d as cJSON 1.7's print_number writes a double: %d when it equals
+ * its int, else %1.15g when that reads back as d (within DBL_EPSILON),
+ * else %1.17g. */
+static void jw_double(struct jw *w, const char *key, double d) {
+    char num[96];
+    if (isnan(d) || isinf(d)) {
+        w->bad = 1;
+        return;
+    }
+    int as_int = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+    if (d == (double)as_int) {
+        snprintf(num, sizeof(num), "\"%s\":%d", key, as_int);
+    } else {
+        int n = snprintf(num, sizeof(num), "\"%s\":", key);
+        snprintf(num + n, sizeof(num) - (size_t)n, "%1.15g", d);
+        double back = strtod(num + n, NULL), most = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
+        if (fabs(back - d) > most * DBL_EPSILON)
+            snprintf(num + n, sizeof(num) - (size_t)n, "%1.17g", d);
+    }
+    jw_raw(w, num);
+}
+
 /* "key":"value", or bad when value holds a byte cJSON would escape. */
 static void jw_str(struct jw *w, const char *key, const char *v) {
     for (const unsigned char *p = (const unsigned char *)v; *p; p++)
@@ -113,6 +137,23 @@ static void jw_str(struct jw *w, const char *key, const char *v) {
     jw_raw(w, "\":\"");
     jw_raw(w, v);
     jw_raw(w, "\"");
+}
+
+/* A Redlock's quorum and each master's vote. */
+static void jw_votes(struct jw *w, const struct lock_report *lr) {
+    jw_raw(w, ",");
+    jw_num(w, "quorum", lr->quorum);
+    jw_raw(w, ",\"votes\":[");
+    for (int i = 0; i < lr->nvotes; i++) {
+        jw_raw(w, i ? ",{" : "{");
+        jw_str(w, "node", lr->votes[i].node);
+        jw_raw(w, ",");
+        jw_str(w, "vote", lock_vote_word(lr->votes[i].outcome));
+        jw_raw(w, ",");
+        jw_double(w, "ms", lr->votes[i].us / 1000.0);
+        jw_raw(w, "}");
+    }
+    jw_raw(w, "]");
 }
 
 /* The lock's fields of a sold or sold_out answer. */
@@ -142,13 +183,19 @@ static void jw_lock(struct jw *w, const struct sale_result *r) {
         jw_num(w, "renewals", lr->renewals);
     }
     if (r->late) jw_raw(w, ",\"late\":true");
+    if (lr->replicas_wanted > 0) {
+        jw_raw(w, ",\"replicas\":{");
+        jw_num(w, "wanted", lr->replicas_wanted);
+        jw_raw(w, ",");
+        jw_num(w, "acked", lr->replicas_acked);
+        jw_raw(w, "}");
+    }
+    if (lr->quorum) jw_votes(w, lr);
     jw_raw(w, "}");
 }
 
 char *reply_sale_direct(const struct sale_result *r, const char *strategy, int port) {
-    if ((r->status != INV_SOLD && r->status != INV_SOLD_OUT) || r->session_ended ||
-        r->lock.replicas_wanted > 0 || r->lock.quorum)
-        return NULL;
+    if ((r->status != INV_SOLD && r->status != INV_SOLD_OUT) || r->session_ended) return NULL;
     struct jw w = {.n = 0, .bad = 0};
     jw_raw(&w, "{");
     jw_str(&w, "status", reply_sale_status_word(r->status));

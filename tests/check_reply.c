@@ -116,7 +116,21 @@ static void sweep_case(long i, struct sale_result *r) {
     r->lock.granted_by = (int)(i % LOCK_GRANTS);
     r->lock.renewals = (int)(i % 2) * 3;
     r->late = (int)(i / 2) % 2;
-    if (i % 17 == 0) r->lock.replicas_wanted = 1;
+    if (i % 17 == 0) {
+        r->lock.replicas_wanted = (int)(i % 3) + 1;
+        r->lock.replicas_acked = (int)(i % 2);
+    }
+    if (i % 23 < 4) { /* a Redlock's votes: round trips of every size */
+        static const int us[] = {0, 1, 7, 999, 1000, 1234, 123456, 2147483647, -3, 33333};
+        r->lock.quorum = 2;
+        r->lock.nvotes = (int)(i % 4);
+        for (int v = 0; v < r->lock.nvotes; v++) {
+            snprintf(r->lock.votes[v].node, sizeof(r->lock.votes[v].node), "%s",
+                     v == 2 ? sweep_strs[(i / 23) % NSTRS] : "127.0.0.1:6381");
+            r->lock.votes[v].outcome = (int)((i + v) % 4) - 2;
+            r->lock.votes[v].us = us[(i / 7 + v) % 10];
+        }
+    }
     if (i % 19 == 0) r->session_ended = 1;
     snprintf(r->errstr, sizeof(r->errstr), "%s", sweep_strs[(i / 3) % NSTRS]);
 }
@@ -126,7 +140,7 @@ static void sweep_case(long i, struct sale_result *r) {
  * what it writes directly is the cJSON tree's JSON byte for byte, strategy
  * names included, and it does write hundreds of them directly. */
 START_TEST(test_the_sale_json_written_directly_is_the_cjson_trees_byte_for_byte) {
-    long direct = 0;
+    long direct = 0, votes = 0;
     for (long i = 0; i < 20000; i++) {
         struct sale_result r;
         sweep_case(i, &r);
@@ -139,12 +153,14 @@ START_TEST(test_the_sale_json_written_directly_is_the_cjson_trees_byte_for_byte)
                       c, b);
         ck_assert_msg(!a || strcmp(a, b) == 0, "case %ld:\n direct %s\n tree   %s", i, a, b);
         direct += a != NULL;
+        votes += a && strstr(a, "\"votes\":[{") && strstr(a, "\"replicas\"");
         free(a);
         free(b);
         free(c);
     }
     /* It takes the common answers: a plain sale among them. */
     ck_assert_int_gt(direct, 500);
+    ck_assert_int_gt(votes, 5); /* a Redlock's votes and replicas among them */
     struct sale_result plain = sold();
     char *d = reply_sale_direct(&plain, "atomic", 3786);
     ck_assert_ptr_nonnull(d);

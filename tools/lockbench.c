@@ -160,26 +160,35 @@ static void *client_run(void *arg) {
     return NULL;
 }
 
+/* INFO section of host:port as a string reply, or NULL with errstr set;
+ * the caller frees it. */
+static redisReply *info(const char *host, int port, const char *section, char *errstr,
+                        size_t errlen) {
+    struct rpool_options o = {.host = host, .port = port, .timeout_ms = 5000};
+    redisContext *c = rpool_connect(&o, errstr, errlen);
+    if (c == NULL) return NULL;
+    redisReply *r = redisCommand(c, "INFO %s", section);
+    if (r == NULL) {
+        snprintf(errstr, errlen, "INFO %s on %s:%d: %s", section, host, port, c->errstr);
+    } else if (r->type != REDIS_REPLY_STRING) {
+        snprintf(errstr, errlen, "INFO %s on %s:%d: %.80s", section, host, port,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
+        r = NULL;
+    }
+    redisFree(c);
+    return r;
+}
+
 /* The sum of calls= over INFO commandstats of host:port, or -1 with errstr
  * set. */
 static long long commandstats_total(const char *host, int port, char *errstr, size_t errlen) {
-    struct rpool_options o = {.host = host, .port = port, .timeout_ms = 5000};
-    redisContext *c = rpool_connect(&o, errstr, errlen);
-    if (c == NULL) return -1;
-    redisReply *r = redisCommand(c, "INFO commandstats");
-    long long total = -1;
-    if (r == NULL) {
-        snprintf(errstr, errlen, "INFO commandstats on %s:%d: %s", host, port, c->errstr);
-    } else if (r->type != REDIS_REPLY_STRING) {
-        snprintf(errstr, errlen, "INFO commandstats on %s:%d: %.80s", host, port,
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    } else {
-        total = 0;
-        for (const char *p = strstr(r->str, "calls="); p != NULL; p = strstr(p + 6, "calls="))
-            total += strtoll(p + 6, NULL, 10);
-    }
+    redisReply *r = info(host, port, "commandstats", errstr, errlen);
+    if (r == NULL) return -1;
+    long long total = 0;
+    for (const char *p = strstr(r->str, "calls="); p != NULL; p = strstr(p + 6, "calls="))
+        total += strtoll(p + 6, NULL, 10);
     freeReplyObject(r);
-    redisFree(c);
     return total;
 }
 
@@ -187,16 +196,11 @@ static long long commandstats_total(const char *host, int port, char *errstr, si
  * when it cannot be read. */
 static double redis_cpu_s(const char *host, int port) {
     char err[128];
-    struct rpool_options o = {.host = host, .port = port, .timeout_ms = 5000};
-    redisContext *c = rpool_connect(&o, err, sizeof(err));
-    if (c == NULL) return -1;
-    redisReply *r = redisCommand(c, "INFO cpu");
-    double total = -1;
-    const char *u = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "used_cpu_user:") : NULL;
-    const char *y = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "used_cpu_sys:") : NULL;
-    if (u && y) total = strtod(u + 14, NULL) + strtod(y + 13, NULL);
+    redisReply *r = info(host, port, "cpu", err, sizeof(err));
+    if (r == NULL) return -1;
+    const char *u = strstr(r->str, "used_cpu_user:"), *y = strstr(r->str, "used_cpu_sys:");
+    double total = u && y ? strtod(u + 14, NULL) + strtod(y + 13, NULL) : -1;
     freeReplyObject(r);
-    redisFree(c);
     return total;
 }
 

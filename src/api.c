@@ -69,6 +69,10 @@ struct api *api_create(const struct config *cfg, struct inventory *inv, struct l
     a->inv = inv;
     a->lab = lab;
     a->default_strategy = def;
+    if (inventory_pipeline_start(inv, errstr, errlen) != 0) {
+        free(a);
+        return NULL;
+    }
     return a;
 }
 
@@ -154,6 +158,54 @@ static int answer_faults_refused(const struct http_request *rq, int code, const 
     return http_answer_error(rq, code, code == 403 ? "faults_disabled" : "bad_request", why, text);
 }
 
+/* Answers rq with the sale r by t, and counts it. */
+static int answer_sale(const struct http_request *rq, const struct strategy *t,
+                       const struct sale_result *r, int port) {
+    metrics_sale(t, r);
+    if (r->status == INV_BACKEND)
+        log_limited("backend", "a sale by %s answered 503 backend_unavailable: %s", t->name,
+                    r->errstr);
+    return http_answer(rq, reply_sale_http_status(r->status),
+                       reply_sale(r, t->name, port, rq->text), rq->text ? CT_TEXT : CT_JSON, NULL);
+}
+
+/* A sale sent pipelined while its request waits, deferred (http_defer). */
+struct pipelined {
+    struct sale_result r;
+    const struct http_request *rq;
+    const struct strategy *t;
+    int port;
+};
+
+/* inventory_sold: answers the deferred request, in the pipeline's thread. */
+static void pipelined_sold(void *arg) {
+    struct pipelined *d = arg;
+    http_complete(d->rq, answer_sale(d->rq, d->t, &d->r, d->port));
+    free(d);
+}
+
+/* Sells with t pipelined, on the loop, which never waits: the connection
+ * is deferred and pipelined_sold answers it. When it cannot go so (out of
+ * memory, or the server or the pipeline stopping), the sale is made here,
+ * as a worker makes it. */
+static int sell_pipelined(const struct call *k, const struct strategy *t) {
+    struct api *s = k->s;
+    const struct http_request *rq = k->rq;
+    struct pipelined *d = malloc(sizeof(*d));
+    int deferred = d && http_defer(rq);
+    if (deferred) {
+        *d = (struct pipelined){.rq = rq, .t = t, .port = s->cfg->port};
+        if (inventory_sell_pipelined(s->inv, t, k->item, &d->r, pipelined_sold, d) == 0)
+            return 1; /* the loop goes on; pipelined_sold completes it */
+    }
+    free(d);
+    struct sale_result r;
+    inventory_sell(s->inv, t, k->item, NULL, &r);
+    int keep = answer_sale(rq, t, &r, s->cfg->port);
+    if (deferred) http_complete(rq, keep);
+    return keep;
+}
+
 /* Sells one unit with strategy t (NULL: unknown, named by the path). */
 static int sell(const struct call *k, const struct strategy *t) {
     struct api *s = k->s;
@@ -177,14 +229,11 @@ static int sell(const struct call *k, const struct strategy *t) {
         f.wait_given = 1;
     }
 
+    if (rq->on_loop) /* api_on_loop found it pipelined */
+        return sell_pipelined(k, t);
     struct sale_result r;
     inventory_sell(s->inv, t, k->item, &f, &r);
-    metrics_sale(t, &r);
-    if (r.status == INV_BACKEND)
-        log_limited("backend", "a sale by %s answered 503 backend_unavailable: %s", t->name,
-                    r.errstr);
-    return http_answer(rq, reply_sale_http_status(r.status),
-                       reply_sale(&r, t->name, s->cfg->port, text), text ? CT_TEXT : CT_JSON, NULL);
+    return answer_sale(rq, t, &r, s->cfg->port);
 }
 
 /* A sale with the strategy the path names, or the default one. */
@@ -609,13 +658,21 @@ static int refuse(const struct api *s, const struct http_request *rq, const stru
     return 1;
 }
 
+/* Whether rt is a sale whose strategy goes pipelined now (its handler
+ * then defers it, and the loop never waits). */
+static int sale_pipelined(const struct api *s, const struct route *rt) {
+    if (handlers[rt->id] != api_sale) return 0;
+    const struct strategy *t = rt->arg[0] ? strategy_find(rt->arg) : s->default_strategy;
+    return t && inventory_pipelined(s->inv, t);
+}
+
 int api_on_loop(void *cls, const char *method, const char *url) {
     const struct api *s = cls;
     struct route rt;
     route_match(method, url, s->cfg->context_path, &rt);
     return rt.id == ROUTE_NOT_FOUND || !rt.method_allowed ||
            (route_table[rt.id].flags & ROUTE_F_LOOP) ||
-           (rt.id == ROUTE_HEALTHZ && healthz_age_us(s) >= 0);
+           (rt.id == ROUTE_HEALTHZ && healthz_age_us(s) >= 0) || sale_pipelined(s, &rt);
 }
 
 int api_answer(void *cls, const struct http_request *rq) {

@@ -30,7 +30,9 @@ int api_answer(void *cls, const struct http_request *rq);
 
 /* http_hooks.on_loop: whether method url is answered without waiting on a
  * store or a lock (a row with ROUTE_F_LOOP, or no row at all: the 404 and
- * 405 answers), and so on the event loop. */
+ * 405 answers; /healthz while its last PING stands; a sale whose strategy
+ * goes pipelined, inventory_pipelined, which the handler defers), and so
+ * on the event loop. */
 int api_on_loop(void *cls, const char *method, const char *url);
 
 #endif

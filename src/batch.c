@@ -81,4 +81,4 @@ static void batched_sell(struct inventory *inv, const struct strategy *s, const 
     }
 }
 
-const struct sale_way sale_batched = {"batched", batched_sell, NULL, 0};
+const struct sale_way sale_batched = {"batched", batched_sell, NULL, 0, NULL};

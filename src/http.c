@@ -18,7 +18,10 @@
  * again and it queues the answer then (libmicrohttpd's documented pattern
  * for MHD_suspend_connection). The workers' queue is a FIFO under work_mu;
  * a worker stops only once it is empty, so a shutdown answers every parked
- * request before libmicrohttpd closes the connections. A parked request's
+ * request before libmicrohttpd closes the connections. A handler on the
+ * loop may instead defer its request (http_defer: suspended, counted in
+ * `deferred`) to a thread that calls http_complete with its answer; a
+ * shutdown waits for those too. A parked request's
  * time in the queue is told to the handler (http_request.queued_ms), which
  * takes it off the sale's wait for its lock.
  *
@@ -109,6 +112,7 @@ struct http_server {
     int listen_fd;
     int quiesced;
     atomic_int inflight;
+    atomic_int deferred; /* requests handed on by http_defer, not completed yet */
     atomic_int open_conns; /* connections watched, against server.max-connections */
 };
 
@@ -117,7 +121,8 @@ struct request {
     struct MHD_Response *resp; /* the handler's answer, queued on the loop */
     int code;
     int keep; /* what the handler returned: 0 closes the connection */
-    int parked; /* handed to a worker (the connection is suspended) */
+    int parked; /* handed to a worker or deferred (the connection is suspended) */
+    int deferred; /* handed on by its handler (http_defer) */
     int64_t parked_us; /* when */
     atomic_int done; /* the worker is through with it */
     struct request *next; /* in the workers' queue */
@@ -370,6 +375,29 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+int http_defer(const struct http_request *rq) {
+    struct http_server *s = rq->server;
+    struct request *req = rq->state;
+    pthread_mutex_lock(&s->work_mu);
+    int ok = !s->work_stop && !req->parked;
+    if (ok) {
+        req->parked = req->deferred = 1;
+        atomic_fetch_add(&s->deferred, 1);
+        MHD_suspend_connection(rq->conn);
+    }
+    pthread_mutex_unlock(&s->work_mu);
+    return ok;
+}
+
+void http_complete(const struct http_request *rq, int keep) {
+    struct http_server *s = rq->server;
+    struct request *req = rq->state;
+    req->keep = keep;
+    atomic_store(&req->done, 1);
+    MHD_resume_connection(rq->conn);
+    atomic_fetch_sub(&s->deferred, 1); /* after the resume: http_stop waits for it */
+}
+
 /* Refuses what the server refuses, then hands the request to the handler
  * (api.c's, which answers the rest by routes.def): on the loop when the
  * handler says it cannot wait on a store, else in a worker. */
@@ -384,7 +412,9 @@ static enum MHD_Result dispatch(struct http_server *s, struct MHD_Connection *co
     if ((!s->hooks.on_loop || !s->hooks.on_loop(s->handler_cls, method, url)) && park(s, req))
         return MHD_YES;
     req->rq.on_loop = 1;
-    req->keep = s->handler(s->handler_cls, &req->rq);
+    int keep = s->handler(s->handler_cls, &req->rq);
+    if (req->deferred) return MHD_YES; /* http_complete sets keep and resumes */
+    req->keep = keep;
     return queue_kept(conn, req);
 }
 
@@ -692,6 +722,10 @@ void http_stop(struct http_server *s) {
         pthread_join(s->reaper, NULL);
     }
     stop_workers(s); /* each answers what is parked first, and the loop sends it */
+    /* Requests deferred before the workers stopped (none can be after) are
+     * completed within their store's timeout: libmicrohttpd must not be
+     * stopped with a connection still suspended. */
+    while (atomic_load(&s->deferred) > 0) mclock_sleep_ms(5);
     MHD_stop_daemon(s->d); /* frees every watch through on_connection */
     destroy_server(s);
 }

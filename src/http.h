@@ -5,8 +5,11 @@
  * mode with a thread pool): they read requests and send answers for every
  * connection. A request the handler answers without waiting on a store or
  * a lock (http_hooks.on_loop: the list of strategies, the metrics, the lab's
- * page, a 404) is answered on the loop. Every other one (a sale, a read of
- * the stock, /healthz) is parked: its connection is suspended, and one of
+ * page, a 404) is answered on the loop. A handler on the loop may also
+ * hand its request to a thread that answers it without waiting on it (a
+ * pipelined sale): http_defer suspends the connection and http_complete
+ * resumes it. Every other request (a sale, a read of the stock, /healthz)
+ * is parked: its connection is suspended, and one of
  * server.workers worker threads answers it, oldest first, and resumes the
  * connection so that the loop sends the answer. A sale that waits for a
  * lock thus blocks one worker, never a loop; at most server.workers such
@@ -31,7 +34,7 @@ struct web_asset;
 struct MHD_Connection;
 
 /* One request, as the server hands it to its handler. Valid during the
- * handler's call only. */
+ * handler's call only, or until http_complete for a deferred one. */
 struct http_request {
     struct http_server *server;
     struct MHD_Connection *conn;
@@ -59,9 +62,9 @@ struct http_hooks {
     /* Called with the status of every answer queued (metrics); may be NULL. */
     void (*answered)(int code);
     /* Whether the handler (cls is its own) answers method url without ever
-     * waiting on a store or a lock: such a request is answered on the event
-     * loop; every other one is parked and answered by a worker. NULL: every
-     * request goes to a worker. */
+     * waiting on a store or a lock (or defers it, http_defer): such a
+     * request is answered on the event loop; every other one is parked and
+     * answered by a worker. NULL: every request goes to a worker. */
     int (*on_loop)(void *cls, const char *method, const char *url);
 };
 
@@ -99,6 +102,19 @@ int http_answer_unauthorized(const struct http_request *rq, const char *why, int
 /* One of the page's embedded files, with the page's security headers
  * (Content-Security-Policy and the like) and Cache-Control: no-cache. */
 int http_answer_asset(const struct http_request *rq, const struct web_asset *a);
+
+/* For a handler on the loop (rq->on_loop) whose answer comes from another
+ * thread without a worker waiting for it (a sale sent pipelined): suspends
+ * rq's connection, and the handler returns at once, its return value
+ * ignored. rq stays valid until the other thread, having answered with
+ * the functions above, calls http_complete with what the handler would
+ * have returned; the loop then sends the answer. Returns 1, or 0 when the
+ * server is stopping (nothing suspended: answer in the handler). */
+int http_defer(const struct http_request *rq);
+
+/* Ends a deferred request (http_defer): its answer is kept; keep is the
+ * handler's return value (0 closes the connection). Any thread. */
+void http_complete(const struct http_request *rq, int keep);
 
 /* The query argument name of rq, or NULL when absent. */
 const char *http_query(const struct http_request *rq, const char *name);

@@ -19,6 +19,7 @@
 _Static_assert(INVENTORY_ITEM_MAX == ITEM_MAX, "one bound for item names");
 #include "lock.h"
 #include "mclock.h"
+#include "pipeline.h"
 #include "probe.h"
 #include "rpool.h"
 #include "strategy.h"
@@ -66,6 +67,7 @@ struct inventory *inventory_create(const struct config *cfg, struct rpool *pool,
 
 void inventory_free(struct inventory *inv) {
     if (!inv) return;
+    pipeline_free(inv->pipeline);
     probe_free(inv->probe);
     waitq_free(inv->batches);
     free(inv);
@@ -150,10 +152,8 @@ static int seed_first(struct inventory *inv, char *errstr, size_t errlen) {
     return 0;
 }
 
-int inventory_sell(struct inventory *inv, const struct strategy *s, const char *item,
-                   const struct sale_faults *f, struct sale_result *r) {
-    static const struct sale_faults no_faults;
-    if (!f) f = &no_faults;
+int inventory_sell_start(struct inventory *inv, const struct strategy *s, const char *item,
+                         struct sale_result *r, struct item_keys *k) {
     memset(r, 0, sizeof(*r));
     snprintf(r->order, sizeof(r->order), "%s-%" PRIu64, inv->instance,
              (uint64_t)atomic_fetch_add(&order_seq, 1) + 1);
@@ -167,10 +167,40 @@ int inventory_sell(struct inventory *inv, const struct strategy *s, const char *
     if ((!item || strcmp(item, inv->stock_key) == 0) &&
         seed_first(inv, r->errstr, sizeof(r->errstr)) != 0)
         return r->status = INV_BACKEND;
+    inventory_keys(inv, item, k);
+    return 0;
+}
+
+int inventory_sell(struct inventory *inv, const struct strategy *s, const char *item,
+                   const struct sale_faults *f, struct sale_result *r) {
+    static const struct sale_faults no_faults;
     struct item_keys k;
-    inventory_keys(inv, item, &k);
-    s->way->sell(inv, s, &k, f, r);
+    if (inventory_sell_start(inv, s, item, r, &k) != 0) return r->status;
+    s->way->sell(inv, s, &k, f ? f : &no_faults, r);
     return r->status;
+}
+
+int inventory_pipeline_start(struct inventory *inv, char *errstr, size_t errlen) {
+    if (inv->cluster || inv->pipeline) return 0;
+    return (inv->pipeline = pipeline_create(inv, errstr, errlen)) ? 0 : -1;
+}
+
+int inventory_pipelined(const struct inventory *inv, const struct strategy *s) {
+    return inv->pipeline && s->way->script && atomic_load(&inv->seed_done);
+}
+
+int inventory_sell_pipelined(struct inventory *inv, const struct strategy *s, const char *item,
+                             struct sale_result *r, inventory_sold *done, void *arg) {
+    if (!inventory_pipelined(inv, s)) return -1;
+    struct item_keys k;
+    struct sale_result mine;
+    if (inventory_sell_start(inv, s, item, &mine, &k) != 0) {
+        *r = mine;
+        done(arg);
+        return 0;
+    }
+    *r = mine; /* r must not change before it is queued */
+    return pipeline_submit(inv->pipeline, s, r, &k, done, arg);
 }
 
 /* A reply to GET stock, parsed. */

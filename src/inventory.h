@@ -128,6 +128,36 @@ void inventory_free(struct inventory *inv);
 int inventory_sell(struct inventory *inv, const struct strategy *s, const char *item,
                    const struct sale_faults *faults, struct sale_result *r);
 
+/* ---- sales without a thread waiting (pipeline.c) ----
+ * A strategy whose sale is one script (atomic) can be sold with no thread
+ * waiting for Redis: its script goes out pipelined with every other such
+ * sale, on one connection of the pipeline's own, and the pipeline's thread
+ * reads the replies in order. The outcome is the same as inventory_sell's,
+ * a lost reply included (backend_unavailable, never sent again). */
+
+/* Called once a pipelined sale's result is filled. */
+typedef void inventory_sold(void *arg);
+
+/* Starts the pipeline (a thread and a connection). Nothing is started in
+ * cluster mode, and inventory_pipelined is then always 0. 0, or -1 with
+ * errstr set. The pipeline is stopped by inventory_free. */
+int inventory_pipeline_start(struct inventory *inv, char *errstr, size_t errlen);
+
+/* Whether a sale with s would go pipelined now: s's sale is one script,
+ * the pipeline runs, and the start-up seed has run (so the sale's start
+ * makes no round trip). Never waits. */
+int inventory_pipelined(const struct inventory *inv, const struct strategy *s);
+
+/* Sells one unit of item with s as inventory_sell does (no faults: a
+ * one-script sale takes none), without waiting: r is filled and done(arg)
+ * called once, in the pipeline's thread, or in this one at once when the
+ * sale is refused before any I/O (lock.allowed). 0, or -1 with nothing
+ * done and r untouched when it cannot go pipelined (not
+ * inventory_pipelined, out of memory, or stopping): sell it with
+ * inventory_sell instead. */
+int inventory_sell_pipelined(struct inventory *inv, const struct strategy *s, const char *item,
+                             struct sale_result *r, inventory_sold *done, void *arg);
+
 /* Whether the faults f apply to a sale of s here (s NULL: to a read of
  * the stock): 0, or -1 with why when one cannot (end_session on a lock
  * that keeps no session of a store). */

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include "inventory.h"
 
+struct pipeline;
 struct probe;
 struct waitq;
 
@@ -17,6 +18,7 @@ struct inventory {
     struct lock_core *core;
     struct probe *probe; /* NULL with inventory.probe=false */
     struct waitq *batches; /* the batched strategy's queues */
+    struct pipeline *pipeline; /* one-script sales, pipelined; NULL until started */
     int port; /* this instance's port, written to the ledger */
     int pool_wait_ms; /* longest wait for a free connection */
     int lock_per_item; /* lock.scope=item */
@@ -47,12 +49,41 @@ struct item_keys {
  * but the stock carry the item's hash tag: {item}:sold, lock.name:{item}. */
 void inventory_keys(const struct inventory *inv, const char *item, struct item_keys *k);
 
+/* The start of every sale: its order id, lock.allowed, the seed of the
+ * configured item when the start-up seed has not run (a round trip; none
+ * once it has), and k, the item's keys. 0 to go on, or the status, with r
+ * filled, when the sale is answered already. */
+int inventory_sell_start(struct inventory *inv, const struct strategy *s, const char *item,
+                         struct sale_result *r, struct item_keys *k);
+
 /* ---- sale.c --------------------------------------------------------------- */
 
 /* The write of the critical section: appends it to the lock's pipeline.
  * Returns the index of its reply there (lock_reply), or -1. */
 struct sale_section;
 typedef int (*sale_commit)(struct sale_section *sec);
+
+/* The arguments of a sale that is one script and nothing else, with the
+ * room its strings need (argv points into it, the item's keys and the
+ * sale's result). */
+#define SALE_ARGS_MAX 8
+struct sale_args {
+    const char *script; /* the embedded script's name (script.h) */
+    int nkeys, argc;
+    const char *argv[SALE_ARGS_MAX];
+    char port[16];
+};
+
+/* A sale that is one script and nothing else: no lock, no probe, no read
+ * first. Its command can go out pipelined with others on one connection
+ * (pipeline.c), and its reply alone says what happened. */
+struct sale_script {
+    /* Fills a for the sale r (its order set) of k's item with strategy s. */
+    void (*args)(const struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                 const struct sale_result *r, struct sale_args *a);
+    /* Reads the script's reply (not NULL) into r. */
+    void (*read)(struct inventory *inv, const redisReply *rep, struct sale_result *r);
+};
 
 /* How a strategy's sale writes (strategy.h names one per strategy). */
 struct sale_way {
@@ -67,6 +98,9 @@ struct sale_way {
      * sale.c), for a lock whose tokens come from another store; Redis's own
      * fence is bumped by the grant itself. */
     int shows_token;
+    /* Not NULL when the sale is one script (sell runs it on a pooled
+     * connection of its own): a caller may pipeline it instead. */
+    const struct sale_script *script;
 };
 
 /* Takes s's lock for the n sales in rs[] (faults f, rs[0]'s), runs the

@@ -18,8 +18,9 @@
  * the GET are appended (lock_append) and the core sends them together; the
  * write is appended, and goes out with the release. Their replies come
  * back by index (lock_reply), each command of the hold counting, the
- * probe's entry first. Only atomic_sell, which takes no lock, runs its
- * script on a pooled connection of its own.
+ * probe's entry first. Only a one-script sale (atomic, script_sell),
+ * which takes no lock, runs its script on a pooled connection of its own,
+ * or pipelined with others (pipeline.c).
  *
  * The commit point. Right before the write step, the core stops the lock's
  * renewal (waiting only for a renewal of this lock in flight) and checks
@@ -570,34 +571,20 @@ static void locked_sell(struct inventory *inv, const struct strategy *s, const s
 }
 
 /* The lock-free sale: atomic-sale.lua, no critical section, no probe. */
-static void atomic_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
-                        const struct sale_faults *f, struct sale_result *r) {
-    (void)f;
-    redisContext *c = NULL;
-    char err[160], port[16];
-    r->lock.attempts = 1;
-    struct rpool *pool = rpool_route(inv->pool, k->stock);
-    if (rpool_get(pool, inv->pool_wait_ms, &c, err, sizeof(err)) != RPOOL_OK) {
-        sale_backend(r, "connection", err);
-        return;
-    }
-    snprintf(port, sizeof(port), "%d", inv->port);
-    const char *argv[] = {k->stock, k->ledger, k->families,
-                          r->order, port,      lock_type_family(s->lock)};
-    redisReply *rep;
-    int hops = 0, again;
-    do { /* a refusal in cluster mode (it did not run) is followed */
-        rep = script_run(c, "atomic-sale", 3, 6, argv, NULL, err, sizeof(err));
-        again = rep ? rpool_follow(inv->pool, rep, &hops, &pool, &c, inv->pool_wait_ms, err,
-                                   sizeof(err))
-                    : 0;
-        if (again != 0) freeReplyObject(rep);
-        if (again < 0) rep = NULL;
-    } while (again > 0);
-    rpool_put(pool, c); /* dropped if it failed */
-    if (!rep) {
-        sale_backend(r, "atomic-sale", err);
-    } else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BADSTOCK", 8) == 0) {
+static void atomic_args(const struct inventory *inv, const struct strategy *s,
+                        const struct item_keys *k, const struct sale_result *r,
+                        struct sale_args *a) {
+    *a = (struct sale_args){
+        "atomic-sale",
+        3,
+        6,
+        {k->stock, k->ledger, k->families, r->order, a->port, lock_type_family(s->lock)},
+        {0}};
+    snprintf(a->port, sizeof(a->port), "%d", inv->port);
+}
+
+static void atomic_read(struct inventory *inv, const redisReply *rep, struct sale_result *r) {
+    if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BADSTOCK", 8) == 0) {
         snprintf(r->errstr, sizeof(r->errstr), "%s", rep->str + 9);
         r->status = INV_BAD_DATA;
     } else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BADKEY", 6) == 0) {
@@ -613,11 +600,46 @@ static void atomic_sell(struct inventory *inv, const struct strategy *s, const s
         sale_backend(r, "atomic-sale",
                      rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
     }
+}
+
+static const struct sale_script atomic_script = {atomic_args, atomic_read};
+
+/* Runs a one-script sale (way->script) on a pooled connection. */
+static void script_sell(struct inventory *inv, const struct strategy *s, const struct item_keys *k,
+                        const struct sale_faults *f, struct sale_result *r) {
+    (void)f;
+    const struct sale_script *sc = s->way->script;
+    redisContext *c = NULL;
+    char err[160];
+    r->lock.attempts = 1;
+    struct rpool *pool = rpool_route(inv->pool, k->stock);
+    if (rpool_get(pool, inv->pool_wait_ms, &c, err, sizeof(err)) != RPOOL_OK) {
+        sale_backend(r, "connection", err);
+        return;
+    }
+    struct sale_args a;
+    sc->args(inv, s, k, r, &a);
+    redisReply *rep;
+    int hops = 0, again;
+    do { /* a refusal in cluster mode (it did not run) is followed */
+        rep = script_run(c, a.script, a.nkeys, a.argc, a.argv, NULL, err, sizeof(err));
+        again = rep ? rpool_follow(inv->pool, rep, &hops, &pool, &c, inv->pool_wait_ms, err,
+                                   sizeof(err))
+                    : 0;
+        if (again != 0) freeReplyObject(rep);
+        if (again < 0) rep = NULL;
+    } while (again > 0);
+    rpool_put(pool, c); /* dropped if it failed */
+    if (!rep) {
+        sale_backend(r, a.script, err);
+        return;
+    }
+    sc->read(inv, rep, r);
     freeReplyObject(rep);
 }
 
-const struct sale_way sale_plain = {"plain", locked_sell, sale_commit_plain, 0};
-const struct sale_way sale_fenced = {"fenced", locked_sell, commit_fenced, 0};
-const struct sale_way sale_store_fenced = {"store-fenced", locked_sell, commit_fenced, 1};
-const struct sale_way sale_handoff = {"handoff", locked_sell, commit_handoff, 0};
-const struct sale_way sale_atomic = {"atomic", atomic_sell, NULL, 0};
+const struct sale_way sale_plain = {"plain", locked_sell, sale_commit_plain, 0, NULL};
+const struct sale_way sale_fenced = {"fenced", locked_sell, commit_fenced, 0, NULL};
+const struct sale_way sale_store_fenced = {"store-fenced", locked_sell, commit_fenced, 1, NULL};
+const struct sale_way sale_handoff = {"handoff", locked_sell, commit_handoff, 0, NULL};
+const struct sale_way sale_atomic = {"atomic", script_sell, NULL, 0, &atomic_script};

@@ -58,6 +58,16 @@ int script_append(redisContext *c, const char *name, int numkeys, int argc, cons
     return n < 0 ? REDIS_ERR : redisAppendCommandArgv(c, n, e.av, e.avlen);
 }
 
+int script_append_eval(redisContext *c, const char *name, int numkeys, int argc, const char **argv,
+                       const size_t *argvlen) {
+    const struct script_source *s = script_find(name);
+    struct evalsha e;
+    int n =
+        s ? build("EVAL", s->body, numkeys, argc, argv, argvlen, e.nk, sizeof(e.nk), e.av, e.avlen)
+          : -1;
+    return n < 0 ? REDIS_ERR : redisAppendCommandArgv(c, n, e.av, e.avlen);
+}
+
 long long script_format(char **cmd, const char *name, int numkeys, int argc, const char **argv,
                         const size_t *argvlen) {
     struct evalsha e;

@@ -40,6 +40,11 @@ redisReply *script_run(redisContext *c, const char *name, int numkeys, int argc,
 int script_append(redisContext *c, const char *name, int numkeys, int argc, const char **argv,
                   const size_t *argvlen);
 
+/* The same with EVAL of the script's text: for a pipelining caller to send
+ * again a script that was refused NOSCRIPT (it did not run). */
+int script_append_eval(redisContext *c, const char *name, int numkeys, int argc, const char **argv,
+                       const size_t *argvlen);
+
 /* Formats EVALSHA of the named script as a command ready to send
  * (redisAppendFormattedCommand), into *cmd, to be freed with
  * redisFreeCommand. Its length, or -1 (unknown script, too many arguments

@@ -321,7 +321,10 @@ static int sold_at(int port, const char *body) {
     return yes;
 }
 
-START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_master) {
+/* Sales by path go to the master; after a failover whose old master stays
+ * up (and still a master), they move to the new one within 5 s, and none
+ * goes back. */
+static void failover_moves_sales(const char *path) {
     char nodes[160];
     snprintf(nodes, sizeof(nodes), "redis.sentinel.nodes=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
              sentinel_port[0], sentinel_port[1], sentinel_port[2]);
@@ -329,8 +332,7 @@ START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_mast
     app_start(sets);
     struct httpc_response r;
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
-                         200);
+        ck_assert_int_eq(harness_http(app_port, "GET", path, NULL, NULL, &r), 200);
         ck_assert(sold_at(master_port, r.body));
     }
     ck_assert_int_eq(acked_write(master_port), 1);
@@ -349,7 +351,7 @@ START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_mast
 
     int moved = 0, to_old = 0;
     while (!moved && mclock_ms() - promoted < 5000) {
-        if (harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r) == 200 &&
+        if (harness_http(app_port, "GET", path, NULL, NULL, &r) == 200 &&
             strcmp(harness_json_str(r.body, "status"), "sold") == 0) {
             moved = sold_at(replica_port, r.body);
             to_old += !moved;
@@ -364,10 +366,20 @@ START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_mast
     ck_assert_msg(strcmp(role_of(master_port), "master") == 0,
                   "the old master was demoted already: this shows nothing");
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(harness_http(app_port, "GET", "/inventory/sale/owner-lua", NULL, NULL, &r),
-                         200);
+        ck_assert_int_eq(harness_http(app_port, "GET", path, NULL, NULL, &r), 200);
         ck_assert_msg(sold_at(replica_port, r.body), "a sale went back: %s", r.body);
     }
+}
+
+START_TEST(test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_master) {
+    failover_moves_sales("/inventory/sale/owner-lua");
+}
+END_TEST
+
+/* The same for atomic sales, sent pipelined on the pipeline's own
+ * connection: it follows the failover too. */
+START_TEST(test_a_failover_whose_old_master_stays_up_moves_pipelined_sales_too) {
+    failover_moves_sales("/inventory/sale/atomic");
 }
 END_TEST
 
@@ -585,6 +597,7 @@ Suite *ha_suite(void) {
     tcase_set_timeout(sen, 90);
     tcase_add_test(sen, test_a_killed_master_fails_over_and_sales_go_on_at_the_promoted_replica);
     tcase_add_test(sen, test_a_failover_whose_old_master_stays_up_moves_sales_to_the_new_master);
+    tcase_add_test(sen, test_a_failover_whose_old_master_stays_up_moves_pipelined_sales_too);
     tcase_add_test(sen,
                    test_the_password_and_database_apply_to_the_master_and_not_to_the_sentinels);
     tcase_add_test(sen, test_a_sentinel_that_names_a_replica_as_master_gets_no_connection);

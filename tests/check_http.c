@@ -478,6 +478,19 @@ START_TEST(test_sigint_lets_a_sale_in_flight_finish_then_exits_cleanly) {
 }
 END_TEST
 
+/* After a lost reply: two sales by path sell units unit and unit - 1 (each
+ * reads its own reply, not a stale one), and the audit counts sold in all,
+ * none twice. */
+static void next_sales_read_their_own_replies(const char *path, int unit, int sold) {
+    struct httpc_response r;
+    for (int u = unit; u >= unit - 1; u--) {
+        ck_assert_int_eq(harness_http(inst_port, "GET", path, NULL, NULL, &r), 200);
+        ck_assert_msg(harness_json_num(r.body, "unit") == u, "after the lost reply: %s", r.body);
+    }
+    ck_assert_int_eq(harness_audit(inst_port, "sold_twice"), 0);
+    ck_assert_int_eq(harness_audit(inst_port, "sold"), sold);
+}
+
 /* Redis is frozen (SIGSTOP) after the sale read the stock and before it
  * writes: the SET and RPUSH reach Redis's socket, their replies do not come
  * within redis.timeout (500 ms). Thawed later, Redis applies them: the
@@ -516,14 +529,60 @@ START_TEST(test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_
     ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 1);
     ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 199);
     /* The next sales read their own replies: units 199 and 198. */
-    struct httpc_response r;
-    for (int unit = 199; unit >= 198; unit--) {
-        ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/local", NULL, NULL, &r),
-                         200);
-        ck_assert_msg(harness_json_num(r.body, "unit") == unit, "after the lost reply: %s", r.body);
+    next_sales_read_their_own_replies("/inventory/sale/local", 199, 3);
+}
+END_TEST
+
+/* The same for atomic sales, sent pipelined on one connection (made by a
+ * first sale): Redis is frozen with three of them written to it, and no
+ * reply comes within redis.timeout (500 ms). Each answers 503; thawed,
+ * Redis applies the three, each once; the connection they went on is
+ * dropped, so the next sale reads its own reply, not a stale one. */
+START_TEST(test_pipelined_sales_whose_replies_were_lost_answer_503_and_are_never_sent_again) {
+    struct httpc_response r; /* a first sale: the pipeline's connection is made */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+    long long evals = harness_redis_calls(redis_port, "evalsha");
+    kill(redis_pid, SIGSTOP);
+    struct harness_bg sale[3];
+    for (int i = 0; i < 3; i++) harness_bg_start(&sale[i], inst_port, "/inventory/sale/atomic", 0);
+    for (int i = 0; i < 3; i++) harness_bg_join(&sale[i]);
+    mclock_sleep_ms(300); /* any re-send would have gone out by now */
+    kill(redis_pid, SIGCONT);
+    mclock_sleep_ms(300);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(sale[i].status == 503, "sale %d: %d %s", i, sale[i].status, sale[i].body);
+        ck_assert_str_eq(harness_json_str(sale[i].body, "status"), "backend_unavailable");
+        ck_assert_int_ge(sale[i].took_ms, 450); /* it waited for the reply */
     }
-    ck_assert_int_eq(harness_audit(inst_port, "sold_twice"), 0);
-    ck_assert_int_eq(harness_audit(inst_port, "sold"), 3);
+    /* Written once each, and applied: the fault hit the sales in flight. */
+    ck_assert_int_eq(harness_redis_calls(redis_port, "evalsha") - evals, 3);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 4);
+    ck_assert_int_eq(harness_redis_int(redis_port, "GET inventory001"), 196);
+    next_sales_read_their_own_replies("/inventory/sale/atomic", 196, 6);
+}
+END_TEST
+
+/* Atomic sales sent pipelined (on the connection a first sale made),
+ * Redis frozen, then SIGTERM: the process waits for their replies (Redis
+ * thawed 300 ms later, within redis.timeout), answers them, and exits 0. */
+START_TEST(test_sigterm_answers_the_pipelined_sales_in_flight_before_exiting) {
+    struct httpc_response r; /* a first sale: the pipeline's connection is made */
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
+    long long evals = harness_redis_calls(redis_port, "evalsha");
+    kill(redis_pid, SIGSTOP);
+    struct harness_bg sale[3];
+    for (int i = 0; i < 3; i++) harness_bg_start(&sale[i], inst_port, "/inventory/sale/atomic", 0);
+    mclock_sleep_ms(100);
+    kill(inst_pid, SIGTERM);
+    mclock_sleep_ms(200);
+    kill(redis_pid, SIGCONT);
+    for (int i = 0; i < 3; i++) harness_bg_join(&sale[i]);
+    expect_clean_exit();
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(sale[i].status == 200 && strstr(sale[i].body, "\"status\":\"sold\""),
+                      "sale %d: %d %s", i, sale[i].status, sale[i].body);
+    ck_assert_int_eq(harness_redis_calls(redis_port, "evalsha") - evals, 3);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 4);
 }
 END_TEST
 
@@ -1652,17 +1711,18 @@ static void hold_a_worker(struct harness_bg *holder, int hold_ms) {
 }
 
 /* One worker, held by a sale inside its lock for 1.5 s: the list of
- * strategies, the metrics, the lab's settings and a 404 need no worker and
- * are answered at once; a sale, even one that takes no lock, waits for the
+ * strategies, the metrics, the lab's settings, a 404 and an atomic sale
+ * (one script, sent pipelined) need no worker and are answered at once; a
+ * sale of another strategy, even one that takes no lock, waits for the
  * worker and is then answered. */
 START_TEST(test_with_every_worker_busy_what_waits_for_no_lock_is_answered_at_once) {
     start_with_workers(1);
     struct harness_bg holder, queued;
     hold_a_worker(&holder, 1500);
-    harness_bg_start(&queued, inst_port, "/inventory/sale/atomic", 0);
-    const char *paths[] = {"/strategies", "/metrics", "/lab", "/nowhere"};
-    const int codes[] = {200, 200, 200, 404};
-    for (int i = 0; i < 4; i++) {
+    harness_bg_start(&queued, inst_port, "/inventory/sale/none", 0);
+    const char *paths[] = {"/strategies", "/metrics", "/lab", "/nowhere", "/inventory/sale/atomic"};
+    const int codes[] = {200, 200, 200, 404, 200};
+    for (int i = 0; i < 5; i++) {
         struct httpc_response r;
         int64_t t0 = mclock_ms();
         ck_assert_int_eq(harness_http(inst_port, "GET", paths[i], NULL, NULL, &r), codes[i]);
@@ -1676,9 +1736,10 @@ START_TEST(test_with_every_worker_busy_what_waits_for_no_lock_is_answered_at_onc
     ck_assert_int_eq(holder.status, 200);
     ck_assert_msg(queued.status == 200, "the queued sale: %d %s", queued.status, queued.body);
     ck_assert_msg(queued.took_ms >= 700,
-                  "the atomic sale took %lld ms: it did not wait for the "
+                  "the sale of none took %lld ms: it did not wait for the "
                   "one worker",
                   (long long)queued.took_ms);
+    ck_assert_int_eq(harness_redis_int(redis_port, "LLEN inventory001:sold"), 3);
 }
 END_TEST
 
@@ -1980,6 +2041,9 @@ Suite *http_suite(void) {
     tcase_add_test(outage, test_redis_stopped_gives_503_then_sales_recover);
     tcase_add_test(outage, test_sigterm_lets_a_sale_in_flight_finish_then_exits_cleanly);
     tcase_add_test(outage, test_sigint_lets_a_sale_in_flight_finish_then_exits_cleanly);
+    tcase_add_test(
+        outage, test_pipelined_sales_whose_replies_were_lost_answer_503_and_are_never_sent_again);
+    tcase_add_test(outage, test_sigterm_answers_the_pipelined_sales_in_flight_before_exiting);
     tcase_add_test(outage,
                    test_a_sale_whose_write_reply_was_lost_answers_503_and_is_never_sent_again);
     suite_add_tcase(s, outage);

@@ -23,7 +23,7 @@
 #define CONFIG_TOKEN_MIN 16
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 50
+#define CONFIG_KEY_COUNT 51
 
 struct config {
     /* server.* */
@@ -35,6 +35,7 @@ struct config {
     int max_body_bytes; /* server.max-body-bytes, default 4096 */
     int io_threads; /* server.io-threads, default 2: event loops over the connections */
     int workers; /* server.workers, default 16: threads that answer sales and store reads */
+    int connection_memory_kb; /* server.connection-memory-kb, default 36: each connection's pool */
 
     /* redis.* */
     char redis_host[256]; /* redis.host, default 127.0.0.1 */

@@ -59,8 +59,9 @@
 #define LAB_CSP "default-src 'self'"
 
 /* Requests this large get the service's own JSON 414/431. They must fit in
- * libmicrohttpd's per-connection memory (CONN_MEMORY) to get that far;
- * larger ones get libmicrohttpd's HTML page. */
+ * libmicrohttpd's per-connection memory (conn_memory: the default 36 KB
+ * holds a 20 KB header) to get that far; larger ones get libmicrohttpd's
+ * HTML page. */
 #define URL_MAX (8 * 1024)
 #define HEADERS_MAX (16 * 1024)
 
@@ -72,11 +73,16 @@ static int conn_limit(const struct config *cfg) {
     return cfg->max_connections + cfg->max_connections / 8 + 64;
 }
 
-/* Each connection's memory pool. Over 32 KB, libmicrohttpd maps it on its
- * own (mmap) and unmaps it when the connection closes, so an instance's RSS
- * follows the connections open now; at 32 KB and under it comes from
- * malloc, whose arenas the loops' churn of connections fragments. */
-#define CONN_MEMORY (36 * 1024)
+/* Each connection's memory pool, server.connection-memory-kb (36 KB by
+ * default). Over 32 KB, libmicrohttpd maps it on its own (mmap) and unmaps
+ * it when the connection closes, so an instance's RSS follows the
+ * connections open now; at 32 KB and under it comes from malloc, whose
+ * arenas the loops' churn of connections fragments. libmicrohttpd clears
+ * the whole pool after every request, so an idle keep-alive connection
+ * costs all of it in RSS. */
+static size_t conn_memory(const struct config *cfg) {
+    return (size_t)cfg->connection_memory_kb * 1024;
+}
 
 enum watch_phase { WATCH_IDLE, WATCH_BODY, WATCH_HANDLING };
 
@@ -682,7 +688,7 @@ struct http_server *http_start(const struct config *cfg, const struct http_hooks
     s->d = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)cfg->io_threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+        (unsigned)cfg->io_threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(cfg),
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)conn_limit(cfg), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->connection_timeout_s, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection,

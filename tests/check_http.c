@@ -413,6 +413,30 @@ START_TEST(test_list_routes_prints_each_row_of_the_route_table_and_starts_nothin
 }
 END_TEST
 
+/* server.connection-memory-kb reaches libmicrohttpd: a 14 KB header (under
+ * the 16 KB the service accepts) is served at the default 36 KB, and at
+ * 12 KB it no longer fits: libmicrohttpd answers its own 431, not JSON. */
+START_TEST(test_server_connection_memory_kb_bounds_what_a_request_may_hold) {
+    static char header[14 * 1024 + 32];
+    int n = snprintf(header, sizeof(header), "X-Big: ");
+    memset(header + n, 'a', 14 * 1024);
+    memcpy(header + n + 14 * 1024, "\r\n", 3);
+    struct httpc_response r;
+    ck_assert_int_eq(harness_http(inst_port, "GET", "/strategies", header, NULL, &r), 200);
+    int small_port = harness_free_port();
+    const char *sets[] = {redis_set, "server.connection-memory-kb=12", NULL};
+    pid_t small = harness_inventoryd_start(small_port, sets);
+    ck_assert_int_gt(small, 0);
+    int code = harness_http(small_port, "GET", "/strategies", header, NULL, &r);
+    int json = code && strstr(r.body, "\"status\"") != NULL;
+    int plain = harness_http(small_port, "GET", "/strategies", NULL, NULL, &r);
+    harness_stop(small);
+    ck_assert_msg(code == 431 && !json, "at 12 KB the 14 KB header got %d %.200s", code,
+                  code ? r.body : "");
+    ck_assert_int_eq(plain, 200);
+}
+END_TEST
+
 START_TEST(test_a_port_in_use_is_a_clear_error) {
     char out[2048], args[128];
     snprintf(args, sizeof(args), "--set server.port=%d", inst_port);
@@ -2032,6 +2056,7 @@ Suite *http_suite(void) {
     tcase_add_test(errors, test_fault_parameters_are_checked_and_refused_while_faults_are_off);
     tcase_add_test(errors, test_a_bad_config_value_stops_start_up_naming_the_key_and_line);
     tcase_add_test(errors, test_a_port_in_use_is_a_clear_error);
+    tcase_add_test(errors, test_server_connection_memory_kb_bounds_what_a_request_may_hold);
     tcase_add_test(errors, test_list_routes_prints_each_row_of_the_route_table_and_starts_nothing);
     tcase_add_test(errors, test_redis_password_and_database_are_used_and_the_password_never_logged);
     suite_add_tcase(s, errors);

@@ -18,10 +18,10 @@
 # /metrics) and Redis's DBSIZE are sampled and printed as a table. Then:
 #   RSS: over the samples from the first at or after the 10 s warm-up to the
 #        last under load, the least-squares slope of each instance's RSS
-#        against its sales (fitted together with the HTTP connections open
-#        at each sample, each of which holds its own memory pool, so that
-#        nginx's churn of connections is not read as a leak; see slope
-#        below) is at most 16 bytes per sale (or adds up to under 256 KB,
+#        against its sales (fitted together with the fds open at each
+#        sample, read right after its RSS: its HTTP connections, each of
+#        which holds its own memory pool, so that nginx's churn of
+#        connections is not read as a leak; see slope below) is at most 16 bytes per sale (or adds up to under 256 KB,
 #        or RSS from first to last grew by less than half of what the trend
 #        adds up to: a leak shows in both), and RSS idle after the load is
 #        under 10% above RSS idle after the burst. A leak of one malloc chunk (32
@@ -179,13 +179,29 @@ idle=$(wc -l <"$work/samples.tsv")
 # What an open HTTP connection holds: its memory pool (src/http.c,
 # CONN_MEMORY, 36 KB) and libmicrohttpd's record of it.
 pool_kb=40
-# net_kb ROW RSS_COL HTTP_COL: the sample's RSS in kB less pool_kb for each
-# HTTP connection open at it.
-net_kb() { echo $(( $(row "$1" "$2") - pool_kb * $(row "$1" "$3" | cut -d/ -f1) )); }
-# slope RSS_COL SALES_COL HTTP_COL: bytes of RSS per sale over the samples
+# open_http ROW FDS_COL HTTP_COL: the HTTP connections open at the sample,
+# from its fds (read right after its RSS) less its Redis connections and the
+# fds that are neither (the listener, the log...: idle before the load). ss's
+# count of established connections is read later in the sample, and
+# nginx's churn can close or open a hundred in between: CI's run of 45e0cf8
+# sampled 19 fds and 68 established connections at once.
+open_http() {
+    local c0 other
+    c0=$(row 1 "$3")
+    other=$(( $(row 1 "$2") - ${c0%%/*} - ${c0##*/} ))
+    local c f
+    c=$(row "$1" "$3") f=$(row "$1" "$2")
+    local h=$(( f - ${c##*/} - other ))
+    echo $(( h < 0 ? 0 : h ))
+}
+# net_kb ROW RSS_COL FDS_COL HTTP_COL: the sample's RSS in kB less pool_kb
+# for each HTTP connection open at it.
+net_kb() { echo $(( $(row "$1" "$2") - pool_kb * $(open_http "$1" "$3" "$4") )); }
+# slope RSS_COL SALES_COL FDS_COL: bytes of RSS per sale over the samples
 # from the warm-up to the last under load ("nan" if undefined), by least
-# squares against two things at once: the sales, and the HTTP connections
-# open at the sample (HTTP_COL's "http/redis"). Each open connection holds
+# squares against two things at once: the sales, and the fds open at the
+# sample (read right after its RSS: the HTTP connections, and a few fds
+# that do not move). Each open connection holds
 # its own memory pool, mapped when it opens and unmapped when it closes
 # (src/http.c, CONN_MEMORY), so RSS follows the connections open now, which
 # nginx's churn moves by a hundred either way; a leak follows the sales.
@@ -195,7 +211,7 @@ net_kb() { echo $(( $(row "$1" "$2") - pool_kb * $(row "$1" "$3" | cut -d/ -f1) 
 # glibc kept, made RSS follow the most connections held so far instead.)
 slope() {
     awk -F'\t' -v a="$warm" -v b="$lastload" -v rc="$1" -v sc="$2" -v hc="$3" '
-        NR >= a && NR <= b { n++; x[n] = $sc; split($hc, h, "/"); z[n] = h[1] + 0; y[n] = $rc * 1024; sx += x[n]; sz += z[n]; sy += y[n] }
+        NR >= a && NR <= b { n++; x[n] = $sc; z[n] = $hc + 0; y[n] = $rc * 1024; sx += x[n]; sz += z[n]; sy += y[n] }
         END {
             if (n < 4) { print "nan"; exit }
             for (i = 1; i <= n; i++) {
@@ -225,7 +241,7 @@ for i in 1 2; do
     sc=$(( i == 1 ? 10 : 11 ))
     n=$(( $(row "$lastload" "$sc") - $(row "$warm" "$sc") ))
     hc=$(( i == 1 ? 8 : 9 ))
-    b=$(slope "$rc" "$sc" "$hc")
+    b=$(slope "$rc" "$sc" "$fc")
     log "instance $p: RSS trend $b bytes per sale over the $n sales from $(row "$warm" 1) to $(row "$lastload" 1)" \
         "(a leak of one 32-byte chunk per sale shows as 16 to 52 here, a clean run as 10 or less)"
     [ "$b" != nan ] || bad="$bad; instance $p: no RSS trend (too few samples or sales)"
@@ -234,7 +250,7 @@ for i in 1 2; do
     # worth the last sample does not show at least half of is the fit
     # reading noise (CI's run of 47f4ebf: 21.8 bytes per sale while RSS fell
     # 0.2 MB).
-    a_net=$(net_kb "$warm" "$rc" "$hc") z_net=$(net_kb "$lastload" "$rc" "$hc")
+    a_net=$(net_kb "$warm" "$rc" "$fc" "$hc") z_net=$(net_kb "$lastload" "$rc" "$fc" "$hc")
     awk -v b="$b" -v n="$n" -v a="$a_net" -v z="$z_net" \
         'BEGIN { exit !(b == "nan" || b <= 16 || b * n < 256 * 1024 || (z - a) * 1024 < b * n / 2) }' ||
         bad="$bad; instance $p: RSS grows $b bytes per sale over $n sales (at most 16): a leak"
@@ -242,7 +258,7 @@ for i in 1 2; do
     # load (when nginx may still keep a hundred connections open), net of
     # the open connections' pools, RSS grew under 10%.
     base_row=$([ "$burst" -gt 0 ] && echo 2 || echo 1)
-    rb=$(net_kb "$base_row" "$rc" "$hc") ri=$(net_kb "$idle" "$rc" "$hc")
+    rb=$(net_kb "$base_row" "$rc" "$fc" "$hc") ri=$(net_kb "$idle" "$rc" "$fc" "$hc")
     idle_growth=$("$stats" --decimals 1 ratio "$(( (ri - rb) * 100 ))" "$rb")
     log "instance $p: RSS idle, net of the open connections' pools, $("$stats" --decimals 1 ratio "$rb" 1024) MB after the burst," \
         "$("$stats" --decimals 1 ratio "$ri" 1024) MB after the load ($idle_growth%)"

@@ -562,13 +562,21 @@ END_TEST
  * reply comes within redis.timeout (500 ms). Each answers 503; thawed,
  * Redis applies the three, each once; the connection they went on is
  * dropped, so the next sale reads its own reply, not a stale one. */
-START_TEST(test_pipelined_sales_whose_replies_were_lost_answer_503_and_are_never_sent_again) {
-    struct httpc_response r; /* a first sale: the pipeline's connection is made */
+/* A first atomic sale (the pipeline's connection is made), then Redis
+ * frozen and three atomic sales started into sale[]. Returns Redis's count
+ * of EVALSHA calls before the three. */
+static long long freeze_with_three_pipelined_sales(struct harness_bg sale[3]) {
+    struct httpc_response r;
     ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
     long long evals = harness_redis_calls(redis_port, "evalsha");
     kill(redis_pid, SIGSTOP);
-    struct harness_bg sale[3];
     for (int i = 0; i < 3; i++) harness_bg_start(&sale[i], inst_port, "/inventory/sale/atomic", 0);
+    return evals;
+}
+
+START_TEST(test_pipelined_sales_whose_replies_were_lost_answer_503_and_are_never_sent_again) {
+    struct harness_bg sale[3];
+    long long evals = freeze_with_three_pipelined_sales(sale);
     for (int i = 0; i < 3; i++) harness_bg_join(&sale[i]);
     mclock_sleep_ms(300); /* any re-send would have gone out by now */
     kill(redis_pid, SIGCONT);
@@ -590,12 +598,8 @@ END_TEST
  * Redis frozen, then SIGTERM: the process waits for their replies (Redis
  * thawed 300 ms later, within redis.timeout), answers them, and exits 0. */
 START_TEST(test_sigterm_answers_the_pipelined_sales_in_flight_before_exiting) {
-    struct httpc_response r; /* a first sale: the pipeline's connection is made */
-    ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
-    long long evals = harness_redis_calls(redis_port, "evalsha");
-    kill(redis_pid, SIGSTOP);
     struct harness_bg sale[3];
-    for (int i = 0; i < 3; i++) harness_bg_start(&sale[i], inst_port, "/inventory/sale/atomic", 0);
+    long long evals = freeze_with_three_pipelined_sales(sale);
     mclock_sleep_ms(100);
     kill(inst_pid, SIGTERM);
     mclock_sleep_ms(200);

@@ -193,13 +193,10 @@ int inventory_sell_pipelined(struct inventory *inv, const struct strategy *s, co
                              struct sale_result *r, inventory_sold *done, void *arg) {
     if (!inventory_pipelined(inv, s)) return -1;
     struct item_keys k;
-    struct sale_result mine;
-    if (inventory_sell_start(inv, s, item, &mine, &k) != 0) {
-        *r = mine;
+    if (inventory_sell_start(inv, s, item, r, &k) != 0) {
         done(arg);
         return 0;
     }
-    *r = mine; /* r must not change before it is queued */
     return pipeline_submit(inv->pipeline, s, r, &k, done, arg);
 }
 

@@ -151,10 +151,9 @@ int inventory_pipelined(const struct inventory *inv, const struct strategy *s);
 /* Sells one unit of item with s as inventory_sell does (no faults: a
  * one-script sale takes none), without waiting: r is filled and done(arg)
  * called once, in the pipeline's thread, or in this one at once when the
- * sale is refused before any I/O (lock.allowed). 0, or -1 with nothing
- * done and r untouched when it cannot go pipelined (not
- * inventory_pipelined, out of memory, or stopping): sell it with
- * inventory_sell instead. */
+ * sale is refused before any I/O (lock.allowed). 0, or -1 with done never
+ * called when it cannot go pipelined (not inventory_pipelined, out of
+ * memory, or stopping): sell it with inventory_sell instead. */
 int inventory_sell_pipelined(struct inventory *inv, const struct strategy *s, const char *item,
                              struct sale_result *r, inventory_sold *done, void *arg);
 

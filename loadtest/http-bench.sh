@@ -22,7 +22,10 @@
 # at each connection count, HB_RUNS times, targets taken in turn within each
 # round so that the machine's noise falls on all of them alike. Prints a
 # table of median requests/s, then the ratios the HTTP layer is judged by
-# (docs/speed.md), then the idle line: HB_IDLE keep-alive connections opened
+# (docs/speed.md), then the CPU each request cost, in us: the server's (its
+# processes with their children, read from /proc before and after each wrk
+# run), Redis's and wrk's own (bash's time), whose sum bounds what the cores
+# can serve when all three share them; then the idle line: HB_IDLE keep-alive connections opened
 # on an instance (each sends one request and then idles), its RSS and
 # threads with them open, and how long one more sale took on a fresh
 # connection meanwhile.
@@ -98,12 +101,14 @@ pids=()
 
 declare -A url   # target -> URL wrk hits
 declare -A pid_of  # inventoryd target -> pid (for the idle line)
+declare -A cpu_pids # target -> the pids whose CPU is its server's (with their children)
 
 # ---- the servers -------------------------------------------------------------
 
 pick_port; redis_port=$port
 sock=$work/redis.sock
 start_redis "$redis_port" redis --unixsocket "$sock" --unixsocketperm 777
+redis_cpu_pid=$redis_pid
 rcli SET inventory001 "$stock" >/dev/null
 
 # inst NAME [SET...]: an inventoryd on a free port, our Redis, HB_ARGS; sets
@@ -118,6 +123,7 @@ inst() {
     for s in "$@" "${extra_sets[@]}"; do sets+=(--set "$s"); done
     start_instance "$port" "${sets[@]}"
     pid_of[$name]=$inst_pid
+    cpu_pids[$name]=$inst_pid
     eval "port_$(echo "$name" | tr -c 'a-z0-9\n' _)=$port"
     wait_http "$inst_pid" "$port" /healthz "inventoryd ($name) on $port"
     url[$name]="http://127.0.0.1:$port/inventory/sale/atomic"
@@ -127,6 +133,7 @@ bare=(inventory.probe=false history.enabled=false)
 inst atomic-bare "${bare[@]}"
 inst atomic-default
 url[healthz]="http://127.0.0.1:$port_atomic_default/healthz"
+for t in healthz strategies lab; do cpu_pids[$t]=${pid_of[atomic-default]}; done
 url[strategies]="http://127.0.0.1:$port_atomic_default/strategies"
 url[lab]="http://127.0.0.1:$port_atomic_default/lab"
 if [[ " $targets " == *" before-bare "* ]]; then
@@ -143,7 +150,7 @@ if [[ " $targets " == *" atomic-unix "* ]]; then
     inst atomic-unix "${bare[@]}" redis.unix-socket="$sock"
 fi
 
-# front NAME UP1 UP2: the demo's nginx (nginx/nginx.conf.in, weights 1 and
+# front NAME UP1 UP2 INST1 INST2: the demo's nginx (nginx/nginx.conf.in, weights 1 and
 # 2) in $work/NAME in front of the instances on UP1 and UP2; its access log
 # off (it would be the bottleneck); sets url[NAME].
 front() {
@@ -154,17 +161,18 @@ front() {
     chmod 755 "$dir"
     nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" -g 'daemon off;' >"$work/$name.log" 2>&1 &
     pids+=("$!")
+    cpu_pids[$name]="$! ${pid_of[$4]} ${pid_of[$5]}"
     wait_http "$!" "$nport" /healthz "nginx ($name) on $nport"
     url[$name]="http://127.0.0.1:$nport/inventory/sale/atomic"
 }
 
 if [[ " $targets " == *" nginx>bare "* ]]; then
     inst atomic-bare2 "${bare[@]}"
-    front "nginx>bare" "$port_atomic_bare" "$port_atomic_bare2"
+    front "nginx>bare" "$port_atomic_bare" "$port_atomic_bare2" atomic-bare atomic-bare2
 fi
 if [[ " $targets " == *" nginx>default "* ]]; then
     inst atomic-default2
-    front "nginx>default" "$port_atomic_default" "$port_atomic_default2"
+    front "nginx>default" "$port_atomic_default" "$port_atomic_default2" atomic-default atomic-default2
 fi
 
 if [[ " $targets " == *" nginx "* ]]; then
@@ -194,6 +202,7 @@ EOF
     nginx -p "$work/ret" -c "$work/ret/nginx.conf" -e "$work/ret/error.log" -g 'daemon off;' \
         >"$work/nginx-return.log" 2>&1 &
     pids+=("$!")
+    cpu_pids[nginx]=$!
     wait_http "$!" "$nginx_ret_port" / "nginx return 200 on $nginx_ret_port"
     url[nginx]="http://127.0.0.1:$nginx_ret_port/"
 fi
@@ -210,6 +219,7 @@ EOF
     (cd "$work" && exec webdis "$work/webdis.json" >"$work/webdis.log" 2>&1) &
     pids+=("$!")
     webdis_pid=$!
+    cpu_pids[webdis]=$webdis_pid
     # The same keys and arguments as an atomic sale of inventory001 (src/sale.c).
     url[webdis]="http://127.0.0.1:$webdis_port/EVALSHA/$sha/3/inventory001/inventory001:sold/inventory001:families/webdis-1/$webdis_port/none"
     wait_http "$webdis_pid" "$webdis_port" "/PING" "webdis on $webdis_port"
@@ -220,19 +230,41 @@ fi
 # ---- the runs ----------------------------------------------------------------
 
 csv=$work/points.csv
-echo "round,target,conns,rps,non2xx,socket_errors" >"$csv"
+echo "round,target,conns,rps,non2xx,socket_errors,requests,server_cpu_ms,redis_cpu_ms,wrk_cpu_ms" >"$csv"
 bad=0
+hz=$(getconf CLK_TCK)
 
-# point ROUND TARGET C: one wrk run; appends its line to the CSV.
+# cpu_ms PID...: the CPU (user and system) each PID and its live children
+# have used so far, summed, in ms.
+cpu_ms() {
+    local p c t=0
+    for p in "$@"; do
+        for c in "$p" $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+            t=$((t + $(sed 's/^.*) //' "/proc/$c/stat" 2>/dev/null | awk '{print $12 + $13} END {if (NR == 0) print 0}')))
+        done
+    done
+    echo $((t * 1000 / hz))
+}
+
+# point ROUND TARGET C: one wrk run, with the CPU its server, Redis and wrk
+# itself used meanwhile; appends its line to the CSV.
 point() {
-    local out rps non2xx errs
-    out=$(wrk -t "$threads" -c "$3" -d "${seconds}s" --timeout 10s "${url[$2]}" 2>&1)
+    local out rps non2xx errs reqs s0 r0 s1 r1 wrk_ms
+    # shellcheck disable=SC2086 # cpu_pids holds a list of pids
+    s0=$(cpu_ms ${cpu_pids[$2]})
+    r0=$(cpu_ms "$redis_cpu_pid")
+    out=$({ TIMEFORMAT='wrk-cpu %U %S'; time wrk -t "$threads" -c "$3" -d "${seconds}s" --timeout 10s "${url[$2]}"; } 2>&1)
+    # shellcheck disable=SC2086
+    s1=$(cpu_ms ${cpu_pids[$2]})
+    r1=$(cpu_ms "$redis_cpu_pid")
+    wrk_ms=$(awk '$1 == "wrk-cpu" {printf "%d", ($2 + $3) * 1000}' <<<"$out")
     rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
+    reqs=$(sed -n 's/^ *\([0-9]*\) requests in .*/\1/p' <<<"$out")
     non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\).*/\1/p' <<<"$out")
     errs=$(sed -n 's/^ *Socket errors: connect \([0-9]*\), read \([0-9]*\), write \([0-9]*\), timeout \([0-9]*\).*/\1 \2 \3 \4/p' <<<"$out")
     errs=$("$stats" sum ${errs:-0})
     [ -n "$rps" ] || { echo "$out" >&2; fail "wrk gave no Requests/sec for $2 at c=$3"; }
-    echo "$1,$2,$3,$rps,${non2xx:-0},$errs" >>"$csv"
+    echo "$1,$2,$3,$rps,${non2xx:-0},$errs,${reqs:-0},$((s1 - s0)),$((r1 - r0)),${wrk_ms:-0}" >>"$csv"
     if [ "${non2xx:-0}" -gt 0 ] || { [ "$errs" -gt 0 ] && [ "$2" != nginx ]; }; then
         log "round $1: $2 at c=$3: ${non2xx:-0} non-2xx answers, $errs socket errors"
         bad=1
@@ -256,38 +288,9 @@ done
 
 idle_line=
 if [ "$idle" -gt 0 ]; then
-    cat >"$work/idle.py" <<'EOF'
-import socket, sys, time
-port, n, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-socks = []
-req = b"GET /strategies HTTP/1.1\r\nHost: x\r\n\r\n"
-for i in range(n):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(req)
-    got = b""
-    while b"\r\n\r\n" not in got:
-        got += s.recv(65536)
-    head, _, body = got.partition(b"\r\n\r\n")
-    length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
-    while len(body) < length:
-        body += s.recv(65536)
-    if not head.startswith(b"HTTP/1.1 200"):
-        sys.exit("connection %d: %r" % (i, head[:40]))
-    socks.append(s)
-open(ready, "w").write("%d\n" % len(socks))
-time.sleep(float(sys.argv[4]))
-EOF
     ipid=${pid_of[atomic-bare]}
     rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$ipid/status")
-    python3 "$work/idle.py" "$port_atomic_bare" "$idle" "$work/idle.ready" 30 >"$work/idle.log" 2>&1 &
-    idle_pid=$!
-    pids+=("$idle_pid")
-    for i in $(seq 1 600); do
-        [ -s "$work/idle.ready" ] && break
-        kill -0 "$idle_pid" 2>/dev/null || fail "the idle connections' script stopped: $(tail -3 "$work/idle.log")"
-        sleep 0.1
-    done
-    [ -s "$work/idle.ready" ] || fail "$idle idle connections not open after 60 s"
+    hold_idle "$port_atomic_bare" "$idle" 30
     sleep 1
     rss=$(awk '/^VmRSS/ {print $2}' "/proc/$ipid/status")
     thr=$(awk '/^Threads/ {print $2}' "/proc/$ipid/status")
@@ -316,6 +319,18 @@ ratio() {
     "$stats" -e - -d 2 ratio "$a" "$b"
 }
 
+# us TARGET C COL: the median CPU a request of TARGET at C, in us, of the
+# CSV's column COL (8 server, 9 Redis, 10 wrk, 0 all three).
+us() {
+    awk -F, -v t="$1" -v c="$2" -v k="$3" '$2 == t && $3 == c && $7 > 0 {
+        v = (k == 0 ? $8 + $9 + $10 : $k); print v * 1000 / $7 }' "$csv" | "$stats" -e - -d 0 median
+}
+
+# cpu_cell TARGET C: "all = server + Redis + wrk" in us a request.
+cpu_cell() {
+    echo "$(us "$1" "$2" 0) = $(us "$1" "$2" 8) + $(us "$1" "$2" 9) + $(us "$1" "$2" 10)"
+}
+
 md=$results/http-bench.md
 {
     echo "# loadtest/http-bench.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
@@ -339,6 +354,28 @@ md=$results/http-bench.md
     for c in $conns; do
         echo "- c=$c: healthz / nginx $(ratio healthz "$c" nginx "$c"), strategies / nginx $(ratio strategies "$c" nginx "$c"), lab / nginx $(ratio lab "$c" nginx "$c"), atomic-bare / webdis $(ratio atomic-bare "$c" webdis "$c"), atomic-default / webdis $(ratio atomic-default "$c" webdis "$c"), atomic-unix / atomic-bare $(ratio atomic-unix "$c" atomic-bare "$c"), atomic-bare / before-bare $(ratio atomic-bare "$c" before-bare "$c"), nginx>default / atomic-default $(ratio "nginx>default" "$c" atomic-default "$c")"
     done
+    echo
+    echo "CPU a request, in us (medians): all = the server's (its processes and their children: nginx's workers, the instances behind the demo's nginx) + Redis's + wrk's. $(nproc) cores over \"all\" is the most requests/s these cores could serve."
+    echo
+    printf '| target |'
+    for c in $conns; do printf ' c=%s |' "$c"; done
+    echo
+    printf '|---|'
+    for c in $conns; do printf -- '---:|'; done
+    echo
+    for t in $targets; do
+        printf '| %s |' "$t"
+        for c in $conns; do printf ' %s |' "$(cpu_cell "$t" "$c")"; done
+        echo
+    done
+    echo
+    for c in $conns; do
+        a=$(us atomic-bare "$c" 0)
+        w=$(us webdis "$c" 0)
+        [ "$a" = - ] || [ "$w" = - ] || [ "$a" = 0 ] ||
+            echo "- c=$c: atomic-bare's CPU bound over webdis's (webdis's all over atomic-bare's): $("$stats" -e - -d 2 ratio "$w" "$a")"
+    done
+    echo
     first=${conns%% *}
     last=${conns##* }
     echo "- atomic-bare at c=$last over c=$first: $(ratio atomic-bare "$last" atomic-bare "$first"); before-bare: $(ratio before-bare "$last" before-bare "$first"); webdis: $(ratio webdis "$last" webdis "$first"); nginx: $(ratio nginx "$last" nginx "$first")"

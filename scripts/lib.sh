@@ -252,6 +252,24 @@ pick_port() {
     fail "no free TCP port found"
 }
 
+# hold_idle PORT N SECONDS: loadtest/idle-conns.py opens N keep-alive
+# connections to 127.0.0.1:PORT (one 200 answer read on each) and holds them
+# idle for SECONDS; returns once all are open, with idle_pid its pid (in
+# pids); fails if it stops first or after 60 s. Needs ulimit -n above N.
+hold_idle() {
+    rm -f "$work/idle.ready"
+    python3 "$root/loadtest/idle-conns.py" "$1" "$2" "$work/idle.ready" "$3" >"$work/idle.log" 2>&1 &
+    idle_pid=$!
+    pids+=("$idle_pid")
+    local i
+    for i in $(seq 1 600); do
+        [ -s "$work/idle.ready" ] && return 0
+        kill -0 "$idle_pid" 2>/dev/null || fail "the idle connections' script stopped: $(tail -3 "$work/idle.log")"
+        sleep 0.1
+    done
+    fail "$2 idle connections not open after 60 s"
+}
+
 # wait_http PID PORT PATH NAME: returns once PATH on 127.0.0.1:PORT answers
 # 2xx; fails if PID exits first or after 20 s.
 wait_http() {

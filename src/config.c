@@ -88,7 +88,7 @@ static const struct config_key keys[] = {
     K_INT("server.max-body-bytes", max_body_bytes, "4096", 1, 16777216),
     K_INT("server.io-threads", io_threads, "2", 1, 64),
     K_INT("server.workers", workers, "16", 1, 4096),
-    K_INT("server.connection-memory-kb", connection_memory_kb, "36", 8, 1024),
+    K_INT("server.connection-memory-kb", connection_memory_kb, "16", 8, 1024),
 
     K_STR("redis.host", redis_host, "127.0.0.1", 1, 0),
     K_INT("redis.port", redis_port, "6379", 1, 65535),

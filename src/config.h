@@ -35,7 +35,7 @@ struct config {
     int max_body_bytes; /* server.max-body-bytes, default 4096 */
     int io_threads; /* server.io-threads, default 2: event loops over the connections */
     int workers; /* server.workers, default 16: threads that answer sales and store reads */
-    int connection_memory_kb; /* server.connection-memory-kb, default 36: each connection's pool */
+    int connection_memory_kb; /* server.connection-memory-kb, default 16: each connection's pool */
 
     /* redis.* */
     char redis_host[256]; /* redis.host, default 127.0.0.1 */

@@ -35,6 +35,7 @@
  * The watch list and the phases are guarded by watch_mu. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <netinet/in.h>
@@ -59,11 +60,13 @@
 #define LAB_CSP "default-src 'self'"
 
 /* Requests this large get the service's own JSON 414/431. They must fit in
- * libmicrohttpd's per-connection memory (conn_memory: the default 36 KB
- * holds a 20 KB header) to get that far; larger ones get libmicrohttpd's
- * HTML page. */
+ * libmicrohttpd's per-connection memory (conn_memory: the default 16 KB
+ * holds a header of 15.8 KB) to get that far; larger ones get
+ * libmicrohttpd's own HTML 431 or 414, and a request within 200 bytes of
+ * the pool's size is closed unanswered, its answer's header not fitting
+ * (loadtest/idle-bound.sh). */
 #define URL_MAX (8 * 1024)
-#define HEADERS_MAX (16 * 1024)
+#define HEADERS_MAX (12 * 1024)
 
 /* libmicrohttpd's own limit of connections: server.max-connections, and
  * room past it for the connections that are answered 503 and closed
@@ -73,15 +76,27 @@ static int conn_limit(const struct config *cfg) {
     return cfg->max_connections + cfg->max_connections / 8 + 64;
 }
 
-/* Each connection's memory pool, server.connection-memory-kb (36 KB by
- * default). Over 32 KB, libmicrohttpd maps it on its own (mmap) and unmaps
- * it when the connection closes, so an instance's RSS follows the
- * connections open now; at 32 KB and under it comes from malloc, whose
- * arenas the loops' churn of connections fragments. libmicrohttpd clears
- * the whole pool after every request, so an idle keep-alive connection
- * costs all of it in RSS. */
+/* Each connection's memory pool, server.connection-memory-kb (16 KB by
+ * default). libmicrohttpd clears the whole pool after every request, so an
+ * idle keep-alive connection costs all of it in RSS. Over 32 KB,
+ * libmicrohttpd maps the pool itself and unmaps it when the connection
+ * closes; at 32 KB and under it takes it from malloc, whose arenas would
+ * keep a closed connection's pool resident, so that RSS followed the most
+ * connections ever open rather than those open now (the soak's trend), and
+ * http_start has malloc map blocks as large as a pool (map_pools). The pool
+ * is malloc's block header short of whole pages, so that it maps exactly
+ * the KB configured. */
+#define MALLOC_HEADER 32
 static size_t conn_memory(const struct config *cfg) {
-    return (size_t)cfg->connection_memory_kb * 1024;
+    return (size_t)cfg->connection_memory_kb * 1024 - MALLOC_HEADER;
+}
+
+/* Has malloc map (mmap) every block as large as a connection's pool, and
+ * unmap it when freed, where libmicrohttpd takes the pool from malloc (32 KB
+ * and under). Blocks that large are few besides the pools: the pipeline's
+ * batch of sales, a long answer. */
+static void map_pools(const struct config *cfg) {
+    if (conn_memory(cfg) <= 32 * 1024) mallopt(M_MMAP_THRESHOLD, (int)conn_memory(cfg));
 }
 
 enum watch_phase { WATCH_IDLE, WATCH_BODY, WATCH_HANDLING };
@@ -685,6 +700,7 @@ struct http_server *http_start(const struct config *cfg, const struct http_hooks
         destroy_server(s);
         return NULL;
     }
+    map_pools(cfg);
     s->d = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,

@@ -74,7 +74,7 @@ START_TEST(test_defaults_match_the_documented_values) {
     ck_assert_int_eq(cfg.port, 3786);
     ck_assert_str_eq(cfg.context_path, "/redis/distributed/lock");
     ck_assert_int_eq(cfg.max_connections, 4096);
-    ck_assert_int_eq(cfg.connection_memory_kb, 36);
+    ck_assert_int_eq(cfg.connection_memory_kb, 16);
     ck_assert_int_eq(cfg.connection_timeout_s, 30);
     ck_assert_int_eq(cfg.max_body_bytes, 4096);
     ck_assert_str_eq(cfg.redis_host, "127.0.0.1");

@@ -88,8 +88,7 @@ struct jw {
     int bad; /* something the tree must write */
 };
 
-static void jw_raw(struct jw *w, const char *s) {
-    size_t len = strlen(s);
+static void jw_mem(struct jw *w, const char *s, size_t len) {
     if (w->n + len >= sizeof(w->buf)) {
         w->bad = 1;
         return;
@@ -98,12 +97,29 @@ static void jw_raw(struct jw *w, const char *s) {
     w->n += len;
 }
 
+static void jw_raw(struct jw *w, const char *s) { jw_mem(w, s, strlen(s)); }
+
+/* "key":v, v in decimal as %lld writes it (no printf: a sale's answer has
+ * six of them). */
+static void jw_key_int(struct jw *w, const char *key, long long v) {
+    char num[24];
+    size_t i = sizeof(num);
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        num[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) num[--i] = '-';
+    jw_raw(w, "\"");
+    jw_raw(w, key);
+    jw_mem(w, "\":", 2);
+    jw_mem(w, num + i, sizeof(num) - i);
+}
+
 /* ,"key":value as an int, or bad when it does not fit one. */
 static void jw_num(struct jw *w, const char *key, long long v) {
-    char num[64];
     if (v < INT_MIN || v > INT_MAX) w->bad = 1;
-    snprintf(num, sizeof(num), "\"%s\":%lld", key, v);
-    jw_raw(w, num);
+    jw_key_int(w, key, v);
 }
 
 /* "key":d as cJSON 1.7's print_number writes a double: %d when it equals
@@ -117,14 +133,14 @@ static void jw_double(struct jw *w, const char *key, double d) {
     }
     int as_int = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
     if (d == (double)as_int) {
-        snprintf(num, sizeof(num), "\"%s\":%d", key, as_int);
-    } else {
-        int n = snprintf(num, sizeof(num), "\"%s\":", key);
-        snprintf(num + n, sizeof(num) - (size_t)n, "%1.15g", d);
-        double back = strtod(num + n, NULL), most = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
-        if (fabs(back - d) > most * DBL_EPSILON)
-            snprintf(num + n, sizeof(num) - (size_t)n, "%1.17g", d);
+        jw_key_int(w, key, as_int);
+        return;
     }
+    int n = snprintf(num, sizeof(num), "\"%s\":", key);
+    snprintf(num + n, sizeof(num) - (size_t)n, "%1.15g", d);
+    double back = strtod(num + n, NULL), most = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
+    if (fabs(back - d) > most * DBL_EPSILON)
+        snprintf(num + n, sizeof(num) - (size_t)n, "%1.17g", d);
     jw_raw(w, num);
 }
 

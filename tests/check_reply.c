@@ -4,6 +4,7 @@
  * function returns is freed by the test that asked for it. */
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +93,7 @@ static struct sale_result failed(int status, const char *errstr) {
 
 /* One field of the sweep: the values it takes. */
 static const long long sweep_nums[] = {
-    0, 1, -5, 199, 2147483647LL, 2147483648LL, -2147483649LL, 9007199254740992LL};
+    0, 1, -1, -5, 10, 199, 1000000, INT_MAX, INT_MIN, INT_MAX + 1LL, INT_MIN - 1LL, 1LL << 53};
 static const char *const sweep_strs[] = {
     "0a1b2c3d-000042", "", "x\"y", "a\\b", "tab\there", "\x01", "\xc3\xa9t\xc3\xa9", "del\x7f"};
 enum { NNUMS = sizeof(sweep_nums) / sizeof(sweep_nums[0]) };

@@ -327,16 +327,14 @@ us() {
 }
 
 # cpu_cell TARGET C: "all = server + Redis + wrk" in us a request.
+# shellcheck disable=SC2317 # called through table
 cpu_cell() {
     echo "$(us "$1" "$2" 0) = $(us "$1" "$2" 8) + $(us "$1" "$2" 9) + $(us "$1" "$2" 10)"
 }
 
-md=$results/http-bench.md
-{
-    echo "# loadtest/http-bench.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
-    echo
-    echo "wrk -t$threads -d${seconds}s, medians of $runs rounds of requests/s; server.io-threads and server.workers as configured (defaults 2 and 16)."
-    echo
+# table CELL: a row per target, a column per connection count, each cell
+# what the function CELL TARGET C prints.
+table() {
     printf '| target |'
     for c in $conns; do printf ' c=%s |' "$c"; done
     echo
@@ -345,9 +343,18 @@ md=$results/http-bench.md
     echo
     for t in $targets; do
         printf '| %s |' "$t"
-        for c in $conns; do printf ' %s |' "$(med "$t" "$c")"; done
+        for c in $conns; do printf ' %s |' "$("$1" "$t" "$c")"; done
         echo
     done
+}
+
+md=$results/http-bench.md
+{
+    echo "# loadtest/http-bench.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+    echo
+    echo "wrk -t$threads -d${seconds}s, medians of $runs rounds of requests/s; server.io-threads and server.workers as configured (defaults 2 and 16)."
+    echo
+    table med
     echo
     echo "Ratios (medians):"
     echo
@@ -357,17 +364,7 @@ md=$results/http-bench.md
     echo
     echo "CPU a request, in us (medians): all = the server's (its processes and their children: nginx's workers, the instances behind the demo's nginx) + Redis's + wrk's. $(nproc) cores over \"all\" is the most requests/s these cores could serve."
     echo
-    printf '| target |'
-    for c in $conns; do printf ' c=%s |' "$c"; done
-    echo
-    printf '|---|'
-    for c in $conns; do printf -- '---:|'; done
-    echo
-    for t in $targets; do
-        printf '| %s |' "$t"
-        for c in $conns; do printf ' %s |' "$(cpu_cell "$t" "$c")"; done
-        echo
-    done
+    table cpu_cell
     echo
     for c in $conns; do
         a=$(us atomic-bare "$c" 0)

@@ -5,7 +5,9 @@
 # idle connections): it exits 0 (every sale answered 200, no socket error),
 # its table has a row for every target with a figure above 0 at each
 # connection count, the ratios name webdis and nginx, and the idle line
-# says the 200 connections were held and a sale beside them sold. Every
+# says the 200 connections were held and a sale beside them sold; the CPU
+# table gives each request's server, Redis and wrk CPU, Redis's above 0 for
+# a sale and about 0 for nginx's return 200. Every
 # process it started is gone afterwards (it stops them by pid).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +33,20 @@ for t in nginx webdis healthz strategies lab atomic-bare atomic-default atomic-u
     for v in "$a" "$b"; do
         [[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -gt 0 ] || fail "$t: '$v' is not a rate above 0 ($row)"
     done
+done
+# The CPU table: a sale costs its server and Redis CPU, nginx's return 200
+# costs Redis none (its row would read the same if nothing were measured).
+cpu=$(sed -n '/^CPU a request/,$p' "$md")
+for t in atomic-bare webdis nginx; do
+    row=$(grep -F "| $t |" <<<"$cpu" | head -n 1)
+    read -r all srv red wrk < <(sed -E 's/^\| [^|]* \| ([0-9]+) = ([0-9]+) \+ ([0-9]+) \+ ([0-9]+) \|.*/\1 \2 \3 \4/' <<<"$row")
+    [[ "$all" =~ ^[0-9]+$ ]] || fail "no CPU cell for $t: '$row'"
+    [ "$srv" -gt 0 ] && [ "$wrk" -gt 0 ] || fail "$t: no server or wrk CPU measured ($row)"
+    if [ "$t" = nginx ]; then
+        [ "$red" -le 2 ] || fail "nginx's return 200 cost Redis $red us a request ($row)"
+    else
+        [ "$red" -gt 2 ] || fail "$t: its sales cost Redis no CPU ($row)"
+    fi
 done
 grep -q 'atomic-bare / webdis [0-9]' "$md" || fail "no atomic-bare / webdis ratio"
 grep -q 'healthz / nginx [0-9]' "$md" || fail "no healthz / nginx ratio"

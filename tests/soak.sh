@@ -11,7 +11,8 @@
 # each instance (3500 sales each), because an instance keeps what its
 # busiest moment needed (malloc arenas, the Redis pool), not how long it
 # ran. Then for SECONDS (60; at least 20), 200 clients sell with
-# redisson through nginx in back-to-back bounded rounds of 2000 requests (a
+# redisson (SOAK_STRATEGY: atomic soaks the sale pipeline, src/pipeline.c)
+# through nginx in back-to-back bounded rounds of 2000 requests (a
 # round under way at the deadline is finished, not cut). Every 2 s, and once
 # more 2 s after the load stopped (idle), each instance's VmRSS
 # (/proc/PID/status), open fds (/proc/PID/fd) and sales so far (its
@@ -42,8 +43,8 @@
 #   audit: oversold false, sold_twice 0, violations 0, ledger = what the
 #        clients saw sold;
 # and both instances stop cleanly (exit 0) on SIGTERM.
-# SOAK_CLIENTS (200), SOAK_REQUESTS (2000, per round) and SOAK_BURST (350;
-# 0: no burst) override the load. A binary built with AddressSanitizer is
+# SOAK_CLIENTS (200), SOAK_REQUESTS (2000, per round), SOAK_BURST (350;
+# 0: no burst) and SOAK_STRATEGY (redisson) override the load. A binary built with AddressSanitizer is
 # refused with exit 77 (skip): its quarantine grows RSS by design.
 # Exit 0 on pass, 1 on the first failed assertion (named on stderr).
 set -uo pipefail
@@ -66,7 +67,7 @@ burst=${SOAK_BURST:-350}
 stock=100000000
 warmup=10
 every=2
-strategy=redisson
+strategy=${SOAK_STRATEGY:-redisson}
 
 require_tools redis-server redis-cli nginx curl jq
 # Under AddressSanitizer RSS grows by design (freed memory sits in its

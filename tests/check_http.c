@@ -296,8 +296,10 @@ START_TEST(test_three_hundred_keep_alive_connections_are_held_at_once) {
         free(c);
         return;
     }
-    ck_assert_msg(held * 1024 / N < 24 * 1024, "each idle connection costs %ld bytes of RSS",
-                  held * 1024 / N);
+    /* The window: the connections do hold their pools (half a pool each at
+     * least), so that their release below has something to give back. */
+    ck_assert_msg(held * 1024 / N >= 8 * 1024 && held * 1024 / N < 24 * 1024,
+                  "each idle connection costs %ld bytes of RSS", held * 1024 / N);
     /* Closed, the connections give their pools back: RSS follows the
      * connections open now, not the most ever open. */
     long left = held;

@@ -91,9 +91,7 @@ case " $targets " in *" webdis "*) require_tools webdis ;; esac
 find_stats "$build/inventory-stats"
 inventoryd=$(realpath "$build/inventoryd")
 # wrk at c=1024 and the idle line need more descriptors than the default 1024.
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
-[ "$(ulimit -n)" -gt $((idle + 2048)) ] ||
-    die "ulimit -n is $(ulimit -n): too few descriptors for HB_IDLE=$idle (raise the hard limit, or lower HB_IDLE)"
+need_fds $((idle + 2048)) "HB_IDLE=$idle"
 mkdir -p "$results" || die "cannot create $results"
 setup_work http-bench
 fail_status=1

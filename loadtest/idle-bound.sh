@@ -45,9 +45,7 @@ done
 require_tools redis-server redis-cli curl python3
 [ -x "$build/inventoryd" ] || die "$build/inventoryd not found: build first (cmake --build build)"
 inventoryd=$(realpath "$build/inventoryd")
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
-[ "$(ulimit -n)" -gt $((idle + 1024)) ] ||
-    die "ulimit -n is $(ulimit -n): too few descriptors for IB_IDLE=$idle"
+need_fds $((idle + 1024)) "IB_IDLE=$idle"
 mkdir -p "$results" || die "cannot create $results"
 setup_work idle-bound
 fail_status=1

@@ -252,6 +252,14 @@ pick_port() {
     fail "no free TCP port found"
 }
 
+# need_fds N WHAT: raises this shell's open-file limit as far as allowed
+# and dies (naming WHAT) unless it is above N.
+need_fds() {
+    ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
+    [ "$(ulimit -n)" -gt "$1" ] ||
+        die "ulimit -n is $(ulimit -n): too few descriptors for $2 (raise the hard limit, or lower it)"
+}
+
 # hold_idle PORT N SECONDS: loadtest/idle-conns.py opens N keep-alive
 # connections to 127.0.0.1:PORT (one 200 answer read on each) and holds them
 # idle for SECONDS; returns once all are open, with idle_pid its pid (in

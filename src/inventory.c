@@ -23,6 +23,7 @@ _Static_assert(INVENTORY_ITEM_MAX == ITEM_MAX, "one bound for item names");
 #include "probe.h"
 #include "rpool.h"
 #include "strategy.h"
+#include "text.h"
 #include "waitq.h"
 
 static atomic_uint_fast64_t order_seq;
@@ -44,6 +45,7 @@ struct inventory *inventory_create(const struct config *cfg, struct rpool *pool,
     inv->pool = pool;
     inv->core = core;
     inv->port = cfg->port;
+    snprintf(inv->port_text, sizeof(inv->port_text), "%d", cfg->port);
     inv->pool_wait_ms = cfg->redis_timeout_ms;
     inv->lock_per_item = config_lock_per_item(cfg);
     inv->cluster = cfg->cluster_nodes[0] != '\0';
@@ -75,23 +77,33 @@ void inventory_free(struct inventory *inv) {
 
 int inventory_port(const struct inventory *inv) { return inv->port; }
 
+/* dst = a b c, cut to size as snprintf cuts it. No printf: every sale
+ * names its keys and its order. */
+static void join3(char *dst, size_t size, const char *a, const char *b, const char *c) {
+    const char *part[3] = {a, b, c};
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        for (const char *p = part[i]; *p && n + 1 < size; p++) dst[n++] = *p;
+    dst[n] = '\0';
+}
+
 void inventory_keys(const struct inventory *inv, const char *item, struct item_keys *k) {
     if (!item) item = inv->stock_key;
     /* In cluster mode every key of the item shares the stock key's slot:
      * "{item}" hashes as "item" does (docs/deploy.md, keys that live together). */
     char tagged[INVENTORY_ITEM_MAX + 3];
-    snprintf(tagged, sizeof(tagged), inv->cluster ? "{%s}" : "%s", item);
-    snprintf(k->stock, sizeof(k->stock), "%s", item);
-    snprintf(k->ledger, sizeof(k->ledger), "%s:sold", tagged);
-    snprintf(k->initial, sizeof(k->initial), "%s:initial", tagged);
-    snprintf(k->holders, sizeof(k->holders), "%s:holders", tagged);
-    snprintf(k->violations, sizeof(k->violations), "%s:violations", tagged);
-    snprintf(k->families, sizeof(k->families), "%s:families", tagged);
-    snprintf(k->history, sizeof(k->history), "%s:history", tagged);
+    join3(tagged, sizeof(tagged), inv->cluster ? "{" : "", item, inv->cluster ? "}" : "");
+    join3(k->stock, sizeof(k->stock), item, "", "");
+    join3(k->ledger, sizeof(k->ledger), tagged, ":sold", "");
+    join3(k->initial, sizeof(k->initial), tagged, ":initial", "");
+    join3(k->holders, sizeof(k->holders), tagged, ":holders", "");
+    join3(k->violations, sizeof(k->violations), tagged, ":violations", "");
+    join3(k->families, sizeof(k->families), tagged, ":families", "");
+    join3(k->history, sizeof(k->history), tagged, ":history", "");
     if (inv->lock_per_item)
-        snprintf(k->lock, sizeof(k->lock), "%s:%s", inv->lock_name, tagged);
+        join3(k->lock, sizeof(k->lock), inv->lock_name, ":", tagged);
     else
-        snprintf(k->lock, sizeof(k->lock), "%s", inv->lock_name);
+        join3(k->lock, sizeof(k->lock), inv->lock_name, "", "");
 }
 
 /* Reads n pipelined replies into rep[]. On an I/O error every reply read so
@@ -155,8 +167,10 @@ static int seed_first(struct inventory *inv, char *errstr, size_t errlen) {
 int inventory_sell_start(struct inventory *inv, const struct strategy *s, const char *item,
                          struct sale_result *r, struct item_keys *k) {
     memset(r, 0, sizeof(*r));
-    snprintf(r->order, sizeof(r->order), "%s-%" PRIu64, inv->instance,
-             (uint64_t)atomic_fetch_add(&order_seq, 1) + 1);
+    char seq[24];
+    seq[sizeof(seq) - 1] = '\0';
+    join3(r->order, sizeof(r->order), inv->instance, "-",
+          text_ull(seq + sizeof(seq) - 1, (uint64_t)atomic_fetch_add(&order_seq, 1) + 1));
     if (!config_allows(inv->cfg, s->name)) {
         snprintf(r->errstr, sizeof(r->errstr),
                  "strategy %s is not allowed here: lock.allowed is "

@@ -20,6 +20,7 @@ struct inventory {
     struct waitq *batches; /* the batched strategy's queues */
     struct pipeline *pipeline; /* one-script sales, pipelined; NULL until started */
     int port; /* this instance's port, written to the ledger */
+    char port_text[16]; /* the same in decimal */
     int pool_wait_ms; /* longest wait for a free connection */
     int lock_per_item; /* lock.scope=item */
     int cluster; /* redis.cluster.nodes set: keys carry the item's hash tag */
@@ -63,15 +64,13 @@ int inventory_sell_start(struct inventory *inv, const struct strategy *s, const 
 struct sale_section;
 typedef int (*sale_commit)(struct sale_section *sec);
 
-/* The arguments of a sale that is one script and nothing else, with the
- * room its strings need (argv points into it, the item's keys and the
- * sale's result). */
+/* The arguments of a sale that is one script and nothing else (argv
+ * points into the item's keys, the sale's result and the inventory). */
 #define SALE_ARGS_MAX 8
 struct sale_args {
     const char *script; /* the embedded script's name (script.h) */
     int nkeys, argc;
     const char *argv[SALE_ARGS_MAX];
-    char port[16];
 };
 
 /* A sale that is one script and nothing else: no lock, no probe, no read

@@ -14,6 +14,7 @@
 #include "reply.h"
 #include "scenario.h"
 #include "strategy.h"
+#include "text.h"
 
 int reply_sale_http_status(int s) {
     switch (s) {
@@ -102,18 +103,13 @@ static void jw_raw(struct jw *w, const char *s) { jw_mem(w, s, strlen(s)); }
 /* "key":v, v in decimal as %lld writes it (no printf: a sale's answer has
  * six of them). */
 static void jw_key_int(struct jw *w, const char *key, long long v) {
-    char num[24];
-    size_t i = sizeof(num);
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        num[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) num[--i] = '-';
+    char num[24], *end = num + sizeof(num);
+    char *p = text_ull(end, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
+    if (v < 0) *--p = '-';
     jw_raw(w, "\"");
     jw_raw(w, key);
     jw_mem(w, "\":", 2);
-    jw_mem(w, num + i, sizeof(num) - i);
+    jw_mem(w, p, (size_t)(end - p));
 }
 
 /* ,"key":value as an int, or bad when it does not fit one. */

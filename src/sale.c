@@ -578,9 +578,7 @@ static void atomic_args(const struct inventory *inv, const struct strategy *s,
         "atomic-sale",
         3,
         6,
-        {k->stock, k->ledger, k->families, r->order, a->port, lock_type_family(s->lock)},
-        {0}};
-    snprintf(a->port, sizeof(a->port), "%d", inv->port);
+        {k->stock, k->ledger, k->families, r->order, inv->port_text, lock_type_family(s->lock)}};
 }
 
 static void atomic_read(struct inventory *inv, const redisReply *rep, struct sale_result *r) {

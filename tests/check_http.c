@@ -83,6 +83,20 @@ static void expect_error(int code, const char *word, const char *method, const c
     cJSON_Delete(j);
 }
 
+/* An order id's sequence number, after asserting its form: the instance's
+ * 8 hex digits, a '-', and a decimal number from 1 (prefix gets the first
+ * part, to compare two orders' instances). */
+static long order_seq(const char *order, char prefix[9]) {
+    ck_assert_msg(strlen(order) > 9 && strspn(order, "0123456789abcdef") == 8 && order[8] == '-',
+                  "order '%s' is not <8 hex digits>-<n>", order);
+    const char *n = order + 9;
+    ck_assert_msg(strspn(n, "0123456789") == strlen(n) && n[0] != '0', "order '%s': bad number",
+                  order);
+    memcpy(prefix, order, 8);
+    prefix[8] = '\0';
+    return atol(n);
+}
+
 START_TEST(test_a_sale_answers_the_contract_json) {
     struct httpc_response r;
     ck_assert_int_eq(harness_http(inst_port, "GET", "/inventory/sale/atomic", NULL, NULL, &r), 200);
@@ -90,7 +104,8 @@ START_TEST(test_a_sale_answers_the_contract_json) {
     ck_assert_str_eq(str(j, "status"), "sold");
     ck_assert_int_eq(num(j, "remaining"), 199);
     ck_assert_int_eq(num(j, "unit"), 200);
-    ck_assert_int_gt(strlen(str(j, "order")), 0);
+    char inst1[9], inst2[9];
+    long seq1 = order_seq(str(j, "order"), inst1);
     ck_assert_str_eq(str(j, "strategy"), "atomic");
     ck_assert_int_eq(num(j, "port"), inst_port);
     const cJSON *lk = cJSON_GetObjectItemCaseSensitive(j, "lock");
@@ -101,6 +116,8 @@ START_TEST(test_a_sale_answers_the_contract_json) {
     j = json(&r);
     ck_assert_str_eq(str(j, "status"), "sold");
     ck_assert_int_eq(num(j, "remaining"), 198);
+    ck_assert_int_eq(order_seq(str(j, "order"), inst2), seq1 + 1); /* the next order */
+    ck_assert_str_eq(inst2, inst1);
     cJSON_Delete(j);
 }
 END_TEST

@@ -11,6 +11,7 @@
 #   lab           inventoryd's /lab (on the event loop; a small answer: the
 #                 loop's own speed)
 #   atomic-bare   inventoryd's atomic sale, probe and history off
+#   atomic-poll   atomic-bare with server.event-loop=poll
 #   atomic-default  the same with the probe and the history on (the defaults)
 #   atomic-unix   atomic-bare with redis.unix-socket (Redis's Unix socket)
 #   nginx>bare    atomic-bare through the demo's nginx (nginx/nginx.conf.in:
@@ -25,10 +26,11 @@
 # (docs/speed.md), then the CPU each request cost, in us: the server's (its
 # processes with their children, read from /proc before and after each wrk
 # run), Redis's and wrk's own (bash's time), whose sum bounds what the cores
-# can serve when all three share them; then the idle line: HB_IDLE keep-alive connections opened
-# on an instance (each sends one request and then idles), its RSS and
-# threads with them open, and how long one more sale took on a fresh
-# connection meanwhile.
+# can serve when all three share them; then the idle lines: HB_IDLE
+# keep-alive connections opened on atomic-bare, and then on atomic-poll
+# (each sends one request and then idles), the instance's RSS and threads
+# with them open, how long one more sale took on a fresh connection
+# meanwhile, and what wrk at c=64 got beside them.
 #
 #   loadtest/http-bench.sh                    everything, about 10 minutes
 #   HB_CONNS="64 256" HB_RUNS=1 HB_SECONDS=3 HB_IDLE=0 loadtest/http-bench.sh
@@ -59,7 +61,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=http-bench
 . "$root/scripts/lib.sh"
 fail_status=2
-all_targets="nginx webdis healthz strategies lab atomic-bare atomic-default atomic-unix nginx>bare nginx>default"
+all_targets="nginx webdis healthz strategies lab atomic-bare atomic-poll atomic-default atomic-unix nginx>bare nginx>default"
 base_build=${HB_BASE_BUILD:-}
 [ -z "$base_build" ] || all_targets="$all_targets before-bare"
 targets=${HB_TARGETS:-$all_targets}
@@ -143,6 +145,9 @@ if [[ " $targets " == *" before-bare "* ]]; then
     inst before-bare "${bare[@]}"
     extra_sets=("${saved_sets[@]}")
     inventoryd=$ours
+fi
+if [[ " $targets " == *" atomic-poll "* ]]; then
+    inst atomic-poll "${bare[@]}" server.event-loop=poll
 fi
 if [[ " $targets " == *" atomic-unix "* ]]; then
     inst atomic-unix "${bare[@]}" redis.unix-socket="$sock"
@@ -284,21 +289,37 @@ done
 
 # ---- the idle line -----------------------------------------------------------
 
-idle_line=
-if [ "$idle" -gt 0 ]; then
-    ipid=${pid_of[atomic-bare]}
+# idle_on NAME: HB_IDLE idle connections held on the instance NAME; appends
+# to idle_line its RSS with them, its threads and descriptors, how long one
+# more sale on a fresh connection took, and the sales/s of a wrk run at
+# c=64 beside them.
+idle_on() {
+    local ipid=${pid_of[$1]} iport rss0 rss thr open_now sale_ms out rps
+    eval "iport=\$port_$(echo "$1" | tr -c 'a-z0-9\n' _)"
     rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$ipid/status")
-    hold_idle "$port_atomic_bare" "$idle" 30
+    hold_idle "$iport" "$idle" $((seconds + 30))
     sleep 1
     rss=$(awk '/^VmRSS/ {print $2}' "/proc/$ipid/status")
     thr=$(awk '/^Threads/ {print $2}' "/proc/$ipid/status")
     open_now=$(ls "/proc/$ipid/fd" | wc -l)
-    sale_ms=$(curl -s -o "$work/idle-sale.json" -w '%{time_total}' "http://127.0.0.1:$port_atomic_bare/inventory/sale/atomic")
-    grep -q '"status":"sold"' "$work/idle-sale.json" || fail "the sale beside $idle idle connections: $(cat "$work/idle-sale.json")"
+    sale_ms=$(curl -s -o "$work/idle-sale.json" -w '%{time_total}' "${url[$1]}")
+    grep -q '"status":"sold"' "$work/idle-sale.json" || fail "the sale beside $idle idle connections on $1: $(cat "$work/idle-sale.json")"
     sale_ms=$(awk -v s="$sale_ms" 'BEGIN {printf "%.1f", s * 1000}')
-    idle_line="$idle idle keep-alive connections on atomic-bare: RSS $((rss / 1024)) MB (was $((rss0 / 1024)) MB), $thr threads, $open_now descriptors; one more sale on a fresh connection answered sold in $sale_ms ms"
+    out=$(wrk -t "$threads" -c 64 -d "${seconds}s" --timeout 10s "${url[$1]}" 2>&1)
+    rps=$(echo "$out" | awk '/^Requests\/sec:/ {printf "%.0f", $2}')
+    [ -n "$rps" ] || { echo "$out" >&2; fail "wrk gave no Requests/sec beside the idle connections on $1"; }
+    idle_line="$idle_line
+- $idle idle keep-alive connections on $1: RSS $((rss / 1024)) MB (was $((rss0 / 1024)) MB), $thr threads, $open_now descriptors; one more sale on a fresh connection answered sold in $sale_ms ms; wrk at c=64 beside them: $rps requests/s"
     stop_pid "$idle_pid"
     forget_pid "$idle_pid"
+}
+
+idle_line=
+if [ "$idle" -gt 0 ]; then
+    for t in atomic-bare atomic-poll; do
+        [[ " $targets " == *" $t "* ]] || [ "$t" = atomic-bare ] || continue
+        idle_on "$t"
+    done
 fi
 
 # ---- the table ---------------------------------------------------------------
@@ -357,7 +378,7 @@ md=$results/http-bench.md
     echo "Ratios (medians):"
     echo
     for c in $conns; do
-        echo "- c=$c: healthz / nginx $(ratio healthz "$c" nginx "$c"), strategies / nginx $(ratio strategies "$c" nginx "$c"), lab / nginx $(ratio lab "$c" nginx "$c"), atomic-bare / webdis $(ratio atomic-bare "$c" webdis "$c"), atomic-default / webdis $(ratio atomic-default "$c" webdis "$c"), atomic-unix / atomic-bare $(ratio atomic-unix "$c" atomic-bare "$c"), atomic-bare / before-bare $(ratio atomic-bare "$c" before-bare "$c"), nginx>default / atomic-default $(ratio "nginx>default" "$c" atomic-default "$c")"
+        echo "- c=$c: healthz / nginx $(ratio healthz "$c" nginx "$c"), strategies / nginx $(ratio strategies "$c" nginx "$c"), lab / nginx $(ratio lab "$c" nginx "$c"), atomic-bare / webdis $(ratio atomic-bare "$c" webdis "$c"), atomic-poll / webdis $(ratio atomic-poll "$c" webdis "$c"), atomic-poll / atomic-bare $(ratio atomic-poll "$c" atomic-bare "$c"), atomic-default / webdis $(ratio atomic-default "$c" webdis "$c"), atomic-unix / atomic-bare $(ratio atomic-unix "$c" atomic-bare "$c"), atomic-bare / before-bare $(ratio atomic-bare "$c" before-bare "$c"), nginx>default / atomic-default $(ratio "nginx>default" "$c" atomic-default "$c")"
     done
     echo
     echo "CPU a request, in us (medians): all = the server's (its processes and their children: nginx's workers, the instances behind the demo's nginx) + Redis's + wrk's. $(nproc) cores over \"all\" is the most requests/s these cores could serve."
@@ -373,10 +394,10 @@ md=$results/http-bench.md
     echo
     first=${conns%% *}
     last=${conns##* }
-    echo "- atomic-bare at c=$last over c=$first: $(ratio atomic-bare "$last" atomic-bare "$first"); before-bare: $(ratio before-bare "$last" before-bare "$first"); webdis: $(ratio webdis "$last" webdis "$first"); nginx: $(ratio nginx "$last" nginx "$first")"
+    echo "- atomic-bare at c=$last over c=$first: $(ratio atomic-bare "$last" atomic-bare "$first"); atomic-poll: $(ratio atomic-poll "$last" atomic-poll "$first"); before-bare: $(ratio before-bare "$last" before-bare "$first"); webdis: $(ratio webdis "$last" webdis "$first"); nginx: $(ratio nginx "$last" nginx "$first")"
     if [ -n "$idle_line" ]; then
         echo
-        echo "Idle: $idle_line."
+        echo "Idle:$idle_line"
     fi
     [ "$bad" = 0 ] || { echo; echo "Some points had non-2xx answers or socket errors: see http-bench.csv."; }
 } | tee "$md"

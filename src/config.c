@@ -87,6 +87,7 @@ static const struct config_key keys[] = {
     K_INT("server.connection-timeout-s", connection_timeout_s, "30", 0, 86400),
     K_INT("server.max-body-bytes", max_body_bytes, "4096", 1, 16777216),
     K_INT("server.io-threads", io_threads, "2", 1, 64),
+    K_CHOICE("server.event-loop", event_loop, "epoll", "epoll|poll"),
     K_INT("server.workers", workers, "16", 1, 4096),
     K_INT("server.connection-memory-kb", connection_memory_kb, "16", 8, 1024),
 

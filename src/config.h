@@ -23,7 +23,7 @@
 #define CONFIG_TOKEN_MIN 16
 
 /* The number of keys in config.c's table; one origin is kept per key. */
-#define CONFIG_KEY_COUNT 51
+#define CONFIG_KEY_COUNT 52
 
 struct config {
     /* server.* */
@@ -34,6 +34,7 @@ struct config {
     int connection_timeout_s; /* server.connection-timeout-s, default 30: to deliver a whole request */
     int max_body_bytes; /* server.max-body-bytes, default 4096 */
     int io_threads; /* server.io-threads, default 2: event loops over the connections */
+    char event_loop[8]; /* server.event-loop: epoll (default), or poll */
     int workers; /* server.workers, default 16: threads that answer sales and store reads */
     int connection_memory_kb; /* server.connection-memory-kb, default 16: each connection's pool */
 

@@ -91,6 +91,18 @@ static size_t conn_memory(const struct config *cfg) {
     return (size_t)cfg->connection_memory_kb * 1024 - MALLOC_HEADER;
 }
 
+/* The event loops' way of waiting (server.event-loop). epoll's cost does
+ * not grow with the connections open, but libmicrohttpd 0.9.75 takes a
+ * suspended connection out of its epoll set and puts it back once resumed:
+ * two epoll_ctl calls for each request parked (every sale, and every
+ * pipelined one). poll has no such call, but each turn of a loop polls
+ * all its connections, so it costs in proportion to the connections held
+ * open, busy or idle (docs/speed.md measures both). */
+static unsigned loop_flag(const struct config *cfg) {
+    return strcmp(cfg->event_loop, "poll") == 0 ? MHD_USE_POLL_INTERNAL_THREAD
+                                                : MHD_USE_EPOLL_INTERNAL_THREAD;
+}
+
 /* Has malloc map (mmap) every block as large as a connection's pool, and
  * unmap it when freed, where libmicrohttpd takes the pool from malloc (32 KB
  * and under). Blocks that large are few besides the pools: the pipeline's
@@ -702,8 +714,8 @@ struct http_server *http_start(const struct config *cfg, const struct http_hooks
     }
     map_pools(cfg);
     s->d = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+        loop_flag(cfg) | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, s,
+        MHD_OPTION_LISTEN_SOCKET, s->listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)cfg->io_threads, MHD_OPTION_CONNECTION_MEMORY_LIMIT, conn_memory(cfg),
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)conn_limit(cfg), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)cfg->connection_timeout_s, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(256 * 1024),

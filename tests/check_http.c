@@ -2,9 +2,11 @@
  * redis-server; every process is started and stopped by the harness. */
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <cjson/cJSON.h>
 #include <ifaddrs.h>
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -27,11 +29,16 @@
 static pid_t redis_pid, inst_pid;
 static int redis_port, inst_port;
 static char redis_set[64];
+static const char *loop_set = "server.event-loop=epoll"; /* setup_poll: poll */
 
 static void start_instance(pid_t *pid, int *port, int faults) {
     *port = harness_free_port();
-    const char *sets[] = {redis_set, "redis.timeout=500", "lock.wait-ms=3000",
-                          faults ? "faults.enabled=true" : "faults.enabled=false", NULL};
+    const char *sets[] = {redis_set,
+                          "redis.timeout=500",
+                          "lock.wait-ms=3000",
+                          faults ? "faults.enabled=true" : "faults.enabled=false",
+                          loop_set,
+                          NULL};
     *pid = harness_inventoryd_start(*port, sets);
     ck_assert_int_gt(*pid, 0);
 }
@@ -50,6 +57,33 @@ static void teardown(void) {
     harness_stop(inst_pid);
     if (redis_pid > 0) kill(redis_pid, SIGCONT); /* a test may have frozen it */
     harness_stop(redis_pid);
+    loop_set = "server.event-loop=epoll";
+}
+
+/* How many epoll instances pid holds open (its descriptors that name
+ * anon_inode:[eventpoll]): one a loop with server.event-loop=epoll, none
+ * with poll. */
+static int epoll_fds(pid_t pid) {
+    char dir[64], path[PATH_MAX], target[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        ssize_t len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0 && (target[len] = '\0', strcmp(target, "anon_inode:[eventpoll]") == 0)) n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The Core case's instance with server.event-loop=poll; asserts that its
+ * loops hold no epoll instance, so the tests run on poll indeed. */
+static void setup_poll(void) {
+    loop_set = "server.event-loop=poll";
+    setup();
+    ck_assert_int_eq(epoll_fds(inst_pid), 0);
 }
 
 /* Parses the last answer's body as JSON; the caller frees it. */
@@ -2139,6 +2173,18 @@ Suite *http_suite(void) {
     tcase_add_test(errors, test_list_routes_prints_each_row_of_the_route_table_and_starts_nothing);
     tcase_add_test(errors, test_redis_password_and_database_are_used_and_the_password_never_logged);
     suite_add_tcase(s, errors);
+    /* server.event-loop=poll: what the loops must keep, on the other way
+     * of waiting (the tests of Core and Outage it could break). */
+    TCase *poll = tcase_create("Poll");
+    tcase_add_checked_fixture(poll, setup_poll, teardown);
+    tcase_set_timeout(poll, 60);
+    tcase_add_test(poll, test_a_sale_answers_the_contract_json);
+    tcase_add_test(poll, test_a_sale_waiting_for_a_lock_does_not_stall_other_requests);
+    tcase_add_test(poll, test_three_hundred_keep_alive_connections_are_held_at_once);
+    tcase_add_test(
+        poll, test_pipelined_sales_whose_replies_were_lost_answer_503_and_are_never_sent_again);
+    tcase_add_test(poll, test_sigterm_answers_the_pipelined_sales_in_flight_before_exiting);
+    suite_add_tcase(s, poll);
     TCase *outage = tcase_create("Outage");
     tcase_add_checked_fixture(outage, setup, teardown);
     tcase_set_timeout(outage, 60);

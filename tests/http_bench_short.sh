@@ -4,8 +4,9 @@
 # loadtest/http-bench.sh, short (one round, 1 s a point, c = 16 and 64, 200
 # idle connections): it exits 0 (every sale answered 200, no socket error),
 # its table has a row for every target with a figure above 0 at each
-# connection count, the ratios name webdis and nginx, and the idle line
-# says the 200 connections were held and a sale beside them sold; the CPU
+# connection count, the ratios name webdis and nginx, and the idle lines
+# (epoll's and poll's) say the 200 connections were held, a sale beside
+# them sold and wrk got answers beside them; the CPU
 # table gives each request's server, Redis and wrk CPU, Redis's above 0 for
 # a sale and about 0 for nginx's return 200. Every
 # process it started is gone afterwards (it stops them by pid).
@@ -26,7 +27,7 @@ rc=$?
 [ "$rc" = 0 ] || fail "http-bench.sh exited $rc"
 md=$out/http-bench.md
 [ -s "$md" ] || fail "no $md"
-for t in nginx webdis healthz strategies lab atomic-bare atomic-default atomic-unix 'nginx>bare' 'nginx>default'; do
+for t in nginx webdis healthz strategies lab atomic-bare atomic-poll atomic-default atomic-unix 'nginx>bare' 'nginx>default'; do
     row=$(grep -F "| $t |" "$md" | head -n 1)
     [ -n "$row" ] || fail "no row for $t"
     read -r a b < <(awk -F'|' '{gsub(/ /, "", $3); gsub(/ /, "", $4); print $3, $4}' <<<"$row")
@@ -49,8 +50,11 @@ for t in atomic-bare webdis nginx; do
     fi
 done
 grep -q 'atomic-bare / webdis [0-9]' "$md" || fail "no atomic-bare / webdis ratio"
+grep -q 'atomic-poll / atomic-bare [0-9]' "$md" || fail "no atomic-poll / atomic-bare ratio"
 grep -q 'healthz / nginx [0-9]' "$md" || fail "no healthz / nginx ratio"
-grep -qE '^Idle: 200 idle keep-alive connections on atomic-bare: RSS [0-9]+ MB .* answered sold in [0-9.]+ ms' "$md" ||
-    fail "no idle line: $(grep Idle "$md")"
-[ "$(wc -l <"$out/http-bench.csv")" -eq $((1 + 10 * 2)) ] || fail "http-bench.csv has $(wc -l <"$out/http-bench.csv") lines, expected 21"
+for t in atomic-bare atomic-poll; do
+    grep -qE "^- 200 idle keep-alive connections on $t: RSS [0-9]+ MB .* answered sold in [0-9.]+ ms; wrk at c=64 beside them: [1-9][0-9]* requests/s" "$md" ||
+        fail "no idle line for $t: $(sed -n '/^Idle:/,$p' "$md")"
+done
+[ "$(wc -l <"$out/http-bench.csv")" -eq $((1 + 11 * 2)) ] || fail "http-bench.csv has $(wc -l <"$out/http-bench.csv") lines, expected 23"
 echo "http-bench-short: ok: every target measured at c=16 and 64, the ratios and the idle line printed"

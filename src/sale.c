@@ -116,7 +116,7 @@ struct sale_section {
     /* The history fields shared by the section's events. */
     const char *hist[HISTORY_ARGS];
     int nhist;
-    char bufs[8][32];
+    char bufs[6][32]; /* history_fields: the numbers of hist */
 };
 
 int sale_backend(struct sale_result *r, const char *what, const char *why) {
@@ -142,19 +142,19 @@ static void history_fields(struct sale_section *sec) {
     const struct lock_report *rep = &sec->h->report;
     struct sale_result *r = sec->rs[0];
     int64_t released = mclock_wall_us();
-    snprintf(sec->bufs[0], sizeof(sec->bufs[0]), "%d", sec->inv->port);
-    snprintf(sec->bufs[1], sizeof(sec->bufs[1]), "%" PRId64, rep->granted_wall_us);
-    snprintf(sec->bufs[2], sizeof(sec->bufs[2]), "%" PRId64, released);
-    snprintf(sec->bufs[3], sizeof(sec->bufs[3]), "%" PRId64, rep->lease_wall_us);
-    snprintf(sec->bufs[4], sizeof(sec->bufs[4]), "%lld", sec->stock);
-    snprintf(sec->bufs[5], sizeof(sec->bufs[5]), "%lld", rep->token);
-    snprintf(sec->bufs[6], sizeof(sec->bufs[6]), "%d", sec->h->late);
+    snprintf(sec->bufs[0], sizeof(sec->bufs[0]), "%" PRId64, rep->granted_wall_us);
+    snprintf(sec->bufs[1], sizeof(sec->bufs[1]), "%" PRId64, released);
+    snprintf(sec->bufs[2], sizeof(sec->bufs[2]), "%" PRId64, rep->lease_wall_us);
+    snprintf(sec->bufs[3], sizeof(sec->bufs[3]), "%lld", sec->stock);
+    snprintf(sec->bufs[4], sizeof(sec->bufs[4]), "%lld", rep->token);
+    snprintf(sec->bufs[5], sizeof(sec->bufs[5]), "%d", sec->h->late);
     snprintf(r->lock.owner, sizeof(r->lock.owner), "%s", rep->owner);
     const char *h[HISTORY_ARGS] = {
-        "instance", sec->inv->instance, "port",       sec->bufs[0], "owner",       r->lock.owner,
-        "strategy", sec->s->name,       "granted_us", sec->bufs[1], "released_us", sec->bufs[2],
-        "lease_us", sec->bufs[3],       "stock_read", sec->bufs[4], "token",       sec->bufs[5],
-        "late",     sec->bufs[6],
+        "instance",   sec->inv->instance, "port",        sec->inv->port_text,
+        "owner",      r->lock.owner,      "strategy",    sec->s->name,
+        "granted_us", sec->bufs[0],       "released_us", sec->bufs[1],
+        "lease_us",   sec->bufs[2],       "stock_read",  sec->bufs[3],
+        "token",      sec->bufs[4],       "late",        sec->bufs[5],
     };
     memcpy(sec->hist, h, sizeof(h));
     sec->nhist = HISTORY_ARGS;
